@@ -1,0 +1,74 @@
+"""``steer-envs data info`` and ``steer-envs search``."""
+from __future__ import annotations
+
+import argparse
+import gzip
+import time
+from collections import Counter
+
+from ..data import BENCHMARKS, SPLITS, load_corpus, load_tasks, trajectory_files
+from ..paths import resolve_data_dir
+from ..retrieval import MAX_K, make_retriever
+from .common import add_data_dir
+from .registry import Command, register_command
+
+
+def _configure_data(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="data_command", required=True, metavar="{info}")
+    info = sub.add_parser("info", help="counts per benchmark and split, corpus size, trajectory files")
+    add_data_dir(info)
+
+
+def _run_data(args: argparse.Namespace) -> int:
+    root = resolve_data_dir(args.data_dir)
+    print(f"data folder: {root}")
+    header = f"{'benchmark':<17}" + "".join(f"{s:>7}" for s in SPLITS) + f"{'total':>7}{'answerable':>12}"
+    print(header)
+    print("-" * len(header))
+    grand: Counter = Counter()
+    for bench in BENCHMARKS:
+        tasks = load_tasks(bench, data_dir=root)
+        counts = Counter(t.split for t in tasks)
+        answerable = sum(t.answerable_in_corpus for t in tasks)
+        grand.update(counts)
+        grand["answerable"] += answerable
+        print(f"{bench:<17}" + "".join(f"{counts[s]:>7}" for s in SPLITS) + f"{len(tasks):>7}{answerable:>12}")
+    print(f"{'all':<17}" + "".join(f"{grand[s]:>7}" for s in SPLITS) + f"{sum(grand[s] for s in SPLITS):>7}"
+          f"{grand['answerable']:>12}")
+    corpus = load_corpus(data_dir=root)
+    print(f"\ncorpus: {len(corpus)} passages ({corpus.path})")
+    print("trajectories:")
+    for name, path in trajectory_files(root).items():
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            rows = sum(1 for line in fh if line.strip())
+        print(f"  {name:<22}{rows:>7} rows  {path.name}")
+    return 0
+
+
+def _configure_search(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", nargs="+", help="the search query (words are joined with spaces)")
+    parser.add_argument("-k", type=int, default=5, help=f"number of passages to show (1..{MAX_K}, default 5)")
+    parser.add_argument("--retriever", default="bm25s", help="retriever spec (default bm25s)")
+    parser.add_argument("--width", type=int, default=0, help="characters of passage text to show (0: all)")
+    add_data_dir(parser)
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    query = " ".join(args.query)
+    start = time.perf_counter()
+    retriever = make_retriever(args.retriever, data_dir=args.data_dir)
+    ready = time.perf_counter()
+    hits = retriever.search(query, args.k)
+    done = time.perf_counter()
+    source = "loaded from cache" if getattr(retriever, "loaded_from_cache", False) else "built"
+    print(f"query: {query!r}   index {source} in {ready - start:.2f}s, search {1000 * (done - ready):.1f} ms")
+    if not hits:
+        print("no passage matches any word of the query")
+    for rank, hit in enumerate(hits, 1):
+        text = hit.text if not args.width or len(hit.text) <= args.width else hit.text[: args.width] + "..."
+        print(f"\n{rank}. [{hit.id}] {hit.title.strip(chr(34))}  (score {hit.score:.3f})\n   {text}")
+    return 0
+
+
+register_command(Command("data", "inspect the data folder", _configure_data, _run_data))
+register_command(Command("search", "search the corpus (BM25)", _configure_search, _run_search))

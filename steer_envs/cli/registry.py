@@ -1,0 +1,38 @@
+"""Subcommand registry.
+
+Core commands register here directly. Commands that live in ``agents``/``baselines``/``benchmarks`` (train,
+eval, demo, report) are discovered through the ``steer_envs.commands`` entry-point group, so ``steer_envs``
+never imports those packages: dependencies keep pointing one way.
+"""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+
+
+@dataclass(frozen=True)
+class Command:
+    """``configure`` adds arguments to the subparser; ``run`` executes and returns an exit code."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int | None]
+
+
+COMMANDS: dict[str, Command] = {}
+ENTRY_POINT_GROUP = "steer_envs.commands"
+
+
+def register_command(command: Command) -> Command:
+    COMMANDS[command.name] = command
+    return command
+
+
+def load_plugins() -> None:
+    """Import every entry point of the group; each registers its commands when called."""
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in COMMANDS:
+            entry.load()()

@@ -1,0 +1,62 @@
+"""Executor construction from a spec string ``<kind>:<argument>`` (DESIGN.md, "Executors").
+
+Kinds register a factory; factories import their dependencies lazily. An unknown kind lists the valid ones.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from ..errors import SteerEnvsError, unknown_name
+from .base import Executor, ExecutorContext
+
+ExecutorFactory = Callable[[str, ExecutorContext], Executor]
+
+
+EXECUTORS: dict[str, ExecutorFactory] = {}
+#: whether executors of a kind are deterministic under a seed (for env registration and checks)
+DETERMINISTIC_KINDS: dict[str, bool] = {}
+
+SPEC_HELP = "sim:<profile|file.json>, hf:<path|gemma-3-270m>, llamacpp:<file.gguf>, openai:<model>@<base_url>, replay:<file>"
+
+
+def register_executor(kind: str, factory: ExecutorFactory | str, deterministic: bool) -> None:
+    """Register a kind. ``factory`` may be ``"module:function"``, imported on first use (keeps imports light)."""
+    EXECUTORS[kind] = factory  # type: ignore[assignment]
+    DETERMINISTIC_KINDS[kind] = deterministic
+
+
+def _resolve(kind: str) -> ExecutorFactory:
+    factory = EXECUTORS[kind]
+    if isinstance(factory, str):
+        module, _, name = factory.partition(":")
+        factory = getattr(importlib.import_module(module), name)
+        EXECUTORS[kind] = factory
+    return factory
+
+
+register_executor("sim", "steer_envs.executors.sim:make_sim_executor", deterministic=True)
+register_executor("hf", "steer_envs.executors.llm_search:make_hf_executor", deterministic=False)
+register_executor("llamacpp", "steer_envs.executors.llm_search:make_llamacpp_executor", deterministic=False)
+register_executor("openai", "steer_envs.executors.llm_search:make_openai_executor", deterministic=False)
+register_executor("replay", "steer_envs.executors.replay:make_replay_executor", deterministic=True)
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    if not isinstance(spec, str) or ":" not in spec:
+        raise SteerEnvsError(f"executor spec {spec!r} must look like KIND:ARGUMENT, one of: {SPEC_HELP}")
+    kind, _, arg = spec.partition(":")
+    if kind not in EXECUTORS:
+        raise unknown_name("executor kind", kind, list(EXECUTORS), hint=f"spec forms: {SPEC_HELP}")
+    return kind, arg
+
+
+def make_executor(spec: str, context: ExecutorContext | None = None, **kwargs) -> Executor:
+    """Build an executor, e.g. ``make_executor("sim:default", max_turns=10)``."""
+    kind, arg = parse_spec(spec)
+    ctx = context or ExecutorContext(**kwargs)
+    return _resolve(kind)(arg, ctx)
+
+
+def is_deterministic(spec: str) -> bool:
+    return DETERMINISTIC_KINDS[parse_spec(spec)[0]]
