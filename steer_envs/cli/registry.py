@@ -31,8 +31,12 @@ def register_command(command: Command) -> Command:
     return command
 
 
+_LOADED: set[str] = set()
+
+
 def load_plugins() -> None:
-    """Import every entry point of the group; each registers its commands when called."""
+    """Call every entry point of the group once; each registers its commands."""
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if entry.name not in COMMANDS:
+        if entry.name not in _LOADED:
+            _LOADED.add(entry.name)
             entry.load()()
