@@ -9,6 +9,7 @@ from collections import Counter
 from ..data import BENCHMARKS, SPLITS, load_corpus, load_tasks, trajectory_files
 from ..paths import resolve_data_dir
 from ..retrieval import MAX_K, make_retriever
+from ..retrieval.evaluation import supporting_recall
 from .common import add_data_dir
 from .registry import Command, register_command
 
@@ -70,5 +71,27 @@ def _run_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configure_recall(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--retriever", default="bm25s", help="retriever spec (default bm25s)")
+    parser.add_argument("-k", type=int, default=5, help="cut-off (default 5)")
+    parser.add_argument("--split", default="test", help="task split (train, dev, test; default test)")
+    add_data_dir(parser)
+
+
+def _run_recall(args: argparse.Namespace) -> int:
+    tasks = load_tasks(split=args.split, data_dir=args.data_dir)
+    retriever = make_retriever(args.retriever, data_dir=args.data_dir)
+    start = time.perf_counter()
+    report = supporting_recall(retriever, tasks, args.k)
+    elapsed = time.perf_counter() - start
+    print(f"supporting-passage recall@{args.k}, {args.split} split, question as query, retriever {args.retriever}")
+    print(report.to_markdown())
+    print(f"\n{report.n_tasks} queries in {elapsed:.2f}s ({report.n_tasks / elapsed:.0f} queries/s, batched)")
+    return 0
+
+
 register_command(Command("data", "inspect the data folder", _configure_data, _run_data))
+register_command(Command(
+    "retrieval-recall", "share of tasks with a gold supporting passage in the top k", _configure_recall, _run_recall
+))
 register_command(Command("search", "search the corpus (BM25)", _configure_search, _run_search))

@@ -1,0 +1,71 @@
+"""The training signals of the steering agent (PAPERS.md A, "Training", steps 3-6).
+
+* ``q(s) = mean_j |R̄_{s,j} − b_s|``: how much intervening at ``s`` changes the outcome (fast-path target).
+* Pairwise ranking loss over pairs of states of the same task (RankNet's logistic loss on ``z_a − z_b``).
+* GRPO advantages whose normalisation group contains the no-intervention baseline ``b_s`` next to the ``G``
+  intervention returns, so an intervention earns a positive advantage only when it beats the mean over
+  interventions *and* no-intervention together.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def intervention_effect(intervention_returns: Sequence[float], baseline: float) -> float:
+    """``q(s)``: mean absolute difference between each intervention's mean return and the baseline ``b_s``."""
+    values = np.asarray(intervention_returns, dtype=float)
+    if values.size == 0:
+        raise ValueError("q(s) needs at least one intervention return")
+    return float(np.mean(np.abs(values - float(baseline))))
+
+
+def grpo_advantages(intervention_returns: Sequence[float], baseline: float, eps: float = 1e-6) -> np.ndarray:
+    """Advantages of the ``G`` interventions, normalised over the group ``{R̄_1..R̄_G, b_s}``.
+
+    ``A_j = (R̄_j − μ) / (σ + eps)`` with ``μ``, ``σ`` the mean and (population) standard deviation of the
+    ``G + 1`` values. When the whole group ties, every advantage is 0 (nothing to learn from this state).
+    """
+    returns = np.asarray(intervention_returns, dtype=float)
+    group = np.append(returns, float(baseline))
+    mean = group.mean()
+    std = group.std()
+    if std < eps:
+        return np.zeros_like(returns)
+    return (returns - mean) / (std + eps)
+
+
+def grpo_loss(logprobs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """Policy-gradient loss of one on-policy GRPO step: ``−mean_j A_j · log π_θ(a_j | s)``.
+
+    With a single gradient step per batch of fresh samples the PPO ratio is 1, so the clipped objective reduces
+    to this form (its gradient equals the clipped one at ratio 1).
+    """
+    if logprobs.numel() == 0:
+        return logprobs.sum() * 0.0
+    return -(advantages.to(logprobs) * logprobs).mean()
+
+
+def same_task_pairs(task_ids: Sequence[str], targets: Sequence[float], min_gap: float = 1e-9) -> list[tuple[int, int]]:
+    """Index pairs ``(a, b)`` of states of the same task with ``q_a > q_b`` (ties carry no order, skipped)."""
+    pairs: list[tuple[int, int]] = []
+    for a in range(len(task_ids)):
+        for b in range(len(task_ids)):
+            if a != b and task_ids[a] == task_ids[b] and targets[a] - targets[b] > min_gap:
+                pairs.append((a, b))
+    return pairs
+
+
+def ranking_loss(scores: torch.Tensor, pairs: Sequence[tuple[int, int]]) -> torch.Tensor:
+    """Mean logistic pairwise loss ``log(1 + exp(−(z_a − z_b)))`` over pairs where ``a`` should rank above ``b``.
+
+    Its gradient raises ``z_a`` and lowers ``z_b``; it is zero-sum over the pair, so only the order is learnt,
+    and the absolute level of ``z`` (hence the intervention rate) is left to ``τ`` at deployment.
+    """
+    if not pairs:
+        return scores.sum() * 0.0
+    idx = torch.as_tensor(pairs, dtype=torch.long, device=scores.device)
+    return F.softplus(-(scores[idx[:, 0]] - scores[idx[:, 1]])).mean()

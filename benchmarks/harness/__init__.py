@@ -1,0 +1,8 @@
+"""The evaluation harness: every method on identical tasks and seeds, streamed to a run folder, summarised as
+paper-style tables with paired 95% intervals, sweeps, plots and a report.
+
+Modules, one job each: :mod:`.config` (what a run is), :mod:`.runfolder` (where it lives, refusal of a
+different config), :mod:`.records` (one JSONL line per finished episode, resume), :mod:`.stats` (paired
+bootstrap), :mod:`.tables` (markdown), :mod:`.runner` (episodes), :mod:`.sweeps`, :mod:`.plots`,
+:mod:`.report`, :mod:`.demo`.
+"""

@@ -1,0 +1,88 @@
+"""What an evaluation run *is*: the protocol every method in a run folder shares.
+
+Methods are added to a run folder one at a time (``steer-envs eval --method A`` then ``--method B``), so the
+protocol (executor, tasks, seeds, turn budget, metric) is fixed per folder and hashed; a method's own options
+are part of its label. Two methods are only ever compared on the same task list and seeds.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import asdict, dataclass, field
+
+from steer_envs.data import BENCHMARKS, load_tasks
+from steer_envs.data.records import Task
+from steer_envs.errors import SteerEnvsError
+
+#: the fields that define the protocol (and therefore the hash); anything else is presentation
+PROTOCOL_FIELDS = ("executor", "benchmarks", "split", "seeds", "limit", "max_turns", "metric",
+                   "intervention_cost", "task_ids_sha")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """The evaluation protocol of one run folder.
+
+    ``limit`` takes the first ``limit`` tasks of each benchmark in file order (``0``: all), so a small run is a
+    prefix of the full one. ``task_ids_sha`` pins the resolved task list, so a change of the data is detected.
+    """
+
+    executor: str = "sim:default"
+    benchmarks: tuple[str, ...] = BENCHMARKS
+    split: str = "test"
+    seeds: int = 3
+    limit: int = 0
+    max_turns: int = 10
+    metric: str = "f1"
+    intervention_cost: float = 0.0
+    data_dir: str | None = field(default=None, compare=False)
+    task_ids_sha: str = ""
+
+    def __post_init__(self) -> None:
+        if self.seeds < 1:
+            raise SteerEnvsError(f"--seeds must be at least 1, got {self.seeds}")
+        if self.limit < 0:
+            raise SteerEnvsError(f"--limit must be 0 (all tasks) or positive, got {self.limit}")
+        if self.max_turns < 1:
+            raise SteerEnvsError(f"--max-turns must be at least 1, got {self.max_turns}")
+
+    def tasks(self) -> list[Task]:
+        """The task list, benchmark by benchmark, ``limit`` per benchmark (deterministic)."""
+        chosen: list[Task] = []
+        for bench in self.benchmarks:
+            tasks = load_tasks(bench, self.split, data_dir=self.data_dir)
+            chosen.extend(tasks[: self.limit] if self.limit else tasks)
+        if not chosen:
+            raise SteerEnvsError(f"no tasks in benchmarks {list(self.benchmarks)} / split {self.split!r}")
+        return chosen
+
+    def resolved(self) -> "EvalConfig":
+        """A copy with ``task_ids_sha`` filled in from the actual task list."""
+        ids = "\n".join(t.id for t in self.tasks())
+        return EvalConfig(**{**asdict(self), "benchmarks": tuple(self.benchmarks),
+                             "task_ids_sha": hashlib.sha256(ids.encode()).hexdigest()[:16]})
+
+    def protocol(self) -> dict:
+        data = asdict(self)
+        data["benchmarks"] = list(self.benchmarks)
+        return {k: data[k] for k in PROTOCOL_FIELDS}
+
+    def config_hash(self) -> str:
+        blob = json.dumps(self.protocol(), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def to_json(self) -> dict:
+        return {**self.protocol(), "data_dir": self.data_dir, "hash": self.config_hash()}
+
+    @staticmethod
+    def from_json(data: dict) -> "EvalConfig":
+        fields = {k: data[k] for k in PROTOCOL_FIELDS if k in data}
+        fields["benchmarks"] = tuple(fields.get("benchmarks", BENCHMARKS))
+        return EvalConfig(**fields, data_dir=data.get("data_dir"))
+
+
+def episode_seed(task_id: str, seed_index: int) -> int:
+    """The env seed of one (task, seed) pair: identical for every method, so comparisons are paired (common
+    random numbers: the executor behaves identically until a supervisor first acts)."""
+    return zlib.crc32(f"{task_id}#{seed_index}".encode()) & 0x7FFFFFFF

@@ -1,0 +1,144 @@
+"""The model-backend protocol shared by executors and agents.
+
+Executors (the supervised searcher) and agents (the steerer, the ACTGUIDE learner) both talk to language models
+through :class:`LLMBackend`, so any of them can run on transformers, llama.cpp or a remote OpenAI-compatible
+server (vLLM, SGLang, Ollama) by changing a spec string. The protocol is deliberately small: batched generation
+with stop sequences, and next-token log-probabilities of a few candidates (the steerer's fast path asks
+"intervene? yes / no" and reads ``P(yes)`` without generating).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from ..errors import SteerEnvsError
+
+FinishReason = Literal["stop", "length"]
+
+
+class LLMBackendError(SteerEnvsError):
+    """A model backend could not answer (server down, timeouts, bad replies) after its retries.
+
+    The message names the backend (and URL for remote ones) and the last failure, so a user can fix it.
+    """
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Sampling settings for one batched ``generate`` call.
+
+    ``temperature <= 0`` means greedy decoding. ``stop`` strings end a generation; the returned text excludes
+    the stop string (as OpenAI-compatible servers do) and :attr:`Generation.stop_sequence` names the one hit.
+    ``seed`` makes sampling repeatable on backends that support it (same machine, same batch).
+    """
+
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise SteerEnvsError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
+        if self.temperature < 0:
+            raise SteerEnvsError(f"temperature must be >= 0 (0 = greedy), got {self.temperature!r}")
+        if not 0 < self.top_p <= 1:
+            raise SteerEnvsError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if isinstance(self.stop, str):  # a lone string is a common slip: treat it as one stop sequence
+            object.__setattr__(self, "stop", (self.stop,))
+        else:
+            object.__setattr__(self, "stop", tuple(self.stop))
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One completion: ``text`` (without the stop string), generated token count, and why it ended."""
+
+    text: str
+    tokens: int
+    finish_reason: FinishReason
+    stop_sequence: str | None = None
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    """What every backend offers. All methods are batched: one result per prompt, in order."""
+
+    name: str
+
+    def generate(self, prompts: Sequence[str], config: GenerationConfig) -> list[Generation]: ...
+
+    def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> list[dict[str, float]]:
+        """Log-probability that the next token is each candidate (matched with or without a leading space)."""
+        ...
+
+    def top_logprobs(self, prompts: Sequence[str], k: int) -> list[dict[str, float]]:
+        """The ``k`` most likely next tokens (decoded text -> log-probability) for each prompt."""
+        ...
+
+
+@dataclass
+class BackendStats:
+    """Counters a backend keeps (calls, tokens, retries) for reports and benchmarks."""
+
+    calls: int = 0
+    prompts: int = 0
+    generated_tokens: int = 0
+    retries: int = 0
+    failures: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def truncate_at_stop(text: str, stops: Sequence[str]) -> tuple[str, str | None]:
+    """Cut ``text`` before the earliest stop string; return (text, stop found or None)."""
+    best: tuple[int, str] | None = None
+    for stop in stops:
+        if not stop:
+            continue
+        i = text.find(stop)
+        if i >= 0 and (best is None or i < best[0]):
+            best = (i, stop)
+    if best is None:
+        return text, None
+    return text[: best[0]], best[1]
+
+
+def logsumexp(values: Sequence[float]) -> float:
+    finite = [v for v in values if v != -math.inf]
+    if not finite:
+        return -math.inf
+    top = max(finite)
+    return top + math.log(sum(math.exp(v - top) for v in finite))
+
+
+def match_candidates(top: dict[str, float], candidates: Sequence[str]) -> dict[str, float]:
+    """Read candidate log-probs out of a top-k next-token table (remote backends only see the top k).
+
+    A candidate matches a token equal to it after stripping whitespace (so ``"yes"`` collects ``"yes"`` and
+    ``" yes"``). A candidate absent from the table gets the smallest listed log-prob: an upper bound on its
+    true value, which keeps ratios like ``P(yes) / (P(yes) + P(no))`` finite.
+    """
+    floor = min(top.values()) if top else -math.inf
+    out: dict[str, float] = {}
+    for cand in candidates:
+        key = cand.strip()
+        hits = [lp for tok, lp in top.items() if tok.strip() == key]
+        out[cand] = logsumexp(hits) if hits else floor
+    return out
+
+
+def check_prompts(prompts: Sequence[str]) -> list[str]:
+    if isinstance(prompts, str):
+        raise SteerEnvsError("prompts must be a list of strings (the API is batched); wrap a single prompt as [prompt]")
+    out = list(prompts)
+    for p in out:
+        if not isinstance(p, str):
+            raise SteerEnvsError(f"every prompt must be a string, got {type(p).__name__}")
+    return out

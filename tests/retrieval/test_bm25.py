@@ -1,0 +1,68 @@
+"""The default bm25s backend on the real corpus: answers, caching across processes, quality, bad input."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from steer_envs.data import load_tasks
+from steer_envs.errors import SteerEnvsError
+from steer_envs.retrieval import Retriever, make_retriever
+from steer_envs.retrieval.bm25 import BM25sRetriever
+from steer_envs.retrieval.evaluation import supporting_recall
+from steer_envs.data import load_corpus
+
+
+@pytest.fixture(scope="module")
+def bm25(shared_data_dir):
+    return make_retriever("bm25s", data_dir=shared_data_dir)
+
+
+def test_protocol_and_first_nobel_prize(bm25):
+    assert isinstance(bm25, Retriever)
+    hits = bm25.search("who got the first nobel prize in physics", 3)
+    assert len(hits) == 3
+    assert hits[0].score >= hits[1].score >= hits[2].score
+    assert any("Röntgen" in h.text for h in hits)
+
+
+def test_batch_equals_single(bm25):
+    queries = ["capital of romania", "danube delta", "first nobel prize physics"]
+    batch = bm25.batch_search(queries, 4)
+    assert [[h.id for h in hs] for hs in batch] == [[h.id for h in bm25.search(q, 4)] for q in queries]
+
+
+def test_query_with_only_unknown_words_returns_nothing(bm25):
+    assert bm25.search("zzqxjv qqqzzk", 5) == []
+
+
+@pytest.mark.parametrize("query,k", [("", 5), ("   ", 5), ("nobel", 0), ("nobel", 1000), (None, 5)])
+def test_bad_queries_get_clear_errors(bm25, query, k):
+    with pytest.raises(SteerEnvsError):
+        bm25.search(query, k)
+
+
+def test_supporting_recall_at_5_is_at_least_080(bm25, shared_data_dir):
+    report = supporting_recall(bm25, load_tasks(split="test", data_dir=shared_data_dir), k=5)
+    assert report.n_tasks == 1815
+    assert report.overall >= 0.80, report.to_markdown()
+
+
+def test_index_is_cached_on_disk(mini_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("STEER_ENVS_CACHE", str(tmp_path / "cache"))
+    corpus = load_corpus(data_dir=mini_data_dir)
+    first = BM25sRetriever(corpus)
+    second = BM25sRetriever(corpus)
+    assert not first.loaded_from_cache and second.loaded_from_cache
+    assert [h.id for h in first.search("capital", 3)] == [h.id for h in second.search("capital", 3)]
+
+
+def test_second_process_loads_cached_index(mini_data_dir, tmp_path):
+    """Two real CLI processes: the first builds the index, the second loads it (the build is skipped)."""
+    env = dict(os.environ, STEER_ENVS_CACHE=str(tmp_path / "cache"), STEER_ENVS_DATA=str(mini_data_dir))
+    cmd = [sys.executable, "-m", "steer_envs.cli.main", "search", "capital of romania", "-k", "2"]
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    assert "index built" in first.stdout
+    assert "index loaded from cache" in second.stdout
+    assert "Bucharest" in second.stdout
