@@ -1,5 +1,130 @@
-"""CLI commands contributed by ``benchmarks`` (``steer-envs eval / report / demo``)."""
+"""CLI commands contributed by ``benchmarks``: ``steer-envs eval``, ``steer-envs report``, ``steer-envs demo``."""
+from __future__ import annotations
+
+import argparse
+
+from steer_envs.cli.common import add_data_dir
+from steer_envs.cli.registry import Command, register_command
+from steer_envs.data import BENCHMARKS, SPLITS
+
+
+def _add_protocol(parser: argparse.ArgumentParser, split: str = "test", seeds: int = 3) -> None:
+    parser.add_argument("--executor", default="sim:default", help="executor spec (default sim:default)")
+    parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS), metavar="B",
+                        help=f"benchmarks (default all 7: {' '.join(BENCHMARKS)})")
+    parser.add_argument("--split", default=split, choices=SPLITS, help=f"task split (default {split})")
+    parser.add_argument("--seeds", type=int, default=seeds, help=f"seeds per task (default {seeds})")
+    parser.add_argument("--limit", type=int, default=0, help="first N tasks of each benchmark (default 0: all)")
+    parser.add_argument("--max-turns", type=int, default=10, help="executor turn budget (default 10)")
+    parser.add_argument("--intervention-cost", type=float, default=0.0, help="reward cost per intervention")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_data_dir(parser)
+
+
+def _config(args: argparse.Namespace):
+    from .harness.config import EvalConfig
+
+    return EvalConfig(executor=args.executor, benchmarks=tuple(args.benchmarks), split=args.split, seeds=args.seeds,
+                      limit=args.limit, max_turns=args.max_turns, intervention_cost=args.intervention_cost,
+                      data_dir=args.data_dir)
+
+
+# -- eval --------------------------------------------------------------------------------------------------------
+def _configure_eval(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--method", nargs="+", default=[], metavar="M",
+                        help="method spec(s), NAME or NAME:key=value,... (see --list-methods)")
+    parser.add_argument("--out", help="run folder (created; reused to resume or add methods)")
+    parser.add_argument("--list-methods", action="store_true", help="describe every method and exit")
+    _add_protocol(parser)
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from baselines.registry import known_methods, parse_method
+    from steer_envs.errors import SteerEnvsError
+
+    from .harness.runfolder import RunFolder
+    from .harness.runner import evaluate_all
+
+    if args.list_methods:
+        for m in known_methods():
+            opts = ", ".join(f"{k}={v}" for k, v in m.options.items())
+            print(f"{m.name:<24}{m.help}" + (f"\n{'':<24}options: {opts}" if opts else ""))
+        return 0
+    if not args.method or not args.out:
+        raise SteerEnvsError("eval needs --method M [M ...] and --out RUN_DIR (or --list-methods)")
+    specs = [parse_method(s).label for s in args.method]  # validate every name before any work
+    folder = RunFolder(args.out, _config(args))
+    _, _, table = evaluate_all(folder, specs, progress=not args.no_progress)
+    print(table)
+    print(f"run folder: {folder.root} (episodes/, metrics.json, table.md)")
+    return 0
+
+
+# -- report ------------------------------------------------------------------------------------------------------
+def _configure_report(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", help="a run folder written by eval / demo / sweep")
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from .harness.report import write_report
+
+    path = write_report(args.run_dir)
+    print(path.read_text(encoding="utf-8"))
+    print(f"wrote {path} and plots in {path.parent / 'plots'}")
+    return 0
+
+
+# -- sweep -------------------------------------------------------------------------------------------------------
+def _configure_sweep(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="sweep", required=True, metavar="{tau,transfer}")
+    tau = sub.add_parser("tau", help="τ sweep of a trained steerer: interventions/task vs F1 gain")
+    tau.add_argument("--method", default="steering_rl", help="a method with a tau option (default steering_rl)")
+    tau.add_argument("--taus", nargs="+", type=float, default=[0.1, 0.3, 0.5, 0.7, 0.9])
+    tau.add_argument("--out", required=True)
+    _add_protocol(tau)
+    transfer = sub.add_parser("transfer", help="train on one executor, evaluate on others without retraining")
+    transfer.add_argument("--method", nargs="+", default=["steering_rl"])
+    transfer.add_argument("--train-executor", default="sim:default")
+    transfer.add_argument("--executors", nargs="+", default=["sim:default", "sim:weak", "sim:strong", "sim:loopy"])
+    transfer.add_argument("--out", required=True)
+    _add_protocol(transfer)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from .harness import sweeps
+
+    if args.sweep == "tau":
+        text = sweeps.tau_sweep(args.out, _config(args), args.method, args.taus, progress=not args.no_progress)
+    else:
+        text = sweeps.transfer_sweep(args.out, _config(args), args.method, args.train_executor, args.executors,
+                                     progress=not args.no_progress)
+    print(text)
+    return 0
+
+
+# -- demo --------------------------------------------------------------------------------------------------------
+def _configure_demo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="runs/demo", help="run folder (default runs/demo)")
+    parser.add_argument("--limit", type=int, default=None, help="test tasks per benchmark (default: the demo's)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per task (default: the demo's)")
+    parser.add_argument("--quick", action="store_true", help="a tiny version (about a minute), for smoke tests")
+    parser.add_argument("--no-progress", action="store_true")
+    add_data_dir(parser)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from .harness.demo import run_demo
+
+    run_demo(args.out, limit=args.limit, seeds=args.seeds, quick=args.quick, progress=not args.no_progress,
+             data_dir=args.data_dir)
+    return 0
 
 
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
+    register_command(Command("eval", "evaluate methods on identical tasks and seeds (resumable run folder)",
+                             _configure_eval, _run_eval))
+    register_command(Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep))
+    register_command(Command("report", "write report.md and PNG plots for a run folder", _configure_report, _run_report))
+    register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
+                             _configure_demo, _run_demo))

@@ -35,9 +35,9 @@ def label_filename(label: str) -> str:
     return f"{safe[:80]}-{zlib.crc32(label.encode()):08x}"
 
 
-def _write_json(path: Path, data) -> None:
+def _write_json(path: Path, data, sort_keys: bool = True) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=sort_keys) + "\n", encoding="utf-8")
     os.replace(tmp, path)  # atomic: a kill never leaves half a config
 
 
@@ -106,7 +106,7 @@ class RunFolder:
             )
         if old is None:
             methods[label] = info
-            _write_json(self.root / "methods.json", methods)
+            _write_json(self.root / "methods.json", methods, sort_keys=False)  # keeps the order of addition
 
     # -- internals --------------------------------------------------------------------------------------------
     def _read_config(self) -> EvalConfig | None:

@@ -107,7 +107,11 @@ _DOC = re.compile(r"Doc (\d+)\(Title: (.*?)\) ", re.S)
 
 
 def searched_queries(transcript: str) -> list[str]:
-    """All queries issued in a transcript, in order (both marker styles)."""
+    """All queries issued in a transcript, in order (both marker styles).
+
+    The invalid-action reply quotes ``<search> and </search>``; it is removed first so it never counts as a query.
+    """
+    transcript = transcript.replace(INVALID_ACTION_REPLY, "")
     found = [(m.start(), m.group(1).strip()) for m in _SEARCH.finditer(transcript)]
     found += [(m.start(), m.group(1).strip()) for m in _R1S_QUERY.finditer(transcript)]
     return [q for _, q in sorted(found) if q]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 IntentKind = Literal[
-    "answer_now", "stop_repeating", "refocus", "search_for", "keep_searching", "verify", "backtrack", "plan", "none"
+    "answer_now", "stop_repeating", "refocus", "search_for", "keep_searching", "verify", "backtrack", "plan", "reject", "none"
 ]
 INTENT_KINDS: tuple[str, ...] = (
     "answer_now", "stop_repeating", "refocus", "search_for", "keep_searching", "verify", "backtrack", "plan",
@@ -26,7 +26,7 @@ class Intent:
     argument: str = ""
 
 
-_SEARCH_FOR = re.compile(r"^\s*(?:please\s+|now\s+)?(?:search|look\s+up|query|look)\s+(?:for|about|up)?\s*:?\s*(?P<arg>.*)$", re.I | re.S)
+_SEARCH_FOR = re.compile(r"^\s*(?:please\s+|now\s+)?(?:search|look\s+up|query)\b\s*(?:for|about)?\s*:?\s*(?P<arg>.*)$", re.I | re.S)
 _RULES: tuple[tuple[IntentKind, re.Pattern], ...] = (
     ("backtrack", re.compile(r"\bbacktrack|\bgo back\b|\bwrong (?:entity|track|path|person|lead)|\breconsider\b", re.I)),
     ("verify", re.compile(r"\bverify|\bdouble[- ]check|\bcheck (?:the |your )?(?:evidence|documents|sources)|\bre-?read", re.I)),
@@ -47,7 +47,7 @@ def parse_intent(text: str) -> Intent:
     """Map a note to an :class:`Intent`. Deterministic; any string is accepted."""
     head = head_of(text)
     m = _SEARCH_FOR.match(head) if head.strip() else None
-    if m is not None:
+    if m is not None and m.group("arg").split()[:1] not in (["more"], ["again"], ["further"]):
         _, sep, tail = text.partition(":")
         argument = (tail if sep else m.group("arg")).strip()
         return Intent("search_for", " ".join(argument.split()[:32]))

@@ -1,0 +1,52 @@
+"""``steer-envs train steering --executor sim:default --out RUN_DIR [--config FILE] [--resume]``."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from steer_envs.errors import SteerEnvsError
+
+HELP = "train the steering agent (fast path + slow path) with the paper's RL algorithm"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--executor", default=None, help="executor spec (default: the config's, sim:default)")
+    parser.add_argument("--out", required=True, help="run folder: config, log.jsonl, checkpoint.pt, model.pt")
+    parser.add_argument("--config", default=None, help="a .json or .toml file of SteeringConfig keys (m, k, eps_sel, G, N, tau, lr, cost, ...)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    parser.add_argument("--data-dir", default=None, help="data folder (default: $STEER_ENVS_DATA, else ../shared/data)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .config import SteeringConfig
+    from .trainer import CONFIG_FILE, SteeringTrainer
+
+    out = Path(args.out)
+    if args.config:
+        config = SteeringConfig.load(args.config)
+    elif args.resume and (out / CONFIG_FILE).is_file():
+        config = SteeringConfig.from_dict(json.loads((out / CONFIG_FILE).read_text())["config"], where=str(out / CONFIG_FILE))
+    else:
+        config = SteeringConfig()
+    if args.executor:
+        config.executor = args.executor
+    if args.data_dir:
+        config.data_dir = args.data_dir
+    if args.resume and not (out / "checkpoint.pt").is_file():
+        raise SteerEnvsError(f"--resume: no checkpoint in {str(out)!r}; start the run without --resume")
+    result = SteeringTrainer(config, out, resume=args.resume, progress=not args.no_progress).run()
+    last = result.log[-1] if result.log else {}
+    print(
+        f"trained {result.rounds} rounds in {result.wall_s:.0f} s; last round: loss {last.get('loss', float('nan')):.3f}, "
+        f"mean q {last.get('mean_q', float('nan')):.3f}. Model: {out / 'model.pt'}; evaluate with "
+        f"`python -m agents.steering.evaluate {out}`"
+    )
+    return 0
+
+
+def register(register_train_target) -> None:
+    from ..cli import TrainTarget
+
+    register_train_target(TrainTarget("steering", HELP, configure, run))

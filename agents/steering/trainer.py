@@ -1,0 +1,335 @@
+"""The steering agent's RL trainer, as PAPERS.md A describes it.
+
+1. State bank: no-intervention rollouts of the frozen executor; every state gets its fast-path priority.
+2. ``m`` rounds; each draws up to ``k`` states without replacement (top priority w.p. ``1 − ε_sel``, else
+   uniform), priorities refreshed with the current fast path at the start of the round.
+3. Per state: ``G`` slow-path samples; ``N`` continuations (via ``fork``) after each sample and after pass,
+   giving ``R̄_{s,j}`` and ``b_s``.
+4. ``q(s) = mean_j |R̄_{s,j} − b_s|``; pairwise ranking loss over pairs of states of the same task.
+5. GRPO on the slow path with ``b_s`` inside the normalisation group.
+6. ``L = L_GRPO + L_rank``; one optimiser step per round; only the steerer's parameters change (the executor
+   is a simulator or a frozen model behind the environment, never touched).
+
+Run folder: ``config.json``, ``log.jsonl`` (one record per round), ``checkpoint.pt`` (model, optimiser, RNGs,
+state bank, next round) rewritten atomically after every round, ``model.pt`` (weights + spec + τ, for
+evaluation). ``resume=True`` continues from the checkpoint with the same state bank.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from steer_envs.data import load_tasks
+from steer_envs.errors import SteerEnvsError
+
+from .backbones import build_steerer
+from .checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, read_jsonl, truncate_jsonl
+from .config import SteeringConfig
+from .gate import gate_probability
+from .interventions import options_from_catalogue
+from .objectives import grpo_advantages, grpo_loss, intervention_effect, ranking_loss, same_task_pairs
+from .rollouts import BankState, collect_state_bank, make_steering_env, measure_state
+from .selection import epsilon_greedy_select
+from .steerer import Steerer
+
+CONFIG_FILE = "config.json"
+LOG_FILE = "log.jsonl"
+CHECKPOINT_FILE = "checkpoint.pt"
+MODEL_FILE = "model.pt"
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    rounds: int
+    wall_s: float
+    log: list[dict[str, Any]]
+
+
+def _noop(*_args, **_kwargs) -> None:
+    return None
+
+
+class _Progress:
+    """tqdm when asked for, silent otherwise."""
+
+    def __init__(self, enabled: bool, total: int, desc: str, initial: int = 0) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, initial=initial, dynamic_ncols=True)
+
+    def update(self, n: int = 1, **postfix: Any) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+            if postfix:
+                self.bar.set_postfix(postfix, refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def save_model(steerer: Steerer, path: Path, tau: float, extra: dict[str, Any] | None = None) -> None:
+    """Weights plus what is needed to rebuild the steerer (backbone kind, spec, options) and the trained τ."""
+    payload = {
+        "kind": steerer.kind,
+        "spec": steerer.build_spec(),
+        "options": [(o.index, o.name, o.template) for o in steerer.options],
+        "state_dict": steerer.checkpoint_state_dict(),
+        "tau": tau,
+        "extra": extra or {},
+    }
+    atomic_torch_save(payload, path)
+
+
+def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
+    """Rebuild a steerer saved by :func:`save_model` (or from a run folder's ``model.pt``)."""
+    from .interventions import InterventionOption
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / MODEL_FILE
+    if not path.is_file():
+        raise SteerEnvsError(f"no steering model at {str(path)!r}; train one with `steer-envs train steering --out DIR`")
+    payload = torch.load(path, map_location="cpu", weights_only=False)
+    options = [InterventionOption(*o) for o in payload["options"]]
+    steerer = build_steerer(payload["kind"], options, payload["spec"])
+    steerer.load_checkpoint_state_dict(payload["state_dict"])
+    steerer.eval()
+    return steerer, payload
+
+
+class SteeringTrainer:
+    def __init__(
+        self,
+        config: SteeringConfig,
+        run_dir: str | Path,
+        resume: bool = False,
+        progress: bool = False,
+        on_round_end: Callable[[int, dict[str, Any]], None] = _noop,
+        env=None,
+        steerer: Steerer | None = None,
+    ) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.resume = resume
+        self.progress = progress
+        self.on_round_end = on_round_end
+        self._env = env
+        self._steerer = steerer
+
+    # -- run folder -------------------------------------------------------------------------------------------
+    def _prepare_run_dir(self) -> bool:
+        """Create or check the folder; return whether a checkpoint should be resumed."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        config_path = self.run_dir / CONFIG_FILE
+        has_checkpoint = (self.run_dir / CHECKPOINT_FILE).exists()
+        if config_path.exists():
+            saved = json.loads(config_path.read_text())
+            saved_fp = saved.get("fingerprint")
+            if saved_fp != self.config.fingerprint():
+                diff = sorted(k for k, v in self.config.to_dict().items() if saved.get("config", {}).get(k) != v)
+                raise SteerEnvsError(
+                    f"run folder {str(self.run_dir)!r} belongs to a different config (differs in: "
+                    f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"
+                )
+            if has_checkpoint and not self.resume:
+                raise SteerEnvsError(
+                    f"run folder {str(self.run_dir)!r} already holds a checkpoint; pass --resume to continue it, "
+                    "or choose a new --out folder"
+                )
+        else:
+            atomic_write_json({"fingerprint": self.config.fingerprint(), "config": self.config.to_dict()}, config_path)
+        return self.resume and has_checkpoint
+
+    # -- building blocks ------------------------------------------------------------------------------------
+    def _build_env(self):
+        if self._env is None:
+            c = self.config
+            self._env = make_steering_env(
+                c.executor, c.split, benchmarks=c.benchmarks, max_turns=c.max_turns, metric=c.metric, cost=c.cost,
+                action_mode=c.action_mode, data_dir=c.data_dir,
+            )
+        return self._env
+
+    def _bank_task_ids(self) -> list[str]:
+        c = self.config
+        tasks = load_tasks(c.benchmarks, c.split, data_dir=c.data_dir)
+        ids = [t.id for t in tasks]
+        if c.bank_tasks and c.bank_tasks < len(ids):
+            rng = np.random.default_rng([c.bank_seed, 1])
+            ids = [ids[i] for i in sorted(rng.choice(len(ids), size=c.bank_tasks, replace=False))]
+        return ids
+
+    def _refresh_priorities(self, steerer: Steerer, bank: list[BankState], batch: int = 256) -> np.ndarray:
+        with torch.no_grad():
+            zs = []
+            for i in range(0, len(bank), batch):
+                zs.append(steerer.fast_scores([s.observation for s in bank[i : i + batch]]).float().numpy())
+        z = np.concatenate(zs)
+        for state, value in zip(bank, z):
+            state.priority = float(value)
+        return z
+
+    # -- the loop -----------------------------------------------------------------------------------------------
+    def run(self) -> TrainResult:
+        torch.set_num_threads(1)
+        c = self.config
+        start = time.time()
+        resuming = self._prepare_run_dir()
+        env = self._build_env()
+        options = options_from_catalogue(env.unwrapped.catalogue)
+        steerer = self._steerer or build_steerer(c.backbone, options, dict(c.backbone_args))
+        params = steerer.trainable_parameters()
+        optimizer = torch.optim.Adam(params, lr=c.lr)
+        log_path = self.run_dir / LOG_FILE
+
+        if resuming:
+            ckpt = torch.load(self.run_dir / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+            steerer.load_checkpoint_state_dict(ckpt["steerer"])
+            optimizer.load_state_dict(ckpt["optimizer"])
+            bank: list[BankState] = ckpt["bank"]
+            first_round = ckpt["next_round"]
+            rng = np.random.default_rng()
+            rng.bit_generator.state = ckpt["rng"]
+            generator = torch.Generator()
+            generator.set_state(ckpt["torch_generator"])
+            torch.set_rng_state(ckpt["torch_global"])
+            elapsed_before = ckpt.get("wall_s", 0.0)
+            truncate_jsonl(log_path, first_round)  # drop a log row of a round that never checkpointed
+        else:
+            log_path.unlink(missing_ok=True)
+            ids = self._bank_task_ids()
+            bar = _Progress(self.progress, len(ids), "state bank")
+            bank = collect_state_bank(env, ids, c.bank_seed * 1_000_003, c.action_mode, bar.update)
+            bar.close()
+            first_round = 0
+            rng = np.random.default_rng([c.seed, 2])
+            generator = torch.Generator().manual_seed(c.seed)
+            torch.manual_seed(c.seed)
+            elapsed_before = 0.0
+            self._refresh_priorities(steerer, bank)
+            self._checkpoint(steerer, optimizer, bank, 0, rng, generator, time.time() - start)
+
+        rounds_bar = _Progress(self.progress, c.m, "rounds", initial=first_round)
+        for round_index in range(first_round, c.m):
+            record = self._round(round_index, env, steerer, optimizer, bank, rng, generator)
+            record["wall_s"] = round(elapsed_before + time.time() - start, 2)
+            append_jsonl(record, log_path)
+            self._checkpoint(steerer, optimizer, bank, round_index + 1, rng, generator, elapsed_before + time.time() - start)
+            rounds_bar.update(1, loss=f"{record['loss']:.3f}", q=f"{record['mean_q']:.3f}")
+            self.on_round_end(round_index, record)
+        rounds_bar.close()
+        save_model(steerer, self.run_dir / MODEL_FILE, c.tau, {"config": c.to_dict(), "rounds": c.m})
+        return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, read_jsonl(log_path))
+
+    def _checkpoint(self, steerer, optimizer, bank, next_round, rng, generator, wall_s) -> None:
+        atomic_torch_save(
+            {
+                "steerer": steerer.checkpoint_state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "bank": bank,
+                "next_round": next_round,
+                "rng": rng.bit_generator.state,
+                "torch_generator": generator.get_state(),
+                "torch_global": torch.get_rng_state(),
+                "fingerprint": self.config.fingerprint(),
+                "wall_s": wall_s,
+            },
+            self.run_dir / CHECKPOINT_FILE,
+        )
+        save_model(steerer, self.run_dir / MODEL_FILE, self.config.tau, {"config": self.config.to_dict(), "rounds": next_round})
+
+    def _round(self, round_index, env, steerer, optimizer, bank, rng, generator) -> dict[str, Any]:
+        c = self.config
+        t0 = time.time()
+        steerer.eval()
+        z_all = self._refresh_priorities(steerer, bank)
+        eligible = [i for i, s in enumerate(bank) if not (c.states_once and s.used)]
+        if not eligible:
+            raise SteerEnvsError(
+                f"round {round_index}: every bank state was used already (states_once=true); raise bank_tasks or "
+                f"lower m*k (m={c.m}, k={c.k}, bank={len(bank)} states)"
+            )
+        picked = [eligible[j] for j in epsilon_greedy_select([bank[i].priority for i in eligible], c.k, c.eps_sel, rng)]
+
+        grpo_terms, advantages_all, qs, rollouts, hits, slow_pass = [], [], [], 0, 0, 0
+        measured: list[tuple[BankState, list, np.ndarray]] = []
+        for n_state, idx in enumerate(picked):
+            state = bank[idx]
+            samples = steerer.sample_slow(state.observation, c.G, generator)
+            seeds = [int(x) for x in np.random.default_rng([c.seed, round_index, idx]).integers(0, 2**31 - 1, size=c.N)]
+            m = measure_state(env, state, [s.to_action(c.action_mode) for s in samples], seeds, c.action_mode)
+            rollouts += m.rollouts
+            hits += m.cache_hits
+            q = intervention_effect(m.returns, m.baseline)
+            adv = grpo_advantages(m.returns, m.baseline)
+            state.q, state.measured_round, state.used = q, round_index, True
+            qs.append(q)
+            advantages_all.extend(adv.tolist())
+            slow_pass += sum(s.is_pass for s in samples)
+            measured.append((state, samples, adv))
+
+        # -- losses --------------------------------------------------------------------------------------------
+        steerer.train()
+        optimizer.zero_grad()
+        grpo_total = torch.zeros(())
+        for state, samples, adv in measured:
+            if np.any(adv != 0):
+                logp = steerer.slow_logprobs(state.observation, samples)
+                grpo_total = grpo_total + grpo_loss(logp, torch.as_tensor(adv, dtype=torch.float32))
+        l_grpo = grpo_total / max(1, len(measured))
+
+        rank_states = [s for s, _, _ in measured]
+        if c.rank_history:
+            tasks_now = {s.task_id for s in rank_states}
+            rank_states += [s for s in bank if s.q is not None and s.task_id in tasks_now and s not in rank_states]
+        pairs = same_task_pairs([s.task_id for s in rank_states], [s.q for s in rank_states])
+        if pairs:
+            involved = sorted({i for p in pairs for i in p})
+            where = {i: j for j, i in enumerate(involved)}
+            z = steerer.fast_scores([rank_states[i].observation for i in involved])
+            l_rank = ranking_loss(z, [(where[a], where[b]) for a, b in pairs])
+        else:
+            l_rank = torch.zeros(())
+        loss = c.grpo_weight * l_grpo + c.rank_weight * l_rank
+        if loss.requires_grad:
+            loss.backward()
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(steerer.trainable_parameters(), c.grad_clip))
+            optimizer.step()
+        else:
+            grad_norm = 0.0
+        steerer.eval()
+
+        adv_arr = np.asarray(advantages_all) if advantages_all else np.zeros(1)
+        p_all = np.array([gate_probability(float(z), c.tau) for z in z_all])
+        return {
+            "round": round_index,
+            "loss": float(loss.detach()),
+            "loss_grpo": float(l_grpo.detach()),
+            "loss_rank": float(l_rank.detach()),
+            "rank_pairs": len(pairs),
+            "states": len(picked),
+            "mean_q": float(np.mean(qs)) if qs else 0.0,
+            "mean_priority_selected": float(np.mean([bank[i].priority for i in picked])),
+            "adv_mean": float(adv_arr.mean()),
+            "adv_std": float(adv_arr.std()),
+            "adv_pos_frac": float((adv_arr > 0).mean()),
+            "adv_zero_frac": float((adv_arr == 0).mean()),
+            "slow_pass_frac": slow_pass / max(1, len(picked) * c.G),
+            "intervention_rate": float((p_all >= 0.5).mean()),
+            "mean_gate_p": float(p_all.mean()),
+            "grad_norm": grad_norm,
+            "rollouts": rollouts,
+            "rollout_cache_hits": hits,
+            "round_s": round(time.time() - t0, 2),
+        }

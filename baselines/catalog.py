@@ -1,0 +1,54 @@
+"""Every method of the steering paper's tables, registered by name (imported lazily by the registry).
+
+Names follow the paper's rows: no supervision; random intervention at a matched rate; always intervene; a
+rule-based drift detector; zero-shot steering (untrained encoder steerer, or a causal LM steerer); RL-trained
+steering; planning and verification, each zero-shot and RL-trained; filtered behaviour cloning; SB3 PPO.
+"""
+from __future__ import annotations
+
+from .registry import PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV, Method, register_method
+
+from .steering import train_options
+
+_TRAIN = train_options()
+
+for method in (
+    Method("no_supervision", "the frozen executor alone (always pass); the reference row", STEERING_ENV,
+           "baselines.simple:build_no_supervision", group="reference"),
+    Method("random", "intervene with probability p per decision, random catalogue option; by default p matches "
+           "steering_rl's measured interventions per decision in the same run folder", STEERING_ENV,
+           "baselines.simple:build_random", options={"p": "-1 (use match)", "match": "steering_rl"}, group="rule"),
+    Method("always", "intervene at every decision with one fixed option", STEERING_ENV,
+           "baselines.simple:build_always", options={"option": "refocus"}, group="rule"),
+    Method("drift_rule", "rule-based drift detector: a repeated query -> stop_repeating; turn >= turns -> answer_now",
+           STEERING_ENV, "baselines.simple:build_drift_rule", options={"turns": "6"}, group="rule"),
+    Method("steering_zero_shot", "the steering agent without RL: an untrained EncoderSteerer (fast path + gate + "
+           "slow path)", STEERING_ENV, "baselines.steering:build_zero_shot_encoder",
+           options={"tau": "0.5", "seed": "0"}, group="steering"),
+    Method("steering_llm_zero_shot", "the steering agent without RL on a causal LM (CausalLMSteerer; default the "
+           "packaged gemma-3-270m): slow, use with --limit", STEERING_ENV, "baselines.steering:build_zero_shot_llm",
+           options={"tau": "0.5", "model": "gemma-3-270m", "seed": "0"}, group="steering"),
+    Method("steering_rl", "the steering agent trained with the paper's RL (ranking loss + GRPO) on the train split",
+           STEERING_ENV, "baselines.steering:build_rl_steering", options={"tau": "0.5", **_TRAIN}, learns=True,
+           group="steering"),
+    Method("planning_zero_shot", "planning: an untrained steerer picks a plan (or none) once, before execution",
+           PLANNING_ENV, "baselines.steering:build_zero_shot_planning", options={"tau": "0.5", "seed": "0"},
+           group="planning"),
+    Method("planning_rl", "planning with the same RL trainer on SearchPlanning-v0", PLANNING_ENV,
+           "baselines.steering:build_rl_planning", options={"tau": "0.5", **_TRAIN}, learns=True, group="planning"),
+    Method("verification_zero_shot", "verification: an untrained steerer accepts or rejects each proposed answer",
+           VERIFICATION_ENV, "baselines.steering:build_zero_shot_verification", options={"tau": "0.5", "seed": "0"},
+           group="verification"),
+    Method("verification_rl", "verification with the same RL trainer on SearchVerification-v0", VERIFICATION_ENV,
+           "baselines.steering:build_rl_verification", options={"tau": "0.5", **_TRAIN}, learns=True,
+           group="verification"),
+    Method("filtered_bc", "filtered behaviour cloning: offline proposals kept only where the counterfactual "
+           "continuation improved F1, then supervised learning", STEERING_ENV,
+           "baselines.filtered_bc:build_filtered_bc",
+           options={"tasks": "200", "N": "2", "propose": "0.5", "margin": "0.0", "epochs": "300", "seed": "0"},
+           learns=True, group="offline"),
+    Method("sb3_ppo", "Stable-Baselines3 PPO on hashed features + counters (FeatureObservation wrapper)",
+           STEERING_ENV, "baselines.sb3_ppo:build_sb3_ppo", options={"timesteps": "6000", "buckets": "128", "seed": "0"},
+           learns=True, group="rl_library"),
+):
+    register_method(method)

@@ -1,0 +1,152 @@
+"""Filtered behaviour cloning: the offline alternative to online RL in the steering paper.
+
+1. **Collect offline.** Roll out the frozen executor without supervision on training tasks. At each visited
+   state a behaviour policy proposes one intervention (a uniformly drawn catalogue option) with probability
+   ``propose``.
+2. **Filter by counterfactuals.** From that exact state (``env.unwrapped.fork(seed=...)``) continue ``N``
+   rollouts after the intervention and ``N`` without it, with the same continuation seeds (paired). Keep the
+   intervention as a positive example only if its mean outcome beats the no-intervention mean by ``margin``;
+   otherwise the state is labelled *pass* (the proposal was filtered out).
+3. **Supervised learning.** A small MLP over the hashed observation features
+   (:class:`~steer_envs.wrappers.TextFeaturizer`) is trained with cross-entropy to predict the kept label.
+
+Nothing is learned from the policy's own outcomes afterwards, which is why the paper finds it weaker than RL.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from agents.steering.features import split_observation
+from steer_envs.wrappers import TextFeaturizer
+
+from .registry import MethodContext
+
+CHECKPOINT = "filtered_bc.pt"
+
+
+@dataclass
+class BCExample:
+    features: np.ndarray
+    label: int
+
+
+def _continue_passing(env: Any) -> float:
+    """Run an env (a fork) to the end without intervening; the final metric."""
+    info: dict = {}
+    terminated = truncated = False
+    while not (terminated or truncated):
+        _, _, terminated, truncated, info = env.step(0)
+    return float(info.get("f1", 0.0))
+
+
+def _outcome(base_env: Any, action: int, seeds: list[int]) -> float:
+    scores = []
+    for seed in seeds:
+        fork = base_env.fork(seed=seed)
+        _, _, terminated, truncated, info = fork.step(action)
+        scores.append(float(info.get("f1", 0.0)) if (terminated or truncated) else _continue_passing(fork))
+    return float(np.mean(scores))
+
+
+def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float, margin: float, seed: int,
+            featurizer: TextFeaturizer) -> tuple[list[BCExample], dict]:
+    """Offline collection + counterfactual filtering (steps 1-2)."""
+    env = context.make_env(split="train", action_mode="discrete")
+    base = env.unwrapped
+    n_options = len(base.catalogue)
+    rng = np.random.default_rng(seed)
+    examples: list[BCExample] = []
+    stats = {"states": 0, "proposed": 0, "kept": 0}
+    for episode in tqdm(range(tasks), desc="filtered_bc collect", unit="task", disable=not context.progress,
+                        dynamic_ncols=True):
+        obs, _ = env.reset(seed=int(rng.integers(2**31)))
+        terminated = truncated = False
+        while not (terminated or truncated):
+            stats["states"] += 1
+            if rng.random() < propose:
+                stats["proposed"] += 1
+                action = int(rng.integers(1, n_options))
+                seeds = [int(rng.integers(2**31)) for _ in range(n_rollouts)]
+                gain = _outcome(base, action, seeds) - _outcome(base, 0, seeds)
+                keep = gain > margin
+                stats["kept"] += int(keep)
+                examples.append(BCExample(featurizer(*split_observation(obs)), action if keep else 0))
+            obs, _, terminated, truncated, _ = env.step(0)
+    env.close()
+    return examples, stats
+
+
+def train_classifier(examples: list[BCExample], n_actions: int, epochs: int, seed: int, hidden: int = 64):
+    """Step 3: cross-entropy on the kept labels (full-batch Adam; the data set is small)."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    x = torch.tensor(np.stack([e.features for e in examples]), dtype=torch.float32)
+    y = torch.tensor([e.label for e in examples], dtype=torch.long)
+    model = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, n_actions))
+    optim = torch.optim.Adam(model.parameters(), lr=3e-3, weight_decay=1e-4)
+    losses = []
+    for _ in range(epochs):
+        optim.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optim.step()
+        losses.append(float(loss))
+    return model, losses
+
+
+class BCPolicy:
+    """Greedy action of the cloned classifier."""
+
+    name = "filtered_bc"
+
+    def __init__(self, model: Any, featurizer: TextFeaturizer, run_info: dict | None = None) -> None:
+        self.model = model
+        self.featurizer = featurizer
+        self.run_info = run_info or {}
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, observation: Any, info: dict[str, Any]) -> int:
+        import torch
+
+        with torch.no_grad():
+            x = torch.tensor(self.featurizer(*split_observation(observation)), dtype=torch.float32)
+            return int(self.model(x[None]).argmax(dim=-1)[0])
+
+
+def build_filtered_bc(context: MethodContext) -> BCPolicy:
+    import torch
+
+    tasks = context.option("tasks", 200, int)
+    n_rollouts = context.option("N", 2, int)
+    propose = context.option("propose", 0.5, float)
+    margin = context.option("margin", 0.0, float)
+    epochs = context.option("epochs", 300, int)
+    seed = context.option("seed", 0, int)
+    featurizer = TextFeaturizer(buckets=128, max_turns=context.max_turns)
+    probe = context.make_env()
+    n_actions = len(probe.unwrapped.catalogue)
+    probe.close()
+    path = context.checkpoint_dir() / CHECKPOINT
+    run_info = {"tasks": tasks, "N": n_rollouts, "propose": propose, "margin": margin, "epochs": epochs, "seed": seed}
+    if path.is_file():
+        state = torch.load(path, weights_only=False)
+        model = state["model"]
+    else:
+        examples, stats = collect(context, tasks, n_rollouts, propose, margin, seed, featurizer)
+        model, losses = train_classifier(examples, n_actions, epochs, seed)
+        torch.save({"model": model, "stats": stats}, path)
+        if context.training_log is not None:
+            with open(context.training_log, "a", encoding="utf-8") as fh:
+                for step, loss in enumerate(losses):
+                    if step % 10 == 0 or step == len(losses) - 1:
+                        fh.write(json.dumps({"method": "filtered_bc", "step": step, "loss": loss, **stats}) + "\n")
+    return BCPolicy(model.eval(), featurizer, run_info=run_info)

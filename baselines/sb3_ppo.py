@@ -1,0 +1,138 @@
+"""Stable-Baselines3 PPO on SearchSteering-v0 through the :class:`~steer_envs.wrappers.FeatureObservation` bridge.
+
+This is the "plug in a standard RL library" baseline: PPO sees hashed text features plus counters (a fixed-size
+vector) and picks a catalogue index. It learns *when* and *which* intervention from the terminal F1 alone, with
+no counterfactual rollouts, which is what separates it from the steering trainer.
+
+Command line (trains and saves ``model.zip``)::
+
+    python -m baselines.sb3_ppo --timesteps 20000 --out runs/ppo
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from steer_envs.wrappers import FeatureObservation
+
+from .registry import MethodContext
+
+MODEL_FILE = "ppo_model.zip"
+
+
+class SB3Policy:
+    """A trained SB3 model as a :class:`agents.base.Policy` over raw (Dict) observations."""
+
+    name = "sb3_ppo"
+
+    def __init__(self, model: Any, featurizer: Any, deterministic: bool = True, run_info: dict | None = None) -> None:
+        self.model = model
+        self.featurizer = featurizer
+        self.deterministic = deterministic
+        self.run_info = run_info or {}
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, observation: Any, info: dict[str, Any]) -> int:
+        from agents.steering.features import split_observation
+
+        goal, transcript, turn, interventions = split_observation(observation)
+        features = self.featurizer(goal, transcript, turn, interventions)
+        action, _ = self.model.predict(features, deterministic=self.deterministic)
+        return int(np.asarray(action).reshape(-1)[0])
+
+
+class _ProgressCallback:
+    """Builds an SB3 callback that logs episode returns to a JSONL file and advances a tqdm bar."""
+
+    @staticmethod
+    def make(total: int, log_path: Path | None, progress: bool):
+        from stable_baselines3.common.callbacks import BaseCallback
+        from tqdm.auto import tqdm
+
+        class Callback(BaseCallback):
+            def _on_training_start(self) -> None:
+                self.bar = tqdm(total=total, desc="train sb3_ppo", unit="step", disable=not progress, dynamic_ncols=True)
+                self.returns: list[float] = []
+
+            def _on_step(self) -> bool:
+                self.bar.update(self.training_env.num_envs)
+                for info, done in zip(self.locals.get("infos", []), self.locals.get("dones", [])):
+                    if done:
+                        self.returns.append(float(info.get("f1", 0.0)))
+                        if log_path is not None and len(self.returns) % 20 == 0:
+                            with open(log_path, "a", encoding="utf-8") as fh:
+                                fh.write(json.dumps({"method": "sb3_ppo", "step": self.num_timesteps,
+                                                     "episodes": len(self.returns),
+                                                     "f1": float(np.mean(self.returns[-20:]))}) + "\n")
+                return True
+
+            def _on_training_end(self) -> None:
+                self.bar.close()
+
+        return Callback()
+
+
+def make_training_env(context: MethodContext, split: str = "train", buckets: int = 128):
+    return FeatureObservation(context.make_env(split=split, action_mode="discrete"), buckets=buckets)
+
+
+def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: int = 128):
+    """Train PPO for ``timesteps`` env steps on the train split; returns the SB3 model."""
+    import torch
+    from stable_baselines3 import PPO
+
+    torch.set_num_threads(1)
+    env = make_training_env(context, buckets=buckets)
+    env.reset(seed=seed)
+    model = PPO(
+        "MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=8, learning_rate=1e-3, gamma=1.0, gae_lambda=0.95,
+        ent_coef=0.01, policy_kwargs={"net_arch": [64, 64]}, seed=seed, device="cpu", verbose=0,
+    )
+    callback = _ProgressCallback.make(timesteps, context.training_log, context.progress)
+    model.learn(total_timesteps=timesteps, callback=callback)
+    env.close()
+    return model
+
+
+def build_sb3_ppo(context: MethodContext) -> SB3Policy:
+    """Train (or load from the method's checkpoint folder) and wrap as a policy."""
+    from stable_baselines3 import PPO
+
+    timesteps = context.option("timesteps", 6000, int)
+    buckets = context.option("buckets", 128, int)
+    seed = context.option("seed", 0, int)
+    path = context.checkpoint_dir() / MODEL_FILE
+    if path.is_file():
+        model = PPO.load(path, device="cpu")
+    else:
+        model = train_ppo(context, timesteps, seed=seed, buckets=buckets)
+        model.save(path)
+    featurizer = FeatureObservation(context.make_env(), buckets=buckets).featurizer
+    return SB3Policy(model, featurizer, run_info={"timesteps": timesteps, "buckets": buckets, "seed": seed})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--executor", default="sim:default")
+    parser.add_argument("--timesteps", type=int, default=6000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, help="folder for ppo_model.zip and the training log")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    context = MethodContext(executor=args.executor, workdir=out, training_log=out / "training.jsonl",
+                            options={"timesteps": str(args.timesteps), "seed": str(args.seed)})
+    start = time.perf_counter()
+    build_sb3_ppo(context)
+    print(f"saved {out / MODEL_FILE} after {args.timesteps} steps in {time.perf_counter() - start:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

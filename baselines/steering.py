@@ -1,0 +1,148 @@
+"""Steering-agent methods, and planning / verification as the same agent in another environment.
+
+* ``steering_zero_shot``: the agent of PAPERS.md A (fast path, gate ``τ``, slow path) with an *untrained*
+  :class:`~agents.steering.encoder.EncoderSteerer` — the architecture without RL.
+* ``steering_llm_zero_shot``: the same agent on a causal LM (:class:`CausalLMSteerer`), zero-shot.
+* ``steering_rl``: trained with :class:`~agents.steering.trainer.SteeringTrainer` (ranking loss + GRPO over
+  counterfactual continuations) on the *train* split of the run's executor.
+* ``planning_*`` / ``verification_*``: the identical agent and trainer, handed SearchPlanning-v0 (one decision,
+  before execution) or SearchVerification-v0 (a decision per proposed answer). Same backbone, same budget, so
+  the table compares *forms of supervision*, as the paper does.
+
+A learning method trains in its run-folder checkpoint directory; a rerun finds the finished ``model.pt`` (or a
+partial checkpoint, which the trainer resumes) instead of training again.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+from agents.steering.agent import SteeringAgent
+from agents.steering.config import SteeringConfig
+from agents.steering.interventions import options_from_catalogue
+from steer_envs.errors import SteerEnvsError
+
+from .registry import PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV, MethodContext
+
+#: trainer options a method spec may override (``steering_rl:m=4,k=8``); others come from SteeringConfig
+TRAIN_OPTION_TYPES: dict[str, type] = {
+    "m": int, "k": int, "G": int, "N": int, "bank_tasks": int, "eps_sel": float, "lr": float, "seed": int,
+    "cost": float,
+}
+ACTION_MODE = "discrete"
+
+
+def train_options() -> dict[str, str]:
+    """The documented trainer options with SteeringConfig's defaults (shown by ``--list-methods``)."""
+    defaults = {f.name: f.default for f in fields(SteeringConfig)}
+    return {k: str(defaults[k]) for k in TRAIN_OPTION_TYPES}
+
+
+def _agent(steerer, context: MethodContext, name: str, tau: float | None = None) -> SteeringAgent:
+    agent = SteeringAgent(steerer, tau=context.option("tau", 0.5, float) if tau is None else tau,
+                          action_mode=ACTION_MODE, name=name, seed=context.option("seed", 0, int))
+    agent.action_mode = ACTION_MODE
+    return agent
+
+
+def _options(context: MethodContext, env_id: str):
+    env = context.make_env(env_id, action_mode=ACTION_MODE)
+    try:
+        return options_from_catalogue(env.unwrapped.catalogue)
+    finally:
+        env.close()
+
+
+def _zero_shot_encoder(context: MethodContext, env_id: str, name: str) -> SteeringAgent:
+    from agents.steering.encoder import EncoderSteerer
+
+    steerer = EncoderSteerer(_options(context, env_id), seed=context.option("seed", 0, int)).eval()
+    agent = _agent(steerer, context, name)
+    agent.run_info = {"backbone": "encoder", "trained": False}
+    return agent
+
+
+def build_zero_shot_encoder(context: MethodContext) -> SteeringAgent:
+    return _zero_shot_encoder(context, STEERING_ENV, "steering_zero_shot")
+
+
+def build_zero_shot_planning(context: MethodContext) -> SteeringAgent:
+    return _zero_shot_encoder(context, PLANNING_ENV, "planning_zero_shot")
+
+
+def build_zero_shot_verification(context: MethodContext) -> SteeringAgent:
+    return _zero_shot_encoder(context, VERIFICATION_ENV, "verification_zero_shot")
+
+
+def build_zero_shot_llm(context: MethodContext) -> SteeringAgent:
+    from agents.steering.backbones import build_steerer
+
+    model = context.option("model", "gemma-3-270m", str)
+    try:
+        steerer = build_steerer("causal_lm", _options(context, STEERING_ENV), {"model": model})
+    except ModuleNotFoundError as exc:
+        raise SteerEnvsError(f"steering_llm_zero_shot needs the causal-LM steerer and the llm extra "
+                             f"(pip install 'steer-envs[llm]'): {exc}") from None
+    agent = _agent(steerer.eval(), context, "steering_llm_zero_shot")
+    agent.run_info = {"backbone": "causal_lm", "model": model, "trained": False}
+    return agent
+
+
+def steering_config(context: MethodContext) -> SteeringConfig:
+    """The trainer config of a learning method: the run's executor and turn budget, the train split."""
+    overrides = {k: context.option(k, None, kind) for k, kind in TRAIN_OPTION_TYPES.items()}
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    return SteeringConfig(
+        executor=context.executor, benchmarks=list(context.benchmarks) if context.benchmarks else None,
+        split="train", max_turns=context.max_turns, metric=context.metric, action_mode=ACTION_MODE,
+        data_dir=context.data_dir, tau=context.option("tau", 0.5, float), **overrides,
+    )
+
+
+def _rl(context: MethodContext, env_id: str, name: str) -> SteeringAgent:
+    from agents.steering.trainer import LOG_FILE, MODEL_FILE, SteeringTrainer, load_model
+
+    config = steering_config(context)
+    run_dir = context.checkpoint_dir()
+    done = (run_dir / MODEL_FILE).is_file() and _finished_rounds(run_dir / LOG_FILE) >= config.m
+    if not done:
+        env = None if env_id == STEERING_ENV else context.make_env(env_id, split="train", action_mode=ACTION_MODE)
+        SteeringTrainer(config, run_dir, resume=True, progress=context.progress, env=env).run()
+        _copy_training_log(run_dir / LOG_FILE, context, name)
+    steerer, _ = load_model(run_dir / MODEL_FILE)
+    agent = _agent(steerer, context, name)
+    agent.run_info = {"backbone": "encoder", "trained": True, "train_fingerprint": config.fingerprint()}
+    return agent
+
+
+def _finished_rounds(log_path) -> int:
+    if not log_path.is_file():
+        return 0
+    return sum(1 for line in log_path.read_text().splitlines() if line.strip())
+
+
+def _copy_training_log(src, context: MethodContext, name: str) -> None:
+    """Mirror the trainer's per-round log into the run folder's training/ (for the report's curves)."""
+    if context.training_log is None or not src.is_file():
+        return
+    rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+    with open(context.training_log, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps({"method": name, "step": row.get("round"), **row}) + "\n")
+
+
+def build_rl_steering(context: MethodContext) -> SteeringAgent:
+    return _rl(context, STEERING_ENV, "steering_rl")
+
+
+def build_rl_planning(context: MethodContext) -> SteeringAgent:
+    return _rl(context, PLANNING_ENV, "planning_rl")
+
+
+def build_rl_verification(context: MethodContext) -> SteeringAgent:
+    return _rl(context, VERIFICATION_ENV, "verification_rl")
+
+
+def policy_info(agent: Any) -> dict:
+    return dict(getattr(agent, "run_info", {}) or {})

@@ -1,0 +1,197 @@
+"""Run methods on a run folder's task list and seeds, streaming one JSONL line per finished episode.
+
+Every method of a folder runs on exactly ``config.tasks() x range(config.seeds)``, each pair with the same env
+seed (:func:`~.config.episode_seed`), so differences between methods are paired. Finished (task, seed) pairs
+are skipped on a rerun: an interrupted evaluation resumes where it stopped and ends with the same numbers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from baselines.registry import MethodContext, build_policy, get_method, parse_method
+
+from .config import EvalConfig, episode_seed
+from .records import EpisodeLog, EpisodeRecord
+from .runfolder import RunFolder
+from .stats import MethodSummary, summarize
+from .tables import results_table
+
+REFERENCE = "no_supervision"
+#: fault injection for the resume tests: SIGKILL this process after N new episodes (a real hard kill at a
+#: reproducible point, rather than a race against a timer)
+KILL_AFTER_ENV = "STEER_ENVS_KILL_AFTER_EPISODES"
+_episodes_this_process = 0
+
+
+def _maybe_kill() -> None:
+    global _episodes_this_process
+    _episodes_this_process += 1
+    limit = os.environ.get(KILL_AFTER_ENV)
+    if limit and _episodes_this_process >= int(limit):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def run_episode(env: Any, policy: Any, seed: int, task_id: str, label: str, seed_index: int) -> EpisodeRecord:
+    """One episode of ``policy`` on ``task_id``; env and policy share ``seed`` (paired across methods)."""
+    start = time.perf_counter()
+    observation, info = env.reset(seed=seed, options={"task_id": task_id})
+    policy.reset(seed)
+    total, decisions = 0.0, 0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = policy.act(observation, info)
+        observation, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        decisions += 1
+    return EpisodeRecord(
+        method=label, task_id=task_id, benchmark=str(info.get("benchmark", "")), seed=seed_index,
+        f1=float(info.get("f1", 0.0)), em=float(info.get("em", 0.0)), reward=total,
+        interventions=int(info.get("interventions", 0)), executor_turns=int(info.get("executor_turns", 0)),
+        decisions=decisions, tokens=int(info.get("tokens", 0)),
+        answer=None if info.get("answer") is None else str(info.get("answer")),
+        seconds=round(time.perf_counter() - start, 4),
+    )
+
+
+def method_context(folder: RunFolder, label: str, progress: bool = True,
+                   training_label: str | None = None) -> MethodContext:
+    """The context a method builds in; its checkpoint is keyed by ``training_label`` (deploy options dropped)."""
+    cfg = folder.config
+    training_label = training_label or label
+    return MethodContext(
+        executor=cfg.executor, benchmarks=tuple(cfg.benchmarks), max_turns=cfg.max_turns, metric=cfg.metric,
+        intervention_cost=cfg.intervention_cost, data_dir=cfg.data_dir, workdir=folder.checkpoint_dir(training_label),
+        training_log=folder.training_log(training_label), measured_rate=lambda other: measured_rate(folder, other),
+        progress=progress,
+    )
+
+
+def measured_rate(folder: RunFolder, label: str) -> float | None:
+    """Interventions per decision of ``label`` in this folder (for ``random:match=LABEL``), or None."""
+    path = folder.episodes_path(label)
+    if not path.is_file():
+        return None
+    records = EpisodeLog(path).records
+    decisions = sum(r.decisions for r in records)
+    return sum(r.interventions for r in records) / decisions if decisions else None
+
+
+@dataclass
+class EvalOutcome:
+    label: str
+    ran: int
+    skipped: int
+    records: list[EpisodeRecord]
+
+
+def evaluate(
+    folder: RunFolder,
+    spec: str,
+    progress: bool = True,
+    stop_after: int | None = None,
+    policy: Any = None,
+    log: Callable[[str], None] = print,
+) -> EvalOutcome:
+    """Evaluate one method spec on the folder's tasks and seeds (resuming). ``stop_after`` ends after that many
+    new episodes (an injected interruption, for tests); ``policy`` skips building (already trained)."""
+    parsed = parse_method(spec)
+    method = get_method(parsed.name)
+    label = parsed.label
+    cfg = folder.config
+    tasks = cfg.tasks()
+    episodes = EpisodeLog(folder.episodes_path(label))
+    todo = [(t, s) for s in range(cfg.seeds) for t in tasks if not episodes.done(t.id, s, label)]
+    skipped = len(tasks) * cfg.seeds - len(todo)
+    if skipped:
+        log(f"[{label}] resuming: {skipped} finished episode(s) kept, {len(todo)} to run")
+    if not todo:
+        return EvalOutcome(label, 0, skipped, episodes.records)
+    context = method_context(folder, label, progress, parsed.training_label)
+    if policy is None:
+        policy = build_policy(parsed, context)
+    folder.register_method(label, {"method": parsed.name, "options": dict(sorted(parsed.options.items())),
+                                   "env_id": method.env_id, **dict(getattr(policy, "run_info", {}) or {})})
+    action_mode = getattr(policy, "action_mode", method.action_mode)
+    env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode,
+                           task_ids=[t.id for t in tasks])
+    ran = 0
+    try:
+        bar = tqdm(todo, desc=f"eval {label}", unit="ep", disable=not progress, dynamic_ncols=True)
+        for task, seed_index in bar:
+            record = run_episode(env, policy, episode_seed(task.id, seed_index), task.id, label, seed_index)
+            episodes.append(record)
+            ran += 1
+            _maybe_kill()
+            if stop_after is not None and ran >= stop_after:
+                break
+    finally:
+        env.close()
+    return EvalOutcome(label, ran, skipped, episodes.records)
+
+
+def complete_methods(folder: RunFolder) -> tuple[dict[str, list[EpisodeRecord]], dict[str, int]]:
+    """Records of every method whose run is complete (all tasks x seeds), and progress of incomplete ones."""
+    cfg = folder.config
+    expected = {(t.id, s) for t in cfg.tasks() for s in range(cfg.seeds)}
+    complete: dict[str, list[EpisodeRecord]] = {}
+    partial: dict[str, int] = {}
+    labels = list(folder.methods())
+    if REFERENCE in labels:  # the reference row first, as in the paper
+        labels.remove(REFERENCE)
+        labels.insert(0, REFERENCE)
+    for label in labels:
+        records = [r for r in EpisodeLog(folder.episodes_path(label)).records if (r.task_id, r.seed) in expected]
+        if {(r.task_id, r.seed) for r in records} == expected:
+            complete[label] = records
+        else:
+            partial[label] = len(records)
+    return complete, partial
+
+
+def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[MethodSummary], str]:
+    """Write ``metrics.json`` and ``table.md`` for every complete method; return the summaries and table."""
+    complete, partial = complete_methods(folder)
+    cfg = folder.config
+    benchmarks = [b for b in cfg.benchmarks]
+    summaries = summarize(complete, benchmarks, reference=REFERENCE, resamples=resamples) if complete else []
+    table = results_table(summaries, benchmarks)
+    header = (f"Executor `{cfg.executor}`, split `{cfg.split}`, {len(cfg.tasks())} tasks x {cfg.seeds} seed(s), "
+              f"max {cfg.max_turns} turns. F1 x100; in parentheses the paired gain over `no_supervision` with its "
+              "95% stratified bootstrap interval (tasks resampled within benchmarks, seeds averaged per task).\n\n")
+    notes = "".join(f"\n*{label}: incomplete ({n}/{len(cfg.tasks()) * cfg.seeds} episodes), not in the table.*\n"
+                    for label, n in partial.items())
+    (folder.root / "table.md").write_text(header + table + notes, encoding="utf-8")
+    metrics = {
+        "config": folder.config.to_json(),
+        "methods": [_summary_json(s) for s in summaries],
+        "incomplete": partial,
+    }
+    (folder.root / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    return summaries, header + table + notes
+
+
+def _summary_json(s: MethodSummary) -> dict:
+    def interval(i):
+        return None if i is None else {"mean": i.mean, "low": i.low, "high": i.high}
+
+    return {
+        "method": s.method, "n_tasks": s.n_tasks, "n_seeds": s.n_seeds, "f1": s.f1, "avg_f1": s.avg_f1,
+        "em": s.em, "avg_em": s.avg_em, "interventions_per_task": s.interventions_per_task,
+        "turns_per_task": s.turns_per_task, "gain": {b: interval(i) for b, i in s.gain.items()},
+        "avg_gain": interval(s.avg_gain), "gain_per_intervention": s.gain_per_intervention,
+    }
+
+
+def evaluate_all(folder: RunFolder, specs: Sequence[str], progress: bool = True, log: Callable[[str], None] = print):
+    """Evaluate several methods in order (each resumes), then write the summary."""
+    outcomes = [evaluate(folder, spec, progress=progress, log=log) for spec in specs]
+    summaries, table = write_summary(folder)
+    return outcomes, summaries, table

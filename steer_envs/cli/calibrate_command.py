@@ -1,0 +1,40 @@
+"""``steer-envs calibrate``: compare a simulator profile with real recorded rollouts, by benchmark."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from .common import add_data_dir
+from .registry import Command, register_command
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default="sim:default", help="executor spec of the simulator (sim:<profile|file.json>)")
+    parser.add_argument("--source", default="search_r1_base", help="recorded rollouts to compare with (trajectories/<source>)")
+    parser.add_argument("--limit", type=int, default=400, help="rollouts per benchmark (evenly spaced; 0 = all)")
+    parser.add_argument("--max-turns", type=int, default=10, help="the simulator's turn budget")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    add_data_dir(parser)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from ..errors import SteerEnvsError
+    from ..executors.sim.calibration import TOLERANCE, calibrate, format_table
+
+    if not args.profile.startswith("sim:"):
+        raise SteerEnvsError(f"--profile must be a simulator spec like sim:default or sim:/path/profile.json, got {args.profile!r}")
+    rows = calibrate(args.profile, args.source, args.limit or None, args.max_turns, args.data_dir, args.seed)
+    print(format_table(rows, args.profile, args.source))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"profile": args.profile, "source": args.source, "tolerance": asdict(TOLERANCE),
+                       "rows": [{"benchmark": r.benchmark, "real": asdict(r.real), "sim": asdict(r.sim),
+                                 "within": r.within()} for r in rows]}, fh, indent=2)
+    return 0 if all(r.within() for r in rows) else 1
+
+
+register_command(Command("calibrate", "compare a simulator profile with real rollouts (searches, repeats, no-answer, F1)",
+                         _configure, _run))

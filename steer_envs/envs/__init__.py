@@ -1,0 +1,42 @@
+"""The search supervision environments (steering, planning, verification) and their helpers."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .catalogue import CATALOGUES, PLANNING, STEERING, VERIFICATION, InterventionTemplate
+from .registration import ENVS, env_ids, register_envs
+from .spaces import AnyText
+
+
+def observation_text(obs: Mapping[str, Any]) -> str:
+    """``O(g, s_t)`` as one string: the form a language-model steerer reads."""
+    parts = [f"Goal: {obs['goal']}", f"Turn: {int(obs['turn'])}  Interventions so far: {int(obs['interventions'])}"]
+    if "proposed_answer" in obs:
+        parts.append(f"Proposed answer: {obs['proposed_answer']}")
+    transcript = str(obs.get("transcript", ""))
+    parts.append("Transcript so far:\n" + (transcript if transcript.strip() else "(empty)"))
+    return "\n".join(parts)
+
+
+def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery; load them on first use
+    if name in ("SearchEnv", "EnvConfig"):
+        from . import base
+        return getattr(base, name)
+    if name == "SearchSteeringEnv":
+        from .steering import SearchSteeringEnv
+        return SearchSteeringEnv
+    if name == "SearchPlanningEnv":
+        from .planning import SearchPlanningEnv
+        return SearchPlanningEnv
+    if name == "SearchVerificationEnv":
+        from .verification import SearchVerificationEnv
+        return SearchVerificationEnv
+    raise AttributeError(name)
+
+
+__all__ = [
+    "CATALOGUES", "ENVS", "PLANNING", "STEERING", "VERIFICATION", "AnyText", "InterventionTemplate", "env_ids",
+    "observation_text", "register_envs", "SearchEnv", "SearchSteeringEnv", "SearchPlanningEnv",
+    "SearchVerificationEnv",
+]

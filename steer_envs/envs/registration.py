@@ -1,0 +1,38 @@
+"""Gymnasium registration of the environment ids (run on ``import steer_envs``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+
+NAMESPACE = "steer_envs"
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    name: str
+    entry_point: str
+    description: str
+
+
+ENVS: tuple[EnvEntry, ...] = (
+    EnvEntry("SearchSteering-v0", "steer_envs.envs.steering:SearchSteeringEnv", "steer at every executor turn"),
+    EnvEntry("SearchPlanning-v0", "steer_envs.envs.planning:SearchPlanningEnv", "one plan before execution"),
+    EnvEntry("SearchVerification-v0", "steer_envs.envs.verification:SearchVerificationEnv",
+             "accept or reject each proposed answer"),
+)
+
+
+def env_ids() -> list[str]:
+    return [f"{NAMESPACE}/{e.name}" for e in ENVS]
+
+
+def register_envs() -> None:
+    """Register every id once (re-imports are harmless). The simulated default is deterministic under a seed;
+    pass ``executor=`` to ``gymnasium.make`` for another executor."""
+    for entry in ENVS:
+        env_id = f"{NAMESPACE}/{entry.name}"
+        if env_id in gym.registry:
+            continue
+        gym.register(id=env_id, entry_point=entry.entry_point, kwargs={"executor": "sim:default"},
+                     nondeterministic=False)

@@ -1,0 +1,229 @@
+"""LLM search executors: the Search-R1 / ASearcher loop on any model backend.
+
+Each turn the model continues ``prompt + transcript`` until it closes a ``</search>`` or ``</answer>``; a search
+is run on the configured :class:`~steer_envs.retrieval.base.Retriever` and its results are appended as an
+``<information>`` block; an output with no valid action gets Search-R1's invalid-action reply. Supervision
+enters the context as text (``render_guidance`` / ``render_rejection``), exactly where the next turn will read it.
+
+Specs (``make_executor``): ``hf:<folder|gemma-3-270m>``, ``llamacpp:<file.gguf|gemma-3-270m>``,
+``openai:<model>@<base_url>``. Settings may follow a ``?`` as ``key=value`` pairs, e.g.
+``hf:gemma-3-270m?max_new_tokens=48&template=few-shot`` or ``openai:qwen@http://127.0.0.1:8000/v1?timeout=30``;
+keys are :class:`LLMSearchSettings` fields or options of the backend. ``ExecutorContext.extra`` may carry the
+same keys (the spec wins), and ``extra["backend"]`` may hold a ready :class:`~steer_envs.llm.base.LLMBackend`.
+
+A backend that fails after its retries ends the episode as ``failed`` with the reason (the env records it),
+rather than crashing a long vectorised run.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..data.records import Task
+from ..errors import SteerEnvsError
+from ..llm.base import Generation, GenerationConfig, LLMBackend, LLMBackendError
+from ..llm.registry import make_backend
+from ..retrieval.base import Retriever
+from .base import Executor, ExecutorContext, Intervention, TurnResult
+from .prompts import get_prompt_template
+from .protocol import (
+    ANSWER_STOP,
+    INVALID_ACTION_REPLY,
+    SEARCH_STOP,
+    STOP_SEQUENCES,
+    parse_action,
+    render_guidance,
+    render_information,
+    render_rejection,
+)
+
+
+@dataclass(frozen=True)
+class LLMSearchSettings:
+    """How the executor prompts and samples. ``temperature`` 0 is greedy; forks given a new seed diverge only
+    when sampling."""
+
+    template: str = "search-r1"
+    max_new_tokens: int = 256
+    temperature: float = 0.7
+    top_p: float = 0.95
+
+    def __post_init__(self) -> None:
+        get_prompt_template(self.template)  # fail fast on an unknown template, listing the valid ones
+        GenerationConfig(self.max_new_tokens, self.temperature, self.top_p)  # same checks as generation
+
+
+#: defaults for packaged models (a 270M base model needs demonstrations and short turns on CPU)
+PACKAGED_DEFAULTS: dict[str, dict[str, Any]] = {"gemma-3-270m": {"template": "few-shot", "max_new_tokens": 64}}
+
+_SETTING_KEYS = {f.name for f in fields(LLMSearchSettings)}
+
+
+class LLMSearchExecutor(Executor):
+    """The search loop around an :class:`LLMBackend`; forks share the backend and retriever, not the context."""
+
+    deterministic = False
+
+    def __init__(
+        self,
+        spec: str,
+        backend: LLMBackend,
+        settings: LLMSearchSettings,
+        retriever: Retriever | str = "bm25s",
+        data_dir: str | None = None,
+        max_turns: int = 10,
+        topk: int = 3,
+    ) -> None:
+        super().__init__(spec, max_turns=max_turns)
+        self.backend = backend
+        self.settings = settings
+        self.template = get_prompt_template(settings.template)
+        self.topk = topk
+        self._retriever = retriever
+        self._data_dir = data_dir
+        self._seed: int | None = None
+
+    @property
+    def retriever(self) -> Retriever:
+        """Built on first search (shared per process), so a failing backend never pays for an index load."""
+        if isinstance(self._retriever, str):
+            from ..retrieval.registry import make_retriever
+
+            self._retriever = make_retriever(self._retriever, data_dir=self._data_dir)
+        return self._retriever
+
+    @property
+    def context(self) -> str:
+        """What the model reads next: the prompt, then everything generated and inserted so far."""
+        return self.prompt + self.transcript
+
+    def reseed(self, seed: int) -> None:
+        """Re-seed future sampling (independent continuations of forks)."""
+        self._seed = int(seed)
+
+    # -- Executor hooks ------------------------------------------------------------------------------------
+    def _reset(self, task: Task, seed: int | None) -> None:
+        self.prompt = self.template.render(task.question)
+        self._seed = seed
+
+    def _generation_config(self) -> GenerationConfig:
+        seed = None if self._seed is None else (self._seed * 1_000_003 + self.stats.turns) % (2**31 - 1)
+        s = self.settings
+        return GenerationConfig(s.max_new_tokens, s.temperature, s.top_p, stop=STOP_SEQUENCES, seed=seed)
+
+    def _turn(self) -> TurnResult:
+        try:
+            gen = self.backend.generate([self.context], self._generation_config())[0]
+        except LLMBackendError as exc:
+            return TurnResult("failed", segment="", error=str(exc))
+        segment = gen.text + closing_tag(gen)
+        action = parse_action(segment)
+        if action.kind == "search":
+            try:
+                hits = self.retriever.search(action.query, k=self.topk)
+            except SteerEnvsError as exc:
+                return TurnResult("failed", segment, query=action.query, tokens=gen.tokens,
+                                  error=f"retrieval failed for query {action.query!r}: {exc}")
+            return TurnResult("search", segment, render_information(hits), query=action.query, tokens=gen.tokens)
+        if action.kind == "answer":
+            return TurnResult("answer", segment, answer=action.answer, tokens=gen.tokens)
+        return TurnResult("invalid", segment, INVALID_ACTION_REPLY, tokens=gen.tokens)
+
+    def _receive(self, intervention: Intervention) -> None:
+        render = render_rejection if intervention.kind == "reject" else render_guidance
+        self.transcript += render(intervention.text)
+
+    def _blank_copy(self) -> "LLMSearchExecutor":
+        return LLMSearchExecutor(self.spec, self.backend, self.settings, self._retriever, self._data_dir,
+                                 self.max_turns, self.topk)
+
+    def _get_impl_state(self) -> Any:
+        return {"seed": self._seed}
+
+    def _set_impl_state(self, state: Any) -> None:
+        self._seed = state["seed"]
+
+
+_OPEN_TAG = re.compile(r"<(search|answer)>")
+
+
+def closing_tag(gen: Generation) -> str:
+    """The stop string the model emitted (servers leave it out of the text), so the segment reads as written.
+
+    Backends that report which stop matched give it directly; otherwise a ``stop`` finish after an unclosed
+    ``<search>`` / ``<answer>`` means that tag's closing was the stop.
+    """
+    if gen.stop_sequence:
+        return gen.stop_sequence
+    if gen.finish_reason != "stop":
+        return ""
+    opened = list(_OPEN_TAG.finditer(gen.text))
+    if not opened:
+        return ""
+    last = opened[-1]
+    closing = SEARCH_STOP if last.group(1) == "search" else ANSWER_STOP
+    return "" if closing in gen.text[last.end():] else closing
+
+
+# -- spec parsing and factories -------------------------------------------------------------------------------
+def _coerce(value: str) -> Any:
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def split_spec_options(arg: str) -> tuple[str, dict[str, Any]]:
+    """``"gemma-3-270m?max_new_tokens=48&template=few-shot"`` -> ``("gemma-3-270m", {...})``."""
+    target, sep, query = arg.partition("?")
+    options: dict[str, Any] = {}
+    if sep:
+        for pair in filter(None, query.split("&")):
+            key, eq, value = pair.partition("=")
+            if not eq or not key:
+                raise SteerEnvsError(f"executor option {pair!r} must look like key=value (in {arg!r})")
+            options[key] = _coerce(value)
+    return target, options
+
+
+def _build(kind: str, arg: str, ctx: ExecutorContext) -> LLMSearchExecutor:
+    target, spec_options = split_spec_options(arg)
+    base_name = target.partition("@")[0] if kind == "openai" else target
+    options: dict[str, Any] = dict(PACKAGED_DEFAULTS.get(base_name, {}) if kind != "openai" else {})
+    options.update({k: v for k, v in ctx.extra.items() if k not in ("backend", "backend_options")})
+    options.update(spec_options)
+    settings = LLMSearchSettings(**{k: v for k, v in options.items() if k in _SETTING_KEYS})
+    backend_options = dict(ctx.extra.get("backend_options", {}))
+    backend_options.update({k: v for k, v in options.items() if k not in _SETTING_KEYS})
+    backend = ctx.extra.get("backend")
+    if backend is None:
+        backend = make_backend(f"{kind}:{target}", **backend_options)
+    return LLMSearchExecutor(
+        f"{kind}:{arg}", backend, settings, retriever=ctx.retriever, data_dir=ctx.data_dir,
+        max_turns=ctx.max_turns, topk=ctx.topk,
+    )
+
+
+def make_hf_executor(arg: str, ctx: ExecutorContext) -> LLMSearchExecutor:
+    """``hf:<folder|gemma-3-270m>[?key=value&...]``: a transformers model on this machine."""
+    return _build("hf", arg, ctx)
+
+
+def make_llamacpp_executor(arg: str, ctx: ExecutorContext) -> LLMSearchExecutor:
+    """``llamacpp:<file.gguf|gemma-3-270m>[?key=value&...]`` (needs the llamacpp extra)."""
+    return _build("llamacpp", arg, ctx)
+
+
+def make_openai_executor(arg: str, ctx: ExecutorContext) -> LLMSearchExecutor:
+    """``openai:<model>@<base_url>[?key=value&...]``: any OpenAI-compatible server."""
+    return _build("openai", arg, ctx)
+
+
+__all__ = ["LLMSearchExecutor", "LLMSearchSettings", "closing_tag", "make_hf_executor", "make_llamacpp_executor",
+           "make_openai_executor", "split_spec_options"]

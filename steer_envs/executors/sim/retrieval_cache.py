@@ -1,0 +1,56 @@
+"""A per-process LRU cache of search results, keyed by (retriever, query, k), with timing counters.
+
+Simulated episodes re-issue the same queries often (same questions, repeated searches), so caching makes the
+simulator several times faster. Benchmarks switch it off (``set_enabled(False)``) to measure the real cost of
+search, and read :data:`STATS` for the share of time spent inside the retriever.
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from ...retrieval.base import Hit, Retriever
+
+MAX_ENTRIES = 50_000
+
+
+@dataclass
+class RetrievalStats:
+    calls: int = 0
+    misses: int = 0
+    seconds: float = 0.0
+
+    def reset(self) -> None:
+        self.calls = self.misses = 0
+        self.seconds = 0.0
+
+
+STATS = RetrievalStats()
+_CACHE: OrderedDict[tuple[str, str, int], tuple[Hit, ...]] = OrderedDict()
+_ENABLED = [True]
+
+
+def set_enabled(enabled: bool) -> None:
+    _ENABLED[0] = bool(enabled)
+    if not enabled:
+        _CACHE.clear()
+
+
+def cached_search(retriever: Retriever, key: str, query: str, k: int) -> tuple[Hit, ...]:
+    STATS.calls += 1
+    cache_key = (key, query, k)
+    if _ENABLED[0]:
+        hit = _CACHE.get(cache_key)
+        if hit is not None:
+            _CACHE.move_to_end(cache_key)
+            return hit
+    STATS.misses += 1
+    start = time.perf_counter()
+    result = tuple(retriever.search(query, k))
+    STATS.seconds += time.perf_counter() - start
+    if _ENABLED[0]:
+        _CACHE[cache_key] = result
+        if len(_CACHE) > MAX_ENTRIES:
+            _CACHE.popitem(last=False)
+    return result

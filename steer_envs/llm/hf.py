@@ -1,0 +1,295 @@
+"""The transformers backend: a causal LM from a local folder (``hf:<path>``) or a packaged model (``hf:gemma-3-270m``).
+
+Besides the :class:`~steer_envs.llm.base.LLMBackend` protocol it exposes the torch ``model`` and ``tokenizer`` and
+:meth:`HFBackend.continuation_logprobs` (log-probs of given continuations, with gradients), because trainers
+(the steering agent, ACTGUIDE-RL) fine-tune the same model they sample from. It never downloads anything: the
+argument must be a folder on disk, or a model shipped as a pip package (see :mod:`steer_envs.llm.packaged`).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import SteerEnvsError
+from .base import BackendStats, Generation, GenerationConfig, check_prompts, logsumexp, truncate_at_stop
+
+# Never reach for a model hub: every model comes from a local folder or a pip package.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+#: how many tokens back the stop-string check decodes (stop strings are short)
+_STOP_WINDOW = 24
+
+
+def _stop_criteria(tokenizer: Any, stops: Sequence[str], prompt_len: int):
+    """A stopping criterion that ends each row once its generated text contains a stop string."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class StopOnStrings(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):  # noqa: ARG002 - transformers' signature
+            done = []
+            for row in input_ids:
+                tail = row[max(prompt_len, row.shape[0] - _STOP_WINDOW):]
+                text = tokenizer.decode(tail, skip_special_tokens=True)
+                done.append(any(s in text for s in stops))
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StopOnStrings()
+
+
+class HFBackend:
+    """A transformers causal LM on CPU (or ``device``). Thread-safe: calls are serialised by a lock."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        name: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        max_batch: int = 8,
+        max_context: int = 8192,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = Path(path).expanduser()
+        if not (folder / "config.json").is_file():
+            raise SteerEnvsError(
+                f"hf:{path}: {str(folder)!r} is not a model folder (no config.json). hf: takes a local folder written "
+                "by save_pretrained, or a packaged model name such as hf:gemma-3-270m; nothing is downloaded"
+            )
+        self.name = name or f"hf:{path}"
+        self.path = folder
+        self.device = device
+        self.max_batch = max_batch
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        self.model = AutoModelForCausalLM.from_pretrained(
+            folder, local_files_only=True, dtype=getattr(torch, dtype)
+        ).to(device)
+        self.model.eval()
+        self.tokenizer.padding_side = "left"
+        self.tokenizer.truncation_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        limit = getattr(self.model.config, "max_position_embeddings", None) or max_context
+        self.max_context = min(int(limit), max_context)
+        self.stats = BackendStats()
+        self.lock = threading.RLock()
+        self._eos_ids = self._collect_eos_ids()
+
+    # -- helpers -----------------------------------------------------------------------------------------
+    def _collect_eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for source in (getattr(self.model, "generation_config", None), self.model.config):
+            value = getattr(source, "eos_token_id", None) if source is not None else None
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, (list, tuple)):
+                ids.update(int(v) for v in value)
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(int(self.tokenizer.eos_token_id))
+        return ids
+
+    def _encode(self, prompts: Sequence[str], room: int):
+        enc = self.tokenizer(
+            list(prompts),
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            max_length=max(8, self.max_context - room),
+        )
+        return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+
+    @staticmethod
+    def _positions(attention_mask):
+        return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+    def _last_logprobs(self, prompts: Sequence[str]):
+        """Next-token log-probabilities after each prompt, shape [batch, vocab]."""
+        import torch
+
+        enc = self._encode(prompts, room=1)
+        with torch.no_grad():
+            out = self.model(**enc, position_ids=self._positions(enc["attention_mask"]))
+        return torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+
+    def _batches(self, items: list[str]):
+        for i in range(0, len(items), self.max_batch):
+            yield items[i : i + self.max_batch]
+
+    # -- protocol ----------------------------------------------------------------------------------------
+    def generate(self, prompts: Sequence[str], config: GenerationConfig) -> list[Generation]:
+        items = check_prompts(prompts)
+        results: list[Generation] = []
+        with self.lock:
+            for batch in self._batches(items):
+                results.extend(self._generate_batch(batch, config))
+        self.stats.calls += 1
+        self.stats.prompts += len(items)
+        self.stats.generated_tokens += sum(g.tokens for g in results)
+        return results
+
+    def _generate_batch(self, prompts: list[str], config: GenerationConfig) -> list[Generation]:
+        import torch
+        from transformers import GenerationConfig as HFGenerationConfig
+        from transformers import StoppingCriteriaList
+
+        enc = self._encode(prompts, room=config.max_new_tokens)
+        prompt_len = enc["input_ids"].shape[1]
+        settings: dict[str, Any] = {
+            "max_new_tokens": config.max_new_tokens,
+            "do_sample": not config.greedy,
+            "pad_token_id": self.tokenizer.pad_token_id,
+            "eos_token_id": sorted(self._eos_ids) or None,
+        }
+        if not config.greedy:
+            settings.update(temperature=config.temperature, top_p=config.top_p, top_k=0)
+        criteria = StoppingCriteriaList([_stop_criteria(self.tokenizer, config.stop, prompt_len)] if config.stop else [])
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            if config.seed is not None:
+                torch.manual_seed(config.seed)
+            out = self.model.generate(
+                **enc, generation_config=HFGenerationConfig(**settings), stopping_criteria=criteria
+            )
+        ends = self._eos_ids | {self.tokenizer.pad_token_id}
+        gens = []
+        for row in out[:, prompt_len:].tolist():
+            n = next((i for i, t in enumerate(row) if t in ends), len(row))
+            ended_by_eos = n < len(row)
+            text = self.tokenizer.decode(row[:n], skip_special_tokens=True)
+            text, stop = truncate_at_stop(text, config.stop)
+            reason = "stop" if (stop is not None or ended_by_eos) else "length"
+            gens.append(Generation(text=text, tokens=n, finish_reason=reason, stop_sequence=stop))
+        return gens
+
+    def _candidate_ids(self, candidate: str) -> list[int]:
+        """Token ids that spell the candidate alone, with or without a leading space (a remote server's
+        top-k table is matched the same way). If neither spelling is one token, the first token of the
+        spaced spelling stands in (an upper bound)."""
+        spellings = [self.tokenizer.encode(v, add_special_tokens=False) for v in (candidate.strip(), " " + candidate.strip())]
+        single = sorted({ids[0] for ids in spellings if len(ids) == 1})
+        if single:
+            return single
+        return [spellings[1][0]] if spellings[1] else []
+
+    def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> list[dict[str, float]]:
+        """Log-prob that the next token is each candidate, with or without a leading space (summed).
+
+        Candidates should be single tokens (``yes`` / ``no``); for a longer one its first token is scored,
+        an upper bound on the whole string's probability (use :meth:`continuation_logprobs` for exact scores).
+        """
+        items = check_prompts(prompts)
+        if not candidates:
+            raise SteerEnvsError("next_token_logprobs needs at least one candidate string, e.g. ['yes', 'no']")
+        ids = {c: self._candidate_ids(c) for c in candidates}
+        empty = [c for c, v in ids.items() if not v]
+        if empty:
+            raise SteerEnvsError(f"candidate(s) {empty!r} are empty after tokenisation; give non-blank strings")
+        out: list[dict[str, float]] = []
+        with self.lock:
+            for batch in self._batches(items):
+                logp = self._last_logprobs(batch)
+                for row in logp:
+                    out.append({c: logsumexp([float(row[i]) for i in v]) for c, v in ids.items()})
+        self.stats.calls += 1
+        self.stats.prompts += len(items)
+        return out
+
+    def top_logprobs(self, prompts: Sequence[str], k: int) -> list[dict[str, float]]:
+        import torch
+
+        items = check_prompts(prompts)
+        out: list[dict[str, float]] = []
+        with self.lock:
+            for batch in self._batches(items):
+                logp = self._last_logprobs(batch)
+                values, indices = torch.topk(logp, k=min(k, logp.shape[-1]), dim=-1)
+                for vals, idx in zip(values.tolist(), indices.tolist()):
+                    table: dict[str, list[float]] = {}
+                    for v, i in zip(vals, idx):
+                        table.setdefault(self.tokenizer.decode([i]), []).append(v)
+                    out.append({tok: logsumexp(vs) for tok, vs in table.items()})
+        return out
+
+    # -- extras for trainers and servers ------------------------------------------------------------------
+    def continuation_logprobs(
+        self,
+        prompts: Sequence[str],
+        continuations: Sequence[str],
+        reduce: Literal["sum", "mean", "none"] = "sum",
+        grad: bool = True,
+    ):
+        """Log-probabilities of ``continuations[i]`` after ``prompts[i]``, differentiable w.r.t. the model.
+
+        Prompt and continuation are tokenised separately (the continuation without special tokens), as a
+        sampled action would be. ``reduce="sum"``/``"mean"`` gives a tensor of shape [batch];
+        ``"none"`` a list of 1-D tensors of per-token log-probs. Not serialised by the lock: the caller owns
+        the model while training.
+        """
+        import contextlib
+
+        import torch
+
+        items, conts = check_prompts(prompts), check_prompts(continuations)
+        if len(items) != len(conts):
+            raise SteerEnvsError(f"got {len(items)} prompts but {len(conts)} continuations; pass one per prompt")
+        pad = self.tokenizer.pad_token_id
+        seqs, spans = [], []
+        for p, c in zip(items, conts):
+            p_ids = self.tokenizer.encode(p, add_special_tokens=True)
+            c_ids = self.tokenizer.encode(c, add_special_tokens=False)
+            if not c_ids:
+                raise SteerEnvsError("a continuation is empty; continuation_logprobs scores at least one token")
+            seqs.append(p_ids + c_ids)
+            spans.append((len(p_ids), len(c_ids)))
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for r, s in enumerate(seqs):  # right padding: positions are then plain 0..n-1
+            ids[r, : len(s)] = torch.tensor(s)
+            mask[r, : len(s)] = 1
+        ctx = contextlib.nullcontext() if grad else torch.no_grad()
+        with ctx:
+            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            per_item = []
+            for r, (start, n) in enumerate(spans):
+                targets = ids[r, start : start + n].to(self.device)
+                per_item.append(logp[r, start - 1 : start - 1 + n].gather(-1, targets[:, None]).squeeze(-1))
+        if reduce == "none":
+            return per_item
+        if reduce == "mean":
+            return torch.stack([t.mean() for t in per_item])
+        return torch.stack([t.sum() for t in per_item])
+
+    def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
+        """Turn chat messages into one prompt: the tokenizer's chat template when it has one."""
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return "\n\n".join(m.get("content", "") for m in messages)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+
+HF_OPTIONS = frozenset({"device", "dtype", "max_batch", "max_context"})
+
+
+def load_hf_backend(arg: str, **options: Any) -> HFBackend:
+    """``hf:<arg>``: a packaged model name (``gemma-3-270m``) or a local folder."""
+    from .packaged import PACKAGED_MODELS, packaged_model_dir
+
+    unknown = sorted(set(options) - HF_OPTIONS)
+    if unknown:
+        raise SteerEnvsError(f"unknown hf backend option(s) {unknown}; valid: {', '.join(sorted(HF_OPTIONS))}")
+    if arg in PACKAGED_MODELS:
+        return HFBackend(packaged_model_dir(arg), name=f"hf:{arg}", **options)
+    if not arg:
+        raise SteerEnvsError(
+            f"hf: needs a model folder or a packaged name, e.g. hf:/path/to/model or hf:{next(iter(PACKAGED_MODELS))}"
+        )
+    return HFBackend(arg, **options)

