@@ -17,7 +17,7 @@ for method in (
            "baselines.simple:build_no_supervision", group="reference"),
     Method("random", "intervene with probability p per decision, random catalogue option; by default p matches "
            "steering_rl's measured interventions per decision in the same run folder", STEERING_ENV,
-           "baselines.simple:build_random", options={"p": "-1 (use match)", "match": "steering_rl"}, group="rule"),
+           "baselines.simple:build_random", options={"p": "", "match": "steering_rl"}, group="rule"),
     Method("always", "intervene at every decision with one fixed option", STEERING_ENV,
            "baselines.simple:build_always", options={"option": "refocus"}, group="rule"),
     Method("drift_rule", "rule-based drift detector: a repeated query -> stop_repeating; turn >= turns -> answer_now",

@@ -97,7 +97,7 @@ def train_classifier(examples: list[BCExample], n_actions: int, epochs: int, see
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         optim.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return model, losses
 
 

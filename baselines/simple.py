@@ -152,8 +152,8 @@ def build_always(context: MethodContext) -> AlwaysIntervene:
 
 def build_random(context: MethodContext) -> RandomIntervention:
     options = catalogue_options(context)
-    p = context.option("p", -1.0, float)
-    if p < 0:
+    p = context.option("p", None, float) if context.options.get("p", "") != "" else None
+    if p is None:
         target = context.option("match", "steering_rl", str)
         p_measured = context.measured_rate(target)
         if p_measured is None:

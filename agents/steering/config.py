@@ -41,6 +41,8 @@ class SteeringConfig:
     rank_weight: float = 1.0  # L = grpo_weight * L_GRPO + rank_weight * L_rank (1, 1 in the paper)
     grpo_weight: float = 1.0
     grad_clip: float = 1.0
+    update_epochs: int = 1  # optimiser steps per round on the round's samples (GRPO's clipped surrogate after the first)
+    clip_eps: float = 0.2  # GRPO/PPO ratio clip for update_epochs > 1
     states_once: bool = True  # without replacement over the whole run, not only within a round
     rank_history: bool = True  # rank pairs may include states of the same task measured in earlier rounds
     continuation: str = "pass"  # policy of the continuation rollouts (pass to the end)
@@ -58,6 +60,7 @@ class SteeringConfig:
             (self.N >= 1, "N (continuation rollouts) must be >= 1"),
             (0.0 < self.tau < 1.0, "tau must be strictly between 0 and 1"),
             (self.lr > 0, "lr must be > 0"),
+            (self.update_epochs >= 1, "update_epochs must be >= 1"),
             (self.action_mode in ("text", "discrete"), "action_mode must be 'text' or 'discrete'"),
             (self.backbone in ("encoder", "causal_lm"), "backbone must be 'encoder' or 'causal_lm'"),
             (self.continuation == "pass", "continuation must be 'pass' (the frozen executor alone)"),

@@ -49,6 +49,18 @@ def grpo_loss(logprobs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
     return -(advantages.to(logprobs) * logprobs).mean()
 
 
+def grpo_clipped_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
+                      clip: float = 0.2) -> torch.Tensor:
+    """GRPO's clipped surrogate for the 2nd..E-th update on the same samples:
+    ``−mean_j min(ρ_j A_j, clip(ρ_j, 1−ε, 1+ε) A_j)`` with ``ρ_j = π_θ / π_old``. At ``ρ = 1`` its gradient
+    equals :func:`grpo_loss`'s."""
+    if logprobs.numel() == 0:
+        return logprobs.sum() * 0.0
+    adv = advantages.to(logprobs)
+    ratio = torch.exp(logprobs - old_logprobs.detach())
+    return -torch.min(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv).mean()
+
+
 def same_task_pairs(task_ids: Sequence[str], targets: Sequence[float], min_gap: float = 1e-9) -> list[tuple[int, int]]:
     """Index pairs ``(a, b)`` of states of the same task with ``q_a > q_b`` (ties carry no order, skipped)."""
     pairs: list[tuple[int, int]] = []

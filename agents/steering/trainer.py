@@ -34,7 +34,7 @@ from .checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, read
 from .config import SteeringConfig
 from .gate import gate_probability
 from .interventions import options_from_catalogue
-from .objectives import grpo_advantages, grpo_loss, intervention_effect, ranking_loss, same_task_pairs
+from .objectives import grpo_advantages, grpo_clipped_loss, grpo_loss, intervention_effect, ranking_loss, same_task_pairs
 from .rollouts import BankState, collect_state_bank, make_steering_env, measure_state
 from .selection import epsilon_greedy_select
 from .steerer import Steerer
@@ -279,44 +279,47 @@ class SteeringTrainer:
             slow_pass += sum(s.is_pass for s in samples)
             measured.append((state, samples, adv))
 
-        # -- losses --------------------------------------------------------------------------------------------
-        steerer.train()
-        optimizer.zero_grad()
-        grpo_total = torch.zeros(())
-        for state, samples, adv in measured:
-            if np.any(adv != 0):
-                logp = steerer.slow_logprobs(state.observation, samples)
-                grpo_total = grpo_total + grpo_loss(logp, torch.as_tensor(adv, dtype=torch.float32))
-        l_grpo = grpo_total / max(1, len(measured))
-
+        # -- losses: L = L_GRPO + L_rank, update_epochs optimiser steps on this round's samples ----------------
         rank_states = [s for s, _, _ in measured]
         if c.rank_history:
             tasks_now = {s.task_id for s in rank_states}
             rank_states += [s for s in bank if s.q is not None and s.task_id in tasks_now and s not in rank_states]
         pairs = same_task_pairs([s.task_id for s in rank_states], [s.q for s in rank_states])
-        if pairs:
-            involved = sorted({i for p in pairs for i in p})
-            where = {i: j for j, i in enumerate(involved)}
-            z = steerer.fast_scores([rank_states[i].observation for i in involved])
-            l_rank = ranking_loss(z, [(where[a], where[b]) for a, b in pairs])
-        else:
-            l_rank = torch.zeros(())
-        loss = c.grpo_weight * l_grpo + c.rank_weight * l_rank
-        if loss.requires_grad:
+        learn = [(state, samples, torch.as_tensor(adv, dtype=torch.float32)) for state, samples, adv in measured if np.any(adv != 0)]
+        with torch.no_grad():
+            old_logp = [steerer.slow_logprobs(state.observation, samples) for state, samples, _ in learn]
+        steerer.train()
+        first: dict[str, float] = {}
+        grad_norm = 0.0
+        for epoch in range(c.update_epochs):
+            optimizer.zero_grad()
+            grpo_total = torch.zeros(())
+            for (state, samples, adv), old in zip(learn, old_logp):
+                logp = steerer.slow_logprobs(state.observation, samples)
+                grpo_total = grpo_total + (grpo_loss(logp, adv) if epoch == 0 else grpo_clipped_loss(logp, old, adv, c.clip_eps))
+            l_grpo = grpo_total / max(1, len(measured))
+            if pairs:
+                involved = sorted({i for p in pairs for i in p})
+                where = {i: j for j, i in enumerate(involved)}
+                z = steerer.fast_scores([rank_states[i].observation for i in involved])
+                l_rank = ranking_loss(z, [(where[a], where[b]) for a, b in pairs])
+            else:
+                l_rank = torch.zeros(())
+            loss = c.grpo_weight * l_grpo + c.rank_weight * l_rank
+            if epoch == 0:
+                first = {"loss": float(loss.detach()), "loss_grpo": float(l_grpo.detach()), "loss_rank": float(l_rank.detach())}
+            if not loss.requires_grad:
+                break
             loss.backward()
             grad_norm = float(torch.nn.utils.clip_grad_norm_(steerer.trainable_parameters(), c.grad_clip))
             optimizer.step()
-        else:
-            grad_norm = 0.0
         steerer.eval()
 
         adv_arr = np.asarray(advantages_all) if advantages_all else np.zeros(1)
         p_all = np.array([gate_probability(float(z), c.tau) for z in z_all])
         return {
             "round": round_index,
-            "loss": float(loss.detach()),
-            "loss_grpo": float(l_grpo.detach()),
-            "loss_rank": float(l_rank.detach()),
+            **first,
             "rank_pairs": len(pairs),
             "states": len(picked),
             "mean_q": float(np.mean(qs)) if qs else 0.0,

@@ -75,7 +75,16 @@ def method_context(folder: RunFolder, label: str, progress: bool = True,
 
 
 def measured_rate(folder: RunFolder, label: str) -> float | None:
-    """Interventions per decision of ``label`` in this folder (for ``random:match=LABEL``), or None."""
+    """Interventions per decision of ``label`` in this folder (for ``random:match=...``), or None.
+
+    ``label`` may be a full label or a bare method name; a bare name picks that method's first row without an
+    explicit ``tau`` (its trained operating point), so ``random`` matches ``steering_rl:m=8,...`` too."""
+    labels = list(folder.methods())
+    if label not in labels:
+        same = [lab for lab in labels if lab.split(":", 1)[0] == label and "tau=" not in lab]
+        if not same:
+            return None
+        label = same[0]
     path = folder.episodes_path(label)
     if not path.is_file():
         return None
@@ -163,11 +172,8 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     benchmarks = [b for b in cfg.benchmarks]
     summaries = summarize(complete, benchmarks, reference=REFERENCE, resamples=resamples) if complete else []
     table = results_table(summaries, benchmarks)
-    header = (f"Executor `{cfg.executor}`, split `{cfg.split}`, {len(cfg.tasks())} tasks x {cfg.seeds} seed(s), "
-              f"max {cfg.max_turns} turns. F1 x100; in parentheses the paired gain over `no_supervision` with its "
-              "95% stratified bootstrap interval (tasks resampled within benchmarks, seeds averaged per task).\n\n")
-    notes = "".join(f"\n*{label}: incomplete ({n}/{len(cfg.tasks()) * cfg.seeds} episodes), not in the table.*\n"
-                    for label, n in partial.items())
+    header = table_header(cfg)
+    notes = incomplete_notes(folder, partial)
     (folder.root / "table.md").write_text(header + table + notes, encoding="utf-8")
     metrics = {
         "config": folder.config.to_json(),
@@ -176,6 +182,19 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     }
     (folder.root / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     return summaries, header + table + notes
+
+
+def table_header(cfg: EvalConfig) -> str:
+    return (f"Executor `{cfg.executor}`, split `{cfg.split}`, {len(cfg.tasks())} tasks x {cfg.seeds} seed(s), "
+            f"max {cfg.max_turns} turns. F1 x100; in parentheses the paired gain over `no_supervision` with its "
+            "95% stratified bootstrap interval (tasks resampled within benchmarks, seeds averaged per task).\n\n")
+
+
+def incomplete_notes(folder: RunFolder, partial: dict[str, int] | None = None) -> str:
+    if partial is None:
+        partial = complete_methods(folder)[1]
+    total = len(folder.config.tasks()) * folder.config.seeds
+    return "".join(f"\n*{label}: incomplete ({n}/{total} episodes), not in the table.*\n" for label, n in partial.items())
 
 
 def _summary_json(s: MethodSummary) -> dict:

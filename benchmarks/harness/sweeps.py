@@ -42,7 +42,7 @@ def tau_sweep(out: str | Path, config: EvalConfig, method: str, taus: Sequence[f
         evaluate(folder, spec, progress=progress)
     summaries, _ = write_summary(folder)
     rows = [s for s in summaries if s.method in specs[1:]]
-    text = tau_table(rows)
+    text = tau_table(rows, [tau_of(s.method) for s in rows])
     (folder.root / "tau_sweep.md").write_text(text, encoding="utf-8")
     return text
 
@@ -52,9 +52,12 @@ def tau_of(label: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def tau_table(rows: Sequence[MethodSummary]) -> str:
-    rows = sorted(rows, key=lambda s: tau_of(s.method) or 0.0)
-    return gain_table(rows, title="τ (method)")
+def tau_table(rows: Sequence[MethodSummary], taus: Sequence[float] | None = None) -> str:
+    """Rows in τ order; the first column shows τ."""
+    taus = list(taus) if taus is not None else [tau_of(s.method) or 0.0 for s in rows]
+    order = sorted(range(len(rows)), key=lambda i: taus[i])
+    renamed = [MethodSummary(**{**vars(rows[i]), "method": f"τ = {taus[i]:g}"}) for i in order]
+    return gain_table(renamed, title="τ")
 
 
 def executor_dirname(spec: str) -> str:

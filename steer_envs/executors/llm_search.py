@@ -110,7 +110,8 @@ class LLMSearchExecutor(Executor):
     def _generation_config(self) -> GenerationConfig:
         seed = None if self._seed is None else (self._seed * 1_000_003 + self.stats.turns) % (2**31 - 1)
         s = self.settings
-        return GenerationConfig(s.max_new_tokens, s.temperature, s.top_p, stop=STOP_SEQUENCES, seed=seed)
+        stops = STOP_SEQUENCES + self.template.extra_stops
+        return GenerationConfig(s.max_new_tokens, s.temperature, s.top_p, stop=stops, seed=seed)
 
     def _turn(self) -> TurnResult:
         try:
@@ -149,12 +150,14 @@ _OPEN_TAG = re.compile(r"<(search|answer)>")
 
 
 def closing_tag(gen: Generation) -> str:
-    """The stop string the model emitted (servers leave it out of the text), so the segment reads as written.
+    """The closing tag the model emitted (servers leave the stop string out of the text), so the segment reads
+    as written.
 
-    Backends that report which stop matched give it directly; otherwise a ``stop`` finish after an unclosed
-    ``<search>`` / ``<answer>`` means that tag's closing was the stop.
+    Backends that report which protocol stop matched give it directly; otherwise a ``stop`` finish (an
+    unreported stop, a template's extra stop, or end of sequence) after an unclosed ``<search>`` /
+    ``<answer>`` closes that tag: the model had finished the action.
     """
-    if gen.stop_sequence:
+    if gen.stop_sequence in STOP_SEQUENCES:
         return gen.stop_sequence
     if gen.finish_reason != "stop":
         return ""

@@ -18,11 +18,14 @@ from ..errors import unknown_name
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    """``text`` is formatted with ``{question}``; the model's generation starts right after it."""
+    """``text`` is formatted with ``{question}``; the model's generation starts right after it.
+    ``extra_stops`` end a turn besides ``</search>`` / ``</answer>`` (a base model that starts writing the next
+    demonstration, ``"\nQuestion:"``, has finished its turn)."""
 
     name: str
     text: str
     description: str
+    extra_stops: tuple[str, ...] = ()
 
     def render(self, question: str) -> str:
         return self.text.replace("{question}", question.strip())
@@ -76,7 +79,9 @@ def register_prompt_template(template: PromptTemplate) -> None:
 
 register_prompt_template(PromptTemplate("search-r1", SEARCH_R1_TEXT, "Search-R1's instruction (verbatim)"))
 register_prompt_template(PromptTemplate("asearcher", ASEARCHER_TEXT, "ASearcher-style instruction with planning and checking"))
-register_prompt_template(PromptTemplate("few-shot", FEW_SHOT_TEXT, "two worked episodes, for small base models"))
+register_prompt_template(
+    PromptTemplate("few-shot", FEW_SHOT_TEXT, "two worked episodes, for small base models", ("\nQuestion:",))
+)
 
 
 def get_prompt_template(name: str) -> PromptTemplate:

@@ -1,0 +1,68 @@
+"""τ sweep, transfer sweep, report (markdown + PNG) and the demo's quick mode, on real envs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.harness.config import EvalConfig
+from benchmarks.harness.report import write_report
+from benchmarks.harness.sweeps import tau_sweep, transfer_sweep
+from steer_envs.cli.main import main
+
+TINY = "steering_rl:G=2,N=2,bank_tasks=12,k=4,m=2"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _cfg():
+    return EvalConfig(benchmarks=("nq", "musique"), split="dev", limit=3, seeds=1)
+
+
+@pytest.mark.slow
+def test_tau_sweep_trains_once_and_orders_interventions(tmp_path):
+    text = tau_sweep(tmp_path / "tau", _cfg(), TINY, [0.05, 0.5, 0.95], progress=False)
+    assert text.count("| τ = ") == 3
+    assert len(list((tmp_path / "tau" / "checkpoints").iterdir())) == 1   # τ is a deployment knob
+    rows = json.loads((tmp_path / "tau" / "metrics.json").read_text())["methods"]
+    rate = {r["method"].rsplit("tau=", 1)[-1]: r["interventions_per_task"] for r in rows if "tau=" in r["method"]}
+    assert rate["0.05"] >= rate["0.5"] >= rate["0.95"]   # a lower threshold intervenes more often
+    assert rate["0.05"] > rate["0.95"]
+    report = write_report(tmp_path / "tau")
+    text = report.read_text()
+    assert "## τ sweep" in text and "![τ sweep" in text
+    for png in (tmp_path / "tau" / "plots").glob("*.png"):
+        assert png.read_bytes()[:8] == PNG
+    assert any(p.name.startswith("tau_") for p in (tmp_path / "tau" / "plots").iterdir())
+    assert any(p.name.startswith("training_") for p in (tmp_path / "tau" / "plots").iterdir())
+
+
+@pytest.mark.slow
+def test_transfer_trains_on_one_executor_and_evaluates_on_others(tmp_path):
+    text = transfer_sweep(tmp_path / "tr", _cfg(), [TINY], "sim:default", ["sim:default", "sim:weak"], progress=False)
+    assert "`sim:default` (train)" in text and "`sim:weak`" in text
+    assert not (tmp_path / "tr" / "sim_weak" / "checkpoints").exists()   # no retraining on the target
+    methods = json.loads((tmp_path / "tr" / "sim_weak" / "methods.json").read_text())
+    assert methods[TINY]["trained_on"] == "sim:default"
+    report = write_report(tmp_path / "tr")
+    assert (tmp_path / "tr" / "plots" / "transfer.png").read_bytes()[:8] == PNG
+    assert "Transfer: trained on `sim:default`" in report.read_text()
+
+
+@pytest.mark.slow
+def test_demo_quick_runs_end_to_end_and_resumes(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    for method in ("no_supervision", "steering_rl", "random:match=steering_rl", "always", "drift_rule",
+                   "steering_zero_shot", "planning_zero_shot", "planning_rl", "verification_zero_shot",
+                   "verification_rl", "filtered_bc", "sb3_ppo"):
+        assert f"| {method}" in printed, method
+    assert "## τ sweep" in printed
+    assert (out / "report.md").is_file() and (out / "plots" / "methods.png").read_bytes()[:8] == PNG
+    assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0   # resumes: nothing to redo
+    assert capsys.readouterr().out.count(" 0 episodes run") == 14
+
+
+def test_report_on_a_folder_that_is_not_a_run_says_so(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert "not a run folder" in capsys.readouterr().err
