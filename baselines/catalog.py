@@ -27,7 +27,7 @@ for method in (
            options={"tau": "0.5", "seed": "0"}, group="steering"),
     Method("steering_llm_zero_shot", "the steering agent without RL on a causal LM (CausalLMSteerer; default the "
            "packaged gemma-3-270m): slow, use with --limit", STEERING_ENV, "baselines.steering:build_zero_shot_llm",
-           options={"tau": "0.5", "model": "gemma-3-270m", "seed": "0"}, group="steering"),
+           options={"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0"}, group="steering"),
     Method("steering_rl", "the steering agent trained with the paper's RL (ranking loss + GRPO) on the train split",
            STEERING_ENV, "baselines.steering:build_rl_steering", options={"tau": "0.5", **_TRAIN}, learns=True,
            group="steering"),

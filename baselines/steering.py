@@ -78,7 +78,7 @@ def build_zero_shot_verification(context: MethodContext) -> SteeringAgent:
 def build_zero_shot_llm(context: MethodContext) -> SteeringAgent:
     from agents.steering.backbones import build_steerer
 
-    model = context.option("model", "gemma-3-270m", str)
+    model = context.option("model", "hf:gemma-3-270m", str)
     try:
         steerer = build_steerer("causal_lm", _options(context, STEERING_ENV), {"model": model})
     except ModuleNotFoundError as exc:

@@ -1,37 +1,59 @@
-"""Observation features for the encoder steerer: hashed n-grams plus a few transcript statistics.
+"""Observation features for the encoder steerer: behavioural statistics plus hashed n-grams of the agent's own text.
+
+What "should I intervene now" depends on is *behaviour*: how many searches were made, whether the last turn was
+a search whose results do not yet cover the question, whether the agent says it found a bridge entity, whether
+it repeats itself or produces invalid turns, how the question is shaped (one entity or a comparison of two, a
+bridge clause). These are read from the observation text only, never from simulator ground truth, and they
+transfer across tasks. The retrieved passages' own words are task-specific; they enter only through overlap
+statistics with the goal (hashing them as n-grams lets a small model memorise training tasks instead of learning
+behaviour, which is what kept an earlier version of this steerer from ranking held-out states).
 
 Hashing keeps the featuriser vocabulary-free (nothing to fit, nothing to download) and stable across processes
-(CRC32, not Python's salted ``hash``). Features are kept in separate *namespaces* because where an n-gram
-occurs matters: a title in the goal, in the latest turn, or anywhere in the transcript means different things
-for "should I intervene now". The statistics (turn, searches, repeated queries, overlap of the evidence with the
-goal) are what goal drift looks like in a search transcript; they are computed from the observation text only,
-never from simulator ground truth.
+(CRC32, not Python's salted ``hash``). N-grams live in separate *namespaces*: the goal (question shape), the
+executor's own text in the latest turn (its think and query, outside the retrieved documents), the executor's
+earlier text, and structural tokens (``turn=2``, ``searches=1``, ``last=search``).
 """
 from __future__ import annotations
 
 import re
 import zlib
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from steer_envs.executors.protocol import searched_queries
+from steer_envs.executors.protocol import INVALID_ACTION_REPLY, searched_queries
 
 _WORD = re.compile(r"[a-z0-9]+")
 _INFO = re.compile(r"<information>(.*?)</information>", re.S)
 _TITLE = re.compile(r"\(Title: (.*?)\)")
+_THINK = re.compile(r"<think>(.*?)</think>", re.S)
+_GUIDANCE = re.compile(r"<guidance>(.*?)</guidance>", re.S)
+_CAPS = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|and|[A-Z][\w'’.-]*))*")
 _STOP = frozenset(
     "a an the of in on at to for by with from and or is was were are be been what who whom which when where why how "
     "did does do that this as it its his her their s".split()
 )
+_QUESTION_WORDS = frozenset("who whom whose what which when where why how".split())
+_COMPARISON = frozenset(
+    "or both same either neither older younger first earlier later more less longer shorter larger smaller bigger "
+    "higher lower".split()
+)
+_INVALID_MARK = "My previous action is invalid"
 
 #: names of the dense statistics, in order (documented so a reader can inspect learned weights)
 STAT_NAMES: tuple[str, ...] = (
     "turn", "searches", "distinct_query_ratio", "repeated_queries", "last_query_repeated", "last_query_goal_overlap",
     "evidence_goal_overlap", "last_evidence_goal_overlap", "interventions", "has_guidance", "invalid_turns",
     "transcript_len", "turns_since_new_title",
+    # -- behaviour of the latest turn and progress so far -------------------------------------------------
+    "no_search_yet", "one_search", "two_searches", "three_plus_searches",
+    "last_turn_search", "last_turn_invalid", "last_think_found", "last_think_not_yet", "findings",
+    "goal_entities_in_titles", "goal_entities_in_last_titles", "last_titles_goal_overlap", "last_guidance_turns_ago",
+    # -- question shape -----------------------------------------------------------------------------------
+    "goal_len", "goal_entities", "goal_comparison", "goal_clauses",
 )
 
 
@@ -67,8 +89,40 @@ def last_turn(transcript: str) -> str:
     return transcript[max(start, len(transcript) - 1500):]
 
 
+def own_text(transcript: str) -> str:
+    """The executor's own words: the transcript without retrieved documents and without the invalid-action reply."""
+    return _INFO.sub(" ", transcript.replace(INVALID_ACTION_REPLY, " "))
+
+
+def _segments(transcript: str) -> list[str]:
+    """The transcript cut after each ``</information>`` block or invalid-action reply: one piece per executor turn."""
+    cut = re.split(r"(?<=</information>)|(?<=Let me try again\.\n)", transcript)
+    return [c for c in cut if c.strip()]
+
+
 def _overlap(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a) if a else 0.0
+
+
+def goal_entities(goal: str) -> list[str]:
+    """Capitalised phrases of the goal (beyond its first word): the entities a question is about."""
+    out = []
+    for m in _CAPS.finditer(goal):
+        phrase = m.group(0).strip(" .,'’?")
+        if m.start() == 0:
+            rest = phrase.split(" ", 1)
+            if rest[0].lower() in _QUESTION_WORDS | {"the", "in", "is", "was", "are", "were", "did", "does", "do"}:
+                phrase = rest[1] if len(rest) > 1 else ""
+        if phrase:
+            out.append(phrase.lower())
+    return out
+
+
+def _entity_coverage(entities: list[str], titles: list[str]) -> float:
+    if not entities:
+        return 0.0
+    joined = " || ".join(t.lower() for t in titles)
+    return sum(1 for e in entities if e in joined) / len(entities)
 
 
 def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) -> np.ndarray:
@@ -82,6 +136,7 @@ def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) 
     evidence = content_words(" ".join(blocks))
     last_evidence = content_words(blocks[-1]) if blocks else set()
     titles_seen: set[str] = set()
+    all_titles: list[str] = []
     since_new = 0
     for block in blocks:
         titles = set(_TITLE.findall(block))
@@ -90,6 +145,18 @@ def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) 
         else:
             since_new += 1
         titles_seen |= titles
+        all_titles.extend(titles)
+    last_titles = _TITLE.findall(blocks[-1]) if blocks else []
+    tail = transcript.rstrip()
+    last_is_search = tail.endswith("</information>")
+    last_is_invalid = tail.endswith("Let me try again.")
+    thinks = _THINK.findall(transcript)
+    last_think = thinks[-1].lower() if thinks else ""
+    segments = _segments(transcript)
+    guidance_at = [i for i, seg in enumerate(segments) if "<guidance>" in seg]
+    guidance_ago = (len(segments) - 1 - guidance_at[-1]) if guidance_at else 6
+    entities = goal_entities(goal)
+    goal_toks = words(goal)
     stats = [
         turn / 10.0,
         n / 10.0,
@@ -101,9 +168,26 @@ def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) 
         _overlap(goal_words, last_evidence),
         interventions / 3.0,
         float("<guidance>" in transcript),
-        transcript.count("My previous action is invalid") / 5.0,
+        transcript.count(_INVALID_MARK) / 5.0,
         min(len(transcript), 8000) / 8000.0,
         since_new / 5.0,
+        float(n == 0),
+        float(n == 1),
+        float(n == 2),
+        float(n >= 3),
+        float(last_is_search),
+        float(last_is_invalid),
+        float("i found that" in last_think),
+        float("do not give the answer yet" in last_think or "search again" in last_think),
+        sum("i found that" in t.lower() for t in thinks) / 3.0,
+        _entity_coverage(entities, all_titles),
+        _entity_coverage(entities, last_titles),
+        _overlap(goal_words, content_words(" ".join(last_titles))),
+        min(guidance_ago, 6) / 6.0,
+        min(len(goal_toks), 40) / 40.0,
+        min(len(entities), 4) / 4.0,
+        float(any(w in _COMPARISON for w in goal_toks)),
+        min(sum(w in _QUESTION_WORDS | {"that", "whose", "where", "which"} for w in goal_toks[1:]), 3) / 3.0,
     ]
     return np.asarray(stats, dtype=np.float32)
 
@@ -118,11 +202,23 @@ class HashedFeatures:
 
 
 class HashedNgramFeaturizer:
-    """Word 1-2-grams of the goal, the latest turn and the whole transcript, hashed into ``dim`` buckets."""
+    """Word 1-2-grams of the goal and of the executor's own text (latest turn, earlier turns), plus structural
+    tokens, hashed into ``dim`` buckets; with the :func:`transcript_stats` statistics.
 
-    def __init__(self, dim: int = 1 << 16, max_n: int = 2) -> None:
+    Features of an observation never change, and the trainer scores the same state-bank observations every
+    round, so results are memoised (``cache_size`` most recent observations).
+    """
+
+    def __init__(self, dim: int = 1 << 16, max_n: int = 2, cache_size: int = 50_000) -> None:
         self.dim = dim
         self.max_n = max_n
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple, HashedFeatures] = OrderedDict()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_cache"] = OrderedDict()
+        return state
 
     def _ngrams(self, namespace: str, toks: list[str], counts: dict[int, int]) -> None:
         for n in range(1, self.max_n + 1):
@@ -130,16 +226,39 @@ class HashedNgramFeaturizer:
                 b = _bucket(namespace + "|" + " ".join(toks[i : i + n]), self.dim)
                 counts[b] = counts.get(b, 0) + 1
 
-    def __call__(self, observation: Any) -> HashedFeatures:
-        goal, transcript, turn, interventions = split_observation(observation)
+    def _token(self, token: str, counts: dict[int, int]) -> None:
+        b = _bucket("#" + token, self.dim)
+        counts[b] = counts.get(b, 0) + 1
+
+    def _compute(self, goal: str, transcript: str, turn: int, interventions: int) -> HashedFeatures:
         counts: dict[int, int] = {}
         self._ngrams("g", words(goal), counts)
-        self._ngrams("l", words(last_turn(transcript)), counts)
-        self._ngrams("t", [w for w in words(transcript) if w not in _STOP], counts)
-        # structural markers as tokens, so "two searches, no answer" is a feature of its own
-        counts[_bucket(f"turn={min(turn, 12)}", self.dim)] = 1
-        if not counts:
-            counts[_bucket("<empty>", self.dim)] = 1
+        segments = _segments(transcript)
+        latest = segments[-1] if segments else ""
+        earlier = "".join(segments[:-1])
+        self._ngrams("l", words(own_text(latest)), counts)
+        self._ngrams("e", [w for w in words(own_text(earlier)) if w not in _STOP], counts)
+        stats = transcript_stats(goal, transcript, turn, interventions)
+        named = dict(zip(STAT_NAMES, stats.tolist()))
+        n = round(named["searches"] * 10)
+        last = "search" if named["last_turn_search"] else "invalid" if named["last_turn_invalid"] else "none"
+        # structural markers as tokens (and their conjunctions), so "one search, nothing found yet" is a feature
+        for token in (f"turn={min(turn, 12)}", f"searches={min(n, 5)}", f"last={last}", f"iv={min(interventions, 3)}",
+                      f"searches={min(n, 5)}&last={last}", f"searches={min(n, 5)}&found={named['findings'] > 0}"):
+            self._token(token, counts)
         ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         weights = np.log1p(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
-        return HashedFeatures(ids, weights, transcript_stats(goal, transcript, turn, interventions))
+        return HashedFeatures(ids, weights, stats)
+
+    def __call__(self, observation: Any) -> HashedFeatures:
+        key = split_observation(observation)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        feats = self._compute(*key)
+        if self.cache_size:
+            self._cache[key] = feats
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return feats

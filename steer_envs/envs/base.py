@@ -17,7 +17,7 @@ from gymnasium import spaces
 
 from ..data.records import Task
 from ..data.scoring import get_metric, squad_em
-from ..data.tasks import load_tasks
+from ..data.tasks import load_task_file, load_tasks
 from ..errors import InvalidActionError, SteerEnvsError, unknown_name
 from ..executors.base import Executor, ExecutorContext, Intervention
 from ..executors.registry import make_executor, parse_spec
@@ -46,6 +46,7 @@ class EnvConfig:
     topk: int = 3
     max_transcript_chars: int = 6000
     decision_every: int = 1
+    task_file: str | None = None  # a FlashRAG / Search-R1 JSONL task file instead of the shared benchmarks
 
 
 class SearchEnv(gym.Env):
@@ -71,6 +72,7 @@ class SearchEnv(gym.Env):
         max_transcript_chars: int = 6000,
         decision_every: int = 1,
         render_mode: str | None = None,
+        task_file: str | None = None,
     ) -> None:
         if action_mode not in ACTION_MODES:
             raise unknown_name("action_mode", action_mode, ACTION_MODES)
@@ -87,7 +89,7 @@ class SearchEnv(gym.Env):
         self.config = EnvConfig(
             executor, tuple(benchmarks) if benchmarks else None, split, tuple(task_ids) if task_ids else None,
             max_turns, action_mode, float(intervention_cost), metric, data_dir, retriever, topk,
-            max_transcript_chars, decision_every,
+            max_transcript_chars, decision_every, str(task_file) if task_file else None,
         )
         self.render_mode = render_mode
         self._tasks: list[Task] | None = None
@@ -115,7 +117,12 @@ class SearchEnv(gym.Env):
     def tasks(self) -> list[Task]:
         if self._tasks is None:
             c = self.config
-            self._tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
+            if c.task_file:
+                tasks = load_task_file(c.task_file, split=c.split)
+                wanted = set(c.task_ids or ())
+                self._tasks = [t for t in tasks if not wanted or t.id in wanted]
+            else:
+                self._tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
         return self._tasks
 
     def __getstate__(self) -> dict:

@@ -228,3 +228,35 @@ class OpenAICompatibleServer:
 def serve_backend(backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0):
     """Start serving in a background thread and return the running server."""
     return OpenAICompatibleServer(backend, model_name=model_name, host=host, port=port).start()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m steer_envs.llm.openai_server --backend hf:gemma-3-270m --port 8000``: serve until Ctrl-C."""
+    import argparse
+
+    from .registry import make_backend
+
+    parser = argparse.ArgumentParser(description="Serve a steer-envs model backend as an OpenAI-compatible API.")
+    parser.add_argument("--backend", default="hf:gemma-3-270m", help="backend spec, e.g. hf:gemma-3-270m or hf:DIR")
+    parser.add_argument("--model-name", default=None, help="model id clients use (default: the backend argument)")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback; there is no auth)")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    try:
+        backend = make_backend(args.backend)
+    except SteerEnvsError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    name = args.model_name or args.backend.partition(":")[2]
+    server = OpenAICompatibleServer(backend, model_name=name, host=args.host, port=args.port)
+    print(f"serving {args.backend} as {server.spec}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -79,3 +79,22 @@ def test_always_uses_the_named_option():
     assert policy.act({}, {}) == policy.option.index and policy.option.name == "verify"
     with pytest.raises(SteerEnvsError, match="options: answer_now"):
         build_policy("always:option=shout", MethodContext(benchmarks=("nq",)))
+
+
+def test_llm_zero_shot_steering_runs_on_a_causal_lm(tmp_path):
+    """The causal-LM steerer as a zero-shot method (a tiny random transformer here; gemma in docs/results.md)."""
+    from benchmarks.harness.config import episode_seed
+    from benchmarks.harness.runner import run_episode
+    from steer_envs.llm.tiny import build_tiny_causal_lm
+
+    model = build_tiny_causal_lm(tmp_path / "lm")
+    context = MethodContext(benchmarks=("nq",))
+    agent = build_policy(f"steering_llm_zero_shot:model=hf:{model},tau=0.3", context)
+    assert agent.run_info["backbone"] == "causal_lm" and agent.tau == 0.3
+    env = context.make_env(split="dev")
+    from steer_envs.data import load_tasks
+
+    task = load_tasks("nq", "dev")[0].id
+    first = run_episode(env, agent, episode_seed(task, 0), task, "llm", 0)
+    again = run_episode(env, agent, episode_seed(task, 0), task, "llm", 0)
+    assert first.decisions >= 1 and (first.f1, first.interventions) == (again.f1, again.interventions)

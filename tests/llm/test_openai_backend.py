@@ -141,3 +141,26 @@ def test_nothing_listening_is_a_connection_error():
     backend = make_backend(f"openai:m@{url}", shared=False, **FAST_RETRY)
     with pytest.raises(OpenAIBackendError, match="connection failed"):
         backend.generate(["x"], GenerationConfig(max_new_tokens=2))
+
+
+def test_server_module_runs_as_a_command(tiny_model_dir):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "steer_envs.llm.openai_server", "--backend", f"hf:{tiny_model_dir}",
+                             "--model-name", "tiny", "--port", str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert "serving" in proc.stdout.readline()
+        remote = make_backend(f"openai:tiny@http://127.0.0.1:{port}", shared=False)
+        assert remote.models() == ["tiny"]
+        assert remote.generate(["hello"], GenerationConfig(max_new_tokens=3))[0].tokens == 3
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    bad = subprocess.run([sys.executable, "-m", "steer_envs.llm.openai_server", "--backend", "hf:/no/such/dir"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "not a model folder" in bad.stderr and "Traceback" not in bad.stderr
