@@ -4,16 +4,16 @@ Kinds register a factory; factories import their dependencies lazily. An unknown
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from ..errors import SteerEnvsError, unknown_name
+from ..registry import LazyRegistry
 from .base import Executor, ExecutorContext
 
 ExecutorFactory = Callable[[str, ExecutorContext], Executor]
 
 
-EXECUTORS: dict[str, ExecutorFactory] = {}
+EXECUTORS: LazyRegistry[ExecutorFactory] = LazyRegistry()
 #: whether executors of a kind are deterministic under a seed (for env registration and checks)
 DETERMINISTIC_KINDS: dict[str, bool] = {}
 
@@ -22,17 +22,8 @@ SPEC_HELP = "sim:<profile|file.json>, hf:<path|gemma-3-270m>, llamacpp:<file.ggu
 
 def register_executor(kind: str, factory: ExecutorFactory | str, deterministic: bool) -> None:
     """Register a kind. ``factory`` may be ``"module:function"``, imported on first use (keeps imports light)."""
-    EXECUTORS[kind] = factory  # type: ignore[assignment]
+    EXECUTORS.register(kind, factory)
     DETERMINISTIC_KINDS[kind] = deterministic
-
-
-def _resolve(kind: str) -> ExecutorFactory:
-    factory = EXECUTORS[kind]
-    if isinstance(factory, str):
-        module, _, name = factory.partition(":")
-        factory = getattr(importlib.import_module(module), name)
-        EXECUTORS[kind] = factory
-    return factory
 
 
 register_executor("sim", "steer_envs.executors.sim:make_sim_executor", deterministic=True)
@@ -55,7 +46,7 @@ def make_executor(spec: str, context: ExecutorContext | None = None, **kwargs) -
     """Build an executor, e.g. ``make_executor("sim:default", max_turns=10)``."""
     kind, arg = parse_spec(spec)
     ctx = context or ExecutorContext(**kwargs)
-    return _resolve(kind)(arg, ctx)
+    return EXECUTORS.resolve(kind)(arg, ctx)
 
 
 def is_deterministic(spec: str) -> bool:

@@ -5,18 +5,18 @@ ten vectorised envs on ``hf:gemma-3-270m`` hold one copy of the weights.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import SteerEnvsError, unknown_name
+from ..registry import LazyRegistry
 from .base import LLMBackend
 
 BackendFactory = Callable[..., LLMBackend]
 
-BACKENDS: dict[str, BackendFactory | str] = {}
+BACKENDS: LazyRegistry[BackendFactory] = LazyRegistry()
 _INSTANCES: dict[tuple[str, str], LLMBackend] = {}
 _LOCK = threading.Lock()
 
@@ -25,16 +25,7 @@ BACKEND_SPEC_HELP = "hf:<folder|gemma-3-270m>, llamacpp:<file.gguf|gemma-3-270m>
 
 def register_backend(kind: str, factory: BackendFactory | str) -> None:
     """Register a kind; ``factory(arg, **options)`` may be given as ``"module:function"`` (imported lazily)."""
-    BACKENDS[kind] = factory
-
-
-def _resolve(kind: str) -> BackendFactory:
-    factory = BACKENDS[kind]
-    if isinstance(factory, str):
-        module, _, name = factory.partition(":")
-        factory = getattr(importlib.import_module(module), name)
-        BACKENDS[kind] = factory
-    return factory
+    BACKENDS.register(kind, factory)
 
 
 register_backend("hf", "steer_envs.llm.hf:load_hf_backend")
@@ -61,7 +52,7 @@ def make_backend(spec: str, shared: bool = True, **options: Any) -> LLMBackend:
     with _LOCK:
         if shared and key in _INSTANCES:
             return _INSTANCES[key]
-        backend = _resolve(kind)(arg, **options)
+        backend = BACKENDS.resolve(kind)(arg, **options)
         if shared:
             _INSTANCES[key] = backend
         return backend

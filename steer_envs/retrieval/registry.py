@@ -6,13 +6,13 @@ stays fast and optional extras stay optional.
 """
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..data.corpus import Corpus, load_corpus
 from ..errors import unknown_name
+from ..registry import LazyRegistry
 from .base import Retriever
 
 RetrieverFactory = Callable[[str, "RetrieverContext"], Retriever]
@@ -29,22 +29,13 @@ class RetrieverContext:
         return load_corpus(self.corpus_path, data_dir=self.data_dir)
 
 
-RETRIEVERS: dict[str, RetrieverFactory] = {}
+RETRIEVERS: LazyRegistry[RetrieverFactory] = LazyRegistry()
 _INSTANCES: dict[tuple, Retriever] = {}
 
 
 def register_retriever(kind: str, factory: RetrieverFactory | str) -> None:
     """Register a kind. ``factory`` may be ``"module:function"``, imported on first use (optional extras)."""
-    RETRIEVERS[kind] = factory  # type: ignore[assignment]
-
-
-def _resolve(kind: str) -> RetrieverFactory:
-    factory = RETRIEVERS[kind]
-    if isinstance(factory, str):
-        module, _, name = factory.partition(":")
-        factory = getattr(importlib.import_module(module), name)
-        RETRIEVERS[kind] = factory
-    return factory
+    RETRIEVERS.register(kind, factory)
 
 
 def make_retriever(
@@ -60,7 +51,7 @@ def make_retriever(
     key = (spec, str(corpus_path), str(data_dir))
     if shared and key in _INSTANCES:
         return _INSTANCES[key]
-    retriever = _resolve(kind)(arg, RetrieverContext(corpus_path, data_dir))
+    retriever = RETRIEVERS.resolve(kind)(arg, RetrieverContext(corpus_path, data_dir))
     if shared:
         _INSTANCES[key] = retriever
     return retriever
