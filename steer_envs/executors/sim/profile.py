@@ -54,6 +54,12 @@ class SimProfile:
     verify_skill: float
     #: turns of budget each intervention consumes (an executor re-reading its context is not free)
     intervention_turn_cost: int
+    #: over-supervision: a note derails the agent with probability ``disruption * (interventions before it)``
+    #: (it loses its thread, answers hastily to comply, or wanders off), so constant intervention is not free
+    disruption: float
+    #: probability that an agent told to verify (or rejected) while holding a *right* answer talks itself out of
+    #: it: LLMs challenged with "are you sure?" flip correct answers, so a misplaced verify is not free
+    second_guess: float
     #: factor on the drift hazard after a plan was accepted (SearchPlanning)
     plan_effect: float
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -68,7 +74,7 @@ _FIELDS = {f.name: f for f in fields(SimProfile)}
 _OPTIONAL = {"benchmarks", "description"}
 _PROB_KEYS = {
     "query_noise", "query_extra_word", "recognize_skill", "extract_skill", "parametric_recall", "premature_rate",
-    "never_answer_rate", "hazard_base", "hazard_growth", "drift_recover", "compliance", "verify_skill",
+    "never_answer_rate", "hazard_base", "hazard_growth", "drift_recover", "compliance", "verify_skill", "disruption", "second_guess",
 }
 
 

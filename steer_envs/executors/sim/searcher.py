@@ -368,9 +368,29 @@ class SimSearcher(Executor):
             self.max_turns = max(self.stats.turns + 1, self.max_turns - p.intervention_turn_cost)
         intent = Intent("reject") if intervention.kind == "reject" else parse_intent(intervention.text)  # type: ignore[arg-type]
         s.understood.append(intent.kind)
+        prior = self.stats.interventions - 1  # the base class has already counted this one
+        if p.disruption and prior > 0 and rng.random() < min(1.0, p.disruption * prior):
+            self._derail()
+            return
         if intent.kind == "none" or rng.random() >= p.compliance:
             return
         getattr(self, f"_on_{intent.kind}")(intent)
+
+    def _derail(self) -> None:
+        """Over-supervision: one more note and the agent loses its thread, answers hastily to comply, or wanders
+        off to a side topic (the paper's turn inflation and harm from intervening at every step)."""
+        s = self._s
+        s.understood.append("derailed")
+        effect = ("lose_thread", "hasty_answer", "side_goal")[int(s.rng.integers(3))]
+        if effect == "lose_thread" and s.findings:
+            self._undo_from(len(s.findings) - 1)
+        elif effect == "side_goal" and s.last_hit_ids and s.drift is None:
+            pid = s.last_hit_ids[int(s.rng.integers(len(s.last_hit_ids)))]
+            s.side_topic = f"{self._title(pid)} {_SIDE_ASPECTS[int(s.rng.integers(len(_SIDE_ASPECTS)))]}"
+            s.drift = "side_goal"
+            s.pending = None
+        else:
+            s.pending, s.pending_arg = "answer_now", ""
 
     def _on_answer_now(self, intent: Intent) -> None:
         s = self._s
@@ -419,6 +439,8 @@ class SimSearcher(Executor):
         if s.hop >= len(s.hops):
             if not s.extract_ok and rng.random() < p.verify_skill:
                 s.extract_ok = True
+            elif s.extract_ok and rng.random() < p.second_guess:
+                s.extract_ok = False  # talked itself out of a right answer
             if s.drift == "redundant":
                 s.drift = None
         else:
@@ -433,7 +455,7 @@ class SimSearcher(Executor):
         was_right = s.hop >= len(s.hops) and s.wrong_from is None and s.extract_ok
         if s.hop >= len(s.hops) and s.wrong_from is None:
             if was_right:
-                s.extract_ok = bool(rng.random() < p.verify_skill)
+                s.extract_ok = bool(rng.random() >= p.second_guess)
             else:
                 s.extract_ok = bool(rng.random() < p.verify_skill * p.extract_skill)
             s.pending = "answer_now"
