@@ -11,6 +11,9 @@ from .registry import PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV, Method, regi
 from .steering import train_options
 
 _TRAIN = train_options()
+#: planning decides once per task and verification about once per proposed answer, so their state banks hold
+#: ~1 state per task: a larger bank gives them the same number of trained states (m x k) as steering
+_TRAIN_ONE_DECISION = {**_TRAIN, "bank_tasks": "1000"}
 
 for method in (
     Method("no_supervision", "the frozen executor alone (always pass); the reference row", STEERING_ENV,
@@ -35,12 +38,12 @@ for method in (
            PLANNING_ENV, "baselines.steering:build_zero_shot_planning", options={"tau": "0.5", "seed": "0"},
            group="planning"),
     Method("planning_rl", "planning with the same RL trainer on SearchPlanning-v0", PLANNING_ENV,
-           "baselines.steering:build_rl_planning", options={"tau": "0.5", **_TRAIN}, learns=True, group="planning"),
+           "baselines.steering:build_rl_planning", options={"tau": "0.5", **_TRAIN_ONE_DECISION}, learns=True, group="planning"),
     Method("verification_zero_shot", "verification: an untrained steerer accepts or rejects each proposed answer",
            VERIFICATION_ENV, "baselines.steering:build_zero_shot_verification", options={"tau": "0.5", "seed": "0"},
            group="verification"),
     Method("verification_rl", "verification with the same RL trainer on SearchVerification-v0", VERIFICATION_ENV,
-           "baselines.steering:build_rl_verification", options={"tau": "0.5", **_TRAIN}, learns=True,
+           "baselines.steering:build_rl_verification", options={"tau": "0.5", **_TRAIN_ONE_DECISION}, learns=True,
            group="verification"),
     Method("filtered_bc", "filtered behaviour cloning: offline proposals kept only where the counterfactual "
            "continuation improved F1, then supervised learning", STEERING_ENV,

@@ -110,7 +110,13 @@ def _rl(context: MethodContext, env_id: str, name: str) -> SteeringAgent:
         env = None if env_id == STEERING_ENV else context.make_env(env_id, split="train", action_mode=ACTION_MODE)
         SteeringTrainer(config, run_dir, resume=True, progress=context.progress, env=env).run()
         _copy_training_log(run_dir / LOG_FILE, context, name)
-    steerer, _ = load_model(run_dir / MODEL_FILE)
+    try:
+        steerer, _ = load_model(run_dir / MODEL_FILE)
+    except RuntimeError as exc:  # a state dict of another architecture (the steerer's code changed since)
+        raise SteerEnvsError(
+            f"the checkpoint in {run_dir} does not fit the current steerer ({str(exc).splitlines()[-1].strip()}); "
+            f"it was trained by another version of the code: delete {run_dir} and the method's episodes to retrain"
+        ) from None
     agent = _agent(steerer, context, name)
     agent.run_info = {"backbone": "encoder", "trained": True, "train_fingerprint": config.fingerprint()}
     return agent

@@ -45,6 +45,10 @@ class Step:
     extra: dict = field(default_factory=dict)
 
     @property
+    def wall(self) -> str:
+        return f"{self.seconds:.0f} s" if self.seconds < 120 else f"{self.seconds / 60:.1f} min"
+
+    @property
     def command(self) -> str:
         return "steer-envs " + " ".join(shlex.quote(a) for a in self.argv)
 
@@ -143,13 +147,13 @@ def write_page(steps: dict[str, Step], out: Path, doc: Path, limit: int, seeds: 
     ]
     write_report(out / "main")
     main = steps["main"]
-    lines += [f"\n## {main.title}\n\n```bash\n{main.command}\n```\n\nWall time: {main.seconds / 60:.1f} min.\n\n",
+    lines += [f"\n## {main.title}\n\n```bash\n{main.command}\n```\n\nWall time: {main.wall}.\n\n",
               _main_table(out / "main")]
     plot = _copy_plot(out / "main" / "plots" / "methods.png", docs, "methods.png")
     if plot:
         lines.append(f"\n![F1 by method]({plot})\n")
     tau = steps["tau"]
-    lines += [f"\n## {tau.title}\n\n```bash\n{tau.command}\n```\n\nWall time: {tau.seconds / 60:.1f} min "
+    lines += [f"\n## {tau.title}\n\n```bash\n{tau.command}\n```\n\nWall time: {tau.wall} "
               "(training reused from the main run).\n\n", (out / "main" / "tau_sweep.md").read_text(encoding="utf-8")]
     for png in sorted((out / "main" / "plots").glob("tau_*.png")):
         plot = _copy_plot(png, docs, "tau_sweep.png")
@@ -157,7 +161,7 @@ def write_page(steps: dict[str, Step], out: Path, doc: Path, limit: int, seeds: 
         break
     tr = steps["transfer"]
     write_report(out / "transfer")
-    lines += [f"\n## {tr.title}\n\n```bash\n{tr.command}\n```\n\nWall time: {tr.seconds / 60:.1f} min. Each executor "
+    lines += [f"\n## {tr.title}\n\n```bash\n{tr.command}\n```\n\nWall time: {tr.wall}. Each executor "
               "has its own run folder, so each row is paired within its executor.\n\n",
               (out / "transfer" / "transfer.md").read_text(encoding="utf-8")]
     plot = _copy_plot(out / "transfer" / "plots" / "transfer.png", docs, "transfer.png")
@@ -167,11 +171,11 @@ def write_page(steps: dict[str, Step], out: Path, doc: Path, limit: int, seeds: 
         st = steps["llm_steerer"]
         write_report(out / "llm_steerer")
         table = (out / "llm_steerer" / "table.md").read_text(encoding="utf-8")
-        lines += [f"\n## {st.title}\n\n```bash\n{st.command}\n```\n\nWall time: {st.seconds / 60:.1f} min (the "
+        lines += [f"\n## {st.title}\n\n```bash\n{st.command}\n```\n\nWall time: {st.wall} (the "
                   "steerer is a 270M-parameter LM on 2 CPU cores, hence the subset).\n\n", table]
     if "llm_executor" in steps:
         st = steps["llm_executor"]
-        lines += [f"\n## {st.title}\n\n```bash\n{st.command}\n```\n\nWall time: {st.seconds / 60:.1f} min.\n\n",
+        lines += [f"\n## {st.title}\n\n```bash\n{st.command}\n```\n\nWall time: {st.wall}.\n\n",
                   (out / "llm_executor" / "transfer.md").read_text(encoding="utf-8")]
     lines.append(
         "\n## Executors not in the tables\n\n`replay:` executors replay recorded rollouts read-only: they cannot "
@@ -191,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", default=str(REPO_ROOT / "docs" / "results.md"))
     parser.add_argument("--limit", type=int, default=0, help="tasks per benchmark (default 0: the whole test split)")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--llm-limit", type=int, default=3,
+    parser.add_argument("--llm-limit", type=int, default=1,
                         help="test tasks per benchmark for the gemma steerer section (0: skip)")
     parser.add_argument("--llm-executor-limit", type=int, default=0,
                         help="test tasks per benchmark for the gemma executor section (0: skip; slow)")

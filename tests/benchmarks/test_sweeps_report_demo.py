@@ -66,3 +66,20 @@ def test_demo_quick_runs_end_to_end_and_resumes(tmp_path, capsys):
 def test_report_on_a_folder_that_is_not_a_run_says_so(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_results_page_commands_are_valid_cli_commands_covering_every_method(tmp_path):
+    from baselines.registry import known_methods
+    from benchmarks.harness.results_doc import plan
+    from steer_envs.cli.main import build_parser
+
+    steps = plan(tmp_path, limit=0, seeds=3, llm_limit=1, llm_executor_limit=1)
+    parser = build_parser()
+    for step in steps.values():
+        args = parser.parse_args(step.argv)           # every shown command parses as the CLI would
+        assert step.command.startswith("steer-envs ") and "--out" in step.argv
+    main_args = parser.parse_args(steps["main"].argv)
+    assert main_args.split == "test" and main_args.seeds == 3 and main_args.limit == 0
+    covered = set(main_args.method) | {"steering_llm_zero_shot"}
+    assert covered == {m.name for m in known_methods()}   # the page covers every registered method
+    assert parser.parse_args(steps["tau"].argv).out == main_args.out   # τ reuses the main run's training
