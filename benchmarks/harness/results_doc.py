@@ -58,7 +58,8 @@ def _protocol(limit: int, seeds: int) -> list[str]:
     return out + (["--limit", str(limit)] if limit else [])
 
 
-def plan(out: Path, limit: int, seeds: int, llm_limit: int, llm_executor_limit: int) -> dict[str, Step]:
+def plan(out: Path, limit: int, seeds: int, llm_limit: int, llm_executor_limit: int,
+         transfer_seeds: int = 1) -> dict[str, Step]:
     proto = _protocol(limit, seeds)
     steps = {
         "main": Step("Main table: every method on sim:default, test split",
@@ -68,7 +69,8 @@ def plan(out: Path, limit: int, seeds: int, llm_limit: int, llm_executor_limit: 
                      "--out", str(out / "main")]),
         "transfer": Step("Transfer: trained on sim:default, evaluated unchanged on other simulator profiles",
                          ["sweep", "transfer", "--method", *TRANSFER_METHODS, "--train-executor", "sim:default",
-                          "--executors", *SIM_EXECUTORS, *proto, "--out", str(out / "transfer")]),
+                          "--executors", *SIM_EXECUTORS, *_protocol(limit, transfer_seeds),
+                          "--out", str(out / "transfer")]),
     }
     if llm_limit:
         steps["llm_steerer"] = Step(
@@ -194,14 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/results", help="parent of the run folders (default runs/results)")
     parser.add_argument("--doc", default=str(REPO_ROOT / "docs" / "results.md"))
     parser.add_argument("--limit", type=int, default=0, help="tasks per benchmark (default 0: the whole test split)")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per task for the main table and the τ sweep")
+    parser.add_argument("--transfer-seeds", type=int, default=1,
+                        help="seeds per task for the transfer table (4 executors x 3 methods; default 1)")
     parser.add_argument("--llm-limit", type=int, default=1,
                         help="test tasks per benchmark for the gemma steerer section (0: skip)")
     parser.add_argument("--llm-executor-limit", type=int, default=0,
                         help="test tasks per benchmark for the gemma executor section (0: skip; slow)")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    steps = plan(out, args.limit, args.seeds, args.llm_limit, args.llm_executor_limit)
+    steps = plan(out, args.limit, args.seeds, args.llm_limit, args.llm_executor_limit, args.transfer_seeds)
     run_steps(steps)
     doc = write_page(steps, out, Path(args.doc), args.limit, args.seeds)
     print(f"\nwrote {doc}")
