@@ -28,23 +28,26 @@ class SteeringConfig:
     action_mode: str = "text"
     data_dir: str | None = None
     # -- state bank ---------------------------------------------------------------------------------------
-    bank_tasks: int = 700  # training tasks rolled out without intervention (0 = all of the split)
+    bank_tasks: int = 1200  # training tasks rolled out without intervention (0 = all of the split)
     bank_seed: int = 0
+    bank_rollouts: int = 3  # no-intervention rollouts per bank task (different seeds): more same-task state pairs
     # -- the algorithm ------------------------------------------------------------------------------------
-    m: int = 24  # rounds
-    k: int = 32  # states per round (drawn without replacement)
+    m: int = 40  # rounds
+    k: int = 128  # states per round (drawn without replacement)
     eps_sel: float = 0.3  # ε_sel: probability of a uniform draw instead of the top-priority state
     G: int = 4  # slow-path samples per state
-    N: int = 4  # continuation rollouts per branch (each intervention, and no intervention)
+    N: int = 16  # continuation rollouts per branch (each intervention, and no intervention)
     tau: float = 0.5  # τ: deployment threshold saved with the model (the trainer itself does not gate)
     lr: float = 3e-3
     rank_weight: float = 1.0  # L = grpo_weight * L_GRPO + rank_weight * L_rank (1, 1 in the paper)
     grpo_weight: float = 1.0
     grad_clip: float = 1.0
-    update_epochs: int = 1  # optimiser steps per round on the round's samples (GRPO's clipped surrogate after the first)
+    update_epochs: int = 4  # optimiser steps per round on the round's samples (GRPO's clipped surrogate after the first)
     clip_eps: float = 0.2  # GRPO/PPO ratio clip for update_epochs > 1
     states_once: bool = True  # without replacement over the whole run, not only within a round
     rank_history: bool = True  # rank pairs may include states of the same task measured in earlier rounds
+    rank_replay: bool = True  # ... and of every task measured so far (replay of all same-task pairs seen)
+    weight_decay: float = 0.0  # AdamW decoupled weight decay (regularises the hashed n-gram embeddings)
     continuation: str = "pass"  # policy of the continuation rollouts (pass to the end)
     seed: int = 0
     # -- backbone -----------------------------------------------------------------------------------------
@@ -55,11 +58,13 @@ class SteeringConfig:
         checks = [
             (self.m >= 1, "m (rounds) must be >= 1"),
             (self.k >= 1, "k (states per round) must be >= 1"),
+            (self.bank_rollouts >= 1, "bank_rollouts must be >= 1"),
             (0.0 <= self.eps_sel <= 1.0, "eps_sel must be in [0, 1]"),
             (self.G >= 1, "G (slow samples per state) must be >= 1"),
             (self.N >= 1, "N (continuation rollouts) must be >= 1"),
             (0.0 < self.tau < 1.0, "tau must be strictly between 0 and 1"),
             (self.lr > 0, "lr must be > 0"),
+            (self.weight_decay >= 0, "weight_decay must be >= 0"),
             (self.update_epochs >= 1, "update_epochs must be >= 1"),
             (self.action_mode in ("text", "discrete"), "action_mode must be 'text' or 'discrete'"),
             (self.backbone in ("encoder", "causal_lm"), "backbone must be 'encoder' or 'causal_lm'"),

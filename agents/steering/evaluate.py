@@ -189,7 +189,7 @@ def fast_path_spearman(env, steerer: Steerer, task_ids: Sequence[str], G: int = 
             r = stats.spearmanr([z[i] for i in idx], [qs[i] for i in idx])[0]
             if not math.isnan(r):
                 within.append(r)
-    return {"spearman": float(rho), "p_value": float(p), "states": len(bank), "mean_q": float(np.mean(qs)),
+    return {"spearman": float(rho), "p_value": float(p), "states": len(bank), "mean_q": float(np.mean(qs)), "G": G, "N": N,
             "within_task_spearman": float(np.mean(within)) if within else float("nan"), "tasks_within": len(within)}
 
 
@@ -199,7 +199,8 @@ def _row(name: str, s: dict[str, float], diff: PairedDifference | None) -> str:
 
 
 def run_acceptance(run_dir: str | Path, seeds: int = 3, max_per_benchmark: int | None = None, dev_tasks: int = 40,
-                   sweep_taus: int = 7, spearman_tasks: int = 20, progress: bool = True, data_dir=None) -> dict[str, Any]:
+                   sweep_taus: int = 7, spearman_tasks: int = 20, progress: bool = True, data_dir=None,
+                   spearman_rollouts: int | None = None, sweep_span: float = 6.0) -> dict[str, Any]:
     """The whole learning acceptance for one trained run folder; returns a JSON-able report."""
     from tqdm.auto import tqdm
 
@@ -251,10 +252,13 @@ def run_acceptance(run_dir: str | Path, seeds: int = 3, max_per_benchmark: int |
         per_bench[bench] = {name: 100 * float(np.mean([r.f1 for r in recs if r.benchmark == bench]))
                             for name, recs in records.items()}
 
-    # τ sweep (no retraining) on the test tasks, first seed
+    # τ sweep (no retraining) on the test tasks, first seed; the grid is centred on the dev-calibrated τ on the
+    # log-odds scale (where the gate compares), so it spans frequencies around ~1 intervention per task whatever
+    # the level of z the training left
     sweep = []
     base_f1 = float(np.mean([r.f1 for r in records["no_supervision"] if r.seed < 100_003]))
-    for t in np.linspace(0.05, 0.95, sweep_taus):
+    grid = [sigmoid(logit(tau_rl) + d) for d in np.linspace(-sweep_span, sweep_span, sweep_taus)]
+    for t in sorted(min(1 - 1e-9, max(1e-9, g)) for g in grid):
         rl.tau = float(t)
         recs = evaluate_policies(test_env, [rl], test_ids, [0])["rl_steering"]
         rate = float(np.mean([r.interventions for r in recs]))
@@ -264,7 +268,9 @@ def run_acceptance(run_dir: str | Path, seeds: int = 3, max_per_benchmark: int |
     rl.tau = tau_rl
 
     spear_ids = select_tasks("test", max_per_benchmark=spearman_tasks // len(BENCHMARKS) + 1, seed=3, data_dir=data_dir)
-    spearman = fast_path_spearman(test_env, steerer, spear_ids, action_mode=action_mode)
+    # q(s) measured the way training measures it (the run's G samples and N continuations per branch)
+    spearman = fast_path_spearman(test_env, steerer, spear_ids, G=int(config["G"]), N=int(spearman_rollouts or config["N"]),
+                                  action_mode=action_mode)
 
     report = {
         "run_dir": str(run_dir), "seeds": seeds, "test_tasks": len(test_ids), "dev_tasks": len(dev_ids),
@@ -300,9 +306,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {bench} | " + " | ".join(f"{row[n]:.2f}" for n in ("no_supervision", "random", "untrained", "rl_steering")) + " |")
     lines += ["", "τ sweep (seed 0): | τ | interventions/task | ΔF1 | ΔF1 per intervention |", "| --- | --- | --- | --- |"]
     for s in report["tau_sweep"]:
-        lines.append(f"| {s['tau']:.2f} | {s['interventions_per_task']:.2f} | {s['f1_gain']:+.2f} | {s['gain_per_intervention']:+.2f} |")
+        lines.append(f"| {s['tau']:.3g} | {s['interventions_per_task']:.2f} | {s['f1_gain']:+.2f} | {s['gain_per_intervention']:+.2f} |")
     sp = report["spearman"]
-    lines += ["", f"Fast-path priority vs measured q(s) on {sp['states']} held-out states: Spearman {sp['spearman']:.3f} "
+    lines += ["", f"Fast-path priority vs measured q(s) (G={sp.get('G', '?')}, N={sp.get('N', '?')}) on {sp['states']} held-out states: Spearman {sp['spearman']:.3f} "
               f"(p={sp['p_value']:.2g}); mean within-task Spearman {sp['within_task_spearman']:.3f} over {sp['tasks_within']} tasks."]
     return "\n".join(lines)
 
@@ -315,11 +321,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dev-tasks", type=int, default=140)
     parser.add_argument("--spearman-tasks", type=int, default=140)
     parser.add_argument("--sweep-taus", type=int, default=7)
+    parser.add_argument("--spearman-rollouts", type=int, default=None,
+                        help="continuations N per branch when measuring q(s) for the Spearman (default: the run's N)")
     parser.add_argument("--out", default=None, help="write the JSON report here (default RUN_DIR/acceptance.json)")
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
     report = run_acceptance(args.run_dir, args.seeds, args.max_per_benchmark, args.dev_tasks, args.sweep_taus,
-                            args.spearman_tasks, data_dir=args.data_dir)
+                            args.spearman_tasks, data_dir=args.data_dir, spearman_rollouts=args.spearman_rollouts)
     out = Path(args.out) if args.out else Path(args.run_dir) / "acceptance.json"
     out.write_text(json.dumps(report, indent=2))
     (out.with_suffix(".md")).write_text(report["markdown"] + "\n")

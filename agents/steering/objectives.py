@@ -63,11 +63,15 @@ def grpo_clipped_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advant
 
 def same_task_pairs(task_ids: Sequence[str], targets: Sequence[float], min_gap: float = 1e-9) -> list[tuple[int, int]]:
     """Index pairs ``(a, b)`` of states of the same task with ``q_a > q_b`` (ties carry no order, skipped)."""
+    by_task: dict[str, list[int]] = {}
+    for i, task in enumerate(task_ids):
+        by_task.setdefault(task, []).append(i)
     pairs: list[tuple[int, int]] = []
-    for a in range(len(task_ids)):
-        for b in range(len(task_ids)):
-            if a != b and task_ids[a] == task_ids[b] and targets[a] - targets[b] > min_gap:
-                pairs.append((a, b))
+    for members in by_task.values():  # grouped first: linear in the number of tasks, not quadratic in states
+        for a in members:
+            for b in members:
+                if a != b and targets[a] - targets[b] > min_gap:
+                    pairs.append((a, b))
     return pairs
 
 

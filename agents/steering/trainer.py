@@ -190,7 +190,7 @@ class SteeringTrainer:
         options = options_from_catalogue(env.unwrapped.catalogue)
         steerer = self._steerer or build_steerer(c.backbone, options, dict(c.backbone_args))
         params = steerer.trainable_parameters()
-        optimizer = torch.optim.Adam(params, lr=c.lr)
+        optimizer = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay)
         log_path = self.run_dir / LOG_FILE
 
         if resuming:
@@ -208,7 +208,9 @@ class SteeringTrainer:
             truncate_jsonl(log_path, first_round)  # drop a log row of a round that never checkpointed
         else:
             log_path.unlink(missing_ok=True)
-            ids = self._bank_task_ids()
+            # each task rolled out bank_rollouts times (seeds differ): its states, from every rollout, are the
+            # "states of the same task" the ranking loss compares
+            ids = self._bank_task_ids() * c.bank_rollouts
             bar = _Progress(self.progress, len(ids), "state bank")
             bank = collect_state_bank(env, ids, c.bank_seed * 1_000_003, c.action_mode, bar.update)
             bar.close()
@@ -281,9 +283,11 @@ class SteeringTrainer:
 
         # -- losses: L = L_GRPO + L_rank, update_epochs optimiser steps on this round's samples ----------------
         rank_states = [s for s, _, _ in measured]
-        if c.rank_history:
+        if c.rank_history or c.rank_replay:
             tasks_now = {s.task_id for s in rank_states}
-            rank_states += [s for s in bank if s.q is not None and s.task_id in tasks_now and s not in rank_states]
+            ids_now = {id(s) for s in rank_states}
+            rank_states += [s for s in bank if s.q is not None and id(s) not in ids_now
+                            and (c.rank_replay or s.task_id in tasks_now)]
         pairs = same_task_pairs([s.task_id for s in rank_states], [s.q for s in rank_states])
         learn = [(state, samples, torch.as_tensor(adv, dtype=torch.float32)) for state, samples, adv in measured if np.any(adv != 0)]
         with torch.no_grad():

@@ -162,3 +162,44 @@ def test_cli_run_killed_mid_round_resumes_and_finishes(tmp_path):
     assert [r["round"] for r in rows] == [0, 1, 2, 3]
     final = torch.load(out / CHECKPOINT_FILE, weights_only=False)
     assert [(s.task_id, s.turn) for s in final["bank"]] == [(s.task_id, s.turn) for s in done_before["bank"]]
+
+
+def test_bank_rollouts_give_several_rollouts_per_task(tmp_path):
+    SteeringTrainer(_cfg(m=1, bank_rollouts=2, bank_tasks=6), tmp_path / "b2").run()
+    bank = torch.load(tmp_path / "b2" / CHECKPOINT_FILE, weights_only=False)["bank"]
+    starts = [s.task_id for s in bank if s.turn == 0]
+    assert len(starts) == 12 and all(starts.count(t) == 2 for t in set(starts))  # each task rolled out twice
+
+
+def test_rank_replay_adds_pairs_of_tasks_measured_in_earlier_rounds(tmp_path):
+    kw = dict(m=2, bank_rollouts=2, bank_tasks=8, eps_sel=1.0)
+    plain = SteeringTrainer(_cfg(**kw, rank_replay=False), tmp_path / "plain").run().log
+    replay = SteeringTrainer(_cfg(**kw, rank_replay=True), tmp_path / "replay").run().log
+    # round 0 has no history, so both runs are the same computation up to round 1's selection
+    assert plain[0]["loss"] == pytest.approx(replay[0]["loss"], abs=1e-6) and plain[0]["rank_pairs"] == replay[0]["rank_pairs"]
+    assert replay[1]["rank_pairs"] >= plain[1]["rank_pairs"]
+    bank = torch.load(tmp_path / "replay" / CHECKPOINT_FILE, weights_only=False)["bank"]
+    measured = [s for s in bank if s.q is not None]
+    from agents.steering.objectives import same_task_pairs
+
+    assert replay[1]["rank_pairs"] == len(same_task_pairs([s.task_id for s in measured], [s.q for s in measured]))
+
+
+@pytest.mark.slow
+def test_acceptance_report_on_a_tiny_run(tmp_path):
+    from agents.steering.evaluate import run_acceptance
+    from agents.steering.gate import logit
+
+    SteeringTrainer(_cfg(m=1), tmp_path / "acc").run()
+    rep = run_acceptance(tmp_path / "acc", seeds=1, max_per_benchmark=2, dev_tasks=7, sweep_taus=3, spearman_tasks=7,
+                         progress=False)
+    assert rep["test_tasks"] == 14 and set(rep["overall"]) == {"rl_steering", "no_supervision", "untrained", "random"}
+    assert rep["overall"]["no_supervision"]["interventions_per_task"] == 0
+    taus = [s["tau"] for s in rep["tau_sweep"]]
+    # the sweep is centred on the dev-calibrated τ on the log-odds scale, ±6
+    assert logit(taus[1]) == pytest.approx(logit(rep["tau"]["rl_steering"]), abs=1e-6)
+    assert logit(taus[0]) == pytest.approx(logit(taus[1]) - 6, abs=1e-6)
+    rates = [s["interventions_per_task"] for s in rep["tau_sweep"]]
+    assert rates[0] >= rates[-1]  # a lower threshold never intervenes less (same tasks, same seeds)
+    assert rep["spearman"]["N"] == 2 and -1 <= rep["spearman"]["spearman"] <= 1
+    assert "rl_vs_random" in rep["markdown"]

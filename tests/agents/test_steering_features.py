@@ -1,0 +1,69 @@
+"""Observation features of the encoder steerer: behavioural statistics read from the text, and the fast path
+that reads only them."""
+import numpy as np
+import pytest
+
+from agents.steering.encoder import EncoderSteerer
+from agents.steering.features import STAT_NAMES, HashedNgramFeaturizer, goal_entities, own_text, transcript_stats
+from agents.steering.interventions import options_from_catalogue
+from steer_envs.envs.catalogue import STEERING
+from steer_envs.executors.protocol import INVALID_ACTION_REPLY
+
+GOAL = "Who is older, Annie Morton or Terry Richardson?"
+SEARCH = (
+    "<think> I need to find some information to answer this question. Let me search. </think>\n"
+    "<search> Annie Morton </search>\n\n<information>Doc 1(Title: Annie Morton) Annie Morton (born October 8, 1970) "
+    "is an American model.\nDoc 2(Title: Terry Richardson) Terrence Richardson (born August 14, 1965).</information>\n\n"
+)
+RAMBLE = "<think> Let me think about older Annie Morton step by step. </think>" + INVALID_ACTION_REPLY
+
+
+def _stats(transcript: str, turn: int, interventions: int = 0) -> dict[str, float]:
+    return dict(zip(STAT_NAMES, transcript_stats(GOAL, transcript, turn, interventions).tolist()))
+
+
+def test_statistics_describe_the_latest_turn_and_progress():
+    start = _stats("", 0)
+    assert start["no_search_yet"] == 1 and start["last_turn_search"] == 0 and start["last_turn_invalid"] == 0
+    after = _stats(SEARCH, 1)
+    assert after["one_search"] == 1 and after["no_search_yet"] == 0 and after["last_turn_search"] == 1
+    assert after["goal_entities_in_titles"] == 1.0  # both entities of the goal are titles of the results
+    rambling = _stats(SEARCH + RAMBLE, 2)
+    assert rambling["last_turn_invalid"] == 1 and rambling["last_turn_search"] == 0
+    assert rambling["invalid_turns"] == pytest.approx(0.2) and rambling["turn"] == pytest.approx(0.2)
+    guided = _stats(SEARCH + "\n<guidance> Verify the evidence. </guidance>\n", 1, 1)
+    assert guided["has_guidance"] == 1 and guided["interventions"] == pytest.approx(1 / 3) and guided["last_guidance_turns_ago"] == 0
+    # question shape: a comparison of two entities
+    assert after["goal_comparison"] == 1 and after["goal_entities"] == 0.5
+    assert goal_entities(GOAL) == ["annie morton", "terry richardson"]
+
+
+def test_own_text_drops_retrieved_documents_and_the_invalid_reply():
+    text = own_text(SEARCH + RAMBLE)
+    assert "Annie Morton (born" not in text and "My previous action is invalid" not in text
+    assert "Let me think about older Annie Morton" in text and "<search> Annie Morton </search>" in text
+
+
+def test_features_are_memoised_and_identical_for_equal_observations():
+    feat = HashedNgramFeaturizer(1 << 12)
+    obs = {"goal": GOAL, "transcript": SEARCH, "turn": np.int64(1), "interventions": np.int64(0)}
+    a = feat(obs)
+    assert feat(dict(obs)) is a  # an equal observation is served from the cache
+    fresh = HashedNgramFeaturizer(1 << 12)(obs)
+    assert np.array_equal(a.ids, fresh.ids) and np.array_equal(a.stats, fresh.stats)
+    other = feat({**obs, "transcript": SEARCH + RAMBLE, "turn": np.int64(2)})
+    assert not np.array_equal(other.stats, a.stats)
+
+
+def test_stats_fast_path_reads_only_the_statistics():
+    steerer = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 12, fast_input="stats")
+    base = {"goal": "who wrote the novel dune?", "transcript": "", "turn": 0, "interventions": 0}
+    same_shape = {**base, "goal": "who sang the ballad hurt?"}  # other words, identical statistics
+    assert np.array_equal(steerer.featurizer(base).stats, steerer.featurizer(same_shape).stats)
+    z = steerer.fast_scores([base, same_shape, {**base, "transcript": SEARCH, "turn": 1}])
+    assert float(z[0]) == float(z[1]) and float(z[2]) != float(z[0])
+    z.sum().backward()
+    assert steerer.fast_head.weight.grad is not None and steerer.bag.weight.grad is None  # n-grams feed the slow path only
+    shared = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 12)  # default: the shared encoder
+    zs = shared.fast_scores([base, same_shape])
+    assert float(zs[0]) != float(zs[1])  # the shared encoder sees the words
