@@ -12,8 +12,10 @@ from .steering import train_options
 
 _TRAIN = train_options()
 #: planning decides once per task and verification about once per proposed answer, so their state banks hold
-#: ~1 state per task: a larger bank gives them the same number of trained states (m x k) as steering
-_TRAIN_ONE_DECISION = {**_TRAIN, "bank_tasks": "1000"}
+#: ~1 state per task (x bank_rollouts). Their default training budget is smaller than steering's (16 x 64 states,
+#: N=8 instead of 40 x 128, N=16): each of their continuations is a whole episode, so steering's budget would take
+#: them well over the 20 minutes steering trains in; raise m / k / N in the method spec for a matched budget.
+_TRAIN_ONE_DECISION = {**_TRAIN, "bank_tasks": "1000", "m": "16", "k": "64", "N": "8"}
 
 for method in (
     Method("no_supervision", "the frozen executor alone (always pass); the reference row", STEERING_ENV,

@@ -23,8 +23,11 @@ from pathlib import Path
 from steer_envs.cli.main import main as cli_main
 from steer_envs.paths import REPO_ROOT
 
+#: τ of the RL steerer in the main table: the dev-calibrated value for ~1 intervention per task of the F4 acceptance
+#: run (docs/steering_learning.md); τ is a deployment knob, the τ sweep below shows the whole trade-off
+RL_TAU = "0.0167"
 MAIN_METHODS = (
-    "no_supervision", "steering_rl", "random", "always", "drift_rule", "steering_zero_shot", "planning_zero_shot",
+    "no_supervision", f"steering_rl:tau={RL_TAU}", "random", "always", "drift_rule", "steering_zero_shot", "planning_zero_shot",
     "planning_rl", "verification_zero_shot", "verification_rl", "filtered_bc", "sb3_ppo",
 )
 #: row order of the main table (the paper's: reference, rules, zero-shot forms, learned forms, steering last)
@@ -32,7 +35,7 @@ ROW_ORDER = (
     "no_supervision", "random", "always", "drift_rule", "steering_zero_shot", "planning_zero_shot",
     "verification_zero_shot", "filtered_bc", "sb3_ppo", "planning_rl", "verification_rl", "steering_rl",
 )
-TAUS = ("0.1", "0.3", "0.5", "0.7", "0.9")
+TAUS = ("0.002", "0.005", RL_TAU, "0.05", "0.15", "0.5")
 TRANSFER_METHODS = ("steering_rl", "steering_zero_shot", "drift_rule")
 SIM_EXECUTORS = ("sim:default", "sim:weak", "sim:strong", "sim:loopy")
 
@@ -86,8 +89,22 @@ def plan(out: Path, limit: int, seeds: int, llm_limit: int, llm_executor_limit: 
     return steps
 
 
-def run_steps(steps: dict[str, Step]) -> None:
+def reuse_main_training(out: Path) -> None:
+    """Give the transfer sweep the main run's trained checkpoints (training is deterministic given its options, so
+    this is the model the sweep would train again, minus ~15 minutes)."""
+    from .sweeps import executor_dirname
+
+    source = out / "main" / "checkpoints"
+    target = out / "transfer" / executor_dirname("sim:default") / "checkpoints"
+    for checkpoint in sorted(source.iterdir()) if source.is_dir() else ():
+        if not (target / checkpoint.name).exists():
+            shutil.copytree(checkpoint, target / checkpoint.name)
+
+
+def run_steps(steps: dict[str, Step], out: Path) -> None:
     for key, step in steps.items():
+        if key == "transfer":
+            reuse_main_training(out)
         print(f"\n=== {step.title}\n$ {step.command}", flush=True)
         start = time.perf_counter()
         code = cli_main(step.argv)
@@ -164,7 +181,9 @@ def write_page(steps: dict[str, Step], out: Path, doc: Path, limit: int, seeds: 
     tr = steps["transfer"]
     write_report(out / "transfer")
     lines += [f"\n## {tr.title}\n\n```bash\n{tr.command}\n```\n\nWall time: {tr.wall}. Each executor "
-              "has its own run folder, so each row is paired within its executor.\n\n",
+              "has its own run folder, so each row is paired within its executor. The trained methods reuse the main run's "
+              "checkpoints (copied into the sweep's source folder; training is deterministic, so run alone the "
+              "command trains the same model again).\n\n",
               (out / "transfer" / "transfer.md").read_text(encoding="utf-8")]
     plot = _copy_plot(out / "transfer" / "plots" / "transfer.png", docs, "transfer.png")
     if plot:
@@ -206,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     steps = plan(out, args.limit, args.seeds, args.llm_limit, args.llm_executor_limit, args.transfer_seeds)
-    run_steps(steps)
+    run_steps(steps, out)
     doc = write_page(steps, out, Path(args.doc), args.limit, args.seeds)
     print(f"\nwrote {doc}")
     return 0

@@ -78,13 +78,14 @@ def measured_rate(folder: RunFolder, label: str) -> float | None:
     """Interventions per decision of ``label`` in this folder (for ``random:match=...``), or None.
 
     ``label`` may be a full label or a bare method name; a bare name picks that method's first row without an
-    explicit ``tau`` (its trained operating point), so ``random`` matches ``steering_rl:m=8,...`` too."""
+    explicit ``tau`` (its trained operating point), else its first row, so ``random`` matches
+    ``steering_rl:m=8,...`` and ``steering_rl:tau=0.02`` too."""
     labels = list(folder.methods())
     if label not in labels:
-        same = [lab for lab in labels if lab.split(":", 1)[0] == label and "tau=" not in lab]
+        same = [lab for lab in labels if lab.split(":", 1)[0] == label]
         if not same:
             return None
-        label = same[0]
+        label = next((lab for lab in same if "tau=" not in lab), same[0])
     path = folder.episodes_path(label)
     if not path.is_file():
         return None

@@ -80,6 +80,6 @@ def test_results_page_commands_are_valid_cli_commands_covering_every_method(tmp_
         assert step.command.startswith("steer-envs ") and "--out" in step.argv
     main_args = parser.parse_args(steps["main"].argv)
     assert main_args.split == "test" and main_args.seeds == 3 and main_args.limit == 0
-    covered = set(main_args.method) | {"steering_llm_zero_shot"}
+    covered = {m.split(":")[0] for m in main_args.method} | {"steering_llm_zero_shot"}
     assert covered == {m.name for m in known_methods()}   # the page covers every registered method
     assert parser.parse_args(steps["tau"].argv).out == main_args.out   # τ reuses the main run's training
