@@ -6,25 +6,11 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import SteerEnvsError
+from . import calibrate_command, data_commands, serve_command  # noqa: F401  (each registers its commands)
 from .registry import COMMANDS, load_plugins
-
-#: modules of steer_envs itself that register core commands when imported
-CORE_COMMAND_MODULES = ("data_commands", "calibrate_command", "serve_command")
-
-
-def _load_core_commands() -> None:
-    import importlib
-
-    for name in CORE_COMMAND_MODULES:
-        try:
-            importlib.import_module(f"{__package__}.{name}")
-        except ModuleNotFoundError as exc:  # TEMP during development: module not written yet
-            if exc.name != f"{__package__}.{name}":
-                raise
 
 
 def build_parser() -> argparse.ArgumentParser:
-    _load_core_commands()
     load_plugins()
     parser = argparse.ArgumentParser(
         prog="steer-envs", description="Environments for steering and guiding LLM search agents."
