@@ -45,23 +45,28 @@ class EpisodeRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def run_episode(env: Any, policy: Policy, seed: int, task_id: str | None = None) -> EpisodeRecord:
-    """Run ``policy`` on ``env`` for one episode (``task_id`` picks the task) and return its record.
-
-    The environment is reset with ``seed`` and the policy with the same seed, so two policies run on the same
-    ``(task_id, seed)`` see the same executor randomness up to their first diverging action.
-    """
+def play_episode(env: Any, policy: Policy, seed: int, task_id: str | None = None) -> tuple[float, int, dict]:
+    """The bare episode loop: ``(return, decisions, final info)``. Env and policy are reset with the same seed."""
     options = {"task_id": task_id} if task_id is not None else None
     observation, info = env.reset(seed=seed, options=options)
     policy.reset(seed)
-    total = 0.0
-    decisions = 0
+    total, decisions = 0.0, 0
     terminated = truncated = False
     while not (terminated or truncated):
         action = policy.act(observation, info)
         observation, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         decisions += 1
+    return total, decisions, info
+
+
+def run_episode(env: Any, policy: Policy, seed: int, task_id: str | None = None) -> EpisodeRecord:
+    """Run ``policy`` on ``env`` for one episode (``task_id`` picks the task) and return its record.
+
+    The environment is reset with ``seed`` and the policy with the same seed, so two policies run on the same
+    ``(task_id, seed)`` see the same executor randomness up to their first diverging action.
+    """
+    total, decisions, info = play_episode(env, policy, seed, task_id)
     return EpisodeRecord(
         task_id=str(info.get("task_id", task_id)),
         benchmark=str(info.get("benchmark", "")),

@@ -16,6 +16,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from agents.base import play_episode
 from baselines.registry import MethodContext, build_policy, get_method, parse_method
 
 from .config import EvalConfig, episode_seed
@@ -42,15 +43,7 @@ def _maybe_kill() -> None:
 def run_episode(env: Any, policy: Any, seed: int, task_id: str, label: str, seed_index: int) -> EpisodeRecord:
     """One episode of ``policy`` on ``task_id``; env and policy share ``seed`` (paired across methods)."""
     start = time.perf_counter()
-    observation, info = env.reset(seed=seed, options={"task_id": task_id})
-    policy.reset(seed)
-    total, decisions = 0.0, 0
-    terminated = truncated = False
-    while not (terminated or truncated):
-        action = policy.act(observation, info)
-        observation, reward, terminated, truncated, info = env.step(action)
-        total += float(reward)
-        decisions += 1
+    total, decisions, info = play_episode(env, policy, seed, task_id)
     return EpisodeRecord(
         method=label, task_id=task_id, benchmark=str(info.get("benchmark", "")), seed=seed_index,
         f1=float(info.get("f1", 0.0)), em=float(info.get("em", 0.0)), reward=total,
