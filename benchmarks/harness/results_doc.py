@@ -101,17 +101,28 @@ def reuse_main_training(out: Path) -> None:
             shutil.copytree(checkpoint, target / checkpoint.name)
 
 
+WALL_TIMES = "wall_times.json"
+
+
 def run_steps(steps: dict[str, Step], out: Path) -> None:
+    """Run each step; a step's wall time adds up over resumed runs (kept in ``out/wall_times.json``), so a
+    regeneration that only reads finished episodes back still reports what the command cost."""
+    times_path = out / WALL_TIMES
+    times = json.loads(times_path.read_text(encoding="utf-8")) if times_path.is_file() else {}
     for key, step in steps.items():
         if key == "transfer":
             reuse_main_training(out)
         print(f"\n=== {step.title}\n$ {step.command}", flush=True)
         start = time.perf_counter()
         code = cli_main(step.argv)
-        step.seconds = time.perf_counter() - start
+        elapsed = time.perf_counter() - start
         if code != 0:
             raise SystemExit(f"step {key!r} failed with exit code {code}: {step.command}")
-        print(f"=== done in {step.seconds:.0f}s", flush=True)
+        times[step.command] = times.get(step.command, 0.0) + elapsed
+        step.seconds = times[step.command]
+        out.mkdir(parents=True, exist_ok=True)
+        times_path.write_text(json.dumps(times, indent=2) + "\n", encoding="utf-8")
+        print(f"=== done in {elapsed:.0f}s ({step.seconds:.0f}s in all runs of this command)", flush=True)
 
 
 def _commit() -> str:
@@ -130,7 +141,8 @@ def _main_table(run: Path) -> str:
 
     folder = RunFolder(run)
     complete, _ = complete_methods(folder)
-    rows = {label: recs for label, recs in complete.items() if "tau=" not in label}
+    # τ-sweep rows live in the same folder; the main table keeps the main command's own labels
+    rows = {label: recs for label, recs in complete.items() if "tau=" not in label or label in MAIN_METHODS}
     ordered = sorted(rows, key=lambda lab: ROW_ORDER.index(lab.split(":")[0]) if lab.split(":")[0] in ROW_ORDER else 99)
     ordered.remove(REFERENCE)
     summaries = summarize({REFERENCE: rows[REFERENCE], **{k: rows[k] for k in ordered}}, folder.config.benchmarks)
@@ -162,7 +174,9 @@ def write_page(steps: dict[str, Step], out: Path, doc: Path, limit: int, seeds: 
         "stratified bootstrap against no supervision (tasks resampled within each benchmark, seeds averaged per "
         "task, 2000 resamples); every row ran on the same tasks and seeds (the harness refuses anything else)\n",
         "- learning methods train on the *train* split of the same executor; `random` intervenes at the "
-        "measured per-decision rate of `steering_rl` in the same run folder\n",
+        "measured per-decision rate of `steering_rl` in the same run folder; `planning_rl` and `verification_rl` "
+        "train with a smaller budget (m=16, k=64, N=8) than `steering_rl` (m=40, k=128, N=16), because each of "
+        "their continuations is a whole episode (`steer-envs eval --list-methods` shows every option)\n",
     ]
     write_report(out / "main")
     main = steps["main"]
