@@ -14,10 +14,26 @@ F = TypeVar("F", bound=Callable)
 
 
 class LazyRegistry(Generic[F]):
-    """``kind -> factory`` where a factory is a callable or an import path resolved on first use."""
+    """``kind -> factory`` where a factory is a callable or an import path resolved on first use.
 
-    def __init__(self) -> None:
+    ``what`` names the registry in errors ("executor", "model backend"); ``spec_help`` lists the spec forms.
+    """
+
+    def __init__(self, what: str = "spec", spec_help: str = "") -> None:
         self._factories: dict[str, F | str] = {}
+        self.what = what
+        self.spec_help = spec_help
+
+    def parse(self, spec: object) -> tuple[str, str]:
+        """Split ``KIND:ARGUMENT`` and check the kind; errors say which forms are valid."""
+        from .errors import SteerEnvsError, unknown_name
+
+        if not isinstance(spec, str) or ":" not in spec:
+            raise SteerEnvsError(f"{self.what} spec {spec!r} must look like KIND:ARGUMENT, one of: {self.spec_help}")
+        kind, _, arg = spec.partition(":")
+        if kind not in self._factories:
+            raise unknown_name(f"{self.what} kind", kind, list(self._factories), hint=f"spec forms: {self.spec_help}")
+        return kind, arg
 
     def register(self, kind: str, factory: F | str) -> None:
         self._factories[kind] = factory

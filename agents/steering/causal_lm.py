@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 from steer_envs.errors import SteerEnvsError
 

@@ -264,7 +264,7 @@ class SteeringTrainer:
             )
         picked = [eligible[j] for j in epsilon_greedy_select([bank[i].priority for i in eligible], c.k, c.eps_sel, rng)]
 
-        grpo_terms, advantages_all, qs, rollouts, hits, slow_pass = [], [], [], 0, 0, 0
+        advantages_all, qs, rollouts, hits, slow_pass = [], [], 0, 0, 0
         measured: list[tuple[BankState, list, np.ndarray]] = []
         for n_state, idx in enumerate(picked):
             state = bank[idx]

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import SteerEnvsError, unknown_name
 from ..registry import LazyRegistry
 from .base import Executor, ExecutorContext
 
 ExecutorFactory = Callable[[str, ExecutorContext], Executor]
 
 
-EXECUTORS: LazyRegistry[ExecutorFactory] = LazyRegistry()
+SPEC_HELP = "sim:<profile|file.json>, hf:<path|gemma-3-270m>, llamacpp:<file.gguf>, openai:<model>@<base_url>, replay:<file>"
+EXECUTORS: LazyRegistry[ExecutorFactory] = LazyRegistry("executor", SPEC_HELP)
 #: whether executors of a kind are deterministic under a seed (for env registration and checks)
 DETERMINISTIC_KINDS: dict[str, bool] = {}
-
-SPEC_HELP = "sim:<profile|file.json>, hf:<path|gemma-3-270m>, llamacpp:<file.gguf>, openai:<model>@<base_url>, replay:<file>"
 
 
 def register_executor(kind: str, factory: ExecutorFactory | str, deterministic: bool) -> None:
@@ -34,12 +32,7 @@ register_executor("replay", "steer_envs.executors.replay:make_replay_executor", 
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
-    if not isinstance(spec, str) or ":" not in spec:
-        raise SteerEnvsError(f"executor spec {spec!r} must look like KIND:ARGUMENT, one of: {SPEC_HELP}")
-    kind, _, arg = spec.partition(":")
-    if kind not in EXECUTORS:
-        raise unknown_name("executor kind", kind, list(EXECUTORS), hint=f"spec forms: {SPEC_HELP}")
-    return kind, arg
+    return EXECUTORS.parse(spec)
 
 
 def make_executor(spec: str, context: ExecutorContext | None = None, **kwargs) -> Executor:

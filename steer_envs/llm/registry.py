@@ -10,17 +10,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import SteerEnvsError, unknown_name
 from ..registry import LazyRegistry
 from .base import LLMBackend
 
 BackendFactory = Callable[..., LLMBackend]
 
-BACKENDS: LazyRegistry[BackendFactory] = LazyRegistry()
+BACKEND_SPEC_HELP = "hf:<folder|gemma-3-270m>, llamacpp:<file.gguf|gemma-3-270m>, openai:<model>@<base_url>"
+BACKENDS: LazyRegistry[BackendFactory] = LazyRegistry("model backend", BACKEND_SPEC_HELP)
 _INSTANCES: dict[tuple[str, str], LLMBackend] = {}
 _LOCK = threading.Lock()
 
-BACKEND_SPEC_HELP = "hf:<folder|gemma-3-270m>, llamacpp:<file.gguf|gemma-3-270m>, openai:<model>@<base_url>"
 
 
 def register_backend(kind: str, factory: BackendFactory | str) -> None:
@@ -34,12 +33,7 @@ register_backend("openai", "steer_envs.llm.openai_client:load_openai_backend")
 
 
 def parse_backend_spec(spec: str) -> tuple[str, str]:
-    if not isinstance(spec, str) or ":" not in spec:
-        raise SteerEnvsError(f"model backend spec {spec!r} must look like KIND:ARGUMENT, one of: {BACKEND_SPEC_HELP}")
-    kind, _, arg = spec.partition(":")
-    if kind not in BACKENDS:
-        raise unknown_name("model backend kind", kind, list(BACKENDS), hint=f"spec forms: {BACKEND_SPEC_HELP}")
-    return kind, arg
+    return BACKENDS.parse(spec)
 
 
 def make_backend(spec: str, shared: bool = True, **options: Any) -> LLMBackend:

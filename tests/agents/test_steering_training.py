@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.base import Policy, run_episode
+from agents.base import Policy
 from agents.steering.agent import SteeringAgent
 from agents.steering.config import SteeringConfig
 from agents.steering.encoder import EncoderSteerer

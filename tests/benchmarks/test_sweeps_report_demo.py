@@ -76,7 +76,7 @@ def test_results_page_commands_are_valid_cli_commands_covering_every_method(tmp_
     steps = plan(tmp_path, limit=0, seeds=3, llm_limit=1, llm_executor_limit=1)
     parser = build_parser()
     for step in steps.values():
-        args = parser.parse_args(step.argv)           # every shown command parses as the CLI would
+        parser.parse_args(step.argv)                  # every shown command parses as the CLI would
         assert step.command.startswith("steer-envs ") and "--out" in step.argv
     main_args = parser.parse_args(steps["main"].argv)
     assert main_args.split == "test" and main_args.seeds == 3 and main_args.limit == 0

@@ -110,8 +110,8 @@ def calibrate(
 
 
 def format_table(rows: Sequence[CalibrationRow], profile: str, source: str, tol: Tolerance = TOLERANCE) -> str:
-    head = (f"| benchmark | n | searches/task real / sim | repeated query real / sim | no answer real / sim "
-            f"| F1 real / sim | within tolerance |\n|---|---|---|---|---|---|---|")
+    head = ("| benchmark | n | searches/task real / sim | repeated query real / sim | no answer real / sim "
+            "| F1 real / sim | within tolerance |\n|---|---|---|---|---|---|---|")
     lines = [f"Calibration of {profile} against {source} (tolerance: searches ±{tol.searches}, repeated ±{tol.repeated:.0%}, "
              f"no answer ±{tol.no_answer:.0%}, F1 ±{tol.f1:g} points)", "", head]
     for row in rows:

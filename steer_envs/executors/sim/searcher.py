@@ -296,7 +296,7 @@ class SimSearcher(Executor):
         return TurnResult("invalid", segment, INVALID_ACTION_REPLY, tokens=_tokens(segment))
 
     def _answer(self) -> TurnResult:
-        s, p = self._s, self._p
+        s = self._s
         evidence_in_hand = s.hop >= len(s.hops)
         if s.wrong_from is not None:
             right = False
