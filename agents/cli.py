@@ -1,27 +1,21 @@
 """CLI commands contributed by ``agents``: ``steer-envs train <target>``.
 
-``train`` is one command whose targets (``steering``, ``actguide``, ...) live in their own modules; each module
-listed in :data:`TRAIN_TARGET_MODULES` exposes ``register(register_train_target)``. A target module that is not
-written yet is skipped, so adding one never touches the others.
+``train`` is one command whose targets (``steering``, ...) live in their own modules; each module listed in
+:data:`TRAIN_TARGET_MODULES` exposes ``register(register_train_target)``, so adding a target never touches the
+others. A target is a :class:`steer_envs.cli.registry.Command` (name, help, configure, run) one level down.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 
+from steer_envs.cli.registry import Command, register_command
 
-@dataclass(frozen=True)
-class TrainTarget:
-    name: str
-    help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int | None]
-
+#: a train target has the shape of a top-level command
+TrainTarget = Command
 
 TRAIN_TARGETS: dict[str, TrainTarget] = {}
-TRAIN_TARGET_MODULES: tuple[str, ...] = ("agents.steering.cli", "agents.actguide.cli")
+TRAIN_TARGET_MODULES: tuple[str, ...] = ("agents.steering.cli",)
 
 
 def register_train_target(target: TrainTarget) -> TrainTarget:
@@ -31,15 +25,7 @@ def register_train_target(target: TrainTarget) -> TrainTarget:
 
 def _load_targets() -> None:
     for module in TRAIN_TARGET_MODULES:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and module.startswith(exc.name):
-                continue  # target not written (yet)
-            raise
-        register = getattr(mod, "register", None)
-        if register is not None:
-            register(register_train_target)
+        importlib.import_module(module).register(register_train_target)
 
 
 def _configure_train(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +40,5 @@ def _run_train(args: argparse.Namespace) -> int | None:
 
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
-    from steer_envs.cli.registry import Command, register_command
-
     _load_targets()
     register_command(Command("train", "train an agent: " + ", ".join(TRAIN_TARGETS), _configure_train, _run_train))
