@@ -87,6 +87,7 @@ def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: in
     """Train PPO for ``timesteps`` env steps on the train split; returns the SB3 model."""
     import torch
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
 
     torch.set_num_threads(1)
     env = make_training_env(context, buckets=buckets)
@@ -95,6 +96,9 @@ def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: in
         "MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=8, learning_rate=1e-3, gamma=1.0, gae_lambda=0.95,
         ent_coef=0.01, policy_kwargs={"net_arch": [64, 64]}, seed=seed, device="cpu", verbose=0,
     )
+    # SB3's default logger makes a fresh SB3-<timestamp> folder in the system temp dir on every learn(); progress
+    # goes to the run's own training log (the callback), so its logger writes nowhere
+    model.set_logger(Logger(folder=None, output_formats=[]))
     callback = _ProgressCallback.make(timesteps, context.training_log, context.progress)
     model.learn(total_timesteps=timesteps, callback=callback)
     env.close()
