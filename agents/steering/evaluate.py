@@ -319,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--max-per-benchmark", type=int, default=None, help="cap test tasks per benchmark (default: all)")
     parser.add_argument("--dev-tasks", type=int, default=140)
-    parser.add_argument("--spearman-tasks", type=int, default=280)
+    parser.add_argument("--spearman-tasks", type=int, default=140)
     parser.add_argument("--sweep-taus", type=int, default=7)
     parser.add_argument("--spearman-rollouts", type=int, default=None,
                         help="continuations N per branch when measuring q(s) for the Spearman (default: the run's N)")

@@ -42,7 +42,6 @@ _COMPARISON = frozenset(
     "higher lower".split()
 )
 _INVALID_MARK = "My previous action is invalid"
-TURN_BUCKETS = 10
 
 #: names of the dense statistics, in order (documented so a reader can inspect learned weights)
 STAT_NAMES: tuple[str, ...] = (
@@ -55,10 +54,6 @@ STAT_NAMES: tuple[str, ...] = (
     "goal_entities_in_titles", "goal_entities_in_last_titles", "last_titles_goal_overlap", "last_guidance_turns_ago",
     # -- question shape -----------------------------------------------------------------------------------
     "goal_len", "goal_entities", "goal_comparison", "goal_clauses",
-    # -- where in the turn budget (one-hot: an intervention's value is not monotone in the turn; near the end of
-    # the budget nothing it sets in motion can finish) and how long the agent has gone without a valid action --
-    *(f"turn_is_{k}" for k in range(TURN_BUCKETS - 1)), f"turn_ge_{TURN_BUCKETS - 1}",
-    "invalid_streak",
 )
 
 
@@ -130,18 +125,6 @@ def _entity_coverage(entities: list[str], titles: list[str]) -> float:
     return sum(1 for e in entities if e in joined) / len(entities)
 
 
-def _invalid_streak(segments: list[str]) -> int:
-    """How many of the latest turns in a row were invalid (no search, no answer): the agent is rambling."""
-    streak = 0
-    for segment in reversed(segments):
-        if _INVALID_MARK in segment:
-            streak += 1
-        elif segment.rstrip().endswith("</information>"):
-            break
-        # else: a trailing note with no executor turn after it yet
-    return streak
-
-
 def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) -> np.ndarray:
     """The :data:`STAT_NAMES` statistics, each scaled to roughly [0, 1]."""
     queries = [" ".join(words(q)) for q in searched_queries(transcript)]
@@ -205,8 +188,6 @@ def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) 
         min(len(entities), 4) / 4.0,
         float(any(w in _COMPARISON for w in goal_toks)),
         min(sum(w in _QUESTION_WORDS | {"that", "whose", "where", "which"} for w in goal_toks[1:]), 3) / 3.0,
-        *(float(min(turn, TURN_BUCKETS - 1) == k) for k in range(TURN_BUCKETS)),
-        min(_invalid_streak(segments), 5) / 5.0,
     ]
     return np.asarray(stats, dtype=np.float32)
 

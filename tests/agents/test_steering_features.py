@@ -38,17 +38,6 @@ def test_statistics_describe_the_latest_turn_and_progress():
     assert goal_entities(GOAL) == ["annie morton", "terry richardson"]
 
 
-def test_turn_is_one_hot_and_the_invalid_streak_counts_the_latest_run():
-    for turn, hot in ((0, "turn_is_0"), (3, "turn_is_3"), (9, "turn_ge_9"), (10, "turn_ge_9")):
-        s = _stats("", turn)
-        assert s[hot] == 1 and sum(v for k, v in s.items() if k.startswith(("turn_is_", "turn_ge_"))) == 1
-    assert _stats(SEARCH, 1)["invalid_streak"] == 0
-    assert _stats(RAMBLE + RAMBLE, 2)["invalid_streak"] == pytest.approx(2 / 5)
-    assert _stats(RAMBLE + SEARCH + RAMBLE, 3)["invalid_streak"] == pytest.approx(1 / 5)  # a search ends the run
-    note = "\n<guidance> Refocus on the goal. </guidance>\n"
-    assert _stats(RAMBLE + RAMBLE + note, 2, 1)["invalid_streak"] == pytest.approx(2 / 5)  # a pending note is no turn
-
-
 def test_own_text_drops_retrieved_documents_and_the_invalid_reply():
     text = own_text(SEARCH + RAMBLE)
     assert "Annie Morton (born" not in text and "My previous action is invalid" not in text
@@ -75,7 +64,6 @@ def test_stats_fast_path_reads_only_the_statistics():
     assert float(z[0]) == float(z[1]) and float(z[2]) != float(z[0])
     z.sum().backward()
     assert steerer.fast_head.weight.grad is not None and steerer.bag.weight.grad is None  # n-grams feed the slow path only
-    assert EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 12).fast_input == "stats"  # the default
-    shared = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 12, fast_input="encoder")
+    shared = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 12)  # default: the shared encoder
     zs = shared.fast_scores([base, same_shape])
     assert float(zs[0]) != float(zs[1])  # the shared encoder sees the words
