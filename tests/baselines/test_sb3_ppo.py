@@ -1,6 +1,9 @@
 """SB3 PPO through the feature wrapper learns something real: after a fixed budget it beats passing on dev F1."""
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -23,9 +26,11 @@ def _dev_f1(context, policy, task_ids):
 @pytest.mark.slow
 def test_ppo_beats_the_pass_policy_on_dev_after_a_fixed_budget(tmp_path):
     torch.set_num_threads(1)
+    sb3_folders = set(Path(tempfile.gettempdir()).glob("SB3-*"))
     context = MethodContext(benchmarks=BENCHMARKS, workdir=tmp_path / "ppo", progress=False)
     policy = build_policy("sb3_ppo:timesteps=4000", context)
     assert (tmp_path / "ppo" / "ppo_model.zip").is_file()
+    assert set(Path(tempfile.gettempdir()).glob("SB3-*")) == sb3_folders  # SB3's default logger folder: none left
     dev = [t.id for b in BENCHMARKS for t in load_tasks(b, "dev")[:16]]
     ppo_f1 = _dev_f1(context, policy, dev)
     pass_f1 = _dev_f1(context, NoSupervision(), dev)
