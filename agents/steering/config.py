@@ -16,6 +16,12 @@ from typing import Any
 from steer_envs.errors import SteerEnvsError
 
 
+RANK_PAIRS = ("same_task", "any")
+#: fields added after run folders of earlier versions existed: they enter the fingerprint only when set away from
+#: their default, so those folders still resume (and their fingerprints are unchanged)
+_LATE_FIELDS = {"rank_pairs": "same_task", "rank_max_pairs": 16384}
+
+
 @dataclass
 class SteeringConfig:
     # -- environment ---------------------------------------------------------------------------------------
@@ -47,6 +53,8 @@ class SteeringConfig:
     states_once: bool = True  # without replacement over the whole run, not only within a round
     rank_history: bool = True  # rank pairs may include states of the same task measured in earlier rounds
     rank_replay: bool = True  # ... and of every task measured so far (replay of all same-task pairs seen)
+    rank_pairs: str = "same_task"  # "same_task" (the paper) | "any": pairs of states of any task (not the paper)
+    rank_max_pairs: int = 16384  # with rank_pairs="any": pairs drawn per round from all measured states
     weight_decay: float = 0.0  # AdamW decoupled weight decay (regularises the hashed n-gram embeddings)
     continuation: str = "pass"  # policy of the continuation rollouts (pass to the end)
     seed: int = 0
@@ -67,6 +75,8 @@ class SteeringConfig:
             (self.weight_decay >= 0, "weight_decay must be >= 0"),
             (self.update_epochs >= 1, "update_epochs must be >= 1"),
             (self.action_mode in ("text", "discrete"), "action_mode must be 'text' or 'discrete'"),
+            (self.rank_pairs in RANK_PAIRS, f"rank_pairs must be one of {RANK_PAIRS}"),
+            (self.rank_max_pairs >= 1, "rank_max_pairs must be >= 1"),
             (self.backbone in ("encoder", "causal_lm"), "backbone must be 'encoder' or 'causal_lm'"),
             (self.continuation == "pass", "continuation must be 'pass' (the frozen executor alone)"),
         ]
@@ -80,7 +90,11 @@ class SteeringConfig:
 
     def fingerprint(self) -> str:
         """A hash of everything that shapes the run; a run folder refuses a config with another one."""
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+        data = self.to_dict()
+        for name, default in _LATE_FIELDS.items():
+            if data[name] == default:
+                del data[name]
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> "SteeringConfig":

@@ -6,15 +6,14 @@ Architecture (θ is everything below):
   MiniLM sentence embedding of the observation text);
 * fast head (the log-odds ``z`` the gate reads): by default ``z = w_fast · h + b_fast`` on the shared encoder
   state (``fast_input="encoder"``), so the ranking loss also shapes the representation the slow head reads.
-  ``fast_input="stats"`` gives the fast path a small MLP of its own over the behavioural statistics,
-  ``z = w · tanh(W_f stats + b_f) + b``, which the option head also reads. On sim:default the statistics
-  alone rank held-out same-task pairs about as well (~0.6 pair accuracy, against 0.83 on training tasks and
-  0.53 on held-out ones for a fit that also reads the n-grams), but in 3 pilot runs the slow path trained
-  with it was much worse (+5..+10 F1 intervening everywhere, against +26..+28 with the shared encoder);
-  see docs/steering_learning.md;
-* slow head: a categorical over the intervention options (read from ``h``, and from the fast trunk when
-  ``fast_input="stats"``, so both paths share the behavioural representation), then, for options with a slot, a categorical over
-  argument spans of the observation scored as ``(W_arg[option] h) · e(span)``, where ``e(span)`` embeds the
+  ``fast_input="stats"`` gives the fast path a small MLP of its own over the behavioural statistics plus a few
+  fast-path-only ones (turn one-hot, invalid streak), ``z = w · tanh(W_f stats + b_f) + b``, with no n-grams: a
+  priority that cannot memorise training tasks by their words. Trained with the paper's same-task ranking pairs
+  it ranked held-out states better than the default (Spearman 0.24 against 0.13) but its RL agent no longer beat
+  its untrained architecture; with pairs across tasks (``rank_pairs="any"``, not the paper) it reached 0.31 and
+  every learning margin (docs/steering_learning.md). The default stays the paper's setting;
+* slow head: a categorical over the intervention options read from ``h``, then, for options with a slot, a
+  categorical over argument spans of the observation scored as ``(W_arg[option] h) · e(span)``, where ``e(span)`` embeds the
   span's hashed words and where it occurs. The rationale is a short deterministic description of what the
   features showed, so every intervention comes with a human-readable reason.
 """
@@ -29,7 +28,7 @@ from torch import nn
 
 from steer_envs.errors import SteerEnvsError
 
-from .features import STAT_NAMES, HashedFeatures, HashedNgramFeaturizer, content_words, split_observation, words, _bucket
+from .features import FAST_EXTRA_NAMES, STAT_NAMES, HashedFeatures, HashedNgramFeaturizer, content_words, split_observation, words, _bucket
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
@@ -94,14 +93,12 @@ class EncoderSteerer(Steerer):
             extra = 384 if use_minilm else 0
             self.encode = nn.Linear(embed_dim + len(STAT_NAMES) + extra, hidden)
             if fast_input == "stats":
-                self.fast_trunk = nn.Sequential(nn.Linear(len(STAT_NAMES), fast_hidden), nn.Tanh())
+                self.fast_trunk = nn.Sequential(nn.Linear(len(STAT_NAMES) + len(FAST_EXTRA_NAMES), fast_hidden), nn.Tanh())
                 self.fast_head = nn.Linear(fast_hidden, 1)
             else:
                 self.fast_trunk = nn.Identity()
                 self.fast_head = nn.Linear(hidden, 1)
-            # with a stats fast trunk, the option head also reads it: the trunk the ranking loss shapes (turn,
-            # searches, invalid turns, ...) is shared by both paths, as one steering model would share it
-            self.option_head = nn.Linear(hidden + (fast_hidden if fast_input == "stats" else 0), len(self.options))
+            self.option_head = nn.Linear(hidden, len(self.options))
             self.span_bag = nn.EmbeddingBag(span_hash_dim, hidden, mode="mean")
             nn.init.normal_(self.span_bag.weight, std=0.05)
             self.span_stats = nn.Linear(SPAN_STATS, hidden)
@@ -147,7 +144,8 @@ class EncoderSteerer(Steerer):
     # -- fast path ------------------------------------------------------------------------------------------
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
         if self.fast_input == "stats":
-            stats = torch.from_numpy(np.stack([self.featurizer(o).stats for o in observations]))
+            feats = [self.featurizer(o) for o in observations]
+            stats = torch.from_numpy(np.stack([np.concatenate([f.stats, f.fast_extra]) for f in feats]))
             return self.fast_head(self.fast_trunk(stats)).squeeze(-1)
         return self.fast_head(self.fast_trunk(self.hidden_states(observations))).squeeze(-1)
 
@@ -167,11 +165,7 @@ class EncoderSteerer(Steerer):
 
     def _distributions(self, observation: Any) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         h = self.hidden_states([observation])[0]
-        if self.fast_input == "stats":
-            trunk = self.fast_trunk(torch.from_numpy(self.featurizer(observation).stats[None]))[0]
-            option_logp = torch.log_softmax(self.option_head(torch.cat([h, trunk])), dim=-1)
-        else:
-            option_logp = torch.log_softmax(self.option_head(h), dim=-1)
+        option_logp = torch.log_softmax(self.option_head(h), dim=-1)
         spans = argument_candidates(observation, self.max_arguments)
         return h, option_logp, spans
 

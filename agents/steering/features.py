@@ -42,6 +42,7 @@ _COMPARISON = frozenset(
     "higher lower".split()
 )
 _INVALID_MARK = "My previous action is invalid"
+TURN_BUCKETS = 10
 
 #: names of the dense statistics, in order (documented so a reader can inspect learned weights)
 STAT_NAMES: tuple[str, ...] = (
@@ -54,6 +55,14 @@ STAT_NAMES: tuple[str, ...] = (
     "goal_entities_in_titles", "goal_entities_in_last_titles", "last_titles_goal_overlap", "last_guidance_turns_ago",
     # -- question shape -----------------------------------------------------------------------------------
     "goal_len", "goal_entities", "goal_comparison", "goal_clauses",
+)
+
+
+#: statistics only the statistics fast path (``fast_input="stats"``) reads, after :data:`STAT_NAMES`: where in the
+#: turn budget the state is (one-hot: an intervention's value is not monotone in the turn; near the end of the
+#: budget nothing it sets in motion can finish) and how long the agent has gone without a valid action
+FAST_EXTRA_NAMES: tuple[str, ...] = (
+    *(f"turn_is_{k}" for k in range(TURN_BUCKETS - 1)), f"turn_ge_{TURN_BUCKETS - 1}", "invalid_streak",
 )
 
 
@@ -123,6 +132,24 @@ def _entity_coverage(entities: list[str], titles: list[str]) -> float:
         return 0.0
     joined = " || ".join(t.lower() for t in titles)
     return sum(1 for e in entities if e in joined) / len(entities)
+
+
+def _invalid_streak(segments: list[str]) -> int:
+    """How many of the latest turns in a row were invalid (no search, no answer): the agent is rambling."""
+    streak = 0
+    for segment in reversed(segments):
+        if _INVALID_MARK in segment:
+            streak += 1
+        elif segment.rstrip().endswith("</information>"):
+            break
+        # else: a trailing note with no executor turn after it yet
+    return streak
+
+
+def fast_extra_stats(transcript: str, turn: int) -> np.ndarray:
+    """The :data:`FAST_EXTRA_NAMES` statistics."""
+    one_hot = [float(min(turn, TURN_BUCKETS - 1) == k) for k in range(TURN_BUCKETS)]
+    return np.asarray(one_hot + [min(_invalid_streak(_segments(transcript)), 5) / 5.0], dtype=np.float32)
 
 
 def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) -> np.ndarray:
@@ -199,6 +226,7 @@ class HashedFeatures:
     ids: np.ndarray  # int64 bucket ids
     weights: np.ndarray  # float32, log(1 + count)
     stats: np.ndarray  # float32, len(STAT_NAMES)
+    fast_extra: np.ndarray  # float32, len(FAST_EXTRA_NAMES)
 
 
 class HashedNgramFeaturizer:
@@ -248,7 +276,7 @@ class HashedNgramFeaturizer:
             self._token(token, counts)
         ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         weights = np.log1p(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
-        return HashedFeatures(ids, weights, stats)
+        return HashedFeatures(ids, weights, stats, fast_extra_stats(transcript, turn))
 
     def __call__(self, observation: Any) -> HashedFeatures:
         key = split_observation(observation)

@@ -75,6 +75,28 @@ def same_task_pairs(task_ids: Sequence[str], targets: Sequence[float], min_gap: 
     return pairs
 
 
+def sampled_pairs(targets: Sequence[float], max_pairs: int, rng: np.random.Generator,
+                  min_gap: float = 1e-9) -> list[tuple[int, int]]:
+    """Up to ``max_pairs`` distinct index pairs ``(a, b)`` of *any* states with ``q_a > q_b``, drawn uniformly.
+
+    Not the paper's pair set (which compares states of the same task only): with it the ranking loss also sees
+    how states of different tasks compare, i.e. the level of ``q`` across tasks. Every ordered pair with a gap
+    is listed when there are at most ``max_pairs`` of them.
+    """
+    q = np.asarray(targets, dtype=float)
+    n = len(q)
+    if n < 2:
+        return []
+    gap = q[:, None] - q[None, :] > min_gap
+    total = int(gap.sum())
+    if total <= max_pairs:
+        a, b = np.nonzero(gap)
+        return list(zip(a.tolist(), b.tolist()))
+    flat = np.flatnonzero(gap)
+    chosen = np.sort(rng.choice(flat, size=max_pairs, replace=False))
+    return [(int(i // n), int(i % n)) for i in chosen]
+
+
 def ranking_loss(scores: torch.Tensor, pairs: Sequence[tuple[int, int]]) -> torch.Tensor:
     """Mean logistic pairwise loss ``log(1 + exp(−(z_a − z_b)))`` over pairs where ``a`` should rank above ``b``.
 

@@ -34,7 +34,15 @@ from .checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, read
 from .config import SteeringConfig
 from .gate import gate_probability
 from .interventions import options_from_catalogue
-from .objectives import grpo_advantages, grpo_clipped_loss, grpo_loss, intervention_effect, ranking_loss, same_task_pairs
+from .objectives import (
+    grpo_advantages,
+    grpo_clipped_loss,
+    grpo_loss,
+    intervention_effect,
+    ranking_loss,
+    same_task_pairs,
+    sampled_pairs,
+)
 from .rollouts import BankState, collect_state_bank, make_steering_env, measure_state
 from .selection import epsilon_greedy_select
 from .steerer import Steerer
@@ -288,7 +296,10 @@ class SteeringTrainer:
             ids_now = {id(s) for s in rank_states}
             rank_states += [s for s in bank if s.q is not None and id(s) not in ids_now
                             and (c.rank_replay or s.task_id in tasks_now)]
-        pairs = same_task_pairs([s.task_id for s in rank_states], [s.q for s in rank_states])
+        if c.rank_pairs == "same_task":
+            pairs = same_task_pairs([s.task_id for s in rank_states], [s.q for s in rank_states])
+        else:
+            pairs = sampled_pairs([s.q for s in rank_states], c.rank_max_pairs, np.random.default_rng([c.seed, round_index, 3]))
         learn = [(state, samples, torch.as_tensor(adv, dtype=torch.float32)) for state, samples, adv in measured if np.any(adv != 0)]
         with torch.no_grad():
             old_logp = [steerer.slow_logprobs(state.observation, samples) for state, samples, _ in learn]

@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 
 from agents.steering.encoder import EncoderSteerer
-from agents.steering.features import STAT_NAMES, HashedNgramFeaturizer, goal_entities, own_text, transcript_stats
+from agents.steering.features import (
+    FAST_EXTRA_NAMES,
+    STAT_NAMES,
+    HashedNgramFeaturizer,
+    fast_extra_stats,
+    goal_entities,
+    own_text,
+    transcript_stats,
+)
 from agents.steering.interventions import options_from_catalogue
 from steer_envs.envs.catalogue import STEERING
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY
@@ -38,6 +46,20 @@ def test_statistics_describe_the_latest_turn_and_progress():
     assert goal_entities(GOAL) == ["annie morton", "terry richardson"]
 
 
+def test_fast_only_statistics_turn_one_hot_and_invalid_streak():
+    def extra(transcript: str, turn: int) -> dict[str, float]:
+        return dict(zip(FAST_EXTRA_NAMES, fast_extra_stats(transcript, turn).tolist()))
+
+    for turn, hot in ((0, "turn_is_0"), (3, "turn_is_3"), (9, "turn_ge_9"), (10, "turn_ge_9")):
+        e = extra("", turn)
+        assert e[hot] == 1 and sum(v for k, v in e.items() if k.startswith("turn_")) == 1
+    assert extra(SEARCH, 1)["invalid_streak"] == 0
+    assert extra(RAMBLE + RAMBLE, 2)["invalid_streak"] == pytest.approx(2 / 5)
+    assert extra(RAMBLE + SEARCH + RAMBLE, 3)["invalid_streak"] == pytest.approx(1 / 5)  # a search ends the run
+    note = "\n<guidance> Refocus on the goal. </guidance>\n"
+    assert extra(RAMBLE + RAMBLE + note, 2)["invalid_streak"] == pytest.approx(2 / 5)  # a pending note is no turn
+
+
 def test_own_text_drops_retrieved_documents_and_the_invalid_reply():
     text = own_text(SEARCH + RAMBLE)
     assert "Annie Morton (born" not in text and "My previous action is invalid" not in text
@@ -61,7 +83,7 @@ def test_stats_fast_path_reads_only_the_statistics():
     same_shape = {**base, "goal": "who sang the ballad hurt?"}  # other words, identical statistics
     assert np.array_equal(steerer.featurizer(base).stats, steerer.featurizer(same_shape).stats)
     z = steerer.fast_scores([base, same_shape, {**base, "transcript": SEARCH, "turn": 1}])
-    assert float(z[0]) == float(z[1]) and float(z[2]) != float(z[0])
+    assert float(z[0]) == pytest.approx(float(z[1]), abs=1e-6) and abs(float(z[2]) - float(z[0])) > 1e-4
     z.sum().backward()
     assert steerer.fast_head.weight.grad is not None and steerer.bag.weight.grad is None  # n-grams feed the slow path only
     shared = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 12)  # default: the shared encoder

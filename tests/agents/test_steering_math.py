@@ -12,6 +12,7 @@ from agents.steering.objectives import (
     intervention_effect,
     ranking_loss,
     same_task_pairs,
+    sampled_pairs,
 )
 from agents.steering.selection import epsilon_greedy_select
 from steer_envs.errors import SteerEnvsError
@@ -70,6 +71,27 @@ def test_same_task_pairs_orders_by_q_and_skips_ties_and_other_tasks():
     tasks = ["a", "a", "b", "a", "b"]
     q = [0.5, 0.1, 0.9, 0.5, 0.2]
     assert sorted(same_task_pairs(tasks, q)) == [(0, 1), (2, 4), (3, 1)]
+
+
+def test_sampled_pairs_cross_tasks_skip_ties_and_respect_the_cap():
+    q = [0.5, 0.1, 0.9, 0.5, 0.2]
+    rng = np.random.default_rng(0)
+    every = sorted(sampled_pairs(q, 100, rng))  # all 9 ordered pairs with a gap (the tie 0~3 is skipped)
+    assert every == [(0, 1), (0, 4), (2, 0), (2, 1), (2, 3), (2, 4), (3, 1), (3, 4), (4, 1)]
+    few = sampled_pairs(q, 4, np.random.default_rng(1))
+    assert len(few) == len(set(few)) == 4 and set(few) <= set(every)
+    assert few == sampled_pairs(q, 4, np.random.default_rng(1))  # same generator seed, same pairs
+    assert sampled_pairs([0.3], 10, rng) == []
+
+
+def test_config_fingerprint_ignores_late_fields_at_their_default():
+    from agents.steering.config import SteeringConfig
+
+    # the acceptance config's fingerprint from before rank_pairs existed (docs/steering_learning.md)
+    assert SteeringConfig().fingerprint() == "cb4f3c8ee08011f2"
+    assert SteeringConfig(rank_pairs="any").fingerprint() != SteeringConfig().fingerprint()
+    with pytest.raises(SteerEnvsError, match="rank_pairs"):
+        SteeringConfig(rank_pairs="global")
 
 
 def test_ranking_loss_value_and_gradient_direction():

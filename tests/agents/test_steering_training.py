@@ -185,6 +185,19 @@ def test_rank_replay_adds_pairs_of_tasks_measured_in_earlier_rounds(tmp_path):
     assert replay[1]["rank_pairs"] == len(same_task_pairs([s.task_id for s in measured], [s.q for s in measured]))
 
 
+def test_rank_pairs_any_compares_states_of_different_tasks(tmp_path):
+    kw = dict(m=1, bank_rollouts=1, bank_tasks=8, eps_sel=1.0)
+    log = SteeringTrainer(_cfg(**kw, rank_pairs="any"), tmp_path / "any").run().log
+    bank = torch.load(tmp_path / "any" / CHECKPOINT_FILE, weights_only=False)["bank"]
+    measured = [s for s in bank if s.q is not None]
+    from agents.steering.objectives import same_task_pairs
+
+    qs = [s.q for s in measured]
+    with_gap = sum(a - b > 1e-9 for a in qs for b in qs)
+    assert log[0]["rank_pairs"] == min(with_gap, 16384)  # every ordered pair with a gap, whatever the task
+    assert log[0]["rank_pairs"] > len(same_task_pairs([s.task_id for s in measured], qs))
+
+
 @pytest.mark.slow
 def test_acceptance_report_on_a_tiny_run(tmp_path):
     from agents.steering.evaluate import run_acceptance
