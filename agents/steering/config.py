@@ -19,7 +19,7 @@ from steer_envs.errors import SteerEnvsError
 RANK_PAIRS = ("same_task", "any")
 #: fields added after run folders of earlier versions existed: they enter the fingerprint only when set away from
 #: their default, so those folders still resume (and their fingerprints are unchanged)
-_LATE_FIELDS = {"rank_pairs": "same_task", "rank_max_pairs": 16384}
+_LATE_FIELDS = ("rank_pairs", "rank_max_pairs")
 
 
 @dataclass
@@ -91,8 +91,9 @@ class SteeringConfig:
     def fingerprint(self) -> str:
         """A hash of everything that shapes the run; a run folder refuses a config with another one."""
         data = self.to_dict()
-        for name, default in _LATE_FIELDS.items():
-            if data[name] == default:
+        defaults = {f.name: f.default for f in fields(self)}
+        for name in _LATE_FIELDS:
+            if data[name] == defaults[name]:
                 del data[name]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

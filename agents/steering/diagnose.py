@@ -33,9 +33,11 @@ from typing import Any
 import numpy as np
 
 from steer_envs.data import load_tasks
+from steer_envs.data.tasks import BENCHMARKS
 
 from .evaluate import select_tasks
-from .rollouts import collect_state_bank, make_steering_env, measure_state
+from .rollouts import collect_state_bank, continuation_seeds, make_steering_env, measure_state
+from .selection import random_subset
 
 ACTION_MODE = "discrete"
 
@@ -75,7 +77,7 @@ def measure_bank(env, task_ids: Sequence[str], seed: int, N: int, seed_sets: int
         kind = state_type(base.executor.privileged(), state.turn)
         baselines, returns = [], []
         for k in range(seed_sets):
-            seeds = [int(x) for x in np.random.default_rng([seed, j, k]).integers(0, 2**31 - 1, size=N)]
+            seeds = continuation_seeds([seed, j, k], N)
             m = measure_state(env, state, options, seeds, ACTION_MODE)
             baselines.append(m.baseline)
             returns.append(m.returns)
@@ -115,8 +117,8 @@ def diagnose(train_tasks: int = 200, rollouts: int = 3, test_tasks: int = 140, N
     search = names.index("search_question")
     pool = [t.id for t in load_tasks(None, "train", data_dir=data_dir)]
     rng = np.random.default_rng([seed, 17])
-    train_ids = [pool[i] for i in sorted(rng.choice(len(pool), min(train_tasks, len(pool)), replace=False))] * rollouts
-    test_ids = select_tasks("test", max_per_benchmark=test_tasks // 7 + 1, seed=seed + 3, data_dir=data_dir)
+    train_ids = random_subset(pool, min(train_tasks, len(pool)), rng) * rollouts
+    test_ids = select_tasks("test", max_per_benchmark=test_tasks // len(BENCHMARKS) + 1, seed=seed + 3, data_dir=data_dir)
 
     # the number of states is known only once the rollouts are done: the bar counts measured states
     bar = tqdm(desc="measured states", unit="state", disable=not progress, dynamic_ncols=True)

@@ -36,7 +36,8 @@ from .agent import SteeringAgent
 from .backbones import build_steerer
 from .gate import logit, sigmoid
 from .objectives import intervention_effect
-from .rollouts import collect_state_bank, make_steering_env, measure_state
+from .rollouts import collect_state_bank, continuation_seeds, make_steering_env, measure_state
+from .selection import random_subset
 from .steerer import Steerer
 from .trainer import load_model
 
@@ -81,7 +82,7 @@ def select_tasks(split: str, benchmarks: Sequence[str] | None = None, max_per_be
         tasks = [t.id for t in load_tasks(bench, split, data_dir=data_dir)]
         if max_per_benchmark and len(tasks) > max_per_benchmark:
             rng = np.random.default_rng([seed, len(tasks)])
-            tasks = [tasks[i] for i in sorted(rng.choice(len(tasks), max_per_benchmark, replace=False))]
+            tasks = random_subset(tasks, max_per_benchmark, rng)
         ids.extend(tasks)
     return ids
 
@@ -168,14 +169,14 @@ def fast_path_spearman(env, steerer: Steerer, task_ids: Sequence[str], G: int = 
     bank = collect_state_bank(env, task_ids, seed, action_mode)
     if max_states and len(bank) > max_states:
         rng = np.random.default_rng(seed)
-        bank = [bank[i] for i in sorted(rng.choice(len(bank), max_states, replace=False))]
+        bank = random_subset(bank, max_states, rng)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         z = np.concatenate([steerer.fast_scores([s.observation for s in bank[i:i + 256]]).numpy() for i in range(0, len(bank), 256)])
     qs = []
     for j, state in enumerate(bank):
         samples = steerer.sample_slow(state.observation, G, gen)
-        seeds = [int(x) for x in np.random.default_rng([seed, j]).integers(0, 2**31 - 1, size=N)]
+        seeds = continuation_seeds([seed, j], N)
         m = measure_state(env, state, [s.to_action(action_mode) for s in samples], seeds, action_mode)
         qs.append(intervention_effect(m.returns, m.baseline))
     rho, p = stats.spearmanr(z, qs)

@@ -146,10 +146,11 @@ def _invalid_streak(segments: list[str]) -> int:
     return streak
 
 
-def fast_extra_stats(transcript: str, turn: int) -> np.ndarray:
-    """The :data:`FAST_EXTRA_NAMES` statistics."""
+def fast_extra_stats(transcript: str, turn: int, segments: list[str] | None = None) -> np.ndarray:
+    """The :data:`FAST_EXTRA_NAMES` statistics (``segments``: the transcript's :func:`_segments`, if already cut)."""
     one_hot = [float(min(turn, TURN_BUCKETS - 1) == k) for k in range(TURN_BUCKETS)]
-    return np.asarray(one_hot + [min(_invalid_streak(_segments(transcript)), 5) / 5.0], dtype=np.float32)
+    segments = _segments(transcript) if segments is None else segments
+    return np.asarray(one_hot + [min(_invalid_streak(segments), 5) / 5.0], dtype=np.float32)
 
 
 def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) -> np.ndarray:
@@ -276,7 +277,7 @@ class HashedNgramFeaturizer:
             self._token(token, counts)
         ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         weights = np.log1p(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
-        return HashedFeatures(ids, weights, stats, fast_extra_stats(transcript, turn))
+        return HashedFeatures(ids, weights, stats, fast_extra_stats(transcript, turn, segments))
 
     def __call__(self, observation: Any) -> HashedFeatures:
         key = split_observation(observation)

@@ -97,6 +97,12 @@ def continuation_return(env, state: BankState, first_action, seed: int, action_m
     return total
 
 
+def continuation_seeds(key: Sequence[int], n: int) -> list[int]:
+    """The ``n`` continuation seeds of one measured state, derived from ``key`` (e.g. run seed, round, state index):
+    every branch of the state uses the same list, and the same key gives the same list in any process."""
+    return [int(x) for x in np.random.default_rng(list(key)).integers(0, 2**31 - 1, size=n)]
+
+
 @dataclass
 class StateMeasurement:
     """Step 3 for one state: ``b_s`` and ``R̄_{s,j}`` for its ``G`` samples."""

@@ -6,8 +6,16 @@ state with the highest fast-path priority is taken, otherwise one uniformly at r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
+
+
+def random_subset(items: Sequence[T], n: int, rng: np.random.Generator) -> list[T]:
+    """``n`` of ``items`` drawn without replacement, kept in their original order (task and bank subsets)."""
+    return [items[i] for i in sorted(rng.choice(len(items), size=n, replace=False))]
 
 
 def epsilon_greedy_select(

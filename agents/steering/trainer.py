@@ -43,8 +43,8 @@ from .objectives import (
     same_task_pairs,
     sampled_pairs,
 )
-from .rollouts import BankState, collect_state_bank, make_steering_env, measure_state
-from .selection import epsilon_greedy_select
+from .rollouts import BankState, collect_state_bank, continuation_seeds, make_steering_env, measure_state
+from .selection import epsilon_greedy_select, random_subset
 from .steerer import Steerer
 
 CONFIG_FILE = "config.json"
@@ -175,7 +175,7 @@ class SteeringTrainer:
         ids = [t.id for t in tasks]
         if c.bank_tasks and c.bank_tasks < len(ids):
             rng = np.random.default_rng([c.bank_seed, 1])
-            ids = [ids[i] for i in sorted(rng.choice(len(ids), size=c.bank_tasks, replace=False))]
+            ids = random_subset(ids, c.bank_tasks, rng)
         return ids
 
     def _refresh_priorities(self, steerer: Steerer, bank: list[BankState], batch: int = 256) -> np.ndarray:
@@ -277,7 +277,7 @@ class SteeringTrainer:
         for n_state, idx in enumerate(picked):
             state = bank[idx]
             samples = steerer.sample_slow(state.observation, c.G, generator)
-            seeds = [int(x) for x in np.random.default_rng([c.seed, round_index, idx]).integers(0, 2**31 - 1, size=c.N)]
+            seeds = continuation_seeds([c.seed, round_index, idx], c.N)
             m = measure_state(env, state, [s.to_action(c.action_mode) for s in samples], seeds, c.action_mode)
             rollouts += m.rollouts
             hits += m.cache_hits
