@@ -18,6 +18,8 @@ from ..errors import SteerEnvsError
 from .base import Job, PoolConfig, PoolError, RolloutPool, WorkerCache, job_bytes, limit_threads_in_worker, maybe_kill_for_test
 
 IN_FLIGHT_PER_ACTOR = 2
+#: how long the actors may take to be placed and started before the pool says why it cannot run
+ACTOR_START_TIMEOUT_S = 180.0
 #: environment variables that travel to the actors (data folder, caches, test fault injection)
 _FORWARDED_PREFIXES = ("STEER_ENVS_",)
 
@@ -99,6 +101,14 @@ class RayPool(RolloutPool):
         remote = self._ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=self.config.max_item_retries)(RolloutActor)
         runtime_env = {"env_vars": actor_env_vars(self._local)}
         self._actors = [remote.options(runtime_env=runtime_env).remote() for _ in range(self.workers)]
+        ready, _ = self._ray.wait([a.pid.remote() for a in self._actors], num_returns=len(self._actors),
+                                  timeout=ACTOR_START_TIMEOUT_S)
+        if len(ready) < len(self._actors):
+            free = self._ray.available_resources().get("CPU", 0)
+            self.close()
+            raise PoolError(f"Ray placed {len(ready)} of {self.workers} rollout actors (1 CPU each) within "
+                            f"{ACTOR_START_TIMEOUT_S:.0f} s; the cluster has {free:g} CPU(s) free. Ask for fewer "
+                            "--workers, or free the CPUs other actors hold")
 
     def actor_pids(self) -> list[int]:
         self._ensure_actors()
