@@ -46,11 +46,17 @@ class CollectiveBatcher:
         self.calls = 0  # inner batch_search calls
         self.queries = 0  # queries sent through them
 
-    @contextmanager
-    def party(self):
-        """The calling thread takes part in collective batching until the block ends."""
+    def expect(self, parties: int) -> None:
+        """Register ``parties`` threads before they start (so the first to search waits for the others); each then
+        enters with ``party(registered=True)``."""
         with self._cond:
-            self._parties += 1
+            self._parties += parties
+
+    @contextmanager
+    def party(self, registered: bool = False):
+        """The calling thread takes part in collective batching until the block ends."""
+        if not registered:
+            self.expect(1)
         self._local.active = True
         try:
             yield self
@@ -109,9 +115,10 @@ def run_together(batcher: CollectiveBatcher, calls: Sequence[Callable[[], Any]])
     """Run ``calls`` concurrently, each as a party of ``batcher``; their results in order (exceptions re-raised)."""
 
     def in_party(call: Callable[[], Any]) -> Any:
-        with batcher.party():
+        with batcher.party(registered=True):
             return call()
 
+    batcher.expect(len(calls))
     pool = _POOLS.setdefault(len(calls), ThreadPoolExecutor(max_workers=max(1, len(calls)),
                                                             thread_name_prefix="steer-envs-step"))
     return [f.result() for f in [pool.submit(in_party, c) for c in calls]]
