@@ -50,6 +50,9 @@ class PoolConfig:
     ray_temp_dir: str | None = None
     #: how often an item may lose its worker (killed, out of memory) before the run stops with an error
     max_item_retries: int = 3
+    #: CPUs a Ray actor reserves: 1 for the simulator (CPU-bound); a fraction (e.g. 0.25) for an LLM executor,
+    #: whose workers mostly wait on the model server, so that many rollouts keep its batches full
+    cpus_per_worker: float = 1.0
 
     def __post_init__(self) -> None:
         if self.kind not in POOL_KINDS:
@@ -59,6 +62,8 @@ class PoolConfig:
         if self.kind == "local" and self.workers > 1:
             raise SteerEnvsError(f"the local pool runs in this process (1 worker), got workers={self.workers}; "
                                  "use --pool processes or --ray for more")
+        if not self.cpus_per_worker > 0:
+            raise SteerEnvsError(f"cpus_per_worker must be > 0, got {self.cpus_per_worker!r}")
         if self.ray_address and self.kind != "ray":
             raise SteerEnvsError("ray_address is only used by the ray pool (pass --ray-address alone, or --pool ray)")
 

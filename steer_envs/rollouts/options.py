@@ -15,6 +15,8 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ray", action="store_true", help="run the pool on Ray (a local Ray started for the run)")
     group.add_argument("--ray-address", default=None, metavar="ADDR",
                        help="join an existing Ray cluster, e.g. ray://HEAD:10001 or HEAD:6379 (implies --ray)")
+    group.add_argument("--worker-cpus", type=float, default=1.0, metavar="C",
+                       help="CPUs each Ray worker reserves (default 1; e.g. 0.25 for an LLM executor that mostly waits)")
 
 
 def pool_config_from_args(args: argparse.Namespace) -> PoolConfig:
@@ -27,4 +29,4 @@ def pool_config_from_args(args: argparse.Namespace) -> PoolConfig:
         raise SteerEnvsError(f"--ray/--ray-address and --pool {kind} contradict each other; drop one")
     defaults = {"local": 1, "processes": 2, "ray": 0}
     workers = defaults[kind] if args.workers is None else args.workers
-    return PoolConfig(kind=kind, workers=workers, ray_address=args.ray_address)
+    return PoolConfig(kind=kind, workers=workers, ray_address=args.ray_address, cpus_per_worker=args.worker_cpus)

@@ -98,7 +98,8 @@ class RayPool(RolloutPool):
         self._init_ray()
         if self._actors:
             return
-        remote = self._ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=self.config.max_item_retries)(RolloutActor)
+        remote = self._ray.remote(num_cpus=self.config.cpus_per_worker, max_restarts=-1,
+                                  max_task_retries=self.config.max_item_retries)(RolloutActor)
         runtime_env = {"env_vars": actor_env_vars(self._local)}
         self._actors = [remote.options(runtime_env=runtime_env).remote() for _ in range(self.workers)]
         ready, _ = self._ray.wait([a.pid.remote() for a in self._actors], num_returns=len(self._actors),
@@ -106,7 +107,8 @@ class RayPool(RolloutPool):
         if len(ready) < len(self._actors):
             free = self._ray.available_resources().get("CPU", 0)
             self.close()
-            raise PoolError(f"Ray placed {len(ready)} of {self.workers} rollout actors (1 CPU each) within "
+            raise PoolError(f"Ray placed {len(ready)} of {self.workers} rollout actors ({self.config.cpus_per_worker:g} "
+                            "CPU each) within "
                             f"{ACTOR_START_TIMEOUT_S:.0f} s; the cluster has {free:g} CPU(s) free. Ask for fewer "
                             "--workers, or free the CPUs other actors hold")
 
