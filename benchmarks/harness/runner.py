@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 from agents.base import play_episode
 from baselines.registry import MethodContext, build_policy, get_method, parse_method
 from steer_envs.errors import SteerEnvsError
-from steer_envs.rollouts import RolloutPool, make_pool
+from steer_envs.rollouts import GivenState, Job, LocalPool, RolloutPool, make_pool, replica_factory
+from steer_envs.rollouts.base import job_bytes
 
 from .config import EvalConfig, episode_seed
 from .records import EpisodeLog, EpisodeRecord
@@ -67,9 +68,6 @@ def episode_item(worker: tuple[Any, Any], item: tuple[str, int, str, int]) -> Ep
 
 def _episode_job(env: Any, policy: Any, pool: Any, log: Callable[[str], None]):
     """The evaluation job on ``pool``; a policy that cannot travel to workers runs here instead (with a note)."""
-    from steer_envs.rollouts import GivenState, Job, LocalPool, replica_factory
-    from steer_envs.rollouts.base import job_bytes
-
     if pool.kind == "local":
         return pool, Job(GivenState((env, policy)), episode_item)
     job = Job(dataclasses.replace(replica_factory(env), companion=policy), episode_item)
@@ -147,29 +145,32 @@ def evaluate(
         log(f"[{label}] resuming: {skipped} finished episode(s) kept, {len(todo)} to run")
     if not todo:
         return EvalOutcome(label, 0, skipped, episodes.records)
-    context = method_context(folder, label, progress, parsed.training_label, pool=pool)
-    if policy is None:
-        policy = build_policy(parsed, context)
-    folder.register_method(label, {"method": parsed.name, "options": dict(sorted(parsed.options.items())),
-                                   "env_id": method.env_id, **dict(getattr(policy, "run_info", {}) or {})})
-    action_mode = getattr(policy, "action_mode", method.action_mode)
-    env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode,
-                           task_ids=[t.id for t in tasks])
-    ran = 0
-    own_pool = make_pool(pool)
-    run_pool, job = _episode_job(env, policy, own_pool, log)
-    items = [(task.id, episode_seed(task.id, seed_index), label, seed_index) for task, seed_index in todo]
+    own_pool = make_pool(pool)  # one pool for the method's training rollouts and its episodes
     try:
-        with tqdm(total=len(items), desc=f"eval {label}", unit="ep", disable=not progress, dynamic_ncols=True) as bar:
-            for record in run_pool.imap(job, items):
-                episodes.append(record)
-                bar.update(1)
-                ran += 1
-                _maybe_kill()
-                if stop_after is not None and ran >= stop_after:
-                    break
+        context = method_context(folder, label, progress, parsed.training_label, pool=own_pool)
+        if policy is None:
+            policy = build_policy(parsed, context)
+        folder.register_method(label, {"method": parsed.name, "options": dict(sorted(parsed.options.items())),
+                                       "env_id": method.env_id, **dict(getattr(policy, "run_info", {}) or {})})
+        action_mode = getattr(policy, "action_mode", method.action_mode)
+        env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode,
+                               task_ids=[t.id for t in tasks])
+        run_pool, job = _episode_job(env, policy, own_pool, log)
+        items = [(task.id, episode_seed(task.id, seed_index), label, seed_index) for task, seed_index in todo]
+        ran = 0
+        try:
+            with tqdm(total=len(items), desc=f"eval {label}", unit="ep", disable=not progress,
+                      dynamic_ncols=True) as bar:
+                for record in run_pool.imap(job, items):
+                    episodes.append(record)
+                    bar.update(1)
+                    ran += 1
+                    _maybe_kill()
+                    if stop_after is not None and ran >= stop_after:
+                        break
+        finally:
+            env.close()
     finally:
-        env.close()
         if not isinstance(pool, RolloutPool):
             own_pool.close()
     return EvalOutcome(label, ran, skipped, episodes.records)

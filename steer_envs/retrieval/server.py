@@ -15,8 +15,8 @@ one index. FastAPI + uvicorn is the stack those projects' own servers run. Endpo
 
 Requests are validated by pydantic models (:class:`RetrieveRequest`, :class:`AccessRequest`) and bounded (body
 size, batch size, query length): 413 when too large, 422 with a ``{"detail": message}`` body for malformed JSON
-or wrong fields. Concurrent requests are batched dynamically (:mod:`.batching`): what arrives within a few
-milliseconds goes to the retriever as one ``batch_search``. Binds to loopback unless told otherwise; an optional
+or wrong fields. Concurrent requests are batched dynamically (:mod:`.batching`): the requests that arrive while
+a search runs (or within ``batch_window_ms``) go to the retriever as one ``batch_search``. Binds to loopback unless told otherwise; an optional
 API key (:mod:`steer_envs.serving`) guards the data endpoints.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from starlette.responses import Response
 
 from ..data.corpus import Corpus
 from ..errors import SteerEnvsError
-from ..serving import LOOPBACK_HOSTS, UvicornServer, authorized, is_loopback, warn_if_exposed  # noqa: F401
+from ..serving import LOOPBACK_HOSTS, UvicornServer, authorized, is_loopback  # noqa: F401 - re-exported names
 from .base import MAX_K, Hit, Retriever
 from .batching import DynamicBatcher
 
@@ -115,15 +115,13 @@ class RetrievalService:
         """Validate a ``/retrieve`` body (the model) and its limits, with one message per mistake."""
         if not isinstance(payload, dict):
             raise RequestError(422, 'the body must be a JSON object like {"queries": ["..."], "topk": 3}')
+        request: RetrieveRequest | None = None
+        bad: set[str] = set()  # the fields the model refused ("extra": unknown fields)
         try:
-            request: RetrieveRequest | None = RetrieveRequest.model_validate(payload)
-            bad: dict[str, str] = {}
+            request = RetrieveRequest.model_validate(payload)
         except ValidationError as exc:
-            request = None
-            bad = {}
             for error in exc.errors():
-                field = str(error["loc"][0]) if error["loc"] else ""
-                bad.setdefault("extra" if error["type"] == "extra_forbidden" else field, field)
+                bad.add("extra" if error["type"] == "extra_forbidden" else str(error["loc"][0]) if error["loc"] else "")
         if "extra" in bad:
             unknown = sorted(set(payload) - set(RetrieveRequest.model_fields))
             raise RequestError(422, f"unknown field(s) {unknown}; allowed: queries, topk, return_scores")

@@ -68,6 +68,8 @@ def test_pool_settings_are_checked_and_the_cli_options_map_to_them():
         PoolConfig("local", workers=2)
     with pytest.raises(SteerEnvsError, match="only used by the ray pool"):
         PoolConfig("processes", 2, ray_address="10.0.0.1:6379")
+    with pytest.raises(SteerEnvsError, match="cpus_per_worker"):
+        PoolConfig("ray", 2, cpus_per_worker=0)
     parser = argparse.ArgumentParser()
     add_pool_arguments(parser)
 
@@ -78,6 +80,7 @@ def test_pool_settings_are_checked_and_the_cli_options_map_to_them():
     assert config("--workers", "2") == PoolConfig("processes", 2)
     assert config("--ray") == PoolConfig("ray", 0)
     assert config("--ray-address", "ray://head:10001", "--workers", "8") == PoolConfig("ray", 8, "ray://head:10001")
+    assert config("--ray", "--worker-cpus", "0.25").cpus_per_worker == 0.25
     with pytest.raises(SteerEnvsError, match="contradict"):
         config("--ray", "--pool", "processes")
 
