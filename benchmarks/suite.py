@@ -85,6 +85,10 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
         "the core count, read them as lower bounds.",
         "",
     ]
+    if max(load[0][0], load[1][0]) > 0.5 * (m["cores"] or 1):
+        lines += [f"**This run shared the machine with other work (1-minute load up to {max(load[0][0], load[1][0]):.1f} "
+                  f"on {m['cores']} cores): the worker speed-ups are not meaningful here. Regenerate on a quiet machine "
+                  "with `python -m benchmarks.suite --full`.**", ""]
 
     def section(title: str, how: str, header: list[str], rows: list[list[str]], note: str = "") -> None:
         lines.extend([f"## {title}", "", how, ""])
