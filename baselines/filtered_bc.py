@@ -22,6 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from agents.steering.features import split_observation
+from steer_envs.rollouts import Job, env_setup, using_pool
 from steer_envs.wrappers import TextFeaturizer
 
 from .registry import MethodContext
@@ -69,8 +70,6 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
     The unsupervised rollouts (and every random draw) run here, in order; the paired continuations of every
     proposal go to the context's rollout pool as (snapshot, action, seeds) items, so the kept labels are those
     of the one-process loop whatever the pool."""
-    from steer_envs.rollouts import Job, env_setup, make_pool
-
     env = context.make_env(split="train", action_mode="discrete")
     base = env.unwrapped
     n_options = len(base.catalogue)
@@ -91,14 +90,9 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
                 items.append((base.get_state(), action, seeds))
                 proposals.append((featurizer(*split_observation(obs)), action))
             obs, _, terminated, truncated, _ = env.step(0)
-    pool = make_pool(context.pool)
-    try:
-        with tqdm(total=len(items), desc="filtered_bc filter", unit="state", disable=not context.progress,
-                  dynamic_ncols=True) as bar:
-            gains = pool.map(Job(env_setup(env, pool), proposal_gain), items, progress=bar.update)
-    finally:
-        if pool is not context.pool:
-            pool.close()
+    with using_pool(context.pool) as pool, tqdm(total=len(items), desc="filtered_bc filter", unit="state",
+                                                disable=not context.progress, dynamic_ncols=True) as bar:
+        gains = pool.map(Job(env_setup(env, pool), proposal_gain), items, progress=bar.update)
     env.close()
     examples: list[BCExample] = []
     for (features, action), gain in zip(proposals, gains):

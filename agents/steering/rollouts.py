@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.rollouts import Job, env_setup, using_pool
 
 PASS_ACTIONS = {"discrete": 0, "text": "pass"}
 
@@ -78,11 +79,9 @@ def collect_state_bank(env, task_ids: Sequence[str], seed: int, action_mode: str
     """Roll out each task once with pass at every decision point; every observation becomes a bank state.
 
     Task ``i`` uses seed ``seed + i`` whoever runs it, so any ``pool`` gives the same bank in the same order."""
-    from steer_envs.rollouts import Job, env_setup, make_pool
-
-    pool = make_pool(pool)
     items = [(task_id, seed + i, action_mode) for i, task_id in enumerate(task_ids)]
-    episodes = pool.map(Job(env_setup(env, pool), bank_episode), items, progress=progress)
+    with using_pool(pool) as pool:
+        episodes = pool.map(Job(env_setup(env, pool), bank_episode), items, progress=progress)
     bank = [state for episode in episodes for state in episode]
     if not bank:
         raise SteerEnvsError("the state bank is empty: no training task produced a decision point")
@@ -161,8 +160,6 @@ def measure_states(env, requests: Sequence[tuple[BankState, Sequence[Any], Seque
 
     Each measurement depends only on its snapshot, actions and seeds, so the labels are identical whichever
     worker measures which state."""
-    from steer_envs.rollouts import Job, env_setup, make_pool
-
-    pool = make_pool(pool)
     items = [(state, list(actions), list(seeds), action_mode) for state, actions, seeds in requests]
-    return pool.map(Job(env_setup(env, pool), measure_item), items, progress=progress)
+    with using_pool(pool) as pool:
+        return pool.map(Job(env_setup(env, pool), measure_item), items, progress=progress)

@@ -194,14 +194,10 @@ class SteeringTrainer:
 
     # -- the loop -----------------------------------------------------------------------------------------------
     def run(self) -> TrainResult:
-        from steer_envs.rollouts import RolloutPool, make_pool
+        from steer_envs.rollouts import using_pool
 
-        pool = make_pool(self.pool)
-        try:
+        with using_pool(self.pool) as pool:  # a pool handed in stays open: it belongs to the caller
             return self._run(pool)
-        finally:
-            if not isinstance(self.pool, RolloutPool):  # a pool handed in belongs to the caller
-                pool.close()
 
     def _run(self, pool) -> TrainResult:
         torch.set_num_threads(1)

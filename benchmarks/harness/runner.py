@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from agents.base import play_episode
 from baselines.registry import MethodContext, build_policy, get_method, parse_method
 from steer_envs.errors import SteerEnvsError
-from steer_envs.rollouts import GivenState, Job, LocalPool, RolloutPool, make_pool, replica_factory
+from steer_envs.rollouts import GivenState, Job, LocalPool, replica_factory, using_pool
 from steer_envs.rollouts.base import job_bytes
 
 from .config import EvalConfig, episode_seed
@@ -145,8 +145,7 @@ def evaluate(
         log(f"[{label}] resuming: {skipped} finished episode(s) kept, {len(todo)} to run")
     if not todo:
         return EvalOutcome(label, 0, skipped, episodes.records)
-    own_pool = make_pool(pool)  # one pool for the method's training rollouts and its episodes
-    try:
+    with using_pool(pool) as own_pool:  # one pool for the method's training rollouts and its episodes
         context = method_context(folder, label, progress, parsed.training_label, pool=own_pool)
         if policy is None:
             policy = build_policy(parsed, context)
@@ -170,9 +169,6 @@ def evaluate(
                         break
         finally:
             env.close()
-    finally:
-        if not isinstance(pool, RolloutPool):
-            own_pool.close()
     return EvalOutcome(label, ran, skipped, episodes.records)
 
 
@@ -242,11 +238,7 @@ def _summary_json(s: MethodSummary) -> dict:
 def evaluate_all(folder: RunFolder, specs: Sequence[str], progress: bool = True, log: Callable[[str], None] = print,
                  pool: Any = None):
     """Evaluate several methods in order (each resumes), then write the summary. One pool serves them all."""
-    shared = make_pool(pool)
-    try:
+    with using_pool(pool) as shared:
         outcomes = [evaluate(folder, spec, progress=progress, log=log, pool=shared) for spec in specs]
-    finally:
-        if not isinstance(pool, RolloutPool):
-            shared.close()
     summaries, table = write_summary(folder)
     return outcomes, summaries, table

@@ -10,7 +10,8 @@ any number of workers. See :mod:`steer_envs.rollouts.base` for the contract.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from .base import KILL_ONCE_ENV, POOL_KINDS, Job, PoolConfig, PoolError, RolloutPool
 from .envs import EnvFactory, GivenState, env_setup, replica_factory
@@ -49,7 +50,19 @@ def make_pool(config: PoolConfig | RolloutPool | None = None) -> RolloutPool:
     return POOLS[config.kind](config)
 
 
+@contextmanager
+def using_pool(spec: PoolConfig | RolloutPool | None = None) -> Iterator[RolloutPool]:
+    """The pool ``spec`` names for the block: a pool handed in stays open (its owner closes it), one made here from a
+    config (or None: local) is closed at the end."""
+    pool = make_pool(spec)
+    try:
+        yield pool
+    finally:
+        if pool is not spec:
+            pool.close()
+
+
 __all__ = [
     "EnvFactory", "GivenState", "Job", "KILL_ONCE_ENV", "LocalPool", "POOL_KINDS", "PoolConfig", "PoolError",
-    "RolloutPool", "add_pool_arguments", "env_setup", "replica_factory", "make_pool", "pool_config_from_args", "register_pool",
+    "RolloutPool", "add_pool_arguments", "env_setup", "replica_factory", "make_pool", "pool_config_from_args", "register_pool", "using_pool",
 ]

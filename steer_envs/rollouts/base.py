@@ -90,10 +90,8 @@ class WorkerCache:
         state = job.setup()
         self._states[key] = state
         while len(self._states) > self.capacity:
-            _, old = self._states.popitem(last=False)
-            close = getattr(old, "close", None)
-            if callable(close):
-                close()
+            # dropped, not closed: in the local pool the state may be the caller's own env
+            self._states.popitem(last=False)
         return state
 
 

@@ -43,12 +43,19 @@ class EnvFactory:
 @dataclass(frozen=True, eq=False)
 class GivenState:
     """A setup that returns an object already built here (an env, an env and a policy): for the local pool, whose
-    items then run on the caller's own objects exactly as the loop did before the pool existed."""
+    items then run on the caller's own objects exactly as the loop did before the pool existed. Two of them are
+    equal when they hand over the very same object (so repeated calls reuse one cache entry)."""
 
     value: Any
 
     def __call__(self) -> Any:
         return self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GivenState) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
 
 
 def replica_factory(env: Any) -> EnvFactory:
