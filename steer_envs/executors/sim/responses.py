@@ -14,9 +14,10 @@ stop_repeating      the agent repeats a search                   it is not repea
                                                                  it may answer before the evidence is in
 refocus             the agent is on a side topic or rambling     (nothing: a reminder, ignored when on track)
 search_for X        X retrieves what the current hop needs       X is useless (a wasted turn); the evidence is
-                                                                 already in hand (new results can sow doubt)
-keep_searching      an answer would come before the evidence     the evidence is in hand: wasted turns, and doubt
-                                                                 can flip a right answer (``second_guess``)
+                                                                 already in hand (``second_guess_search``)
+keep_searching      an answer would come before the evidence     the evidence is in hand: a wasted turn, and told
+                                                                 that its evidence falls short the agent may drop
+                                                                 a right answer (``second_guess_search``)
 verify              evidence was retrieved but not recognised;   the answer in hand is right: challenged, the
                     the extraction was wrong; a fixation         agent may talk itself out of it; nothing
                                                                  relevant was retrieved: re-reading finds nothing

@@ -249,8 +249,8 @@ class SimSearcher(Executor):
             result = self._search(arg or self._hop_query())
         else:  # keep_searching / verify: search again for what is still missing (or re-confirm the last hop)
             result = self._search(self._reformulated_query())
-        if right_before and s.rng.random() < p.second_guess:
-            s.extract_ok = False  # new results sow doubt about an answer that was right
+        if right_before and s.rng.random() < p.second_guess_search:
+            s.extract_ok = False  # told its evidence falls short, it doubts an answer that was right
         return result
 
     def _after_turn(self) -> None:
