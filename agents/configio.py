@@ -1,7 +1,7 @@
 """Typed run configs read from JSON or TOML, with unknown keys as errors and a fingerprint for run folders.
 
 A trainer's run folder stores its config's fingerprint; resuming with a different config is refused, so a folder
-never mixes two experiments. Used by ACTGUIDE-RL's config (the steering config predates it and keeps its own).
+never mixes two experiments. Used by the steering and the ACTGUIDE-RL configs.
 """
 from __future__ import annotations
 
@@ -21,18 +21,19 @@ def config_fingerprint(config: Any) -> str:
     return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def config_from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
+def config_from_dict(cls: type[C], data: dict[str, Any], where: str = "config", what: str = "config") -> C:
+    """``cls(**data)`` with errors naming ``where`` (a file) and ``what`` ("steering config", ...)."""
     known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - known)
     if unknown:
-        raise SteerEnvsError(f"{where}: unknown {cls.__name__} keys {unknown}; valid keys: {sorted(known)}")
+        raise SteerEnvsError(f"{where}: unknown {what} keys {unknown}; valid keys: {sorted(known)}")
     try:
         return cls(**data)
     except TypeError as exc:
         raise SteerEnvsError(f"{where}: {exc}") from None
 
 
-def load_config(cls: type[C], path: str | Path) -> C:
+def load_config(cls: type[C], path: str | Path, what: str = "config") -> C:
     path = Path(path)
     if not path.is_file():
         raise SteerEnvsError(f"config file {str(path)!r} does not exist")
@@ -46,4 +47,4 @@ def load_config(cls: type[C], path: str | Path) -> C:
             raise SteerEnvsError(f"config file {str(path)!r} must end in .json or .toml")
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SteerEnvsError(f"config file {str(path)!r} is not valid {path.suffix[1:].upper()}: {exc}") from None
-    return config_from_dict(cls, data, where=str(path))
+    return config_from_dict(cls, data, where=str(path), what=what)

@@ -7,6 +7,7 @@
 * :func:`clipped_surrogate`: PPO/GRPO's clipped objective ``−mean min(ρA, clip(ρ, 1−ε, 1+ε)A)`` with
   ``ρ = exp(log π_θ − log π_old)``. ACTGUIDE-RL's mixed-policy ratio ``r_mix = π_θ(y | unguided) / π_old(y | guided)``
   is this same ratio with the two log-probs taken under different prompts (:func:`mixed_ratio`).
+* :func:`shaped_weight`: the public ACTGUIDE-RL implementation's LUFFY option for guided tokens, ``r/(r+γ)``.
 * :func:`kl_k3`: the low-variance KL estimator ``exp(r − l) − (r − l) − 1`` (``l = log π_θ``, ``r = log π_ref``) on
   sampled tokens, as GRPO's KL-to-reference term.
 """
@@ -55,6 +56,15 @@ def clipped_surrogate(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advant
 def mixed_ratio(unguided_logprobs: torch.Tensor, guided_old_logprobs: torch.Tensor) -> torch.Tensor:
     """``r_mix = π_θ(y | unguided prompt) / π_old(y | guided prompt)`` per token."""
     return torch.exp(unguided_logprobs - guided_old_logprobs.detach())
+
+
+def shaped_weight(unguided_logprobs: torch.Tensor, guided_old_logprobs: torch.Tensor, gamma: float = 0.1) -> torch.Tensor:
+    """LUFFY's policy shaping of an off-policy token: the advantage is weighted by ``r / (r + γ)`` with
+    ``r = r_mix`` (no gradient through the weight) and the ratio itself is left at 1, so nothing is clipped. A token
+    the unguided policy finds unlikely (``r → 0``) still teaches (``≈ r/γ``) and a large ratio saturates at 1."""
+    with torch.no_grad():
+        r = torch.exp((unguided_logprobs - guided_old_logprobs).clamp(-20.0, 20.0))
+        return r / (r + gamma)
 
 
 def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:

@@ -120,11 +120,11 @@ class ActGuideConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> "ActGuideConfig":
-        return config_from_dict(cls, data, where)
+        return config_from_dict(cls, data, where, "actguide config")
 
     @classmethod
     def load(cls, path: str | Path) -> "ActGuideConfig":
-        return load_config(cls, path)
+        return load_config(cls, path, "actguide config")
 
     def variant(self, name: str) -> "ActGuideConfig":
         """This config with a named variant's switches (see :data:`VARIANTS`)."""

@@ -7,9 +7,12 @@ Per iteration, for ``batch_tasks`` training tasks:
    adaptive guider binary-searches the minimal ``k`` (``lo = 0``, ``hi = L``, ``probes_per_step`` fresh probes per
    midpoint, at most ``max_probe_steps`` steps); when no probe succeeds the fallback guider gives full guidance.
 3. ``G`` guided rollouts with that ``k`` **replace** the group and act as the behaviour policy.
-4. GRPO advantages within each group; the loss per token is PPO's clipped surrogate with, for guided rollouts,
-   ``r_mix = π_θ(y | unguided prompt) / π_old(y | guided prompt)``, plus ``kl_coef · KL(π_θ ‖ π_ref)`` taken on the
-   unguided prompt; token-mean over the batch; ``update_epochs`` optimiser steps.
+4. GRPO advantages within each group; the loss per token is PPO's clipped surrogate, where for guided rollouts the
+   ratio is ``r_mix = π_θ(y | unguided prompt) / π_old(y | guided prompt)``: clipped like PPO's
+   (``ratio_shaping="clip"``), or, the default chosen on dev, the public implementation's LUFFY option (ratio 1 and
+   the advantage weighted by ``r_mix / (r_mix + γ)``); plus ``kl_coef · KL(π_θ ‖ π_ref)`` (k3 estimator) taken on the
+   unguided prompt; token-mean over the batch; ``update_epochs`` optimiser steps. ``mixed_policy=False`` trains
+   guided rollouts on the guided prompt instead, as if they were on-policy.
 
 Every rollout counts against ``budget`` (unguided, probes, guided), so variants compare at equal rollout budgets.
 
@@ -31,7 +34,7 @@ import torch
 
 from steer_envs.errors import SteerEnvsError
 
-from ..grpo import clipped_surrogate_terms, group_advantages, kl_k3
+from ..grpo import clipped_surrogate_terms, group_advantages, kl_k3, shaped_weight
 from ..steering.checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, read_jsonl, truncate_jsonl
 from .config import ActGuideConfig
 from .learners import build_learner, frozen_copy
@@ -285,13 +288,9 @@ class ActGuideTrainer:
             new = torch.cat([t.reshape(-1) for t in learner.token_logprobs(views, actions)])
             if trained.any():
                 old_used, adv_used = old, adv_tok
-                if c.ratio_shaping == "luffy" and c.mixed_policy:
-                    # the public implementation's LUFFY option for off-policy (guided) tokens: ratio 1 (no clip) and
-                    # the advantage weighted by r/(r+γ), r = r_mix (no gradient through the weight)
-                    with torch.no_grad():
-                        r = torch.exp((new - old).clamp(-20, 20))
+                if c.ratio_shaping == "luffy" and c.mixed_policy:  # guided tokens: ratio 1, advantage · r/(r+γ)
                     old_used = torch.where(guided_tok, new.detach(), old)
-                    adv_used = torch.where(guided_tok, adv_tok * r / (r + c.luffy_gamma), adv_tok)
+                    adv_used = torch.where(guided_tok, adv_tok * shaped_weight(new, old, c.luffy_gamma), adv_tok)
                 terms = clipped_surrogate_terms(new[trained], old_used[trained], adv_used[trained], c.clip_eps)
                 loss_pg = -terms.mean()
             else:
@@ -303,7 +302,7 @@ class ActGuideTrainer:
                     ratio = torch.exp(new - old)
                     g = guided_tok & trained
                     first = {
-                        "loss": float(loss), "loss_pg": float(loss_pg), "loss_kl": float(loss_kl),
+                        "loss": float(loss.detach()), "loss_pg": float(loss_pg.detach()), "loss_kl": float(loss_kl.detach()),
                         "tokens": int(trained.sum()),
                         "r_mix": float(ratio[g].mean()) if g.any() else 0.0,
                         "clip_frac": float(((ratio[trained] - 1).abs() > c.clip_eps).float().mean()) if trained.any() else 0.0,

@@ -40,7 +40,7 @@ from ..guidance.records import ANSWER, SEARCH, GuidanceAction, ReferenceSequence
 from ..guidance.store import SOURCE_KINDS, load_action_data
 from ..retrieval.registry import make_retriever
 from .admissible import FEATURE_NAMES, HINT_COLUMNS, Candidate, RetrievedDoc, build_candidates, candidate_features
-from .spaces import AnyText
+from .spaces import AnyText, discrete_index
 
 ACTION_MODES = ("discrete", "text")
 GUIDANCE_MODES = ("prompt", "prefix")
@@ -327,16 +327,7 @@ class GuidedSearchEnv(gym.Env):
     def _decode(self, action) -> tuple[str, str]:
         """(kind, text): kind ``search`` / ``answer`` / ``invalid`` (text = the segment written)."""
         if self.config.action_mode == "discrete":
-            if isinstance(action, np.ndarray) and action.shape == ():
-                action = action.item()
-            if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-                raise InvalidActionError(
-                    f"discrete action must be an integer index into the admissible set (0..{self.config.slots - 1}), "
-                    f"got {type(action).__name__} {action!r}; use action_mode='text' for strings"
-                )
-            index = int(action)
-            if not 0 <= index < self.config.slots:
-                raise InvalidActionError(f"discrete action {index} is out of range 0..{self.config.slots - 1}")
+            index = discrete_index(action, self.config.slots, "the admissible set (use action_mode='text' for strings)")
             candidates = self.candidates
             if index >= len(candidates):
                 return "invalid", "<think> </think>"  # an empty slot: the protocol's invalid action

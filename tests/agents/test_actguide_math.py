@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agents.actguide.search import max_search_steps, minimal_k
-from agents.grpo import clipped_surrogate, group_advantages, kl_k3, mixed_ratio, policy_gradient_loss
+from agents.grpo import clipped_surrogate, group_advantages, kl_k3, mixed_ratio, policy_gradient_loss, shaped_weight
 from agents.steering.objectives import grpo_advantages, grpo_clipped_loss, grpo_loss
 
 
@@ -94,3 +94,11 @@ def test_group_advantages_hand_computed_and_shared_with_steering():
     # the steering trainer's GRPO is this one with b_s in the group
     assert np.array_equal(grpo_advantages([0.5, 1.0, 0.0], 0.5), group_advantages([0.5, 1.0, 0.0], extra=[0.5]))
     assert grpo_loss is policy_gradient_loss and grpo_clipped_loss is clipped_surrogate
+
+
+def test_shaped_weight_of_guided_tokens_hand_computed():
+    # r = 0.25 -> 0.25 / 0.35 ; r = 2 -> 2 / 2.1 ; no gradient flows through the weight
+    unguided = torch.log(torch.tensor([0.2, 0.5])).requires_grad_(True)
+    old = torch.log(torch.tensor([0.8, 0.25]))
+    w = shaped_weight(unguided, old, gamma=0.1)
+    assert w.tolist() == pytest.approx([0.25 / 0.35, 2 / 2.1], rel=1e-5) and not w.requires_grad
