@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from urllib.parse import parse_qsl, urlparse
 
 from ..data.records import Passage
 from ..errors import SteerEnvsError
+from ..serving import API_KEY_ENV
 from .base import Hit, check_query
 from .registry import RetrieverContext
 
@@ -61,6 +63,10 @@ class HttpRetriever:
             self._path += "/retrieve"
         self.url = f"{parsed.scheme}://{parsed.netloc}{self._path}"
         self._local = threading.local()
+        # a server started with --api-key wants it on every request (taken from the environment, never the spec,
+        # so it does not end up in logs and setting cards)
+        key = os.environ.get(API_KEY_ENV)
+        self._headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
 
     # -- transport ------------------------------------------------------------------------------------------
     def _connection(self) -> http.client.HTTPConnection:
@@ -81,7 +87,7 @@ class HttpRetriever:
         body = json.dumps(payload).encode("utf-8")
         conn = self._connection()
         try:
-            conn.request("POST", self._path, body=body, headers={"Content-Type": "application/json"})
+            conn.request("POST", self._path, body=body, headers=self._headers)
             response = conn.getresponse()
             data = response.read()
         except Exception:
