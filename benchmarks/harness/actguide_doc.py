@@ -168,8 +168,17 @@ def evaluate_all(plan: Plan) -> dict[str, list[EpisodeRecord]]:
         for label, model in (("base", None), *((v, v) for v in MAIN)):
             records[f"{label}@{turns}"] = evaluate_run(plan, label, plan.base_dir if model is None else plan.run_dir(model, 0),
                                                        0, turns)
-    plan.seconds["eval"] = time.perf_counter() - start
+    plan.seconds["eval"] = _add_time(plan, "eval", time.perf_counter() - start)
     return records
+
+
+def _add_time(plan: Plan, key: str, seconds: float) -> float:
+    """Accumulate a step's wall time over resumed regenerations (``times.json``); return the total."""
+    path = plan.out / "times.json"
+    times = json.loads(path.read_text()) if path.is_file() else {}
+    times[key] = times.get(key, 0.0) + seconds
+    path.write_text(json.dumps(times, indent=2) + "\n")
+    return times[key]
 
 
 # -- statistics and tables ---------------------------------------------------------------------------------------
@@ -246,6 +255,7 @@ def write_page(plan: Plan, commands: dict[str, str], records: dict[str, list[Epi
     from steer_envs.data.corpus import load_corpus
     from steer_envs.guidance.store import load_action_data
 
+    reports = _barrier(plan)  # first, so its wall time is known for the setting card
     env, ids = _eval_env(plan)
     benchmarks = [b for b in BENCHMARKS if any(t.benchmark == b for t in env.tasks if t.id in set(ids))]
     tasks_by_bench = defaultdict(int)
@@ -280,8 +290,9 @@ def write_page(plan: Plan, commands: dict[str, str], records: dict[str, list[Epi
         + f"), {plan.eval_rollouts} unguided rollouts per task and training seed; success = exact match x100; "
         "intervals: paired 95% stratified bootstrap (2000 resamples, tasks within benchmarks, seeds averaged per "
         "task); Avg is the macro mean over benchmarks\n",
-        f"- wall time of this regeneration: training {_wall(plan.seconds.get('train', 0.0))} (summed over resumed "
-        f"runs), evaluation {_wall(plan.seconds.get('eval', 0.0))}, barrier {_wall(plan.seconds.get('barrier', 0.0))}; "
+        f"- wall time of the regeneration (summed over resumed runs): training {_wall(plan.seconds.get('train', 0.0))}, "
+        f"evaluation {_wall(plan.seconds.get('eval', 0.0))}, barrier {_wall(plan.seconds.get('barrier', 0.0))}, in all "
+        f"{_wall(sum(plan.seconds.get(k, 0.0) for k in ('train', 'eval', 'barrier')))}; "
         f"one training run at this setting: at most {max(walls, default=0.0) / 60:.1f} min "
         f"(mean {np.mean(walls) / 60 if walls else 0.0:.1f} min) on one core of a shared 2-core machine\n",
     ]
@@ -312,6 +323,7 @@ def write_page(plan: Plan, commands: dict[str, str], records: dict[str, list[Epi
               "\nIn-region, ACTGUIDE-RL against the base policy it started from: "
               + _fmt(_gain(_subset(act, inr), _subset(records["base"], inr), benchmarks)[1]) + " (paired gain, "
               "points).\n"]
+    lines += ["\n## Where the budget went (training logs)\n\n", _training_table(plan)]
     lines += ["\n## Ablations: each removal, at the same budget\n\n",
               "```bash\n" + "\n".join(commands[f"{v}/0"] for v in ABLATIONS)
               + (f"\n# (and --seed 1..{plan.ablation_seeds - 1})" if plan.ablation_seeds > 1 else "") + "\n```\n\n",
@@ -341,7 +353,6 @@ def write_page(plan: Plan, commands: dict[str, str], records: dict[str, list[Epi
             lines.append(f"| {label} | {name} | " + " | ".join(f"{v:.1f}" for v in vals) + " |\n")
     plot = _budget_plot(curve, doc.parent / "results" / "actguide_budget.png")
     lines.append(f"\n![budget curve](results/{plot.name})\n")
-    reports = _barrier(plan)
     barrier_plot(reports, doc.parent / "results" / "actguide_barrier.png")
     lines += ["\n## Barrier diagnostics: the initial and the trained policy\n\n",
               f"`steer-envs barrier --model {plan.base_dir} {plan.run_dir('actguide', 0)} --split {plan.eval_split} "
@@ -412,6 +423,30 @@ def _acceptance(records, outr: set[str], inr: set[str], benchmarks, walls: list[
     return out
 
 
+def _training_table(plan: Plan) -> str:
+    """Per method, means over its training seeds: iterations the budget paid for, where the rollouts went, how
+    many hard groups guidance rescued, and how far the policy moved from the base (the KL term's estimate)."""
+    out = ("Means over training seeds. Rescued: guided groups with at least one success. KL: the k3 estimate of "
+           "KL(π_θ ‖ base) in the last iteration.\n\n| Method | iterations | rollouts on probes | on guided groups | "
+           "hard groups / iteration | rescued / guided groups | KL to base (last) |\n|---|---:|---:|---:|---:|---:|---:|\n")
+    for variant in plan.variants:
+        logs = [_read_log(plan, f"{variant}/{s}") for s in plan.seeds_of(variant)]
+        logs = [log for log in logs if log]
+        if not logs:
+            continue
+        its = np.mean([len(log) for log in logs])
+        total = np.mean([sum(r["rollouts"] for r in log) for log in logs])
+        probes = np.mean([sum(r["probe_rollouts"] for r in log) for log in logs])
+        guided = np.mean([sum(r["guided_groups"] for r in log) for log in logs]) * plan.setting["group_size"]
+        hard = np.mean([np.mean([r["hard_groups"] for r in log]) for log in logs])
+        rescued = sum(sum(r["rescued_groups"] for r in log) for log in logs)
+        groups = sum(sum(r["guided_groups"] for r in log) for log in logs)
+        kl = np.mean([log[-1]["loss_kl"] for log in logs])
+        out += (f"| {variant} | {its:.0f} | {probes / total:.0%} | {guided / total:.0%} | {hard:.1f} of "
+                f"{plan.setting['batch_tasks']} | {rescued / groups if groups else 0:.0%} | {kl:.2f} |\n")
+    return out
+
+
 def _read_log(plan: Plan, key: str) -> list[dict]:
     variant, seed = key.split("/")
     path = plan.run_dir(variant, int(seed)) / "log.jsonl"
@@ -452,6 +487,8 @@ def _barrier(plan: Plan):
     from agents.actguide.trainer import load_learner
 
     cache = plan.out / "barrier.json"
+    times = plan.out / "times.json"
+    plan.seconds["barrier"] = json.loads(times.read_text()).get("barrier", 0.0) if times.is_file() else 0.0
     if cache.is_file():
         rows = json.loads(cache.read_text())
         reports = []
@@ -469,7 +506,7 @@ def _barrier(plan: Plan):
         learner, _ = load_learner(folder)
         reports.append(diagnose(learner, env, ids, label, K=8, max_k=4, horizon=4, seed=0))
     cache.write_text(json.dumps([r.to_dict() for r in reports], indent=2) + "\n")
-    plan.seconds["barrier"] = time.perf_counter() - start
+    plan.seconds["barrier"] = _add_time(plan, "barrier", time.perf_counter() - start)
     return reports
 
 
