@@ -204,7 +204,7 @@ class CausalLMSteerer(Steerer):
                 pos = int(name_logp.argmax()) if greedy else int(torch.multinomial(name_logp.exp(), 1, generator=generator))
                 option = self.options[pos] if pos < len(self.options) else None
                 arg_pos, argument = -1, ""
-                if option is not None and option.needs_argument:
+                if option is not None and option.needs_argument and self.choose_arguments:
                     arg_prefix = prefix + self._name_choices()[pos]
                     arg_logp = torch.log_softmax(self._continuation_logprobs(arg_prefix, self._arg_choices(spans)), dim=0)
                     arg_pos = int(arg_logp.argmax()) if greedy else int(torch.multinomial(arg_logp.exp(), 1, generator=generator))

@@ -207,6 +207,7 @@ class SteeringTrainer:
         env = self._build_env()
         options = options_from_catalogue(env.unwrapped.catalogue)
         steerer = self._steerer or build_steerer(c.backbone, options, dict(c.backbone_args))
+        steerer.set_action_mode(c.action_mode)
         params = steerer.trainable_parameters()
         optimizer = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay)
         log_path = self.run_dir / LOG_FILE
