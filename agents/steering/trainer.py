@@ -30,7 +30,7 @@ from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
 
 from .backbones import build_steerer
-from .checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, read_jsonl, truncate_jsonl
+from .checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, load_checkpoint, read_jsonl, truncate_jsonl
 from .config import SteeringConfig
 from .gate import gate_probability
 from .interventions import options_from_catalogue
@@ -108,7 +108,7 @@ def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
         path = path / MODEL_FILE
     if not path.is_file():
         raise SteerEnvsError(f"no steering model at {str(path)!r}; train one with `steer-envs train steering --out DIR`")
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    payload = load_checkpoint(path)
     options = [InterventionOption(*o) for o in payload["options"]]
     steerer = build_steerer(payload["kind"], options, payload["spec"])
     steerer.load_checkpoint_state_dict(payload["state_dict"])
@@ -202,7 +202,7 @@ class SteeringTrainer:
         log_path = self.run_dir / LOG_FILE
 
         if resuming:
-            ckpt = torch.load(self.run_dir / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+            ckpt = load_checkpoint(self.run_dir / CHECKPOINT_FILE)
             steerer.load_checkpoint_state_dict(ckpt["steerer"])
             optimizer.load_state_dict(ckpt["optimizer"])
             bank: list[BankState] = ckpt["bank"]

@@ -50,7 +50,7 @@ def run_episode(env: Any, policy: Any, seed: int, task_id: str, label: str, seed
         interventions=int(info.get("interventions", 0)), executor_turns=int(info.get("executor_turns", 0)),
         decisions=decisions, tokens=int(info.get("tokens", 0)),
         answer=None if info.get("answer") is None else str(info.get("answer")),
-        seconds=round(time.perf_counter() - start, 4),
+        seconds=round(time.perf_counter() - start, 4), failure=info.get("failure"),
     )
 
 

@@ -248,7 +248,7 @@ class SearchEnv(gym.Env):
     def _intervene(self, kind: str, text: str) -> float:
         self.executor.intervene(Intervention(kind, text))  # type: ignore[arg-type]
         self.interventions += 1
-        return -self.config.intervention_cost
+        return -self.config.intervention_cost if self.config.intervention_cost else 0.0  # never -0.0
 
     def _run_turns(self, n: int | None) -> None:
         count = 0
