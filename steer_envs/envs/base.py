@@ -93,12 +93,14 @@ class SearchEnv(gym.Env):
         )
         self.render_mode = render_mode
         self._tasks: list[Task] | None = None
-        if not self.tasks:
-            raise SteerEnvsError(f"no tasks match benchmarks={benchmarks!r} split={split!r} task_ids={task_ids!r}")
-        self.catalogue: tuple[InterventionTemplate, ...] = CATALOGUES[self.kind]
         self.executor: Executor = make_executor(
             executor, ExecutorContext(retriever=retriever, data_dir=data_dir, max_turns=max_turns, topk=topk)
         )
+        if not self.tasks:
+            hint = "" if task_ids else f"; {executor} supports none of them (a replay covers only recorded tasks)"
+            raise SteerEnvsError(f"no tasks match benchmarks={benchmarks!r} split={split!r} task_ids={task_ids!r}"
+                                 + (hint if self._loaded_any else ""))
+        self.catalogue: tuple[InterventionTemplate, ...] = CATALOGUES[self.kind]
         self.observation_space = self._observation_space()
         self.action_space = (
             spaces.Discrete(len(self.catalogue)) if action_mode == "discrete" else AnyText(MAX_ACTION_CHARS)
@@ -115,14 +117,18 @@ class SearchEnv(gym.Env):
     # -- tasks (reloaded after unpickling instead of being copied) -------------------------------------------
     @property
     def tasks(self) -> list[Task]:
+        """The tasks ``reset`` draws from. Without explicit ``task_ids``, only those the executor supports (a
+        ``replay:`` env picks recorded tasks by default)."""
         if self._tasks is None:
             c = self.config
             if c.task_file:
                 tasks = load_task_file(c.task_file, split=c.split)
                 wanted = set(c.task_ids or ())
-                self._tasks = [t for t in tasks if not wanted or t.id in wanted]
+                tasks = [t for t in tasks if not wanted or t.id in wanted]
             else:
-                self._tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
+                tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
+            self._loaded_any = bool(tasks)
+            self._tasks = tasks if c.task_ids else [t for t in tasks if self.executor.supports_task(t)]
         return self._tasks
 
     def __getstate__(self) -> dict:

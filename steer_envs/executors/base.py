@@ -136,6 +136,11 @@ class Executor(ABC):
         self.stats.interventions += 1
         self._receive(intervention)
 
+    def supports_task(self, task: Task) -> bool:
+        """Whether this executor can run ``task`` (a replay covers only recorded tasks). Envs built without
+        explicit ``task_ids`` keep only the tasks their executor supports."""
+        return True
+
     @property
     def turns_left(self) -> int:
         return max(0, self.max_turns - self.stats.turns)
