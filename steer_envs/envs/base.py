@@ -56,6 +56,48 @@ class SearchEnv(gym.Env):
     kind = "steering"
     pass_words: frozenset[str] = frozenset({"pass", ""})
 
+    # -- documentation read by the env cards (``steer-envs cards``, docs/envs/) ---------------------------------
+    reward_doc = ("Terminal: the score of the executor's final answer against the golden answers under `metric` "
+                  "(F1 by default; 0 when it never answers). Each intervention adds `-intervention_cost` at the step "
+                  "it is made. Every other step gives 0.")
+    observation_docs: dict[str, str] = {
+        "goal": "the question (first 2,000 characters)",
+        "transcript": "the executor's transcript so far in the Search-R1 protocol, the last `max_transcript_chars`",
+        "turn": "executor turns taken so far",
+        "interventions": "interventions made so far in this episode",
+    }
+    info_docs: dict[str, str] = {
+        "task_id": "the task's id (`benchmark/split_index`)",
+        "benchmark": "the task's benchmark",
+        "executor_turns": "executor turns taken",
+        "interventions": "interventions made",
+        "tokens": "tokens the executor generated (words, for simulated and replayed executors)",
+        "answer": "the executor's answer (None until it answers)",
+        "privileged": "simulator ground truth (drift label, hop progress): for analysis only, never for acting",
+        "f1": "token F1 of the answer (final step)",
+        "em": "exact match of the answer (final step)",
+        "score": "the reward metric's value (final step)",
+        "failure": "why the episode ended early: a service that failed after retries, or a recording that ends "
+                   "(final step, only when it happened)",
+    }
+    option_docs: dict[str, str] = {
+        "executor": "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ...",
+        "benchmarks": "benchmarks to draw tasks from (default: all seven)",
+        "split": "task split: train, dev or test",
+        "task_ids": "explicit task ids (default: every task of the benchmarks and split the executor supports)",
+        "max_turns": "the executor's turn budget",
+        "action_mode": "`discrete` (index into `env.unwrapped.catalogue`) or `text` (a free note, `pass` to pass)",
+        "intervention_cost": "reward cost of each intervention",
+        "metric": "reward metric: f1, em, cover_em, ...",
+        "data_dir": "data folder (default: $STEER_ENVS_DATA, else ../shared/data)",
+        "retriever": "retriever spec: `bm25s`, `lucene`, `http:<url>`, or a plugin's kind",
+        "topk": "documents per search",
+        "max_transcript_chars": "how much of the transcript the observation shows",
+        "decision_every": "executor turns between two decisions",
+        "render_mode": "`ansi` (render returns the observation as text) or `human` (prints it)",
+        "task_file": "a FlashRAG / Search-R1 JSONL task file instead of the shared benchmarks",
+    }
+
     def __init__(
         self,
         executor: str = "sim:default",
