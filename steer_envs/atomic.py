@@ -5,6 +5,10 @@ middle of a write, so that ``--resume`` and re-running a command always find com
 to a temporary file in the same folder, is flushed and fsync'ed, then renamed over the target (``os.replace``
 is atomic on POSIX and Windows); the folder itself is fsync'ed so the rename survives a power cut too.
 
+Ctrl-C and SIGTERM arriving during a write are held until the file is in place, then delivered: an interrupt
+raised inside a serializer's callbacks (``torch.save`` writes through Python) leaves the serializer in a broken
+state and turns a clean stop into a traceback.
+
 ``$STEER_ENVS_KILL_DURING_WRITE=N`` is fault injection for the interruption tests: the N-th atomic write of
 the process SIGKILLs it after writing half of the new bytes, before the rename (a real hard kill at the worst
 moment, reproducibly placed).
@@ -16,7 +20,9 @@ import json
 import os
 import signal
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,9 +51,35 @@ def _kill_point() -> bool:
     return bool(limit) and _writes_this_process == int(limit)
 
 
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT / SIGTERM for the duration of the block, then deliver them (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, lambda signum, frame: received.append(signum))
+        except (ValueError, OSError):  # an embedding application owns the signals
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in received:
+            signal.raise_signal(sig)  # now, to the restored handler (KeyboardInterrupt, or the default action)
+
+
 def atomic_write_bytes(path: str | os.PathLike, write: bytes | Callable[[IO[bytes]], Any]) -> None:
     """Write ``path`` atomically. ``write`` is the bytes, or a function writing to a binary file object."""
-    path = Path(path)
+    with interrupts_deferred():
+        _write_and_rename(Path(path), write)
+
+
+def _write_and_rename(path: Path, write: bytes | Callable[[IO[bytes]], Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -17,6 +17,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from agents.base import play_episode
+from steer_envs.atomic import atomic_write_text
 from baselines.registry import MethodContext, build_policy, get_method, parse_method
 
 from .config import EvalConfig, episode_seed
@@ -168,13 +169,13 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     table = results_table(summaries, benchmarks)
     header = table_header(cfg)
     notes = incomplete_notes(folder, partial)
-    (folder.root / "table.md").write_text(header + table + notes, encoding="utf-8")
+    atomic_write_text(folder.root / "table.md", header + table + notes)
     metrics = {
         "config": folder.config.to_json(),
         "methods": [_summary_json(s) for s in summaries],
         "incomplete": partial,
     }
-    (folder.root / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(folder.root / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return summaries, header + table + notes
 
 
