@@ -2,8 +2,8 @@
 
 Why: ``torch.load(..., weights_only=False)`` unpickles, and a pickle can call any function it names; a run
 folder someone shared would run whatever its checkpoint asks for. Here a checkpoint is written with
-``torch.save`` of a tree made only of tensors, numbers, strings, lists and dicts, and read back with
-``torch.load(..., weights_only=True)``, which refuses anything else. Richer values (tuples, sets, numpy arrays
+``torch.save`` of a list of tensors and one JSON document (as bytes) holding everything else, and read back with
+``torch.load(..., weights_only=True)``, which refuses anything but tensors and plain containers. Richer values (tuples, sets, numpy arrays
 and scalars, numpy / ``random`` generators, dataclasses such as a trainer's state bank or an env snapshot)
 are encoded into that tree by :func:`to_plain` and rebuilt by :func:`from_plain` from an allowlist: a dataclass
 is rebuilt only when its class lives in this project's packages (or was passed to
@@ -20,6 +20,7 @@ import argparse
 import dataclasses
 import enum
 import importlib
+import json
 import os
 import random
 import sys
@@ -59,55 +60,80 @@ def _trusted(module: str) -> bool:
 
 
 # -- encoding ------------------------------------------------------------------------------------------------
-def to_plain(obj: Any) -> Any:
-    """Encode ``obj`` as tensors + plain data (see the module docstring); raises :class:`CheckpointError`."""
-    import torch
+class _Encoder:
+    """Turns a value into JSON-able plain data; tensors are collected aside and referenced by index."""
 
-    if obj is None or isinstance(obj, (bool, str, torch.Tensor)):
-        return obj
-    if isinstance(obj, int) and not isinstance(obj, enum.Enum):
-        return int(obj)
-    if isinstance(obj, float):
-        return float(obj)
-    if isinstance(obj, list):
-        return [to_plain(x) for x in obj]
-    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-        return {TAG: "tuple", "items": [to_plain(x) for x in obj]}
-    if isinstance(obj, (set, frozenset)):
-        items = sorted(obj, key=repr)  # a stable order: the same state writes the same bytes
-        return {TAG: type(obj).__name__, "items": [to_plain(x) for x in items]}
-    if isinstance(obj, dict):
-        if all(isinstance(k, str) for k in obj) and TAG not in obj:
-            return {k: to_plain(v) for k, v in obj.items()}
-        return {TAG: "dict", "items": [[to_plain(k), to_plain(v)] for k, v in obj.items()]}
-    if isinstance(obj, bytes):
-        return {TAG: "bytes", "data": torch.tensor(list(obj), dtype=torch.uint8)}
-    if isinstance(obj, np.ndarray):
-        return _encode_array(obj)
-    if isinstance(obj, np.generic):
-        return {TAG: "np_scalar", "dtype": obj.dtype.str, "value": obj.item()}
-    if isinstance(obj, np.random.Generator):
-        name = type(obj.bit_generator).__name__
-        return {TAG: "np_generator", "bit_generator": name, "state": to_plain(obj.bit_generator.state)}
-    if isinstance(obj, np.random.RandomState):
-        return {TAG: "np_random_state", "state": to_plain(obj.get_state(legacy=False))}
-    if isinstance(obj, random.Random):
-        return {TAG: "random", "state": to_plain(obj.getstate())}
-    if isinstance(obj, torch.Generator):
-        return {TAG: "torch_generator", "state": obj.get_state()}
-    cls = type(obj)
-    allowed = _trusted(cls.__module__) or _qualified(cls) in _EXTRA_TYPES
-    if isinstance(obj, enum.Enum) and allowed:
-        return {TAG: "enum", "cls": _qualified(cls), "value": to_plain(obj.value)}
-    if isinstance(obj, torch.nn.Module):
-        raise CheckpointError(f"a checkpoint stores a module's state_dict(), not the {cls.__name__} module itself")
-    if allowed and (dataclasses.is_dataclass(obj) or hasattr(obj, "__dict__")):
-        return {TAG: "object", "cls": _qualified(cls), "fields": {k: to_plain(v) for k, v in _fields_of(obj).items()}}
-    raise CheckpointError(
-        f"cannot store a {cls.__module__}.{cls.__qualname__} in a checkpoint: checkpoints hold tensors, numbers, "
-        "strings, containers, numpy arrays / generators and dataclasses of steer_envs, agents, baselines or "
-        "benchmarks (register others with steer_envs.checkpoints.register_checkpoint_type)"
-    )
+    def __init__(self) -> None:
+        self.tensors: list[Any] = []
+
+    def tensor(self, value) -> dict[str, Any]:
+        self.tensors.append(value.detach().cpu())
+        return {TAG: "tensor", "i": len(self.tensors) - 1}
+
+    def encode(self, obj: Any) -> Any:
+        import torch
+
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, int) and not isinstance(obj, enum.Enum):
+            return int(obj)
+        if isinstance(obj, float):
+            return float(obj)
+        if isinstance(obj, torch.Tensor):
+            return self.tensor(obj)
+        if isinstance(obj, list):
+            return [self.encode(x) for x in obj]
+        if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+            return {TAG: "tuple", "items": [self.encode(x) for x in obj]}
+        if isinstance(obj, (set, frozenset)):
+            items = sorted(obj, key=repr)  # a stable order: the same state writes the same bytes
+            return {TAG: type(obj).__name__, "items": [self.encode(x) for x in items]}
+        if isinstance(obj, dict):
+            if all(isinstance(k, str) for k in obj) and TAG not in obj:
+                return {k: self.encode(v) for k, v in obj.items()}
+            return {TAG: "dict", "items": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+        if isinstance(obj, bytes):
+            return {TAG: "bytes", "data": self.tensor(torch.frombuffer(bytearray(obj), dtype=torch.uint8))}
+        if isinstance(obj, np.ndarray):
+            return self._array(obj)
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biufUS":
+            return {TAG: "np_scalar", "dtype": obj.dtype.str, "value": obj.item()}
+        if isinstance(obj, np.random.Generator):
+            name = type(obj.bit_generator).__name__
+            return {TAG: "np_generator", "bit_generator": name, "state": self.encode(obj.bit_generator.state)}
+        if isinstance(obj, np.random.RandomState):
+            return {TAG: "np_random_state", "state": self.encode(obj.get_state(legacy=False))}
+        if isinstance(obj, random.Random):
+            return {TAG: "random", "state": self.encode(obj.getstate())}
+        if isinstance(obj, torch.Generator):
+            return {TAG: "torch_generator", "state": self.tensor(obj.get_state())}
+        cls = type(obj)
+        allowed = _trusted(cls.__module__) or _qualified(cls) in _EXTRA_TYPES
+        if isinstance(obj, enum.Enum) and allowed:
+            return {TAG: "enum", "cls": _qualified(cls), "value": self.encode(obj.value)}
+        if isinstance(obj, torch.nn.Module):
+            raise CheckpointError(f"a checkpoint stores a module's state_dict(), not the {cls.__name__} module itself")
+        if allowed and (dataclasses.is_dataclass(obj) or hasattr(obj, "__dict__")):
+            fields = {k: self.encode(v) for k, v in _fields_of(obj).items()}
+            return {TAG: "object", "cls": _qualified(cls), "fields": fields}
+        raise CheckpointError(
+            f"cannot store a {cls.__module__}.{cls.__qualname__} in a checkpoint: checkpoints hold tensors, numbers, "
+            "strings, containers, numpy arrays / generators and dataclasses of steer_envs, agents, baselines or "
+            "benchmarks (register others with steer_envs.checkpoints.register_checkpoint_type)"
+        )
+
+    def _array(self, arr: np.ndarray) -> dict[str, Any]:
+        import torch
+
+        if arr.dtype.kind in "biuf":
+            native = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+            try:
+                return {TAG: "ndarray", "dtype": arr.dtype.str, "data": self.tensor(torch.from_numpy(native.copy()))}
+            except (TypeError, ValueError):  # a dtype torch has no twin for: stored as a list below
+                pass
+        if arr.dtype.kind in "biufUS":
+            return {TAG: "ndarray", "dtype": arr.dtype.str, "shape": list(arr.shape), "list": arr.ravel().tolist()}
+        raise CheckpointError(f"cannot store a numpy array of dtype {arr.dtype} in a checkpoint (object arrays run code)")
 
 
 def _fields_of(obj: Any) -> dict[str, Any]:
@@ -116,34 +142,112 @@ def _fields_of(obj: Any) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
 
 
-def _encode_array(arr: np.ndarray) -> dict[str, Any]:
-    import torch
-
-    if arr.dtype.kind in "biuf":
-        native = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
-        try:
-            return {TAG: "ndarray", "dtype": arr.dtype.str, "tensor": torch.from_numpy(native.copy())}
-        except (TypeError, ValueError):  # a dtype torch has no twin for: stored as a list below
-            pass
-    if arr.dtype.kind in "biufUS":
-        return {TAG: "ndarray", "dtype": arr.dtype.str, "shape": list(arr.shape), "list": arr.ravel().tolist()}
-    raise CheckpointError(f"cannot store a numpy array of dtype {arr.dtype} in a checkpoint (object arrays run code)")
+def to_plain(obj: Any) -> tuple[Any, list[Any]]:
+    """``obj`` as (JSON-able plain data, the tensors it references); raises :class:`CheckpointError`."""
+    encoder = _Encoder()
+    return encoder.encode(obj), encoder.tensors
 
 
 # -- decoding ------------------------------------------------------------------------------------------------
-def from_plain(obj: Any) -> Any:
-    """Rebuild what :func:`to_plain` encoded; classes outside the allowlist are refused."""
-    if isinstance(obj, list):
-        return [from_plain(x) for x in obj]
-    if not isinstance(obj, dict):
-        return obj
-    tag = obj.get(TAG)
-    if tag is None:
-        return {k: from_plain(v) for k, v in obj.items()}
-    decode = _DECODERS.get(tag) if isinstance(tag, str) else None
-    if decode is None:
-        raise CheckpointError(f"unknown value tag {tag!r} in the checkpoint (written by a newer steer-envs?)")
-    return decode(obj)
+class _Decoder:
+    """Rebuilds what :class:`_Encoder` wrote; classes outside the allowlist are refused."""
+
+    def __init__(self, tensors: list[Any]) -> None:
+        self.tensors = tensors
+
+    def decode(self, obj: Any) -> Any:
+        if isinstance(obj, list):
+            return [self.decode(x) for x in obj]
+        if not isinstance(obj, dict):
+            return obj
+        tag = obj.get(TAG)
+        if tag is None:
+            return {k: self.decode(v) for k, v in obj.items()}
+        method = getattr(self, f"_{tag}", None) if isinstance(tag, str) and tag.isidentifier() else None
+        if method is None:
+            raise CheckpointError(f"unknown value tag {tag!r} in the checkpoint (written by a newer steer-envs?)")
+        return method(obj)
+
+    def _tensor(self, obj: dict):
+        index = obj.get("i")
+        if not isinstance(index, int) or not 0 <= index < len(self.tensors):
+            raise CheckpointError(f"the checkpoint refers to tensor {index!r}, which it does not hold")
+        return self.tensors[index]
+
+    def _tuple(self, obj: dict) -> tuple:
+        return tuple(self.decode(x) for x in obj["items"])
+
+    def _set(self, obj: dict) -> set:
+        return {self.decode(x) for x in obj["items"]}
+
+    def _frozenset(self, obj: dict) -> frozenset:
+        return frozenset(self.decode(x) for x in obj["items"])
+
+    def _dict(self, obj: dict) -> dict:
+        return {self.decode(k): self.decode(v) for k, v in obj["items"]}
+
+    def _bytes(self, obj: dict) -> bytes:
+        return bytes(self.decode(obj["data"]).numpy().tobytes())
+
+    def _ndarray(self, obj: dict) -> np.ndarray:
+        dtype = np.dtype(str(obj["dtype"]))
+        if dtype.kind not in "biufUS":
+            raise CheckpointError(f"numpy arrays of dtype {dtype} are refused in checkpoints")
+        if "data" in obj:
+            return self.decode(obj["data"]).numpy().astype(dtype, copy=True)
+        return np.array(obj["list"], dtype=dtype).reshape(obj["shape"])
+
+    def _np_scalar(self, obj: dict):
+        dtype = np.dtype(str(obj["dtype"]))
+        if dtype.kind not in "biufUS":
+            raise CheckpointError(f"numpy scalars of dtype {dtype} are refused in checkpoints")
+        return dtype.type(obj["value"])
+
+    def _np_generator(self, obj: dict) -> np.random.Generator:
+        name = obj.get("bit_generator")
+        if name not in _BIT_GENERATORS:
+            raise CheckpointError(f"unknown numpy bit generator {name!r} in the checkpoint")
+        bit_generator = getattr(np.random, name)()
+        bit_generator.state = self.decode(obj["state"])
+        return np.random.Generator(bit_generator)
+
+    def _np_random_state(self, obj: dict) -> np.random.RandomState:
+        rs = np.random.RandomState()
+        rs.set_state(self.decode(obj["state"]))
+        return rs
+
+    def _random(self, obj: dict) -> random.Random:
+        rng = random.Random()
+        rng.setstate(self.decode(obj["state"]))
+        return rng
+
+    def _torch_generator(self, obj: dict):
+        import torch
+
+        generator = torch.Generator()
+        generator.set_state(self.decode(obj["state"]))
+        return generator
+
+    def _enum(self, obj: dict) -> enum.Enum:
+        cls = _class(obj.get("cls"))
+        if not issubclass(cls, enum.Enum):
+            raise CheckpointError(f"{obj.get('cls')!r} is not an enum; refused")
+        return cls(self.decode(obj["value"]))
+
+    def _object(self, obj: dict) -> Any:
+        cls = _class(obj.get("cls"))
+        fields = obj.get("fields")
+        if not isinstance(fields, dict):
+            raise CheckpointError(f"malformed fields of {obj.get('cls')!r} in the checkpoint")
+        instance = object.__new__(cls)
+        for key, value in fields.items():
+            object.__setattr__(instance, key, self.decode(value))  # no __init__, no __setattr__ hooks: data only
+        return instance
+
+
+def from_plain(tree: Any, tensors: list[Any] | None = None) -> Any:
+    """Rebuild what :func:`to_plain` encoded."""
+    return _Decoder(list(tensors or [])).decode(tree)
 
 
 def _class(name: Any) -> type:
@@ -168,85 +272,15 @@ def _class(name: Any) -> type:
     return target
 
 
-def _decode_object(obj: dict) -> Any:
-    cls = _class(obj.get("cls"))
-    fields = obj.get("fields")
-    if not isinstance(fields, dict):
-        raise CheckpointError(f"malformed fields of {obj.get('cls')!r} in the checkpoint")
-    instance = object.__new__(cls)
-    for key, value in fields.items():
-        object.__setattr__(instance, key, from_plain(value))  # no __init__, no __setattr__ hooks: data only
-    return instance
-
-
-def _decode_array(obj: dict) -> np.ndarray:
-    dtype = np.dtype(str(obj["dtype"]))
-    if dtype.kind == "O":
-        raise CheckpointError("object arrays are refused in checkpoints")
-    if "tensor" in obj:
-        return obj["tensor"].numpy().astype(dtype, copy=True)
-    return np.array(obj["list"], dtype=dtype).reshape(obj["shape"])
-
-
-def _decode_generator(obj: dict) -> np.random.Generator:
-    name = obj.get("bit_generator")
-    if name not in _BIT_GENERATORS:
-        raise CheckpointError(f"unknown numpy bit generator {name!r} in the checkpoint")
-    bit_generator = getattr(np.random, name)()
-    bit_generator.state = from_plain(obj["state"])
-    return np.random.Generator(bit_generator)
-
-
-def _decode_random_state(obj: dict) -> np.random.RandomState:
-    rs = np.random.RandomState()
-    rs.set_state(from_plain(obj["state"]))
-    return rs
-
-
-def _decode_random(obj: dict) -> random.Random:
-    rng = random.Random()
-    rng.setstate(from_plain(obj["state"]))
-    return rng
-
-
-def _decode_torch_generator(obj: dict):
-    import torch
-
-    generator = torch.Generator()
-    generator.set_state(obj["state"])
-    return generator
-
-
-def _decode_enum(obj: dict) -> enum.Enum:
-    cls = _class(obj.get("cls"))
-    if not issubclass(cls, enum.Enum):
-        raise CheckpointError(f"{obj.get('cls')!r} is not an enum; refused")
-    return cls(from_plain(obj["value"]))
-
-
-_DECODERS = {
-    "tuple": lambda o: tuple(from_plain(x) for x in o["items"]),
-    "set": lambda o: {from_plain(x) for x in o["items"]},
-    "frozenset": lambda o: frozenset(from_plain(x) for x in o["items"]),
-    "dict": lambda o: {from_plain(k): from_plain(v) for k, v in o["items"]},
-    "bytes": lambda o: bytes(o["data"].tolist()),
-    "ndarray": _decode_array,
-    "np_scalar": lambda o: np.dtype(str(o["dtype"])).type(o["value"]),
-    "np_generator": _decode_generator,
-    "np_random_state": _decode_random_state,
-    "random": _decode_random,
-    "torch_generator": _decode_torch_generator,
-    "enum": _decode_enum,
-    "object": _decode_object,
-}
-
-
 # -- files ---------------------------------------------------------------------------------------------------
 def save_checkpoint(obj: Any, path: str | os.PathLike) -> None:
-    """Write ``obj`` (encoded by :func:`to_plain`) atomically to ``path``."""
+    """Write ``obj`` atomically to ``path``: its tensors, and everything else as one JSON document."""
     import torch
 
-    payload = {FORMAT_KEY: FORMAT_VERSION, "payload": to_plain(obj)}
+    tree, tensors = to_plain(obj)
+    blob = json.dumps(tree, separators=(",", ":")).encode("utf-8")
+    payload = {FORMAT_KEY: FORMAT_VERSION, "tensors": tensors,
+               "tree": torch.frombuffer(bytearray(blob), dtype=torch.uint8) if blob else torch.zeros(0, dtype=torch.uint8)}
     atomic_write_bytes(Path(path), lambda fh: torch.save(payload, fh))
 
 
@@ -276,7 +310,11 @@ def load_checkpoint(path: str | os.PathLike) -> Any:
             f"written by an earlier steer-envs, convert it: python -m steer_envs.checkpoints convert {path} "
             "--trust-this-file"
         )
-    return from_plain(raw["payload"])
+    try:
+        tree = json.loads(raw["tree"].numpy().tobytes().decode("utf-8"))
+    except (KeyError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"{str(path)!r} is a damaged steer-envs checkpoint ({exc})") from None
+    return from_plain(tree, raw.get("tensors"))
 
 
 def convert_legacy(path: str | os.PathLike) -> None:

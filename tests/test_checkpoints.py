@@ -3,6 +3,7 @@ error (and runs nothing), while real training state (env snapshots, generators, 
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import subprocess
@@ -77,8 +78,9 @@ def test_a_crafted_sb3_zip_is_refused(tmp_path):
 
 def test_plain_data_naming_a_foreign_class_is_refused(tmp_path):
     path = tmp_path / "c.pt"
-    torch.save({"__steer_envs_checkpoint__": 1,
-                "payload": {"__t__": "object", "cls": "subprocess:Popen", "fields": {"args": ["true"]}}}, path)
+    tree = json.dumps({"__t__": "object", "cls": "subprocess:Popen", "fields": {"args": ["true"]}}).encode()
+    torch.save({"__steer_envs_checkpoint__": 1, "tensors": [],
+                "tree": torch.frombuffer(bytearray(tree), dtype=torch.uint8)}, path)
     with pytest.raises(CheckpointError, match="outside steer_envs .* refused"):
         load_checkpoint(path)
 
