@@ -28,6 +28,24 @@ def pytest_configure(config):
     for var, sub in (("XDG_CACHE_HOME", "xdg_cache"), ("MPLCONFIGDIR", "matplotlib"), ("SB3_LOGDIR", "sb3")):
         (_SESSION_DIR / sub).mkdir()
         os.environ[var] = str(_SESSION_DIR / sub)
+    _hypothesis_in(_SESSION_DIR / "hypothesis")
+    from tests.memory_budget import register
+
+    register(config)
+
+
+def _hypothesis_in(folder: Path) -> None:
+    """Property tests keep no example database, and hypothesis's own caches go to the session folder (by default
+    both are a ``.hypothesis/`` folder in the working directory)."""
+    try:
+        from hypothesis import settings
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:  # the test extra is not installed: no property tests run
+        return
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(folder)
+    set_hypothesis_home_dir(folder)
+    settings.register_profile("steer_envs", database=None)
+    settings.load_profile("steer_envs")
 
 
 def pytest_unconfigure(config):
