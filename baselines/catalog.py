@@ -25,6 +25,15 @@ for method in (
            "baselines.simple:build_random", options={"p": "", "match": "steering_rl"}, group="rule"),
     Method("always", "intervene at every decision with one fixed option", STEERING_ENV,
            "baselines.simple:build_always", options={"option": "refocus"}, group="rule"),
+    Method("fixed_rule", "one catalogue note at decision `at` (0 = before the first executor turn), pass otherwise",
+           STEERING_ENV, "baselines.fixed_rule:build_fixed_rule", options={"option": "keep_searching", "at": "1"},
+           group="rule"),
+    Method("best_fixed_rule", "the best fixed rule (option, decision 0..max_at), chosen on the dev split by mean F1; "
+           "the bar every learned method must clear", STEERING_ENV, "baselines.fixed_rule:build_best_fixed_rule",
+           options={"max_at": "3", "dev_tasks": "0", "seeds": "1"}, learns=True, group="rule"),
+    Method("oracle", "reads the simulator's hidden state and sends the note that fixes it (headroom only: no real "
+           "steerer sees hidden state)", STEERING_ENV, "baselines.oracle:build_oracle",
+           options={"max_interventions": "3"}, group="reference"),
     Method("drift_rule", "rule-based drift detector: a repeated query -> stop_repeating; turn >= turns -> answer_now",
            STEERING_ENV, "baselines.simple:build_drift_rule", options={"turns": "6"}, group="rule"),
     Method("steering_zero_shot", "the steering agent without RL: an untrained EncoderSteerer (fast path + gate + "

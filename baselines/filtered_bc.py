@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from agents.steering.features import split_observation
 from steer_envs.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from steer_envs.rollouts import Job, env_setup, using_pool
 from steer_envs.wrappers import TextFeaturizer
 
 from .registry import MethodContext
@@ -54,14 +55,28 @@ def _outcome(base_env: Any, action: int, seeds: list[int]) -> float:
     return float(np.mean(scores))
 
 
+def proposal_gain(env: Any, item: tuple[dict, int, list[int]]) -> float:
+    """Pool work function: restore the snapshot of ``item = (env state, action, seeds)`` and return the paired
+    gain of the proposed action over passing (mean outcome after it minus mean outcome without it)."""
+    state, action, seeds = item
+    base = env.unwrapped
+    base.set_state(state)
+    return _outcome(base, action, seeds) - _outcome(base, 0, seeds)
+
+
 def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float, margin: float, seed: int,
             featurizer: TextFeaturizer) -> tuple[list[BCExample], dict]:
-    """Offline collection + counterfactual filtering (steps 1-2)."""
+    """Offline collection + counterfactual filtering (steps 1-2).
+
+    The unsupervised rollouts (and every random draw) run here, in order; the paired continuations of every
+    proposal go to the context's rollout pool as (snapshot, action, seeds) items, so the kept labels are those
+    of the one-process loop whatever the pool."""
     env = context.make_env(split="train", action_mode="discrete")
     base = env.unwrapped
     n_options = len(base.catalogue)
     rng = np.random.default_rng(seed)
-    examples: list[BCExample] = []
+    proposals: list[tuple[np.ndarray, int]] = []
+    items: list[tuple[dict, int, list[int]]] = []
     stats = {"states": 0, "proposed": 0, "kept": 0}
     for episode in tqdm(range(tasks), desc="filtered_bc collect", unit="task", disable=not context.progress,
                         dynamic_ncols=True):
@@ -73,12 +88,18 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
                 stats["proposed"] += 1
                 action = int(rng.integers(1, n_options))
                 seeds = [int(rng.integers(2**31)) for _ in range(n_rollouts)]
-                gain = _outcome(base, action, seeds) - _outcome(base, 0, seeds)
-                keep = gain > margin
-                stats["kept"] += int(keep)
-                examples.append(BCExample(featurizer(*split_observation(obs)), action if keep else 0))
+                items.append((base.get_state(), action, seeds))
+                proposals.append((featurizer(*split_observation(obs)), action))
             obs, _, terminated, truncated, _ = env.step(0)
+    with using_pool(context.pool) as pool, tqdm(total=len(items), desc="filtered_bc filter", unit="state",
+                                                disable=not context.progress, dynamic_ncols=True) as bar:
+        gains = pool.map(Job(env_setup(env, pool), proposal_gain), items, progress=bar.update)
     env.close()
+    examples: list[BCExample] = []
+    for (features, action), gain in zip(proposals, gains):
+        keep = gain > margin
+        stats["kept"] += int(keep)
+        examples.append(BCExample(features, action if keep else 0))
     return examples, stats
 
 

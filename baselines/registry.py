@@ -46,6 +46,8 @@ class MethodContext:
     measured_rate: Callable[[str], float | None] = lambda label: None
     progress: bool = True
     seed: int = 0
+    #: where a method's expensive rollouts run (a PoolConfig or RolloutPool; None = this process)
+    pool: Any = None
 
     def make_env(self, env_id: str = STEERING_ENV, split: str = "train", action_mode: str = "discrete", **overrides: Any):
         """Build an env of this context's protocol (the executor, turn budget and metric of the run)."""

@@ -108,7 +108,7 @@ def _rl(context: MethodContext, env_id: str, name: str) -> SteeringAgent:
     done = (run_dir / MODEL_FILE).is_file() and _finished_rounds(run_dir / LOG_FILE) >= config.m
     if not done:
         env = None if env_id == STEERING_ENV else context.make_env(env_id, split="train", action_mode=ACTION_MODE)
-        SteeringTrainer(config, run_dir, resume=True, progress=context.progress, env=env).run()
+        SteeringTrainer(config, run_dir, resume=True, progress=context.progress, env=env, pool=context.pool).run()
         _copy_training_log(run_dir / LOG_FILE, context, name)
     try:
         steerer, _ = load_model(run_dir / MODEL_FILE)

@@ -6,6 +6,7 @@ import argparse
 from steer_envs.cli.common import add_data_dir
 from steer_envs.cli.registry import Command, register_command, rerun
 from steer_envs.data import BENCHMARKS, SPLITS
+from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
 
 def _add_protocol(parser: argparse.ArgumentParser, split: str = "test", seeds: int = 3) -> None:
@@ -36,6 +37,7 @@ def _configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="run folder (created; reused to resume or add methods)")
     parser.add_argument("--list-methods", action="store_true", help="describe every method and exit")
     _add_protocol(parser)
+    add_pool_arguments(parser)
 
 
 def _run_eval(args: argparse.Namespace) -> int:
@@ -54,7 +56,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         raise SteerEnvsError("eval needs --method M [M ...] and --out RUN_DIR (or --list-methods)")
     specs = [parse_method(s).label for s in args.method]  # validate every name before any work
     folder = RunFolder(args.out, _config(args))
-    _, _, table = evaluate_all(folder, specs, progress=not args.no_progress)
+    _, _, table = evaluate_all(folder, specs, progress=not args.no_progress, pool=pool_config_from_args(args))
     print(table)
     print(f"run folder: {folder.root} (episodes/, metrics.json, table.md)")
     return 0

@@ -61,9 +61,16 @@ def run_load(
     topk: int = 3,
     timeout: float = 10.0,
     deadline_s: float = 300.0,
+    duration_s: float | None = None,
+    headers: dict[str, str] | None = None,
 ) -> LoadReport:
-    """Send ``clients × requests_per_client`` POST /retrieve requests (one query each, Search-R1's body)."""
+    """Send ``clients × requests_per_client`` POST /retrieve requests (one query each, Search-R1's body).
+
+    With ``duration_s`` (a soak), each client keeps sending until that many seconds have passed (at most
+    ``requests_per_client``), and stopping at the end is not an error."""
     parsed = urlparse(url)
+    send_headers = {"Content-Type": "application/json", **(headers or {})}
+    soak_until = None if duration_s is None else time.perf_counter() + duration_s
     lock = threading.Lock()
     latencies: list[float] = []
     errors: list[str] = []
@@ -73,6 +80,8 @@ def run_load(
         conn = http.client.HTTPConnection(parsed.netloc, timeout=timeout)
         mine: list[float] = []
         for i in range(requests_per_client):
+            if soak_until is not None and time.perf_counter() > soak_until:
+                break
             if time.perf_counter() > stop_at:
                 with lock:
                     errors.append("deadline reached")
@@ -81,7 +90,7 @@ def run_load(
             body = json.dumps({"queries": [query], "topk": topk, "return_scores": True})
             t0 = time.perf_counter()
             try:
-                conn.request("POST", "/retrieve", body=body, headers={"Content-Type": "application/json"})
+                conn.request("POST", "/retrieve", body=body, headers=send_headers)
                 response = conn.getresponse()
                 data = response.read()
                 ok = response.status == 200 and len(json.loads(data)["result"]) == 1

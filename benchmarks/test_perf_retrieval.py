@@ -58,3 +58,79 @@ def test_http_round_trip_single_query(benchmark, bm25s, queries):
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def _one_by_one(retriever, queries, k):
+    return [retriever.search(q, k) for q in queries]
+
+
+@pytest.mark.parametrize("backend", ["bm25s", "lucene"])
+def test_single_vs_batched(benchmark, queries, backend):
+    """64 queries one call each, then the same 64 in one batch_search: queries per second of each, side by side."""
+    import time
+
+    if backend == "lucene":
+        pytest.importorskip("pyserini", reason="the lucene extra is not installed")
+    retriever = make_retriever(backend)
+    batch = (queries * 2)[:64]
+    retriever.batch_search(batch[:4], K)
+    start = time.perf_counter()
+    singles = _one_by_one(retriever, batch, K)
+    single_s = time.perf_counter() - start
+    start = time.perf_counter()
+    batched = benchmark.pedantic(retriever.batch_search, args=(batch, K), rounds=1, iterations=1)
+    batch_s = time.perf_counter() - start
+    assert [[h.id for h in r] for r in batched] == [[h.id for h in r] for r in singles]
+    benchmark.extra_info.update({"backend": backend, "queries": len(batch), "single_qps": len(batch) / single_s,
+                                 "batch_qps": len(batch) / batch_s, "batch_speedup": single_s / batch_s})
+
+
+@pytest.mark.parametrize("backend", ["bm25s", "lucene"])
+def test_envs_stepped_together(benchmark, backend):
+    """8 envs (retrieval cache off) stepped one after the other vs together with their searches batched
+    (``retriever="batched:<backend>"``, :func:`steer_envs.retrieval.collective.step_together`)."""
+    import time
+
+    import gymnasium as gym
+
+    import steer_envs  # noqa: F401
+    from steer_envs.executors.sim import retrieval_cache
+    from steer_envs.retrieval.collective import step_together
+
+    if backend == "lucene":
+        pytest.importorskip("pyserini", reason="the lucene extra is not installed")
+    n, steps = 8, 60
+    batcher = make_retriever(f"batched:{backend}")
+
+    def play(envs, together):
+        for i, env in enumerate(envs):
+            env.reset(seed=i)
+        rewards = []
+        for _ in range(steps):
+            results = step_together(envs, [0] * n, batcher) if together else [e.step(0) for e in envs]
+            rewards.append([r[1] for r in results])
+            for env, r in zip(envs, results):
+                if r[2] or r[3]:
+                    env.reset()
+        return rewards
+
+    retrieval_cache.set_enabled(False)
+    try:
+        alone = [gym.make("steer_envs/SearchSteering-v0", split="test", retriever=backend) for _ in range(n)]
+        grouped = [gym.make("steer_envs/SearchSteering-v0", split="test", retriever=f"batched:{backend}")
+                   for _ in range(n)]
+        play(alone, False), play(grouped, True)  # warm-up
+        start = time.perf_counter()
+        a = play(alone, False)
+        alone_s = time.perf_counter() - start
+        calls, queries = batcher.calls, batcher.queries
+        start = time.perf_counter()
+        b = benchmark.pedantic(play, args=(grouped, True), rounds=1, iterations=1)
+        together_s = time.perf_counter() - start
+    finally:
+        retrieval_cache.set_enabled(True)
+    assert a == b
+    benchmark.extra_info.update({"backend": backend, "envs": n, "steps": steps * n,
+                                 "one_by_one_steps_per_s": steps * n / alone_s,
+                                 "together_steps_per_s": steps * n / together_s, "speedup": alone_s / together_s,
+                                 "mean_batch": (batcher.queries - queries) / max(1, batcher.calls - calls)})

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
 HELP = "train the steering agent (fast path + slow path) with the paper's RL algorithm"
 
@@ -17,6 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     parser.add_argument("--data-dir", default=None, help="data folder (default: $STEER_ENVS_DATA, else ../shared/data)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_pool_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
         config.data_dir = args.data_dir
     if args.resume and not (out / "checkpoint.pt").is_file():
         raise SteerEnvsError(f"--resume: no checkpoint in {str(out)!r}; start the run without --resume")
-    result = SteeringTrainer(config, out, resume=args.resume, progress=not args.no_progress).run()
+    pool = pool_config_from_args(args)
+    result = SteeringTrainer(config, out, resume=args.resume, progress=not args.no_progress, pool=pool).run()
     last = result.log[-1] if result.log else {}
     print(
         f"trained {result.rounds} rounds in {result.wall_s:.0f} s; last round: loss {last.get('loss', float('nan')):.3f}, "

@@ -1,10 +1,11 @@
 """Observation features for the encoder steerer: behavioural statistics plus hashed n-grams of the agent's own text.
 
 What "should I intervene now" depends on is *behaviour*: how many searches were made, whether the last turn was
-a search whose results do not yet cover the question, whether the agent says it found a bridge entity, whether
-it repeats itself or produces invalid turns, how the question is shaped (one entity or a comparison of two, a
-bridge clause). These are read from the observation text only, never from simulator ground truth, and they
-transfer across tasks. The retrieved passages' own words are task-specific; they enter only through overlap
+a search whose results do not yet cover the question, whether the agent's query follows an entity from its
+results (a bridge) or wanders away from the question, whether it repeats itself or produces invalid turns, how
+the question is shaped (one entity or a comparison of two, a bridge clause). These are read from the observation
+text only, never from simulator ground truth, and exist for any executor: no feature keys on one simulator's
+phrasing (the simulator's words come from real agents and are chosen by the observable situation alone). The retrieved passages' own words are task-specific; they enter only through overlap
 statistics with the goal (hashing them as n-grams lets a small model memorise training tasks instead of learning
 behaviour, which is what kept an earlier version of this steerer from ranking held-out states).
 
@@ -29,7 +30,6 @@ from steer_envs.executors.protocol import INVALID_ACTION_REPLY, searched_queries
 _WORD = re.compile(r"[a-z0-9]+")
 _INFO = re.compile(r"<information>(.*?)</information>", re.S)
 _TITLE = re.compile(r"\(Title: (.*?)\)")
-_THINK = re.compile(r"<think>(.*?)</think>", re.S)
 _GUIDANCE = re.compile(r"<guidance>(.*?)</guidance>", re.S)
 _CAPS = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|and|[A-Z][\w'’.-]*))*")
 _STOP = frozenset(
@@ -51,7 +51,7 @@ STAT_NAMES: tuple[str, ...] = (
     "transcript_len", "turns_since_new_title",
     # -- behaviour of the latest turn and progress so far -------------------------------------------------
     "no_search_yet", "one_search", "two_searches", "three_plus_searches",
-    "last_turn_search", "last_turn_invalid", "last_think_found", "last_think_not_yet", "findings",
+    "last_turn_search", "last_turn_invalid", "last_query_follows_title", "last_query_off_goal", "queries_following_titles",
     "goal_entities_in_titles", "goal_entities_in_last_titles", "last_titles_goal_overlap", "last_guidance_turns_ago",
     # -- question shape -----------------------------------------------------------------------------------
     "goal_len", "goal_entities", "goal_comparison", "goal_clauses",
@@ -146,6 +146,19 @@ def _invalid_streak(segments: list[str]) -> int:
     return streak
 
 
+def _follows_titles(queries: list[str], blocks: list[str], goal_words: set[str]) -> list[bool]:
+    """For each query after the first: does it use a word of an earlier result's title that the goal does not
+    have (the agent follows an entity it found)?"""
+    out = []
+    seen: set[str] = set()
+    for i, query in enumerate(queries):
+        if i > 0:
+            out.append(bool((content_words(query) - goal_words) & seen))
+        if i < len(blocks):
+            seen |= content_words(" ".join(_TITLE.findall(blocks[i])))
+    return out
+
+
 def fast_extra_stats(transcript: str, turn: int, segments: list[str] | None = None) -> np.ndarray:
     """The :data:`FAST_EXTRA_NAMES` statistics (``segments``: the transcript's :func:`_segments`, if already cut)."""
     one_hot = [float(min(turn, TURN_BUCKETS - 1) == k) for k in range(TURN_BUCKETS)]
@@ -178,8 +191,7 @@ def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) 
     tail = transcript.rstrip()
     last_is_search = tail.endswith("</information>")
     last_is_invalid = tail.endswith("Let me try again.")
-    thinks = _THINK.findall(transcript)
-    last_think = thinks[-1].lower() if thinks else ""
+    follows = _follows_titles(queries, blocks, goal_words)
     segments = _segments(transcript)
     guidance_at = [i for i, seg in enumerate(segments) if "<guidance>" in seg]
     guidance_ago = (len(segments) - 1 - guidance_at[-1]) if guidance_at else 6
@@ -205,9 +217,9 @@ def transcript_stats(goal: str, transcript: str, turn: int, interventions: int) 
         float(n >= 3),
         float(last_is_search),
         float(last_is_invalid),
-        float("i found that" in last_think),
-        float("do not give the answer yet" in last_think or "search again" in last_think),
-        sum("i found that" in t.lower() for t in thinks) / 3.0,
+        float(bool(follows) and follows[-1]),
+        1.0 - _overlap(content_words(queries[-1]), goal_words) if n else 0.0,
+        min(sum(follows), 3) / 3.0,
         _entity_coverage(entities, all_titles),
         _entity_coverage(entities, last_titles),
         _overlap(goal_words, content_words(" ".join(last_titles))),
@@ -273,7 +285,7 @@ class HashedNgramFeaturizer:
         last = "search" if named["last_turn_search"] else "invalid" if named["last_turn_invalid"] else "none"
         # structural markers as tokens (and their conjunctions), so "one search, nothing found yet" is a feature
         for token in (f"turn={min(turn, 12)}", f"searches={min(n, 5)}", f"last={last}", f"iv={min(interventions, 3)}",
-                      f"searches={min(n, 5)}&last={last}", f"searches={min(n, 5)}&found={named['findings'] > 0}"):
+                      f"searches={min(n, 5)}&last={last}", f"searches={min(n, 5)}&follows={named['queries_following_titles'] > 0}"):
             self._token(token, counts)
         ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         weights = np.log1p(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.rollouts import Job, env_setup, using_pool
 
 PASS_ACTIONS = {"discrete": 0, "text": "pass"}
 
@@ -52,28 +53,36 @@ def make_steering_env(executor: str, split: str, *, benchmarks=None, max_turns: 
     return gymnasium.make("steer_envs/SearchSteering-v0", **kwargs)
 
 
-def collect_state_bank(env, task_ids: Sequence[str], seed: int, action_mode: str,
-                       progress: Callable[[int], None] | None = None) -> list[BankState]:
-    """Roll out each task once with pass at every decision point; every observation becomes a bank state."""
+def bank_episode(env, item: tuple[str, int, str]) -> list[BankState]:
+    """One no-intervention rollout of task ``item = (task_id, seed, action_mode)``: each decision point becomes a
+    bank state. A pool work function (module level, so worker processes can run it)."""
+    task_id, seed, action_mode = item
     base = env.unwrapped
-    bank: list[BankState] = []
     pass_action = PASS_ACTIONS[action_mode]
-    for i, task_id in enumerate(task_ids):
-        obs, info = env.reset(seed=seed + i, options={"task_id": task_id})
-        episode: list[BankState] = []
-        done = False
-        while not done:
-            episode.append(BankState(
-                task_id=str(info.get("task_id", task_id)), benchmark=str(info.get("benchmark", "")),
-                turn=len(episode), observation=copy.deepcopy(obs), env_state=base.get_state(),
-            ))
-            obs, reward, terminated, truncated, info = env.step(pass_action)
-            done = terminated or truncated
-        for state in episode:
-            state.episode_return = float(reward)
-        bank.extend(episode)
-        if progress:
-            progress(1)
+    obs, info = env.reset(seed=seed, options={"task_id": task_id})
+    episode: list[BankState] = []
+    done = False
+    while not done:
+        episode.append(BankState(
+            task_id=str(info.get("task_id", task_id)), benchmark=str(info.get("benchmark", "")),
+            turn=len(episode), observation=copy.deepcopy(obs), env_state=base.get_state(),
+        ))
+        obs, reward, terminated, truncated, info = env.step(pass_action)
+        done = terminated or truncated
+    for state in episode:
+        state.episode_return = float(reward)
+    return episode
+
+
+def collect_state_bank(env, task_ids: Sequence[str], seed: int, action_mode: str,
+                       progress: Callable[[int], None] | None = None, pool=None) -> list[BankState]:
+    """Roll out each task once with pass at every decision point; every observation becomes a bank state.
+
+    Task ``i`` uses seed ``seed + i`` whoever runs it, so any ``pool`` gives the same bank in the same order."""
+    items = [(task_id, seed + i, action_mode) for i, task_id in enumerate(task_ids)]
+    with using_pool(pool) as pool:
+        episodes = pool.map(Job(env_setup(env, pool), bank_episode), items, progress=progress)
+    bank = [state for episode in episodes for state in episode]
     if not bank:
         raise SteerEnvsError("the state bank is empty: no training task produced a decision point")
     return bank
@@ -137,3 +146,20 @@ def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence
     baseline = mean_return(PASS_ACTIONS[action_mode])
     returns = [mean_return(a) for a in actions]
     return StateMeasurement(baseline, returns, rollouts, hits)
+
+
+def measure_item(env, item: tuple[BankState, Sequence[Any], Sequence[int], str]) -> StateMeasurement:
+    """Pool work function: :func:`measure_state` of ``item = (state, actions, seeds, action_mode)``."""
+    state, actions, seeds, action_mode = item
+    return measure_state(env, state, actions, seeds, action_mode)
+
+
+def measure_states(env, requests: Sequence[tuple[BankState, Sequence[Any], Sequence[int]]], action_mode: str,
+                   pool=None, progress: Callable[[int], None] | None = None) -> list[StateMeasurement]:
+    """:func:`measure_state` for every ``(state, actions, seeds)``, on ``pool`` (default: here), in order.
+
+    Each measurement depends only on its snapshot, actions and seeds, so the labels are identical whichever
+    worker measures which state."""
+    items = [(state, list(actions), list(seeds), action_mode) for state, actions, seeds in requests]
+    with using_pool(pool) as pool:
+        return pool.map(Job(env_setup(env, pool), measure_item), items, progress=progress)

@@ -43,7 +43,7 @@ from .objectives import (
     same_task_pairs,
     sampled_pairs,
 )
-from .rollouts import BankState, collect_state_bank, continuation_seeds, make_steering_env, measure_state
+from .rollouts import BankState, collect_state_bank, continuation_seeds, make_steering_env, measure_states
 from .selection import epsilon_greedy_select, random_subset
 from .steerer import Steerer
 
@@ -126,6 +126,7 @@ class SteeringTrainer:
         on_round_end: Callable[[int, dict[str, Any]], None] = _noop,
         env=None,
         steerer: Steerer | None = None,
+        pool=None,
     ) -> None:
         self.config = config
         self.run_dir = Path(run_dir)
@@ -134,6 +135,9 @@ class SteeringTrainer:
         self.on_round_end = on_round_end
         self._env = env
         self._steerer = steerer
+        #: where bank rollouts and q(s) continuations run (a PoolConfig, a RolloutPool, or None = this process);
+        #: not part of the config fingerprint: every pool gives the same run
+        self.pool = pool
 
     # -- run folder -------------------------------------------------------------------------------------------
     def _prepare_run_dir(self) -> bool:
@@ -190,6 +194,12 @@ class SteeringTrainer:
 
     # -- the loop -----------------------------------------------------------------------------------------------
     def run(self) -> TrainResult:
+        from steer_envs.rollouts import using_pool
+
+        with using_pool(self.pool) as pool:  # a pool handed in stays open: it belongs to the caller
+            return self._run(pool)
+
+    def _run(self, pool) -> TrainResult:
         torch.set_num_threads(1)
         c = self.config
         start = time.time()
@@ -220,7 +230,7 @@ class SteeringTrainer:
             # "states of the same task" the ranking loss compares
             ids = self._bank_task_ids() * c.bank_rollouts
             bar = _Progress(self.progress, len(ids), "state bank")
-            bank = collect_state_bank(env, ids, c.bank_seed * 1_000_003, c.action_mode, bar.update)
+            bank = collect_state_bank(env, ids, c.bank_seed * 1_000_003, c.action_mode, bar.update, pool=pool)
             bar.close()
             first_round = 0
             rng = np.random.default_rng([c.seed, 2])
@@ -232,7 +242,7 @@ class SteeringTrainer:
 
         rounds_bar = _Progress(self.progress, c.m, "rounds", initial=first_round)
         for round_index in range(first_round, c.m):
-            record = self._round(round_index, env, steerer, optimizer, bank, rng, generator)
+            record = self._round(round_index, env, steerer, optimizer, bank, rng, generator, pool)
             record["wall_s"] = round(elapsed_before + time.time() - start, 2)
             append_jsonl(record, log_path)
             self._checkpoint(steerer, optimizer, bank, round_index + 1, rng, generator, elapsed_before + time.time() - start)
@@ -259,7 +269,7 @@ class SteeringTrainer:
         )
         save_model(steerer, self.run_dir / MODEL_FILE, self.config.tau, {"config": self.config.to_dict(), "rounds": next_round})
 
-    def _round(self, round_index, env, steerer, optimizer, bank, rng, generator) -> dict[str, Any]:
+    def _round(self, round_index, env, steerer, optimizer, bank, rng, generator, pool) -> dict[str, Any]:
         c = self.config
         t0 = time.time()
         steerer.eval()
@@ -274,11 +284,12 @@ class SteeringTrainer:
 
         advantages_all, qs, rollouts, hits, slow_pass = [], [], 0, 0, 0
         measured: list[tuple[BankState, list, np.ndarray]] = []
-        for n_state, idx in enumerate(picked):
+        # slow samples first (in state order, one generator), then every state's continuations on the pool
+        sampled = [(idx, steerer.sample_slow(bank[idx].observation, c.G, generator)) for idx in picked]
+        requests = [(bank[idx], [s.to_action(c.action_mode) for s in samples], continuation_seeds([c.seed, round_index, idx], c.N))
+                    for idx, samples in sampled]
+        for (idx, samples), m in zip(sampled, measure_states(env, requests, c.action_mode, pool=pool)):
             state = bank[idx]
-            samples = steerer.sample_slow(state.observation, c.G, generator)
-            seeds = continuation_seeds([c.seed, round_index, idx], c.N)
-            m = measure_state(env, state, [s.to_action(c.action_mode) for s in samples], seeds, c.action_mode)
             rollouts += m.rollouts
             hits += m.cache_hits
             q = intervention_effect(m.returns, m.baseline)

@@ -6,6 +6,7 @@ are skipped on a rerun: an interrupted evaluation resumes where it stopped and e
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -19,6 +20,9 @@ from tqdm.auto import tqdm
 from agents.base import play_episode
 from steer_envs.atomic import atomic_write_text
 from baselines.registry import MethodContext, build_policy, get_method, parse_method
+from steer_envs.errors import SteerEnvsError
+from steer_envs.rollouts import GivenState, Job, LocalPool, replica_factory, using_pool
+from steer_envs.rollouts.base import job_bytes
 
 from .config import EvalConfig, episode_seed
 from .records import EpisodeLog, EpisodeRecord
@@ -55,8 +59,29 @@ def run_episode(env: Any, policy: Any, seed: int, task_id: str, label: str, seed
     )
 
 
+def episode_item(worker: tuple[Any, Any], item: tuple[str, int, str, int]) -> EpisodeRecord:
+    """Pool work function: one episode ``item = (task_id, env seed, label, seed index)`` on the worker's
+    ``(env, policy)``. Env and policy are reset with the episode's seed, so the record is the same on any worker."""
+    env, policy = worker
+    task_id, seed, label, seed_index = item
+    return run_episode(env, policy, seed, task_id, label, seed_index)
+
+
+def _episode_job(env: Any, policy: Any, pool: Any, log: Callable[[str], None]):
+    """The evaluation job on ``pool``; a policy that cannot travel to workers runs here instead (with a note)."""
+    if pool.kind == "local":
+        return pool, Job(GivenState((env, policy)), episode_item)
+    job = Job(dataclasses.replace(replica_factory(env), companion=policy), episode_item)
+    try:
+        job_bytes(job)
+    except SteerEnvsError as exc:
+        log(f"[{getattr(policy, 'name', 'policy')}] runs in this process: {exc}")
+        return LocalPool(), Job(GivenState((env, policy)), episode_item)
+    return pool, job
+
+
 def method_context(folder: RunFolder, label: str, progress: bool = True,
-                   training_label: str | None = None) -> MethodContext:
+                   training_label: str | None = None, pool: Any = None) -> MethodContext:
     """The context a method builds in; its checkpoint is keyed by ``training_label`` (deploy options dropped)."""
     cfg = folder.config
     training_label = training_label or label
@@ -64,7 +89,7 @@ def method_context(folder: RunFolder, label: str, progress: bool = True,
         executor=cfg.executor, benchmarks=tuple(cfg.benchmarks), max_turns=cfg.max_turns, metric=cfg.metric,
         intervention_cost=cfg.intervention_cost, data_dir=cfg.data_dir, workdir=folder.checkpoint_dir(training_label),
         training_log=folder.training_log(training_label), measured_rate=lambda other: measured_rate(folder, other),
-        progress=progress,
+        progress=progress, pool=pool,
     )
 
 
@@ -103,9 +128,12 @@ def evaluate(
     stop_after: int | None = None,
     policy: Any = None,
     log: Callable[[str], None] = print,
+    pool: Any = None,
 ) -> EvalOutcome:
     """Evaluate one method spec on the folder's tasks and seeds (resuming). ``stop_after`` ends after that many
-    new episodes (an injected interruption, for tests); ``policy`` skips building (already trained)."""
+    new episodes (an injected interruption, for tests); ``policy`` skips building (already trained). ``pool``
+    (a PoolConfig or RolloutPool; None = this process) runs the episodes and a learning method's rollouts; the
+    records are written in task order, identical for every pool."""
     parsed = parse_method(spec)
     method = get_method(parsed.name)
     label = parsed.label
@@ -118,26 +146,30 @@ def evaluate(
         log(f"[{label}] resuming: {skipped} finished episode(s) kept, {len(todo)} to run")
     if not todo:
         return EvalOutcome(label, 0, skipped, episodes.records)
-    context = method_context(folder, label, progress, parsed.training_label)
-    if policy is None:
-        policy = build_policy(parsed, context)
-    folder.register_method(label, {"method": parsed.name, "options": dict(sorted(parsed.options.items())),
-                                   "env_id": method.env_id, **dict(getattr(policy, "run_info", {}) or {})})
-    action_mode = getattr(policy, "action_mode", method.action_mode)
-    env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode,
-                           task_ids=[t.id for t in tasks])
-    ran = 0
-    try:
-        bar = tqdm(todo, desc=f"eval {label}", unit="ep", disable=not progress, dynamic_ncols=True)
-        for task, seed_index in bar:
-            record = run_episode(env, policy, episode_seed(task.id, seed_index), task.id, label, seed_index)
-            episodes.append(record)
-            ran += 1
-            _maybe_kill()
-            if stop_after is not None and ran >= stop_after:
-                break
-    finally:
-        env.close()
+    with using_pool(pool) as own_pool:  # one pool for the method's training rollouts and its episodes
+        context = method_context(folder, label, progress, parsed.training_label, pool=own_pool)
+        if policy is None:
+            policy = build_policy(parsed, context)
+        folder.register_method(label, {"method": parsed.name, "options": dict(sorted(parsed.options.items())),
+                                       "env_id": method.env_id, **dict(getattr(policy, "run_info", {}) or {})})
+        action_mode = getattr(policy, "action_mode", method.action_mode)
+        env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode,
+                               task_ids=[t.id for t in tasks])
+        run_pool, job = _episode_job(env, policy, own_pool, log)
+        items = [(task.id, episode_seed(task.id, seed_index), label, seed_index) for task, seed_index in todo]
+        ran = 0
+        try:
+            with tqdm(total=len(items), desc=f"eval {label}", unit="ep", disable=not progress,
+                      dynamic_ncols=True) as bar:
+                for record in run_pool.imap(job, items):
+                    episodes.append(record)
+                    bar.update(1)
+                    ran += 1
+                    _maybe_kill()
+                    if stop_after is not None and ran >= stop_after:
+                        break
+        finally:
+            env.close()
     return EvalOutcome(label, ran, skipped, episodes.records)
 
 
@@ -204,8 +236,10 @@ def _summary_json(s: MethodSummary) -> dict:
     }
 
 
-def evaluate_all(folder: RunFolder, specs: Sequence[str], progress: bool = True, log: Callable[[str], None] = print):
-    """Evaluate several methods in order (each resumes), then write the summary."""
-    outcomes = [evaluate(folder, spec, progress=progress, log=log) for spec in specs]
+def evaluate_all(folder: RunFolder, specs: Sequence[str], progress: bool = True, log: Callable[[str], None] = print,
+                 pool: Any = None):
+    """Evaluate several methods in order (each resumes), then write the summary. One pool serves them all."""
+    with using_pool(pool) as shared:
+        outcomes = [evaluate(folder, spec, progress=progress, log=log, pool=shared) for spec in specs]
     summaries, table = write_summary(folder)
     return outcomes, summaries, table

@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous = None
     try:
         code = command.run(args)
+        sys.stdout.flush()  # a reader that went away fails here, inside the handlers below, not at exit
     except SteerEnvsError as exc:
         print(f"steer-envs {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -25,6 +25,7 @@ class Corpus:
     passages: list[Passage]
     path: Path | None = None
     _index: dict[str, int] = field(default_factory=dict, repr=False)
+    _by_title: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._index = {p.id: i for i, p in enumerate(self.passages)}
@@ -52,6 +53,19 @@ class Corpus:
 
     def get_many(self, pids: Sequence[str]) -> list[Passage]:
         return [self[p] for p in pids]
+
+    def same_title(self, pid: str) -> tuple[str, ...]:
+        """Ids of every passage whose title equals ``pid``'s (the corpus holds several passages of one article)."""
+        if not self._by_title:
+            for p in self.passages:
+                self._by_title.setdefault(_title_key(p.title), []).append(p.id)
+        if pid not in self._index:
+            return (pid,)
+        return tuple(self._by_title.get(_title_key(self[pid].title), [pid]))
+
+
+def _title_key(title: str) -> str:
+    return " ".join(title.strip().strip('"').lower().split())
 
 
 def _passage_from_dict(obj: dict, where: str) -> Passage:

@@ -1,25 +1,71 @@
-"""A small OpenAI-compatible HTTP server wrapping any :class:`~steer_envs.llm.base.LLMBackend`.
+"""A small OpenAI-compatible HTTP server wrapping any :class:`~steer_envs.llm.base.LLMBackend`, on FastAPI + uvicorn.
 
 Why the project has its own: CI has no GPU and no vLLM, yet the ``openai:`` backend and the executors built on
 it must run for real, over real HTTP. Serving the transformers backend (the tiny model, or Gemma 270M) on
 loopback gives exactly that. It is also handy for sharing one loaded model among several processes (vectorised
 envs in subprocesses). Endpoints: ``GET /v1/models``, ``POST /v1/completions``, ``POST /v1/chat/completions``,
-``GET /health``. Log-probabilities (``logprobs`` / ``top_logprobs``) are reported for the first generated token
-only, which is what next-token scoring needs. Binds to 127.0.0.1 unless told otherwise: there is no auth.
+``GET /health``, ``GET /docs`` (OpenAPI). Request bodies are validated by pydantic models
+(:class:`CompletionRequest`, :class:`ChatRequest`); errors come back OpenAI-style (``{"error": {...}}``, 400 /
+401 / 404 / 500). Log-probabilities (``logprobs`` / ``top_logprobs``) are reported for the first generated token
+only, which is what next-token scoring needs. Binds to 127.0.0.1 unless told otherwise; with an API key
+(``--api-key`` or ``$STEER_ENVS_API_KEY``) requests need ``Authorization: Bearer KEY`` (OpenAI clients send it).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 import uuid
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fastapi import FastAPI, Request
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
 from ..errors import SteerEnvsError
+from ..serving import UvicornServer, authorized, resolve_api_key, warn_if_exposed
 from .base import GenerationConfig, LLMBackend
 
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str = "user"
+    content: str
+
+
+class _SamplingFields(BaseModel):
+    """The sampling fields both endpoints read; other OpenAI fields are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    n: int | None = None
+    logprobs: bool | int | None = None
+    top_logprobs: int | None = None
+
+
+class CompletionRequest(_SamplingFields):
+    prompt: str | list[str] | None = None
+
+
+class ChatRequest(_SamplingFields):
+    messages: list[ChatMessage] | None = None
+
+
+#: what a validation error of each field means, in the words the old handler used
+_FIELD_MESSAGES = {
+    "prompt": "'prompt' must be a string or a non-empty list of strings",
+    "messages": "'messages' must be a non-empty list of {role, content} objects with string content",
+    "stop": "'stop' must be a string or a list of strings",
+}
 
 class BadRequest(Exception):
     """The client sent something the server cannot serve (HTTP 400)."""
@@ -54,19 +100,19 @@ class OpenAICompatibleServer:
     Use as a context manager, or ``start()`` / ``stop()``; :attr:`base_url` is what ``openai:<model>@<url>`` wants.
     """
 
-    def __init__(self, backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0,
+                 api_key: str | None = None):
         self.backend = backend
         self.model_name = model_name
+        self.api_key = api_key
         self.requests_served = 0
-        handler = self._handler_class()
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._count_lock = threading.Lock()
+        self.app = self._create_app()
+        self.httpd = UvicornServer(self.app, host, port)
 
     @property
     def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self.httpd.url}/v1"
 
     @property
     def spec(self) -> str:
@@ -74,8 +120,7 @@ class OpenAICompatibleServer:
         return f"openai:{self.model_name}@{self.base_url}"
 
     def start(self) -> "OpenAICompatibleServer":
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="openai-server", daemon=True)
-        self._thread.start()
+        self.httpd.start()
         return self
 
     def serve_forever(self) -> None:
@@ -84,8 +129,6 @@ class OpenAICompatibleServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     def __enter__(self) -> "OpenAICompatibleServer":
         return self.start()
@@ -159,7 +202,8 @@ class OpenAICompatibleServer:
         return self._envelope("chat.completion", choices, usage)
 
     def _envelope(self, kind: str, choices: list, usage: dict[str, int]) -> dict[str, Any]:
-        self.requests_served += 1
+        with self._count_lock:
+            self.requests_served += 1
         return {
             "id": f"cmpl-{uuid.uuid4().hex[:16]}",
             "object": kind,
@@ -170,64 +214,79 @@ class OpenAICompatibleServer:
                       "total_tokens": usage["completion_tokens"]},
         }
 
-    def _handler_class(self):
+    def _create_app(self) -> FastAPI:
         server = self
+        app = FastAPI(title="steer-envs OpenAI-compatible test server", version="1",
+                      description="Serves a steer-envs model backend with the OpenAI completions API.")
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        def respond(status: int, payload: dict[str, Any]) -> Response:
+            return Response(json.dumps(payload).encode(), status_code=status, media_type="application/json")
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
-                pass
+        def error(status: int, message: str, kind: str) -> Response:
+            return respond(status, {"error": {"message": message, "type": kind, "code": status}})
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+            return {"requestBody": {"required": True,
+                                    "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
-            def _error(self, status: int, message: str, kind: str) -> None:
-                self._send(status, {"error": {"message": message, "type": kind, "code": status}})
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server naming
-                path = self.path.rstrip("/")
-                if path in ("/v1/models", "/models"):
-                    self._send(200, {"object": "list", "data": [
-                        {"id": server.model_name, "object": "model", "owned_by": "steer-envs"}]})
-                elif path == "/health":
-                    self._send(200, {"status": "ok"})
-                else:
-                    self._error(404, f"no route GET {self.path}", "not_found")
-
-            def do_POST(self) -> None:  # noqa: N802
-                routes = {"/v1/completions": server.completions, "/v1/chat/completions": server.chat_completions}
-                route = routes.get(self.path.rstrip("/"))
-                if route is None:
-                    self._error(404, f"no route POST {self.path}; try /v1/completions", "not_found")
-                    return
+        async def handle(request: Request, model: type[_SamplingFields], route) -> Response:
+            if not authorized(request.headers, request.url.path, server.api_key):
+                return error(401, "missing or wrong API key; send 'Authorization: Bearer KEY'", "invalid_api_key")
+            try:
+                body = json.loads(await request.body() or b"{}")
+                if not isinstance(body, dict):
+                    raise BadRequest("the request body must be a JSON object")
                 try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                    if not isinstance(body, dict):
-                        raise BadRequest("the request body must be a JSON object")
-                    model = body.get("model")
-                    if model not in (None, server.model_name):
-                        self._error(404, f"model {model!r} is not served here; available: {server.model_name}",
-                                    "model_not_found")
-                        return
-                    self._send(200, route(body))
-                except (BadRequest, json.JSONDecodeError, ValueError) as exc:
-                    self._error(400, str(exc), "invalid_request_error")
-                except Exception as exc:  # noqa: BLE001 - report backend failures as HTTP 500
-                    self._error(500, f"{type(exc).__name__}: {exc}", "server_error")
+                    model.model_validate(body)
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    field = str(first["loc"][0]) if first["loc"] else ""
+                    raise BadRequest(_FIELD_MESSAGES.get(field, f"invalid field {field!r}: {first['msg']}")) from None
+                if body.get("model") not in (None, server.model_name):
+                    return error(404, f"model {body.get('model')!r} is not served here; available: {server.model_name}",
+                                 "model_not_found")
+                # generation holds the CPU for a while: off the event loop, so other requests keep flowing in
+                return respond(200, await asyncio.to_thread(route, body))
+            except (BadRequest, json.JSONDecodeError, ValueError) as exc:
+                return error(400, str(exc), "invalid_request_error")
+            except Exception as exc:  # noqa: BLE001 - report backend failures as HTTP 500
+                return error(500, f"{type(exc).__name__}: {exc}", "server_error")
 
-        return Handler
+        @app.post("/v1/completions", openapi_extra=schema_of(CompletionRequest))
+        async def completions(request: Request) -> Response:
+            return await handle(request, CompletionRequest, server.completions)
+
+        @app.post("/v1/chat/completions", openapi_extra=schema_of(ChatRequest))
+        async def chat_completions(request: Request) -> Response:
+            return await handle(request, ChatRequest, server.chat_completions)
+
+        @app.get("/v1/models")
+        async def models(request: Request) -> Response:
+            if not authorized(request.headers, request.url.path, server.api_key):
+                return error(401, "missing or wrong API key; send 'Authorization: Bearer KEY'", "invalid_api_key")
+            return respond(200, {"object": "list", "data": [
+                {"id": server.model_name, "object": "model", "owned_by": "steer-envs"}]})
+
+        app.add_api_route("/models", models, methods=["GET"], include_in_schema=False)
+
+        @app.get("/health")
+        async def health() -> Response:
+            return respond(200, {"status": "ok"})
+
+        @app.exception_handler(StarletteHTTPException)
+        async def not_found(request: Request, exc: StarletteHTTPException) -> Response:
+            if exc.status_code in (404, 405):
+                hint = "; try /v1/completions" if request.method == "POST" else ""
+                return error(404, f"no route {request.method} {request.url.path}{hint}", "not_found")
+            return error(exc.status_code, str(exc.detail), "invalid_request_error")
+
+        return app
 
 
-def serve_backend(backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0):
+def serve_backend(backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0,
+                  api_key: str | None = None):
     """Start serving in a background thread and return the running server."""
-    return OpenAICompatibleServer(backend, model_name=model_name, host=host, port=port).start()
+    return OpenAICompatibleServer(backend, model_name=model_name, host=host, port=port, api_key=api_key).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,16 +298,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve a steer-envs model backend as an OpenAI-compatible API.")
     parser.add_argument("--backend", default="hf:gemma-3-270m", help="backend spec, e.g. hf:gemma-3-270m or hf:DIR")
     parser.add_argument("--model-name", default=None, help="model id clients use (default: the backend argument)")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback; there is no auth)")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback: this machine only)")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--api-key", default=None,
+                        help="require 'Authorization: Bearer KEY' on every API request (default $STEER_ENVS_API_KEY)")
     args = parser.parse_args(argv)
+    api_key = resolve_api_key(args.api_key)
     try:
         backend = make_backend(args.backend)
     except SteerEnvsError as exc:
         parser.exit(2, f"error: {exc}\n")
     name = args.model_name or args.backend.partition(":")[2]
-    server = OpenAICompatibleServer(backend, model_name=name, host=args.host, port=args.port)
-    print(f"serving {args.backend} as {server.spec}", flush=True)
+    try:
+        server = OpenAICompatibleServer(backend, model_name=name, host=args.host, port=args.port, api_key=api_key)
+    except SteerEnvsError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    warn_if_exposed(args.host, api_key, "OpenAI-compatible model server")
+    print(f"serving {args.backend} as {server.spec}{' (API key required)' if api_key else ''}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

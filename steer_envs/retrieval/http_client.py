@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from urllib.parse import parse_qsl, urlparse
 from ..data.records import Passage
 from ..errors import ServiceError, SteerEnvsError
 from ..httpio import read_body
+from ..serving import API_KEY_ENV
 from .base import Hit, check_query
 from .registry import RetrieverContext
 
@@ -64,6 +66,10 @@ class HttpRetriever:
             self._path += "/retrieve"
         self.url = f"{parsed.scheme}://{parsed.netloc}{self._path}"
         self._local = threading.local()
+        # a server started with --api-key wants it on every request (taken from the environment, never the spec,
+        # so it does not end up in logs and setting cards)
+        key = os.environ.get(API_KEY_ENV)
+        self._headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
 
     # -- transport ------------------------------------------------------------------------------------------
     def _connection(self) -> http.client.HTTPConnection:
@@ -85,7 +91,7 @@ class HttpRetriever:
         conn = self._connection()
         deadline = time.monotonic() + self.config.timeout
         try:
-            conn.request("POST", self._path, body=body, headers={"Content-Type": "application/json"})
+            conn.request("POST", self._path, body=body, headers=self._headers)
             response = conn.getresponse()
             data = read_body(response, deadline)
         except Exception:

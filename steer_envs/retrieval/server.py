@@ -1,8 +1,9 @@
-"""A retrieval server speaking the Search-R1 / ASearcher HTTP API, over any :class:`Retriever`.
+"""A retrieval server speaking the Search-R1 / ASearcher HTTP API, over any :class:`Retriever`, on FastAPI + uvicorn.
 
 Why: search agents trained with Search-R1 or ASearcher talk to a retrieval *server*; serving our corpus with
 the same API lets those agents (and our ``http:`` backend, and vectorised env workers in other processes) share
-one index. Endpoints, as in Search-R1's ``retrieval_server.py`` and ASearcher's ``local_retrieval_server.py``:
+one index. FastAPI + uvicorn is the stack those projects' own servers run. Endpoints, as in Search-R1's
+``retrieval_server.py`` and ASearcher's ``local_retrieval_server.py``:
 
 * ``POST /retrieve`` ``{"queries": [...], "topk": k, "return_scores": bool}`` ->
   ``{"result": [[{"document": {"id", "title", "text", "contents", "url"}, "score": s}, ...], ...]}``;
@@ -10,26 +11,35 @@ one index. Endpoints, as in Search-R1's ``retrieval_server.py`` and ASearcher's 
 * ``POST /access`` ``{"urls": [...]}`` -> ``{"result": [page or null, ...]}`` (ASearcher's page access): a url
   resolves when it is a passage id or names a Wikipedia title of the corpus (``.../wiki/Title``); the page is
   ``{"url", "title", "contents", "ids"}`` with all of that title's passages; anything else gives ``null``.
-* ``GET /health`` -> ``{"status": "ok", "retriever", "passages"}``.
+* ``GET /health`` -> ``{"status": "ok", "retriever", "passages"}``; ``GET /docs``: the OpenAPI page.
 
-Standard library only (``http.server.ThreadingHTTPServer``): no extra dependency, binds to loopback unless told
-otherwise. Requests are bounded (body size, batch size, query length): 413 when too large, 422 with a
-``{"detail": message}`` body for malformed JSON or wrong fields, like FastAPI's validation errors.
+Requests are validated by pydantic models (:class:`RetrieveRequest`, :class:`AccessRequest`) and bounded (body
+size, batch size, query length): 413 when too large, 422 with a ``{"detail": message}`` body for malformed JSON
+or wrong fields. Concurrent requests are batched dynamically (:mod:`.batching`): the requests that arrive while
+a search runs (or within ``batch_window_ms``) go to the retriever as one ``batch_search``. Binds to loopback unless told otherwise; an optional
+API key (:mod:`steer_envs.serving`) guards the data endpoints.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from fastapi import FastAPI, Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
 from ..data.corpus import Corpus
 from ..errors import SteerEnvsError
+from ..serving import LOOPBACK_HOSTS, UvicornServer, authorized, is_loopback  # noqa: F401 - re-exported names
 from .base import MAX_K, Hit, Retriever
+from .batching import DynamicBatcher
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 PAGE_URL_PREFIX = "https://en.wikipedia.org/wiki/"
 
 
@@ -44,6 +54,32 @@ class ServerConfig:
     max_query_chars: int = 4096
     max_body_bytes: int = 4 * 1024 * 1024
     max_urls: int = 256
+    #: dynamic batching: how long to collect concurrent requests before one retriever call. 0 (the default) waits
+    #: for nothing, and what arrives while a search runs is batched: with bm25s that measured best (BENCHMARKS.md);
+    #: a few ms pays off for backends whose batch calls are cheaper per query (Lucene's threads, a dense encoder).
+    #: ``batching=False`` answers each request with its own call
+    batch_window_ms: float = 0.0
+    batching: bool = True
+    #: requests to /retrieve and /access must carry this key (None: no key, for loopback use)
+    api_key: str | None = None
+
+
+class RetrieveRequest(BaseModel):
+    """Search-R1's ``/retrieve`` body (ASearcher sends the same)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True,
+                              json_schema_extra={"examples": [{"queries": ["who wrote hamlet"], "topk": 3,
+                                                               "return_scores": True}]})
+    queries: list[str] = Field(description="the queries; a blank query gets no documents")
+    topk: int | None = Field(None, ge=1, le=MAX_K, description="passages per query (default: the server's --topk)")
+    return_scores: bool = Field(False, description="wrap each document as {document, score}")
+
+
+class AccessRequest(BaseModel):
+    """ASearcher's ``/access`` body."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    urls: list[str] = Field(description="passage ids or Wikipedia urls / titles of the corpus")
 
 
 class RequestError(SteerEnvsError):
@@ -75,15 +111,23 @@ class RetrievalService:
         self._titles_lock = threading.Lock()
 
     # -- /retrieve ------------------------------------------------------------------------------------------
-    def retrieve(self, payload: Any) -> dict[str, Any]:
+    def parse_retrieve(self, payload: Any) -> RetrieveRequest:
+        """Validate a ``/retrieve`` body (the model) and its limits, with one message per mistake."""
         if not isinstance(payload, dict):
             raise RequestError(422, 'the body must be a JSON object like {"queries": ["..."], "topk": 3}')
-        unknown = set(payload) - {"queries", "topk", "return_scores"}
-        if unknown:
-            raise RequestError(422, f"unknown field(s) {sorted(unknown)}; allowed: queries, topk, return_scores")
-        queries = payload.get("queries")
-        if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
+        request: RetrieveRequest | None = None
+        bad: set[str] = set()  # the fields the model refused ("extra": unknown fields)
+        try:
+            request = RetrieveRequest.model_validate(payload)
+        except ValidationError as exc:
+            for error in exc.errors():
+                bad.add("extra" if error["type"] == "extra_forbidden" else str(error["loc"][0]) if error["loc"] else "")
+        if "extra" in bad:
+            unknown = sorted(set(payload) - set(RetrieveRequest.model_fields))
+            raise RequestError(422, f"unknown field(s) {unknown}; allowed: queries, topk, return_scores")
+        if "queries" in bad:
             raise RequestError(422, "'queries' must be a list of strings")
+        queries = payload["queries"]
         if len(queries) > self.config.max_batch:
             raise RequestError(413, f"{len(queries)} queries in one request; at most {self.config.max_batch} allowed, "
                                     "split the batch")
@@ -91,33 +135,46 @@ class RetrievalService:
         if too_long:
             raise RequestError(413, f"query {too_long[0]} has {len(queries[too_long[0]])} characters; at most "
                                     f"{self.config.max_query_chars} allowed")
-        topk = payload.get("topk")
-        if topk is None:
-            topk = self.config.default_topk
-        if isinstance(topk, bool) or not isinstance(topk, int) or not 1 <= topk <= MAX_K:
-            raise RequestError(422, f"'topk' must be an integer between 1 and {MAX_K}, got {topk!r}")
-        return_scores = payload.get("return_scores", False)
-        if not isinstance(return_scores, bool):
-            raise RequestError(422, f"'return_scores' must be true or false, got {return_scores!r}")
-        # blank queries get no documents instead of failing the whole batch (a training loop sends what it gets)
-        live = [i for i, q in enumerate(queries) if q.strip()]
-        hits: list[list[Hit]] = [[] for _ in queries]
-        if live:
-            for i, found in zip(live, self.retriever.batch_search([queries[i] for i in live], topk)):
-                hits[i] = found
-        if return_scores:
+        if "topk" in bad:
+            raise RequestError(422, f"'topk' must be an integer between 1 and {MAX_K}, got {payload.get('topk')!r}")
+        if "return_scores" in bad:
+            raise RequestError(422, f"'return_scores' must be true or false, got {payload.get('return_scores')!r}")
+        assert request is not None
+        return request
+
+    def live_queries(self, request: RetrieveRequest) -> list[int]:
+        """Positions of the non-blank queries: blank ones get no documents instead of failing the whole batch (a
+        training loop sends what it gets)."""
+        return [i for i, q in enumerate(request.queries) if q.strip()]
+
+    def answer(self, request: RetrieveRequest, live: list[int], found: list[list[Hit]]) -> dict[str, Any]:
+        hits: list[list[Hit]] = [[] for _ in request.queries]
+        for i, h in zip(live, found):
+            hits[i] = h
+        if request.return_scores:
             result = [[{"document": document_json(h), "score": h.score} for h in hs] for hs in hits]
         else:
             result = [[document_json(h) for h in hs] for hs in hits]
         return {"result": result}
 
+    def topk(self, request: RetrieveRequest) -> int:
+        return self.config.default_topk if request.topk is None else request.topk
+
+    def retrieve(self, payload: Any) -> dict[str, Any]:
+        """The whole ``/retrieve`` answer without HTTP (one retriever call)."""
+        request = self.parse_retrieve(payload)
+        live = self.live_queries(request)
+        found = self.retriever.batch_search([request.queries[i] for i in live], self.topk(request)) if live else []
+        return self.answer(request, live, found)
+
     # -- /access --------------------------------------------------------------------------------------------
     def access(self, payload: Any) -> dict[str, Any]:
         if not isinstance(payload, dict) or set(payload) != {"urls"}:
             raise RequestError(422, 'the body must be a JSON object like {"urls": ["<url or passage id>", ...]}')
-        urls = payload["urls"]
-        if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
-            raise RequestError(422, "'urls' must be a list of strings")
+        try:
+            urls = AccessRequest.model_validate(payload).urls
+        except ValidationError:
+            raise RequestError(422, "'urls' must be a list of strings") from None
         if len(urls) > self.config.max_urls:
             raise RequestError(413, f"{len(urls)} urls in one request; at most {self.config.max_urls} allowed")
         return {"result": [self.page(u) for u in urls]}
@@ -159,99 +216,138 @@ class RetrievalService:
                 "passages": len(self.corpus) if self.corpus is not None else None}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: clients reuse one connection per thread
-    # headers and body go out in two writes; with Nagle on, the client's delayed ACK adds ~40 ms to every answer
-    disable_nagle_algorithm = True
-    server: "RetrievalHTTPServer"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        if self.server.verbose:
-            super().log_message(format, *args)
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _error(self, status: int, message: str, close: bool = False) -> None:
-        if close:
-            self.close_connection = True
-        self._send(status, {"detail": message})
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        if self.path.rstrip("/") in ("/health", ""):
-            self._send(200, self.server.service.health())
-        else:
-            self._error(404, f"no GET endpoint {self.path}; use POST /retrieve, POST /access or GET /health")
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-        routes = {"/retrieve": self.server.service.retrieve, "/access": self.server.service.access}
-        route = routes.get(self.path.rstrip("/"))
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            self._error(411, "send a Content-Length header with the JSON body", close=True)
-            return
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 past ``limit`` bytes (announced or streamed)."""
+    length = request.headers.get("content-length")
+    if length is not None:
         try:
-            length = int(length_header)
+            size = int(length)
         except ValueError:
-            self._error(400, f"bad Content-Length {length_header!r}", close=True)
-            return
-        limit = self.server.service.config.max_body_bytes
-        if length > limit:
-            self._error(413, f"request body of {length} bytes exceeds the limit of {limit} bytes", close=True)
-            return
-        body = self.rfile.read(length)
-        if route is None:
-            self._error(404, f"no endpoint {self.path}; use POST /retrieve or POST /access")
-            return
+            raise RequestError(400, f"bad Content-Length {length!r}") from None
+        if size > limit:
+            raise RequestError(413, f"request body of {size} bytes exceeds the limit of {limit} bytes")
+        return await request.body()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(413, f"request body of more than {limit} bytes exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json_response(status: int, body: dict[str, Any], close: bool = False) -> Response:
+    headers = {"Connection": "close"} if close else None
+    return Response(json.dumps(body, ensure_ascii=False).encode("utf-8"), status_code=status,
+                    media_type="application/json", headers=headers)
+
+
+def _error(status: int, message: str):
+    return _json_response(status, {"detail": message}, close=status in (400, 411, 413))
+
+
+def create_app(service: RetrievalService):
+    """The FastAPI app over ``service`` (its config holds the limits, the batching window and the API key)."""
+    config = service.config
+    batcher = DynamicBatcher(service.retriever, window_s=config.batch_window_ms / 1000) if config.batching else None
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        if batcher is not None:
+            batcher.close()
+
+    app = FastAPI(title="steer-envs retrieval server", version="1", lifespan=lifespan,
+                  description="The Search-R1 / ASearcher retrieval API over the steer-envs corpus.")
+    app.state.service = service
+    app.state.batcher = batcher
+
+    def check_key(request: Request) -> None:
+        # in the handlers rather than a middleware: Starlette's HTTP middleware costs more than the search itself
+        if config.api_key is not None and not authorized(request.headers, request.url.path, config.api_key):
+            raise RequestError(401, "missing or wrong API key; send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'")
+
+    async def search(queries: list[str], k: int) -> list[list[Hit]]:
+        if batcher is not None:
+            return await batcher.search(queries, k)
+        return await asyncio.to_thread(service.retriever.batch_search, queries, k)
+
+    async def payload_of(request: Request) -> Any:
+        body = await read_body(request, config.max_body_bytes)
         try:
-            payload = json.loads(body)
+            return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            self._error(422, f"the body is not valid JSON ({exc})")
-            return
+            raise RequestError(422, f"the body is not valid JSON ({exc})") from None
+
+    def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+        return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
+
+    @app.post("/retrieve", openapi_extra=schema_of(RetrieveRequest), summary="Search-R1 / ASearcher search")
+    async def retrieve(request: Request):
         try:
-            self._send(200, route(payload))
+            check_key(request)
+            parsed = service.parse_retrieve(await payload_of(request))
+            live = service.live_queries(parsed)
+            found = await search([parsed.queries[i] for i in live], service.topk(parsed)) if live else []
+            return _json_response(200, service.answer(parsed, live, found))
         except RequestError as exc:
-            self._error(exc.status, str(exc))
+            return _error(exc.status, str(exc))
         except SteerEnvsError as exc:
-            self._error(422, str(exc))
-        except Exception as exc:  # a backend failure must not kill the server; the client retries on 5xx
-            self._error(500, f"retrieval failed: {type(exc).__name__}: {exc}")
+            return _error(422, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a backend failure must not kill the server; clients retry 5xx
+            return _error(500, f"retrieval failed: {type(exc).__name__}: {exc}")
+
+    @app.post("/access", openapi_extra=schema_of(AccessRequest), summary="ASearcher page access")
+    async def access(request: Request):
+        try:
+            check_key(request)
+            payload = await payload_of(request)
+            return _json_response(200, await asyncio.to_thread(service.access, payload))
+        except RequestError as exc:
+            return _error(exc.status, str(exc))
+        except Exception as exc:  # noqa: BLE001
+            return _error(500, f"page access failed: {type(exc).__name__}: {exc}")
+
+    @app.get("/health")
+    async def health():
+        return service.health()
+
+    @app.get("/", include_in_schema=False)
+    async def root():
+        return service.health()
+
+    for path, handler in (("/retrieve/", retrieve), ("/access/", access)):
+        app.add_api_route(path, handler, methods=["POST"], include_in_schema=False)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def not_found(request: Request, exc: StarletteHTTPException):
+        if exc.status_code in (404, 405):
+            return _error(404, f"no {request.method} endpoint {request.url.path}; use POST /retrieve, POST /access "
+                               "or GET /health")
+        return _error(exc.status_code, str(exc.detail))
+
+    return app
 
 
-class RetrievalHTTPServer(ThreadingHTTPServer):
-    """The HTTP server; ``url`` is its base address. Use :func:`start_server` to run it in a background thread."""
-
-    daemon_threads = True
-    allow_reuse_address = True
+class RetrievalHTTPServer(UvicornServer):
+    """The retrieval server; ``url`` is its base address. Use :func:`start_server` to run it in a background thread
+    (stop with ``shutdown()`` then ``server_close()``), or ``serve_forever()`` to block (the CLI)."""
 
     def __init__(self, service: RetrievalService, host: str = "127.0.0.1", port: int = 8000, verbose: bool = False):
         self.service = service
-        self.verbose = verbose
-        super().__init__((host, port), _Handler)
+        self.app = create_app(service)
+        super().__init__(self.app, host, port, verbose)
 
     @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        host = f"[{host}]" if ":" in str(host) else host
-        return f"http://{host}:{port}"
+    def batch_stats(self):
+        batcher = self.app.state.batcher
+        return None if batcher is None else batcher.stats
 
 
 def build_server(
     retriever: Retriever, corpus: Corpus | None = None, config: ServerConfig | None = None, verbose: bool = False
 ) -> RetrievalHTTPServer:
     config = config or ServerConfig()
-    try:
-        return RetrievalHTTPServer(RetrievalService(retriever, corpus, config), config.host, config.port, verbose)
-    except OSError as exc:
-        raise SteerEnvsError(
-            f"cannot listen on {config.host}:{config.port} ({exc.strerror or exc}); choose another --port "
-            "(0 picks a free one) or stop the process using it"
-        ) from None
+    return RetrievalHTTPServer(RetrievalService(retriever, corpus, config), config.host, config.port, verbose)
 
 
 def start_server(
@@ -259,12 +355,5 @@ def start_server(
 ) -> tuple[RetrievalHTTPServer, threading.Thread]:
     """Serve in a daemon thread (tests, notebooks). Stop with ``server.shutdown(); server.server_close()``."""
     server = build_server(retriever, corpus, config)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True,
-                              name="steer-envs-retrieval-server")
-    thread.start()
-    return server, thread
-
-
-def is_loopback(host: str) -> bool:
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
-
+    server.start()
+    return server, server._thread  # type: ignore[return-value]

@@ -89,3 +89,26 @@ def test_stats_fast_path_reads_only_the_statistics():
     shared = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 12)  # default: the shared encoder
     zs = shared.fast_scores([base, same_shape])
     assert float(zs[0]) != float(zs[1])  # the shared encoder sees the words
+
+
+def test_no_statistic_reads_the_agent_s_own_phrasing():
+    """The same behaviour in other words gives the same statistics: thoughts are a real agent's words chosen by
+    the observable situation, so a feature keyed on phrasing would learn one simulator, not behaviour."""
+    plain = SEARCH.replace("<think> I need to find some information to answer this question. Let me search. </think>\n", "")
+    worded = SEARCH.replace("I need to find some information to answer this question. Let me search.",
+                            "I found that Annie Morton is relevant. The results do not give the answer yet.")
+    a, b = (dict(zip(STAT_NAMES, transcript_stats(GOAL, t, 1, 0).tolist())) for t in (plain, worded))
+    assert a.pop("transcript_len") < b.pop("transcript_len")  # length (tokens) is generic; the words are not read
+    assert a == b
+
+
+def test_following_an_entity_from_the_results_is_a_statistic():
+    second = ("<search> Annie Morton agency </search>\n\n<information>Doc 1(Title: Wilhelmina Models) a model agency."
+              "</information>\n\n")
+    third = ("<search> Wilhelmina Models founder </search>\n\n<information>Doc 1(Title: Wilhelmina Cooper) born 1939."
+             "</information>\n\n")
+    follows = _stats(SEARCH + second + third, 3)
+    assert follows["last_query_follows_title"] == 1 and follows["queries_following_titles"] == pytest.approx(1 / 3)
+    assert follows["last_query_off_goal"] == 1.0  # none of its words is in the question
+    on_goal = _stats(SEARCH + second, 2)
+    assert on_goal["last_query_follows_title"] == 0 and on_goal["last_query_off_goal"] == pytest.approx(1 / 3)

@@ -31,6 +31,7 @@ def _text_env(env_id: str):
     env = gym.make(env_id, action_mode="text", **kwargs)
     if not isinstance(env.action_space, gym.spaces.Text):
         pytest.skip(f"{env_id}'s text mode does not take strings")
+    _play(env, ["Verify the evidence before answering."], seed=0)  # lazy resources (index, note reader) load here
     return env
 
 
@@ -51,8 +52,8 @@ def _play(env, notes: list[str], seed: int) -> None:
 def test_any_notes_give_a_defined_episode(env_id, shared_data_dir):
     env = _text_env(env_id)
 
-    @settings(max_examples=40, deadline=3000, suppress_health_check=[HealthCheck.too_slow])
-    @given(st.lists(hostile_text, min_size=1, max_size=5), st.integers(0, 2**31 - 2))
+    @settings(max_examples=25, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(hostile_text, min_size=1, max_size=3), st.integers(0, 2**31 - 2))
     def run(notes, seed):
         _play(env, notes, seed)
 

@@ -32,6 +32,28 @@ def test_batch_equals_single(bm25):
     assert [[h.id for h in hs] for hs in batch] == [[h.id for h in bm25.search(q, 4)] for q in queries]
 
 
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_ranking_is_exactly_bm25s_own_including_ties(bm25, shared_data_dir, k):
+    """The fast top-k selection returns what ``bm25s.BM25.retrieve`` returns, ids and scores, on 600 real questions
+    (some of which tie inside the top k + 1 and take the fallback)."""
+    from steer_envs.retrieval.bm25 import top_k
+
+    questions = [t.question for t in load_tasks(split="dev", data_dir=shared_data_dir)][:600]
+    got = bm25.batch_search(questions, k)
+    tokens = bm25._tokenize(questions)
+    ties = 0
+    for query_tokens, hits in zip(tokens, got):
+        ids = bm25.model.get_tokens_ids(query_tokens)
+        if not ids:
+            assert hits == []
+            continue
+        docs, scores = bm25.model.retrieve([query_tokens], k=k, show_progress=False, n_threads=0)
+        expected = [(bm25.corpus.passages[int(d)].id, float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+        assert [(h.id, h.score) for h in hits] == expected
+        ties += top_k(bm25.model.get_scores_from_ids(ids), k) is None
+    assert ties > 0  # the tie fallback was exercised
+
+
 def test_query_with_only_unknown_words_returns_nothing(bm25):
     assert bm25.search("zzqxjv qqqzzk", 5) == []
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from ..base import ExecutorContext
 from .hops import Hop, build_hops
-from .intents import INTENT_KINDS, Intent, parse_intent
 from .profile import DRIFT_MODES, PROFILE_DIR, SimProfile, load_profile, profile_from_dict, shipped_profiles
 from .searcher import SimSearcher
 
@@ -15,6 +14,6 @@ def make_sim_executor(arg: str, ctx: ExecutorContext) -> SimSearcher:
 
 
 __all__ = [
-    "DRIFT_MODES", "INTENT_KINDS", "PROFILE_DIR", "Hop", "Intent", "SimProfile", "SimSearcher", "build_hops",
-    "load_profile", "make_sim_executor", "parse_intent", "profile_from_dict", "shipped_profiles",
+    "DRIFT_MODES", "PROFILE_DIR", "Hop", "SimProfile", "SimSearcher", "build_hops", "load_profile",
+    "make_sim_executor", "profile_from_dict", "shipped_profiles",
 ]

@@ -14,6 +14,9 @@ from ...data.records import Task
 from ...data.tasks import MULTI_HOP
 
 _REF = re.compile(r"#(\d+)")
+_WORD = re.compile(r"[\w']+")
+_FUNCTION = frozenset("the a an of in on at to for and or is was were are who what which when where how did does do by "
+                      "with from both same that than film films".split())
 
 
 @dataclass(frozen=True)
@@ -31,14 +34,16 @@ def _clean_musique(q: str) -> str:
     return q.replace(">>", " ").strip()
 
 
-def _evidence_hops(task: Task) -> list[Hop] | None:
-    """2Wiki triples ``[subject, relation, object]``: query 'subject relation', finding 'object'."""
+def _evidence_hops(task: Task, titles: dict[str, str]) -> list[Hop] | None:
+    """2Wiki triples ``[subject, relation, object]``: query 'subject relation', finding 'object'. Each hop's evidence
+    is the supporting passage about its subject (supporting ids are not in hop order)."""
     if not task.evidences or not task.supporting_ids:
         return None
     hops = []
     support = list(task.supporting_ids)
     for i, (subject, relation, obj) in enumerate(task.evidences):
-        target = support[min(i, len(support) - 1)]
+        about = [pid for pid in support if _named_in(titles.get(pid, ""), subject)]
+        target = about[0] if about else support[min(i, len(support) - 1)]
         hops.append(Hop(f"{subject} {relation}", (target,), obj))
     last = hops[-1]
     hops[-1] = Hop(last.query, tuple(dict.fromkeys(last.target_ids + task.answer_bearing_ids)), task.golden_answers[0])
@@ -57,11 +62,14 @@ def build_hops(task: Task, titles: dict[str, str]) -> list[Hop]:
         last = hops[-1]
         hops[-1] = Hop(last.query, tuple(dict.fromkeys(last.target_ids + task.answer_bearing_ids)), answer)
         return hops
-    from_evidence = _evidence_hops(task)
+    from_evidence = _evidence_hops(task, titles)
     if from_evidence:
         return from_evidence
     multi = task.benchmark in MULTI_HOP or (task.hops or 1) > 1
     if multi and len(task.supporting_ids) >= 2:
+        compared = _comparison_hops(task, titles)
+        if compared:
+            return compared
         # title chain: hop 1 finds the first supporting passage, whose title is the bridge to the next
         hops = []
         support = list(task.supporting_ids)
@@ -75,6 +83,41 @@ def build_hops(task: Task, titles: dict[str, str]) -> list[Hop]:
         # no structure recorded (Bamboogle): an implicit first hop resolved by reasoning over any result
         return [Hop(task.question, (), ""), Hop(f"#1 {task.question}", final_targets, answer)]
     return [Hop(task.question, final_targets, answer)]
+
+
+def _named_in(title: str, question: str) -> bool:
+    """Whether the question names the passage's subject (most of the title's words, parentheses aside)."""
+    words = _WORD.findall(re.sub(r"\(.*?\)", " ", title).lower())
+    asked = set(_WORD.findall(question.lower()))
+    return bool(words) and sum(w in asked for w in words) >= max(1, 0.6 * len(words))
+
+
+def _comparison_hops(task: Task, titles: dict[str, str]) -> list[Hop] | None:
+    """A comparison ("which film's director was born first, A or B?"): each entity the question names is looked up
+    on its own (its title plus the asked relation); with both in hand the agent answers. Supporting passages the
+    question does not name (the directors) count as evidence for the last hop, as real agents compare from what
+    the named entities' passages say. ``None`` unless the question names two supporting passages' subjects."""
+    support = list(task.supporting_ids)
+    named = [pid for pid in support if _named_in(titles.get(pid, ""), task.question)]
+    if len(named) < 2:
+        return None
+    title_words = {w for pid in named for w in _WORD.findall(titles.get(pid, "").lower())}
+    relation = " ".join(w for w in _WORD.findall(task.question.lower()) if w not in title_words and w not in _FUNCTION)[:60]
+    hops = [Hop(f"{titles.get(pid, '')} {relation}".strip(), (pid,), titles.get(pid, "")) for pid in named]
+    unnamed = tuple(pid for pid in support if pid not in named)
+    last = hops[-1]
+    hops[-1] = Hop(last.query, tuple(dict.fromkeys(last.target_ids + unnamed + task.answer_bearing_ids)),
+                   task.golden_answers[0])
+    return hops
+
+
+def is_choice(task: Task, hops: list[Hop]) -> bool:
+    """Whether the answer is one of two options the question names (yes/no, or A vs B): a guess is right half the
+    time."""
+    answer = task.golden_answers[0].strip().lower()
+    if answer in ("yes", "no"):
+        return True
+    return len(hops) >= 2 and " or " in task.question.lower() and answer in task.question.lower()
 
 
 def fill_query(template: str, findings: list[str]) -> str:

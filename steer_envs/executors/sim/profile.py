@@ -62,6 +62,18 @@ class SimProfile:
     second_guess: float
     #: factor on the drift hazard after a plan was accepted (SearchPlanning)
     plan_effect: float
+    #: probability that "stop repeating" said to an agent that is not repeating is taken as "stop searching"
+    literal_reading: float = 0.5
+    #: probability that a note with no actionable meaning costs the agent its next turn (it ponders the note)
+    confusion: float = 0.3
+    #: probability that an agent asked to keep searching follows a lead from its latest results
+    explore: float = 0.3
+    #: probability that an agent told to verify, whose documents hold nothing relevant, searches on (else it answers)
+    verify_searches: float = 0.3
+    #: probability that a hop's query names its entity plus a few relation words instead of the whole sub-question
+    entity_queries: float = 0.0
+    #: recorded rollouts (trajectory sources) whose reasoning sentences the simulator speaks (see thoughts.py)
+    thought_sources: tuple[str, ...] = ("search_r1_base",)
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def for_benchmark(self, benchmark: str) -> "SimProfile":
@@ -71,10 +83,11 @@ class SimProfile:
 
 
 _FIELDS = {f.name: f for f in fields(SimProfile)}
-_OPTIONAL = {"benchmarks", "description"}
+_OPTIONAL = {"benchmarks", "description", "literal_reading", "confusion", "explore", "entity_queries", "verify_searches", "thought_sources"}
 _PROB_KEYS = {
     "query_noise", "query_extra_word", "recognize_skill", "extract_skill", "parametric_recall", "premature_rate",
     "never_answer_rate", "hazard_base", "hazard_growth", "drift_recover", "compliance", "verify_skill", "disruption", "second_guess",
+    "literal_reading", "confusion", "explore", "entity_queries", "verify_searches",
 }
 
 
@@ -111,6 +124,11 @@ def _validate_values(obj: dict, where: str) -> None:
     for key in ("propensity_alpha", "propensity_beta", "plan_effect"):
         if key in obj and (not isinstance(obj[key], (int, float)) or obj[key] <= 0):
             raise SteerEnvsError(f"simulator profile {where}: {key!r} must be a positive number, got {obj[key]!r}")
+    if "thought_sources" in obj and (
+        not isinstance(obj["thought_sources"], (list, tuple)) or not all(isinstance(x, str) for x in obj["thought_sources"])
+    ):
+        raise SteerEnvsError(f"simulator profile {where}: 'thought_sources' must be a list of trajectory source names "
+                             f"(files in <data>/trajectories without .jsonl.gz), got {obj['thought_sources']!r}")
     if "intervention_turn_cost" in obj and (not isinstance(obj["intervention_turn_cost"], int) or obj["intervention_turn_cost"] < 0):
         raise SteerEnvsError(f"simulator profile {where}: 'intervention_turn_cost' must be a non-negative integer")
 
@@ -127,7 +145,9 @@ def profile_from_dict(obj: dict, where: str = "<dict>") -> SimProfile:
     overrides = obj.get("benchmarks") or {}
     if not isinstance(overrides, dict):
         raise SteerEnvsError(f"simulator profile {where}: 'benchmarks' must map benchmark names to overrides")
-    overridable = set(_FIELDS) - {"name", "description", "benchmarks"}
+    if "thought_sources" in obj:
+        obj["thought_sources"] = tuple(obj["thought_sources"])
+    overridable = set(_FIELDS) - {"name", "description", "benchmarks", "thought_sources"}
     for bench, over in overrides.items():
         if not isinstance(over, dict):
             raise SteerEnvsError(f"simulator profile {where}: benchmarks.{bench} must be an object of overrides")

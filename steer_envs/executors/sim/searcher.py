@@ -5,9 +5,12 @@ found, with word-level noise), whether it recognises a retrieved supporting pass
 whether it extracts the answer correctly, and how it drifts. Drift has a hazard that grows with the turn count and
 a per-episode propensity; its modes are the ones seen in real search agents: redundant re-searching after the
 answer is in hand, fixation on a distractor passage (a wrong bridge entity), a side goal, never producing an
-answer, and premature answers. Everything the simulator writes is in the Search-R1 text protocol, and its
-``<think>`` text says only what a real agent would (no drift label, no hop index, no hidden answer), so a steerer
-must read drift from behaviour.
+answer, and premature answers. Everything the simulator writes is in the Search-R1 text protocol.
+
+What it *says* reveals nothing hidden: its ``<think>`` text is drawn from sentences of real recorded agents, chosen
+by the observable situation of the turn only (:mod:`.thoughts`, :mod:`.situation`), so a steerer must read drift
+from behaviour (queries, results, answers), as it would with a real agent. Notes are read by meaning
+(:mod:`steer_envs.notes`) and their effects depend on the hidden state (:mod:`.responses`).
 
 Randomness: one ``numpy.random.Generator`` per episode, seeded from the reset seed; it is part of the state, so
 forks continue identically (or independently after :meth:`SimSearcher.reseed`).
@@ -15,6 +18,7 @@ forks continue identically (or independently after :meth:`SimSearcher.reseed`).
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,14 +27,19 @@ import numpy as np
 from ...data.corpus import Corpus, load_corpus
 from ...data.records import Task
 from ...data.scoring import f1 as f1_score
+from ...notes import Reading, shared_reader
 from ...retrieval.registry import make_retriever
 from ..base import Executor, ExecutorContext, Intervention, TurnResult
 from ..protocol import INVALID_ACTION_REPLY, render_answer, render_guidance, render_information, render_rejection, render_search
-from .hops import Hop, build_hops, fill_query
-from .intents import Intent, parse_intent
+from .hops import Hop, build_hops, fill_query, is_choice
 from .profile import DRIFT_MODES, SimProfile
+from .responses import RESPONSES, derail
 from .retrieval_cache import cached_search
+from .situation import normalize_query as _normalize, situation_of
+from .thoughts import ThoughtBank, fill, load_thought_bank
 
+_YES_NO = ("yes", "no")
+_QUESTION_WORDS = frozenset("who whom whose what which when where why how is was are were did does do in the".split())
 _SIDE_ASPECTS = ("history", "early life", "career", "family", "location", "awards")
 _STOPWORDS = frozenset("the a an of in on at to for and or is was were who what which when where how did does do by with from".split())
 
@@ -50,15 +59,18 @@ class SimState:
     evidence_id: str | None = None
     drift: str | None = None
     premature: bool = False  # will answer next turn without the evidence
-    pending: str | None = None  # a directive the agent accepted: search_for / keep_searching / answer_now / verify
+    pending: str | None = None  # what a note set in motion for the next turn (see responses.py)
     pending_arg: str = ""
     queries: list[str] = field(default_factory=list)
     seen_ids: list[str] = field(default_factory=list)
     last_hit_ids: list[str] = field(default_factory=list)
+    last_titles: list[str] = field(default_factory=list)
     side_topic: str = ""
+    attempts: int = 0  # searches made for the current hop so far (retries rephrase)
     hazard_factor: float = 1.0
+    proposed: bool = False  # an answer was proposed and rejected (observable)
     labels: list[str | None] = field(default_factory=list)  # drift label of each turn (privileged)
-    understood: list[str] = field(default_factory=list)  # intents parsed from interventions (privileged)
+    understood: list[str] = field(default_factory=list)  # intents read from interventions (privileged)
 
 
 class SimSearcher(Executor):
@@ -74,7 +86,8 @@ class SimSearcher(Executor):
         self.topk = context.topk
         self._retriever = None
         self._corpus: Corpus | None = None
-        self._p = profile
+        self._thoughts: ThoughtBank | None | bool = False  # False: not loaded yet; None: no recordings available
+        self.params = profile
         self._s: SimState | None = None
 
     # -- shared read-only resources (dropped when pickled) --------------------------------------------------
@@ -90,10 +103,22 @@ class SimSearcher(Executor):
             self._corpus = load_corpus(data_dir=self.context.data_dir)
         return self._corpus
 
+    @property
+    def thoughts(self) -> ThoughtBank | None:
+        if self._thoughts is False:
+            self._thoughts = load_thought_bank(self.profile.thought_sources, self.context.data_dir)
+        return self._thoughts  # type: ignore[return-value]
+
+    @property
+    def state(self) -> SimState:
+        assert self._s is not None, "call reset(task) first"
+        return self._s
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_retriever"] = None
         state["_corpus"] = None
+        state["_thoughts"] = False
         return state
 
     def _title(self, pid: str) -> str:
@@ -101,13 +126,15 @@ class SimSearcher(Executor):
 
     # -- Executor hooks ---------------------------------------------------------------------------------------
     def _reset(self, task: Task, seed: int | None) -> None:
-        p = self._p = self.profile.for_benchmark(task.benchmark)
+        p = self.params = self.profile.for_benchmark(task.benchmark)
         self.max_turns = self.context.max_turns  # interventions shrink the budget of one episode only
         rng = np.random.default_rng(seed)
         titles = {pid: self._title(pid) for pid in task.supporting_ids}
-        hops = build_hops(task, titles)
+        hops = [Hop(h.query, tuple(dict.fromkeys(x for pid in h.target_ids for x in self.corpus.same_title(pid))), h.finding)
+                for h in build_hops(task, titles)]  # any passage of the same article serves as the hop's evidence
         propensity = 2.0 * float(rng.beta(p.propensity_alpha, p.propensity_beta))
-        knows = bool(rng.random() < p.parametric_recall)
+        recall = max(p.parametric_recall, 0.5) if is_choice(task, hops) else p.parametric_recall  # a coin flip
+        knows = bool(rng.random() < recall)
         self._s = SimState(rng=rng, hops=hops, knows=knows, propensity=propensity)
         if rng.random() < p.never_answer_rate:
             self._s.drift = "never_answer"
@@ -122,39 +149,60 @@ class SimSearcher(Executor):
         clone = SimSearcher(self.spec, self.profile, self.context)
         clone._retriever = self._retriever
         clone._corpus = self._corpus
+        clone._thoughts = self._thoughts
         return clone
 
     def _get_impl_state(self) -> Any:
-        return {"sim": copy.deepcopy(self._s), "profile": self._p}
+        return {"sim": copy.deepcopy(self._s), "profile": self.params}
 
     def _set_impl_state(self, state: Any) -> None:
         self._s = copy.deepcopy(state["sim"])
-        self._p = state["profile"]
+        self.params = state["profile"]
+
+    # -- hidden-state predicates (also read by responses.py) ---------------------------------------------------
+    @property
+    def evidence_in_hand(self) -> bool:
+        return self.state.hop >= len(self.state.hops)
+
+    def answer_would_be_right(self) -> bool:
+        s = self.state
+        if s.wrong_from is not None:
+            return False
+        return s.extract_ok if self.evidence_in_hand else s.knows
+
+    def hidden_situation(self) -> str:
+        """A name for the hidden state at a decision point (privileged; what an oracle would act on)."""
+        s = self.state
+        if s.drift in ("never_answer", "redundant", "side_goal"):
+            return s.drift
+        if s.wrong_from is not None:
+            return "fixated"
+        if self.evidence_in_hand:
+            return "in_hand_right" if s.extract_ok else "in_hand_wrong"
+        if s.premature:
+            if s.knows:
+                return "premature_knows"
+            seen = any(pid in s.hops[s.hop].target_ids for pid in s.seen_ids)
+            return "premature_unrecognised" if seen else "premature_unseen"
+        return "searching"
 
     def privileged(self) -> dict[str, Any]:
         s = self._s
         if s is None:
             return {}
-        evidence_in_hand = s.hop >= len(s.hops)
-        unrecognised = (
-            not evidence_in_hand
-            and any(pid in s.hops[s.hop].target_ids for pid in s.seen_ids)
-        )
-        if evidence_in_hand and s.wrong_from is None:
-            would_be_right = s.extract_ok
-        elif s.wrong_from is not None:
-            would_be_right = False
-        else:
-            would_be_right = s.knows
+        in_hand = self.evidence_in_hand
         return {
+            "situation": self.hidden_situation(),
             "drift": s.drift,
             "premature": s.premature,
             "hop": s.hop,
             "hops": len(s.hops),
-            "evidence_in_hand": evidence_in_hand and s.wrong_from is None,
+            "evidence_in_hand": in_hand and s.wrong_from is None,
             "fixated": s.wrong_from is not None,
-            "evidence_unrecognised": unrecognised,
-            "answer_would_be_correct": would_be_right,
+            "evidence_unrecognised": not in_hand and any(pid in s.hops[s.hop].target_ids for pid in s.seen_ids),
+            "answer_would_be_correct": self.answer_would_be_right(),
+            "next_targets": [] if in_hand else list(s.hops[s.hop].target_ids),
+            "next_target_titles": [] if in_hand else sorted({self._title(pid) for pid in s.hops[s.hop].target_ids}),
             "propensity": s.propensity,
             "drift_labels": list(s.labels),
             "understood_intents": list(s.understood),
@@ -162,8 +210,7 @@ class SimSearcher(Executor):
 
     # -- one turn -----------------------------------------------------------------------------------------------
     def _turn(self) -> TurnResult:
-        s = self._s
-        assert s is not None and self.task is not None
+        s = self.state
         label = s.drift if s.drift else ("premature" if s.premature else None)
         s.labels.append(label)
         if s.pending is not None:
@@ -173,30 +220,42 @@ class SimSearcher(Executor):
         elif s.drift == "redundant":
             result = self._redundant_search()
         elif s.drift == "side_goal":
-            result = self._search(self._side_query(), self._think_side())
-        elif s.premature or s.hop >= len(s.hops):
+            result = self._search(self._side_query())
+        elif s.premature or self.evidence_in_hand:
             result = self._answer()
         else:
-            result = self._search(self._hop_query(), self._think_next())
+            query = self._hop_query() if s.attempts == 0 else self._reformulated_query()
+            asked = {_normalize(q) for q in s.queries}
+            for _ in range(3):  # an agent on track rephrases rather than repeat itself
+                if _normalize(query) not in asked:
+                    break
+                query = self._reformulated_query(lead=True)
+            result = self._search(query)
         if result.kind != "answer":
             self._after_turn()
         return result
 
     def _directed_turn(self) -> TurnResult:
-        s = self._s
+        """The turn a note set in motion (responses.py chose ``pending``)."""
+        s, p = self.state, self.params
         kind, arg = s.pending, s.pending_arg
         s.pending, s.pending_arg = None, ""
         if kind == "answer_now":
             return self._answer()
+        if kind == "confused":
+            return self._ramble()
+        right_before = self.evidence_in_hand and self.answer_would_be_right()
         if kind == "search_for":
-            query = arg or self._hop_query()
-            return self._search(query, f"As suggested, I will search for {query}.")
-        # keep_searching / verify: search for what is still missing (or re-confirm the last hop)
-        return self._search(self._hop_query(noisy=True), self._think_next())
+            result = self._search(arg or self._hop_query())
+        else:  # keep_searching / verify: search again for what is still missing (or re-confirm the last hop)
+            result = self._search(self._reformulated_query())
+        if right_before and s.rng.random() < p.second_guess:
+            s.extract_ok = False  # new results sow doubt about an answer that was right
+        return result
 
     def _after_turn(self) -> None:
         """Drift onset and recovery, decided after each non-answer turn (takes effect from the next)."""
-        s, p, rng = self._s, self._p, self._s.rng
+        s, p, rng = self.state, self.params, self.state.rng
         if s.drift is not None and s.drift != "fixation":
             # never answering does not end unaided (real agents ramble until the budget runs out)
             if s.drift != "never_answer" and rng.random() < p.drift_recover:
@@ -208,11 +267,11 @@ class SimSearcher(Executor):
                 self._start_drift()
 
     def _start_drift(self) -> None:
-        s, p, rng = self._s, self._p, self._s.rng
-        evidence_in_hand = s.hop >= len(s.hops)
-        distractors = [pid for pid in s.last_hit_ids if not evidence_in_hand and pid not in s.hops[s.hop].target_ids]
+        s, p, rng = self.state, self.params, self.state.rng
+        in_hand = self.evidence_in_hand
+        distractors = [pid for pid in s.last_hit_ids if not in_hand and pid not in s.hops[s.hop].target_ids]
         applicable = {
-            "redundant": evidence_in_hand and bool(s.queries),
+            "redundant": in_hand and bool(s.queries),
             "fixation": bool(distractors) and s.wrong_from is None,
             "side_goal": bool(s.last_hit_ids),
             "never_answer": True,
@@ -227,97 +286,102 @@ class SimSearcher(Executor):
             s.wrong_from = s.hop
             s.findings.append(self._title(pid))
             s.hop += 1
-            if s.hop >= len(s.hops):
+            if self.evidence_in_hand:
                 s.evidence_id = pid
             s.premature = False
         elif mode == "side_goal":
-            pid = s.last_hit_ids[int(rng.integers(len(s.last_hit_ids)))]
-            s.side_topic = f"{self._title(pid)} {_SIDE_ASPECTS[int(rng.integers(len(_SIDE_ASPECTS)))]}"
+            self.start_side_goal()
+            return
         s.drift = mode
 
+    def start_side_goal(self) -> None:
+        s = self.state
+        pid = s.last_hit_ids[int(s.rng.integers(len(s.last_hit_ids)))]
+        s.side_topic = f"{self._title(pid)} {_SIDE_ASPECTS[int(s.rng.integers(len(_SIDE_ASPECTS)))]}"
+        s.drift = "side_goal"
+
     # -- actions ---------------------------------------------------------------------------------------------
-    def _search(self, query: str, think: str) -> TurnResult:
-        s = self._s
+    def _think(self, act: str, query: str | None = None, answer: str | None = None) -> str:
+        """Words of a real agent in the same observable situation (empty when no recordings are available)."""
+        s = self.state
+        bank = self.thoughts
+        if bank is None:
+            return ""
+        situation = situation_of(self.task.question, act, self.stats.turns, query, s.queries, s.last_titles, s.proposed)
+        return fill(bank.choose(situation, s.rng), self.task.question, query=query, answer=answer, titles=s.last_titles)
+
+    def _search(self, query: str) -> TurnResult:
+        s = self.state
         query = query.strip() or self.task.question
+        think = self._think("search", query=query)
         hits = cached_search(self.retriever, self.context.retriever, query, self.topk)
         s.queries.append(query)
         s.last_hit_ids = [h.id for h in hits]
+        s.last_titles = [h.title for h in hits]
         for h in hits:
             if h.id not in s.seen_ids:
                 s.seen_ids.append(h.id)
+        hop_before = s.hop
         self._read_results(hits)
+        s.attempts = 0 if s.hop != hop_before else s.attempts + 1
         segment = render_search(query, think)
         observation = render_information(hits)
         return TurnResult("search", segment, observation, query=query, tokens=_tokens(segment) + _tokens(observation))
 
     def _read_results(self, hits) -> None:
         """Recognise supporting passages (resolving hops); decide on a premature answer if still unresolved."""
-        s, p, rng = self._s, self._p, self._s.rng
+        s, p, rng = self.state, self.params, self.state.rng
         ids = [h.id for h in hits]
-        while s.hop < len(s.hops):
+        while not self.evidence_in_hand:
             hop = s.hops[s.hop]
             implicit = not hop.target_ids  # a reasoning step with no recorded passage: any result will do
             found = ids[:1] if implicit else [pid for pid in ids if pid in hop.target_ids]
             if not found or rng.random() >= p.recognize_skill:
                 break
-            self._resolve(found[0], finding=self._title(found[0]) if implicit else None)
+            self.resolve(found[0], finding=self._title(found[0]) if implicit else None)
             if implicit:
                 break
-        if s.hop < len(s.hops) and s.drift is None:
+        if not self.evidence_in_hand and s.drift is None:
             s.premature = bool(rng.random() < p.premature_rate)
 
-    def _resolve(self, pid: str, finding: str | None = None) -> None:
-        s, p = self._s, self._p
+    def resolve(self, pid: str, finding: str | None = None) -> None:
+        s, p = self.state, self.params
         hop = s.hops[s.hop]
         s.findings.append(hop.finding if finding is None else finding)
         s.hop += 1
         s.premature = False
-        if s.hop >= len(s.hops):
+        if self.evidence_in_hand:
             s.evidence_id = pid
             s.extract_ok = bool(s.rng.random() < p.extract_skill)
 
     def _redundant_search(self) -> TurnResult:
-        s = self._s
+        s = self.state
         query = s.queries[-1] if s.rng.random() < 0.7 else self._noisy(s.queries[int(s.rng.integers(len(s.queries)))])
-        think = ("Let me search again to make sure." if s.rng.random() < 0.5
-                 else f"To be certain, I will look up {query} once more.")
-        return self._search(query, think)
+        return self._search(query)
 
     def _ramble(self) -> TurnResult:
-        s = self._s
-        words = [w for w in self.task.question.rstrip("?").split() if w.lower() not in _STOPWORDS]
-        focus = " ".join(words[: 2 + int(s.rng.integers(3))])
-        openers = (
-            f"Let me think about {focus} step by step.",
-            f"I recall something about {focus}, but let me reason it through first.",
-            f"The question asks about {focus}. There are several possibilities to consider.",
-        )
-        segment = f"<think> {openers[int(s.rng.integers(len(openers)))]} </think>"
+        segment = f"<think> {self._think('invalid') or '...'} </think>"
         return TurnResult("invalid", segment, INVALID_ACTION_REPLY, tokens=_tokens(segment))
 
     def _answer(self) -> TurnResult:
-        s = self._s
-        evidence_in_hand = s.hop >= len(s.hops)
-        if s.wrong_from is not None:
-            right = False
-        elif evidence_in_hand:
-            right = s.extract_ok
-        else:
-            right = s.knows
-        answer = self.task.golden_answers[0] if right else self._wrong_span()
-        if evidence_in_hand:
-            think = f"Based on the search results, the answer is {answer}."
-        else:
-            think = (f"Based on what I know, the answer is {answer}.", f"The answer should be {answer}.",
-                     f"I'm not completely sure, but I think the answer is {answer}.")[int(s.rng.integers(3))]
+        s = self.state
+        answer = self.task.golden_answers[0] if self.answer_would_be_right() else self._wrong_span()
+        think = self._think("answer", answer=answer)
         s.premature = False
         segment = render_answer(answer, think)
         return TurnResult("answer", segment, "", answer=answer, tokens=_tokens(segment))
 
     def _wrong_span(self) -> str:
         """A plausible wrong answer: the title of a passage the agent read (the distractor it fixated on first)."""
-        s = self._s
+        s = self.state
         gold = self.task.golden_answers
+        if gold[0].strip().lower() in _YES_NO:
+            return "no" if gold[0].strip().lower() == "yes" else "yes"
+        if is_choice(self.task, s.hops):  # the other option the question names
+            options = [o.strip(" ?,.") for o in re.split(r",| or ", self.task.question.split("?")[0])[-2:]]
+            others = [o for o in options if o and f1_score(o, gold) < 0.5]
+            if others:
+                return others[-1]
         pool = ([s.evidence_id] if s.evidence_id else []) + s.seen_ids[::-1] + list(self.task.passage_ids)
         for pid in pool:
             title = self._title(pid)
@@ -329,15 +393,41 @@ class SimSearcher(Executor):
                 return title
         return "unknown"
 
-    # -- queries and thoughts ----------------------------------------------------------------------------------
+    # -- queries -------------------------------------------------------------------------------------------------
     def _hop_query(self, noisy: bool = True) -> str:
-        s = self._s
+        """The query for the current hop: the sub-question as written (with word noise), or, with probability
+        ``entity_queries``, the entity it is about plus a few words of the relation (R1-Searcher's style)."""
+        s, p = self.state, self.params
+        if noisy and p.entity_queries and s.rng.random() < p.entity_queries:
+            return self._focused_query()
         index = min(s.hop, len(s.hops) - 1)
         query = fill_query(s.hops[index].query, s.findings) or self.task.question
         return self._noisy(query) if noisy else query
 
+    def _focused_query(self) -> str:
+        """The entity the current hop is about (a name in its sub-question, else the latest finding) plus two of its
+        other content words."""
+        s = self.state
+        full = self._hop_query(noisy=False)
+        anchors = question_entities(full) or ([s.findings[-1]] if s.findings else []) or question_entities(self.task.question)
+        anchors = [a for a in anchors if a] or [full]
+        anchor_words = {w.lower() for a in anchors for w in a.split()}
+        rest = [w for w in full.rstrip("?").split() if w.lower() not in anchor_words and w.lower() not in _STOPWORDS]
+        picked = [rest[i] for i in sorted(s.rng.permutation(len(rest))[:2])] if rest else []
+        return " ".join([anchors[int(s.rng.integers(len(anchors)))]] + picked)
+
+    def _reformulated_query(self, lead: bool = False) -> str:
+        """A retry (or a search a note asked for): the agent narrows the query to the entity it is about and may
+        follow a lead from its latest results (``explore``, or always with ``lead``)."""
+        s, p = self.state, self.params
+        query = self._focused_query()
+        if s.last_titles and (lead or s.rng.random() < p.explore):
+            lead = s.last_titles[int(s.rng.integers(len(s.last_titles)))]
+            query = f"{query} {lead}"
+        return query
+
     def _noisy(self, query: str) -> str:
-        s, p = self._s, self._p
+        s, p = self.state, self.params
         words = query.rstrip("?").split()
         kept = [w for w in words if s.rng.random() >= p.query_noise] or words[:1]
         if s.rng.random() < p.query_extra_word:
@@ -345,144 +435,28 @@ class SimSearcher(Executor):
         return " ".join(kept)
 
     def _side_query(self) -> str:
-        return self._s.side_topic or self._hop_query()
-
-    def _think_next(self) -> str:
-        s = self._s
-        if s.findings and s.findings[-1] and s.hop < len(s.hops):
-            return f"I found that {s.findings[-1]} is relevant. Next I need more information about it."
-        if s.queries:
-            return "The results do not give the answer yet. Let me search again."
-        return "I need to find some information to answer this question. Let me search."
-
-    def _think_side(self) -> str:
-        return f"It may also help to know more about {self._s.side_topic}."
+        return self.state.side_topic or self._hop_query()
 
     # -- interventions -------------------------------------------------------------------------------------------
     def _receive(self, intervention: Intervention) -> None:
-        s, p, rng = self._s, self._p, self._s.rng
+        s, p, rng = self.state, self.params, self.state.rng
         rendered = render_rejection(intervention.text) if intervention.kind == "reject" else render_guidance(intervention.text)
         self.transcript += rendered
         self.stats.tokens += _tokens(rendered)
         if not self.done and p.intervention_turn_cost:
             self.max_turns = max(self.stats.turns + 1, self.max_turns - p.intervention_turn_cost)
-        intent = Intent("reject") if intervention.kind == "reject" else parse_intent(intervention.text)  # type: ignore[arg-type]
-        s.understood.append(intent.kind)
+        reading = Reading("reject", 1.0) if intervention.kind == "reject" else shared_reader("searcher").read(intervention.text)
+        s.understood.append(reading.intent)
         prior = self.stats.interventions - 1  # the base class has already counted this one
         if p.disruption and prior > 0 and rng.random() < min(1.0, p.disruption * prior):
-            self._derail()
+            derail(self)
             return
-        if intent.kind == "none" or rng.random() >= p.compliance:
+        if reading.actionable and rng.random() >= p.compliance:
             return
-        getattr(self, f"_on_{intent.kind}")(intent)
+        RESPONSES[reading.intent](self, reading)
 
-    def _derail(self) -> None:
-        """Over-supervision: one more note and the agent loses its thread, answers hastily to comply, or wanders
-        off to a side topic (the paper's turn inflation and harm from intervening at every step)."""
-        s = self._s
-        s.understood.append("derailed")
-        effect = ("lose_thread", "hasty_answer", "side_goal")[int(s.rng.integers(3))]
-        if effect == "lose_thread" and s.findings:
-            self._undo_from(len(s.findings) - 1)
-        elif effect == "side_goal" and s.last_hit_ids and s.drift is None:
-            pid = s.last_hit_ids[int(s.rng.integers(len(s.last_hit_ids)))]
-            s.side_topic = f"{self._title(pid)} {_SIDE_ASPECTS[int(s.rng.integers(len(_SIDE_ASPECTS)))]}"
-            s.drift = "side_goal"
-            s.pending = None
-        else:
-            s.pending, s.pending_arg = "answer_now", ""
-
-    def _on_answer_now(self, intent: Intent) -> None:
-        s = self._s
-        s.drift = None if s.drift != "fixation" else s.drift
-        s.pending = "answer_now"
-
-    def _on_stop_repeating(self, intent: Intent) -> None:
-        s = self._s
-        if s.drift in ("redundant", "side_goal", "never_answer"):
-            s.drift = None
-
-    def _on_refocus(self, intent: Intent) -> None:
-        s = self._s
-        if s.drift in ("side_goal", "never_answer", "redundant"):
-            s.drift = None
-        elif s.drift == "fixation" and s.rng.random() < 0.3:
-            self._undo_from(s.wrong_from)
-
-    def _on_search_for(self, intent: Intent) -> None:
-        s = self._s
-        if s.drift in ("side_goal", "never_answer", "redundant"):
-            s.drift = None
-        s.premature = False
-        s.pending, s.pending_arg = "search_for", intent.argument
-
-    def _on_keep_searching(self, intent: Intent) -> None:
-        s = self._s
-        if s.drift in ("side_goal", "never_answer"):
-            s.drift = None
-        s.premature = False
-        s.pending = "keep_searching"
-
-    def _on_verify(self, intent: Intent) -> None:
-        """Re-read everything retrieved: a second chance to recognise evidence, re-extract, or notice a fixation."""
-        s, p, rng = self._s, self._p, self._s.rng
-        if s.wrong_from is not None:
-            if rng.random() < p.verify_skill:
-                self._undo_from(s.wrong_from)
-            return
-        while s.hop < len(s.hops):
-            targets = s.hops[s.hop].target_ids
-            found = [pid for pid in s.seen_ids if pid in targets]
-            if not found or rng.random() >= p.verify_skill:
-                break
-            self._resolve(found[0])
-        if s.hop >= len(s.hops):
-            if not s.extract_ok and rng.random() < p.verify_skill:
-                s.extract_ok = True
-            elif s.extract_ok and rng.random() < p.second_guess:
-                s.extract_ok = False  # talked itself out of a right answer
-            if s.drift == "redundant":
-                s.drift = None
-        else:
-            s.premature = False
-            if s.drift == "never_answer":
-                s.drift = None
-            s.pending = "verify"
-
-    def _on_reject(self, intent: Intent) -> None:
-        """A rejected answer: re-verify; a right answer may be abandoned (over-rejection hurts)."""
-        s, p, rng = self._s, self._p, self._s.rng
-        was_right = s.hop >= len(s.hops) and s.wrong_from is None and s.extract_ok
-        if s.hop >= len(s.hops) and s.wrong_from is None:
-            if was_right:
-                s.extract_ok = bool(rng.random() >= p.second_guess)
-            else:
-                s.extract_ok = bool(rng.random() < p.verify_skill * p.extract_skill)
-            s.pending = "answer_now"
-            return
-        if s.hop >= len(s.hops):  # fixated: the agent may notice
-            if rng.random() < p.verify_skill:
-                self._undo_from(s.wrong_from)
-        else:
-            s.knows = s.knows and rng.random() < p.verify_skill
-        s.premature = False
-        s.pending = "keep_searching"
-
-    def _on_backtrack(self, intent: Intent) -> None:
-        s = self._s
-        if s.wrong_from is not None:
-            self._undo_from(s.wrong_from)
-        elif s.findings:  # misguided: abandons a correct finding
-            self._undo_from(len(s.findings) - 1)
-
-    def _on_plan(self, intent: Intent) -> None:
-        s, p = self._s, self._p
-        s.hazard_factor *= p.plan_effect
-        if s.drift == "never_answer":
-            s.drift = None
-
-    def _undo_from(self, index: int | None) -> None:
-        s = self._s
+    def undo_from(self, index: int | None) -> None:
+        s = self.state
         if index is None:
             return
         s.findings = s.findings[:index]
@@ -494,6 +468,22 @@ class SimSearcher(Executor):
             s.drift = None
         s.premature = False
         s.pending = "keep_searching"
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|and|[A-Z][\w'’.-]*))*")
+
+
+def question_entities(question: str) -> list[str]:
+    """Capitalised phrases of the question after its first word: the names a searcher anchors its queries on."""
+    out = []
+    for m in _CAPITALISED.finditer(question):
+        phrase = m.group(0).strip(" .,'’?")
+        first, _, rest = phrase.partition(" ")
+        if m.start() == 0 and first.lower() in _QUESTION_WORDS:
+            phrase = rest
+        if phrase and phrase.lower() not in _STOPWORDS:
+            out.append(phrase)
+    return out
 
 
 def _tokens(text: str) -> int:

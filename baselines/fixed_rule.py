@@ -1,0 +1,130 @@
+"""Fixed rules: one catalogue note at one decision, and the best such rule chosen on dev (testbed rule 3).
+
+A fixed rule knows nothing of the episode: it sends option ``O`` at decision ``K`` and passes otherwise. If a
+testbed lets such a rule do well, what a learned steerer "learns" may be a time and a keyword, not supervision; so
+the best fixed rule is the bar every learned method must clear at the same intervention rate.
+
+``best_fixed_rule`` evaluates every (O, K) with K in ``0..max_at`` on the *dev* split (the same executor and
+turn budget as the run), keeps the rule with the highest mean F1 (benchmarks averaged, seeds averaged per task,
+as the harness averages), writes the whole dev table to its workdir (``selection.json``), and is then evaluated
+like any method. The choice is cached, so a resumed run does not choose again.
+"""
+from __future__ import annotations
+
+import json
+import zlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from agents.base import play_episode
+from agents.steering.interventions import InterventionOption
+from steer_envs.errors import SteerEnvsError
+
+from .registry import STEERING_ENV, MethodContext
+from .simple import PASS, NoSupervision, catalogue_options
+
+SELECTION_FILE = "selection.json"
+
+
+class FixedRule:
+    """Send one option at decision ``at`` (0 = before the executor's first turn), pass otherwise."""
+
+    def __init__(self, option: InterventionOption, at: int) -> None:
+        if at < 0:
+            raise SteerEnvsError(f"fixed_rule: 'at' must be a decision index >= 0, got {at}")
+        self.option = option
+        self.at = at
+        self.name = f"fixed_rule:{option.name}@{at}"
+        self.run_info = {"option": option.name, "at": at}
+        self._decision = 0
+
+    def reset(self, seed: int | None = None) -> None:
+        self._decision = 0
+
+    def act(self, observation: Any, info: dict[str, Any]) -> int:
+        decision, self._decision = self._decision, self._decision + 1
+        return self.option.index if decision == self.at else PASS
+
+
+def _option(options: Sequence[InterventionOption], name: str) -> InterventionOption:
+    for option in options:
+        if option.name == name:
+            return option
+    raise SteerEnvsError(f"fixed_rule: no catalogue option {name!r}; options: {', '.join(o.name for o in options)}")
+
+
+def build_fixed_rule(context: MethodContext) -> FixedRule:
+    options = catalogue_options(context)
+    return FixedRule(_option(options, context.option("option", "keep_searching", str)), context.option("at", 1, int))
+
+
+@dataclass(frozen=True)
+class RuleScore:
+    option: str
+    at: int
+    f1: float  # mean F1 x100 (benchmarks averaged)
+    gain: float  # over always passing, same tasks and seeds
+    interventions: float  # per task
+
+
+def _dev_seeds(task_ids: Sequence[str], seeds: int) -> list[tuple[str, int]]:
+    """Paired (task, env seed) pairs: every rule runs on the same ones (a fixed function of the task id)."""
+    return [(tid, (zlib.crc32(tid.encode()) * 1009 + s) % (2**31 - 1)) for tid in task_ids for s in range(seeds)]
+
+
+def score_rules(context: MethodContext, rules: Sequence[tuple[str, int]], tasks_per_benchmark: int, seeds: int
+                ) -> list[RuleScore]:
+    """Mean F1 of always-pass and of every rule on the dev split (first ``tasks_per_benchmark`` of each benchmark)."""
+    env = context.make_env(STEERING_ENV, split="dev")
+    try:
+        by_bench: dict[str, list[str]] = defaultdict(list)
+        for task in env.unwrapped.tasks:
+            if not tasks_per_benchmark or len(by_bench[task.benchmark]) < tasks_per_benchmark:
+                by_bench[task.benchmark].append(task.id)
+        pairs = _dev_seeds([t for ids in by_bench.values() for t in ids], seeds)
+        bench_of = {t: b for b, ids in by_bench.items() for t in ids}
+        options = {o.name: o for o in catalogue_options(context)}
+
+        def evaluate(policy) -> tuple[float, float]:
+            f1 = defaultdict(list)
+            interventions = []
+            for task_id, seed in pairs:
+                _, _, info = play_episode(env, policy, seed, task_id)
+                f1[bench_of[task_id]].append(float(info["f1"]))
+                interventions.append(int(info["interventions"]))
+            return 100 * float(np.mean([np.mean(v) for v in f1.values()])), float(np.mean(interventions))
+
+        base, _ = evaluate(NoSupervision())
+        out = []
+        for name, at in rules:
+            f1, rate = evaluate(FixedRule(options[name], at))
+            out.append(RuleScore(name, at, round(f1, 3), round(f1 - base, 3), round(rate, 4)))
+        return out
+    finally:
+        env.close()
+
+
+def build_best_fixed_rule(context: MethodContext) -> FixedRule:
+    """Choose (O, K) on dev (cached in the workdir), then act as that fixed rule."""
+    options = catalogue_options(context)
+    path = context.checkpoint_dir() / SELECTION_FILE
+    if path.is_file():
+        chosen = json.loads(path.read_text(encoding="utf-8"))["chosen"]
+    else:
+        max_at = context.option("max_at", 3, int)
+        rules = [(o.name, k) for o in options for k in range(max_at + 1)]
+        scores = score_rules(context, rules, context.option("dev_tasks", 0, int), context.option("seeds", 1, int))
+        best = max(scores, key=lambda r: (r.f1, -r.interventions))
+        chosen = {"option": best.option, "at": best.at}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"chosen": chosen, "split": "dev", "scores": [asdict(s) for s in scores]}, indent=2),
+                       encoding="utf-8")
+        tmp.replace(path)
+    rule = FixedRule(_option(options, chosen["option"]), int(chosen["at"]))
+    rule.name = "best_fixed_rule"
+    rule.run_info = {**rule.run_info, "chosen_on": "dev"}
+    return rule

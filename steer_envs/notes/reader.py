@@ -1,0 +1,169 @@
+"""Reading a supervisor's note by meaning: which intent it expresses, how confidently, and its argument.
+
+The note is embedded with MiniLM (:mod:`.encoder`) and compared with the prototypes of the intent set
+(:mod:`.intents`) through a multinomial logistic regression fitted on the prototypes' embeddings (a linear probe:
+nearest-prototype matching confuses "answer now" with "don't answer yet", whose embeddings are close; a probe learns
+the directions that separate them). Its probability of the chosen intent is the reading's confidence. A note far
+from every prototype (cosine similarity below :data:`MIN_SIMILARITY`), or read as ``none``, is not actionable. Every string has a defined reading: empty, huge, binary-looking or hostile text included.
+
+The argument of an intent that takes one (``search_for``) is the note's payload: the text after a colon, or after
+the search verb ("look up X", "search for X"). A search request with no payload is a request to keep searching.
+
+Readings are cached per text; a reader is deterministic (same text, same reading, in every process).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from .encoder import MiniLMEncoder, shared_encoder
+from .intents import NONE, IntentSet, get_intent_set
+
+#: inverse regularisation of the probe (chosen on the development paraphrases)
+PROBE_C = 30.0
+#: below this cosine similarity to every prototype, a note is not read as any intent
+MIN_SIMILARITY = 0.30
+MAX_ARGUMENT_WORDS = 32
+#: a search request in imperative position: "search for X", "please look up X", "try a search on X", "query X"
+_SEARCH_VERB = re.compile(
+    r"^\s*(?:(?:please|now|then|so|and|just|maybe|you\s+(?:could|should|might|can|need\s+to|must)|try(?:\s+to)?|go\s+and)[\s,]+)*"
+    r"(?:(?:do|run|try|make|perform)\s+(?:a|another|one\s+more)\s+search\s+(?:for|on|about|of)"
+    r"|search(?:ing)?(?:\s+(?:for|about|on))?|look(?:ing)?\s+up|look\s+for|query|google|find\s+out(?:\s+about)?"
+    r"|find(?:\s+information\s+(?:about|on))?)(?=[\s:])\s*:?\s*(?P<arg>.+)$", re.I | re.S)
+_NOT_AN_ARGUMENT = re.compile(r"^(?:(?:some|a\s+bit|a\s+little|any)\s+)?(?:more|again|further|it|that|this|something)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a note means to an agent. ``confidence``: probability of ``intent`` among all intents."""
+
+    intent: str
+    confidence: float
+    argument: str = ""
+    similarity: float = 0.0
+
+    @property
+    def actionable(self) -> bool:
+        return self.intent != NONE
+
+
+def note_argument(text: str) -> str:
+    """The payload of a search request: after a colon, else after the search verb; '' if there is none."""
+    head, sep, tail = text.partition(":")
+    candidate = tail if sep and tail.strip() and len(head.split()) <= 6 else ""
+    if not candidate:
+        m = _SEARCH_VERB.search(text)
+        candidate = m.group("arg") if m else ""
+    words = candidate.strip().strip(" .!?\"'").split()[:MAX_ARGUMENT_WORDS]
+    argument = " ".join(words)
+    return "" if not argument or _NOT_AN_ARGUMENT.match(argument) else argument
+
+
+class NoteReader:
+    """Maps any note to a :class:`Reading` within one intent set."""
+
+    def __init__(self, intent_set: str | IntentSet = "searcher", encoder: MiniLMEncoder | None = None,
+                 cache_size: int = 50_000) -> None:
+        self.intent_set = get_intent_set(intent_set) if isinstance(intent_set, str) else intent_set
+        self._encoder = encoder
+        self._prototypes: np.ndarray | None = None
+        self._probe = None
+        self._cache: OrderedDict[str, Reading] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    @property
+    def encoder(self) -> MiniLMEncoder:
+        if self._encoder is None:
+            self._encoder = shared_encoder()
+        return self._encoder
+
+    def __getstate__(self) -> dict:
+        return {"intent_set": self.intent_set, "cache_size": self._cache_size}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["intent_set"], None, state["cache_size"])
+
+    def _fit(self) -> None:
+        if self._prototypes is None:
+            from sklearn.linear_model import LogisticRegression
+
+            vectors, labels = [], []
+            for spec in self.intent_set.intents:
+                for sentence in spec.prototypes:
+                    vectors.append(self.encoder.encode(sentence))
+                    labels.append(spec.name)
+            self._prototypes = np.stack(vectors)
+            self._probe = LogisticRegression(C=PROBE_C, max_iter=5000).fit(self._prototypes, labels)
+
+    def _views(self, text: str) -> list[str]:
+        """The note as written, and with its payload (what it asks to search for) cut off, so that "Search: height
+        of Mount Everest" reads as a search request and not as a remark about Everest."""
+        views = [text]
+        payload = note_argument(text)
+        if payload:
+            views.append(text.replace(payload, "", 1).strip())
+        return views
+
+    def probabilities(self, text: str) -> tuple[dict[str, float], float]:
+        """(probability of each intent, best cosine similarity to any prototype), the better of the two views."""
+        self._fit()
+        vectors = np.stack([self.encoder.encode(v) for v in self._views(text)])
+        probs = self._probe.predict_proba(vectors).max(axis=0)
+        probs = probs / probs.sum()
+        similarity = float((vectors @ self._prototypes.T).max())
+        return {str(c): float(p) for c, p in zip(self._probe.classes_, probs)}, similarity
+
+    def read(self, text: object) -> Reading:
+        text = "" if text is None else str(text)
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        reading = self._read(text)
+        with self._lock:
+            self._cache[text] = reading
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return reading
+
+    def _read(self, text: str) -> Reading:
+        if not text.strip():
+            return Reading(NONE, 1.0)
+        probs, similarity = self.probabilities(text)
+        intent = max(probs, key=probs.get)
+        confidence = probs[intent]
+        if similarity < MIN_SIMILARITY:
+            return Reading(NONE, confidence, similarity=similarity)
+        argument = ""
+        if intent != NONE and self.intent_set[intent].takes_argument:
+            argument = note_argument(text)
+            if not argument and "keep_searching" in probs:
+                intent = "keep_searching"  # "search!" with nothing to search for asks to keep searching
+        elif intent == "keep_searching" and "search_for" in probs:
+            argument = note_argument(text)
+            if argument:
+                intent = "search_for"  # "keep searching for the author's birthplace" names what to search
+        return Reading(intent, confidence, argument, similarity)
+
+
+_READERS: dict[str, NoteReader] = {}
+_READERS_LOCK = threading.Lock()
+
+
+def shared_reader(intent_set: str = "searcher") -> NoteReader:
+    """The process-wide reader of an intent set (its cache is shared by every env of the process)."""
+    with _READERS_LOCK:
+        if intent_set not in _READERS:
+            _READERS[intent_set] = NoteReader(intent_set)
+        return _READERS[intent_set]
+
+
+def read_note(text: object, intent_set: str = "searcher") -> Reading:
+    """Read ``text`` with the shared reader of ``intent_set``."""
+    return shared_reader(intent_set).read(text)
