@@ -44,5 +44,5 @@ def test_every_command_is_in_the_command_table_with_its_memory_and_disk():
     memory = README.split("### Memory and disk", 1)[1].split("\n## ", 1)[0]
     for name in COMMANDS:
         assert f"`steer-envs {name}" in table, f"steer-envs {name} is missing from the README's command table"
-        assert f"`{name}`" in memory, f"steer-envs {name} is missing from the README's memory and disk table"
+        assert f"| `{name}" in memory, f"steer-envs {name} is missing from the README's memory and disk table"
     assert "python -m pytest" in memory

@@ -18,8 +18,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from agents.base import play_episode
-from steer_envs.atomic import atomic_write_text
 from baselines.registry import MethodContext, build_policy, get_method, parse_method
+from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import GivenState, Job, LocalPool, replica_factory, using_pool
 from steer_envs.rollouts.base import job_bytes

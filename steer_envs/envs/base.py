@@ -139,9 +139,10 @@ class SearchEnv(gym.Env):
             executor, ExecutorContext(retriever=retriever, data_dir=data_dir, max_turns=max_turns, topk=topk)
         )
         if not self.tasks:
-            hint = "" if task_ids else f"; {executor} supports none of them (a replay covers only recorded tasks)"
+            hint = (f"; {executor} supports none of the {self._unsupported} that do (a replay covers only recorded "
+                    "tasks)") if self._unsupported else ""
             raise SteerEnvsError(f"no tasks match benchmarks={benchmarks!r} split={split!r} task_ids={task_ids!r}"
-                                 + (hint if self._loaded_any else ""))
+                                 + hint)
         self.catalogue: tuple[InterventionTemplate, ...] = CATALOGUES[self.kind]
         self.observation_space = self._observation_space()
         self.action_space = (
@@ -169,8 +170,8 @@ class SearchEnv(gym.Env):
                 tasks = [t for t in tasks if not wanted or t.id in wanted]
             else:
                 tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
-            self._loaded_any = bool(tasks)
             self._tasks = tasks if c.task_ids else [t for t in tasks if self.executor.supports_task(t)]
+            self._unsupported = len(tasks) - len(self._tasks)
         return self._tasks
 
     def __getstate__(self) -> dict:
