@@ -46,10 +46,16 @@ class EpisodeRecord:
 
 
 def play_episode(env: Any, policy: Policy, seed: int, task_id: str | None = None) -> tuple[float, int, dict]:
-    """The bare episode loop: ``(return, decisions, final info)``. Env and policy are reset with the same seed."""
+    """The bare episode loop: ``(return, decisions, final info)``. Env and policy are reset with the same seed.
+
+    A policy that must look ahead in the environment itself (the lookahead oracle forks it) declares
+    ``bind(env)``; it is called once per episode, before the first action."""
     options = {"task_id": task_id} if task_id is not None else None
     observation, info = env.reset(seed=seed, options=options)
     policy.reset(seed)
+    bind = getattr(policy, "bind", None)
+    if bind is not None:
+        bind(env)
     total, decisions = 0.0, 0
     terminated = truncated = False
     while not (terminated or truncated):

@@ -33,7 +33,7 @@ for method in (
            options={"max_at": "3", "dev_tasks": "0", "seeds": "1"}, learns=True, group="rule"),
     Method("oracle", "reads the simulator's hidden state and sends the note that fixes it (headroom only: no real "
            "steerer sees hidden state)", STEERING_ENV, "baselines.oracle:build_oracle",
-           options={"max_interventions": "3"}, group="reference"),
+           options={"max_interventions": "3", "lookahead": "4"}, group="reference"),
     Method("drift_rule", "rule-based drift detector: a repeated query -> stop_repeating; turn >= turns -> answer_now",
            STEERING_ENV, "baselines.simple:build_drift_rule", options={"turns": "6"}, group="rule"),
     Method("steering_zero_shot", "the steering agent without RL: an untrained EncoderSteerer (fast path + gate + "

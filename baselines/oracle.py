@@ -1,13 +1,23 @@
-"""The oracle steerer: reads the simulator's hidden state (``info["privileged"]``) and sends the note that fixes
-the situation, and only then. It exists to measure a testbed's headroom (how much steering *can* matter), never
-as a method to compare against on equal terms: no real steerer sees hidden state.
+"""The oracle steerer: knows the simulator's hidden state and sends the note that fixes the situation, and only
+then. It exists to measure a testbed's headroom (how much steering *can* matter), never as a method to compare
+with on equal terms: no real steerer sees hidden state.
 
-The mapping from hidden situation to catalogue option mirrors the response table of
-:mod:`steer_envs.executors.sim.responses` (what helps where); it needs a simulator executor.
+Two ways of choosing, both from hidden state only (never from the future's random draws):
+
+* ``lookahead=0``: the response table of :mod:`steer_envs.executors.sim.responses` read backwards (which note fixes
+  which situation, :data:`FIXES`);
+* ``lookahead=N`` (default 4): a rollout policy over the table. At a decision whose hidden situation is not already
+  fine, every catalogue option and ``pass`` is tried on ``N`` forks of the episode, each re-seeded (fresh
+  randomness: the oracle knows the state, not the dice); each fork then continues under the table oracle, and the
+  option with the best mean F1 is sent (the table's own choice wins ties). One step of policy improvement over the
+  table, so it does at least as well in expectation.
 """
 from __future__ import annotations
 
+import zlib
 from typing import Any
+
+import numpy as np
 
 from steer_envs.envs.catalogue import STEERING
 from steer_envs.errors import SteerEnvsError
@@ -24,32 +34,77 @@ FIXES: dict[str, str] = {
     "premature_unrecognised": "verify",
     "premature_unseen": "keep_searching",
 }
+#: situations in which the executor, left alone, ends with a right answer (a note can only hurt)
+FINE: frozenset[str] = frozenset({"in_hand_right", "premature_knows"})
 
 
 class Oracle:
     name = "oracle"
 
-    def __init__(self, option_index: dict[str, int], max_interventions: int) -> None:
+    def __init__(self, option_index: dict[str, int], max_interventions: int, lookahead: int = 0) -> None:
         self.index = option_index
         self.max_interventions = max_interventions
-        self.run_info = {"max_interventions": max_interventions, "reads": "privileged simulator state"}
+        self.lookahead = lookahead
+        self.run_info = {"max_interventions": max_interventions, "lookahead": lookahead,
+                         "reads": "hidden simulator state"}
+        self.env: Any = None
+        self._observation: Any = None
+        self._hidden: dict[str, Any] = {}
+        self._seed = 0
+        self._decision = 0
 
     def reset(self, seed: int | None = None) -> None:
-        pass
+        self._seed = 0 if seed is None else int(seed)
+        self._decision = 0
+
+    def bind(self, env: Any) -> None:
+        self.env = env.unwrapped
 
     def act(self, observation: Any, info: dict[str, Any]) -> int:
         hidden = info.get("privileged") or {}
         if "situation" not in hidden:
             raise SteerEnvsError("oracle: the executor exposes no hidden state (info['privileged'] is empty); "
                                  "the oracle needs a simulator executor (sim:<profile>)")
-        if int(info.get("interventions", 0)) >= self.max_interventions:
+        self._decision += 1
+        if int(info.get("interventions", 0)) >= self.max_interventions or hidden["situation"] in FINE:
             return PASS
+        self._observation, self._hidden = observation, hidden
+        if self.lookahead:
+            if self.env is None:
+                raise SteerEnvsError("oracle: lookahead needs the environment; run it through agents.base.play_episode "
+                                     "(which binds it) or call bind(env) first")
+            return self._best_by_lookahead()
+        return self._from_table(observation, hidden)
+
+    def _from_table(self, observation: Any, hidden: dict[str, Any]) -> int:
         situation = hidden["situation"]
         if situation == "premature_unseen" and _new_title(observation) in hidden.get("next_target_titles", ()):
             return self.index["search_new_title"]  # the latest results name what the next hop needs
         if situation == "redundant":  # looping with the evidence in hand: stop it, or re-check a wrong answer
             return self.index["answer_now" if hidden["answer_would_be_correct"] else "verify"]
         return self.index[FIXES[situation]] if situation in FIXES else PASS
+
+    def _best_by_lookahead(self) -> int:
+        base = zlib.crc32(f"{self._seed}/{self._decision}".encode())
+        seeds = [(base * 31 + k) % (2**31 - 1) for k in range(self.lookahead)]
+        actions = [PASS] + sorted(set(self.index.values()))
+        table = self._from_table(self._observation, self._hidden)
+        values = {a: self._value(a, seeds) for a in actions}
+        return max(actions, key=lambda a: (values[a], a == table, a == PASS))
+
+    def _value(self, action: int, seeds: list[int]) -> float:
+        """Mean F1 of ``action`` now and the table oracle afterwards, over re-seeded forks."""
+        outcomes = []
+        for seed in seeds:
+            branch = self.env.fork(seed=seed)
+            observation, _, terminated, truncated, info = branch.step(action)
+            while not (terminated or truncated):
+                hidden = info["privileged"]
+                capped = int(info["interventions"]) >= self.max_interventions or hidden["situation"] in FINE
+                follow = PASS if capped else self._from_table(observation, hidden)
+                observation, _, terminated, truncated, info = branch.step(follow)
+            outcomes.append(float(info["f1"]))
+        return float(np.mean(outcomes))
 
 
 def _new_title(observation: Any) -> str:
@@ -59,4 +114,5 @@ def _new_title(observation: Any) -> str:
 
 
 def build_oracle(context: MethodContext) -> Oracle:
-    return Oracle({o.name: o.index for o in catalogue_options(context)}, context.option("max_interventions", 3, int))
+    return Oracle({o.name: o.index for o in catalogue_options(context)}, context.option("max_interventions", 3, int),
+                  context.option("lookahead", 4, int))

@@ -52,8 +52,8 @@ class PolicyResult:
 
 
 def run(executor: str = "sim:default", split: str = "dev", limit: int = 40, seeds: int = 1, p: float = 0.35,
-        max_at: int = 3, benchmarks: tuple[str, ...] = BENCHMARKS, max_turns: int = 10, rules: bool = True
-        ) -> dict[str, PolicyResult]:
+        max_at: int = 3, benchmarks: tuple[str, ...] = BENCHMARKS, max_turns: int = 10, rules: bool = True,
+        lookahead: int = 4) -> dict[str, PolicyResult]:
     env = gym.make("steer_envs/SearchSteering-v0", executor=executor, benchmarks=list(benchmarks), split=split,
                    max_turns=max_turns)
     per: dict[str, int] = defaultdict(int)
@@ -63,7 +63,8 @@ def run(executor: str = "sim:default", split: str = "dev", limit: int = 40, seed
         if not limit or per[task.benchmark] <= limit:
             tasks.append(task)
     options = options_from_catalogue(env.unwrapped.catalogue)
-    policies = {"none": NoSupervision(), "oracle": Oracle({o.name: o.index for o in options}, 3),
+    index = {o.name: o.index for o in options}
+    policies = {"none": NoSupervision(), "oracle": Oracle(index, 3, lookahead), "oracle_table": Oracle(index, 3),
                 f"random:p={p:g}": RandomIntervention(options, p)}
     if rules:
         for option in options:
@@ -96,7 +97,7 @@ def format_table(results: dict[str, PolicyResult], top: int = 10) -> str:
     benches = list(results["none"].f1)
     lines = ["| policy | " + " | ".join(benches) + " | avg F1 | gain | int./task | turns/task |",
              "|" + "---|" * (len(benches) + 5)]
-    order = ["none", "oracle"] + [k for k in results if k.startswith("random")]
+    order = ["none", "oracle", "oracle_table"] + [k for k in results if k.startswith("random")]
     order += sorted((k for k in results if "@" in k), key=lambda k: -results[k].mean_f1)[:top]
     for name in order:
         r = results[name]

@@ -16,12 +16,15 @@ from steer_envs.atomic import atomic_write_json as write_json
 from steer_envs.checkpoints import load_checkpoint, save_checkpoint
 
 __all__ = ["append_jsonl", "atomic_torch_save", "atomic_write_bytes", "atomic_write_json", "load_checkpoint",
-           "read_jsonl", "truncate_jsonl"]
+           "read_jsonl", "save_checkpoint", "truncate_jsonl"]
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
-    """Save a checkpoint (tensors + plain data, see :mod:`steer_envs.checkpoints`) atomically."""
-    save_checkpoint(obj, path)
+    """``torch.save`` atomically. For tensors-only payloads (state dicts), which load with ``weights_only=True``;
+    anything richer goes through :func:`save_checkpoint` (tensors + plain data)."""
+    import torch
+
+    atomic_write_bytes(path, lambda fh: torch.save(obj, fh))
 
 
 def atomic_write_json(obj: Any, path: Path) -> None:

@@ -30,7 +30,7 @@ from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
 
 from .backbones import build_steerer
-from .checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, load_checkpoint, read_jsonl, truncate_jsonl
+from .checkpoint import append_jsonl, atomic_write_json, load_checkpoint, read_jsonl, save_checkpoint, truncate_jsonl
 from .config import SteeringConfig
 from .gate import gate_probability
 from .interventions import options_from_catalogue
@@ -96,7 +96,7 @@ def save_model(steerer: Steerer, path: Path, tau: float, extra: dict[str, Any] |
         "tau": tau,
         "extra": extra or {},
     }
-    atomic_torch_save(payload, path)
+    save_checkpoint(payload, path)
 
 
 def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
@@ -253,7 +253,7 @@ class SteeringTrainer:
         return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, read_jsonl(log_path))
 
     def _checkpoint(self, steerer, optimizer, bank, next_round, rng, generator, wall_s) -> None:
-        atomic_torch_save(
+        save_checkpoint(
             {
                 "steerer": steerer.checkpoint_state_dict(),
                 "optimizer": optimizer.state_dict(),

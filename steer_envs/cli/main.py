@@ -10,7 +10,13 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import SteerEnvsError
-from . import calibrate_command, cards_command, data_commands, serve_command  # noqa: F401  (each registers its commands)
+from . import (  # noqa: F401  (each registers its commands)
+    calibrate_command,
+    cards_command,
+    data_commands,
+    guidance_command,
+    serve_command,
+)
 from .registry import COMMANDS, Command, load_plugins
 
 

@@ -1,4 +1,5 @@
-"""The search supervision environments (steering, planning, verification) and their helpers."""
+"""The search environments (steering, planning, verification supervise a frozen executor; GuidedSearch trains the
+searcher itself) and their helpers."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -29,6 +30,9 @@ def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery;
     if name == "SearchPlanningEnv":
         from .planning import SearchPlanningEnv
         return SearchPlanningEnv
+    if name == "GuidedSearchEnv":
+        from .guided import GuidedSearchEnv
+        return GuidedSearchEnv
     if name == "SearchVerificationEnv":
         from .verification import SearchVerificationEnv
         return SearchVerificationEnv
@@ -38,5 +42,5 @@ def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery;
 __all__ = [
     "CATALOGUES", "ENVS", "PLANNING", "STEERING", "VERIFICATION", "AnyText", "InterventionTemplate", "env_ids",
     "observation_text", "register_envs", "SearchEnv", "SearchSteeringEnv", "SearchPlanningEnv",
-    "SearchVerificationEnv",
+    "SearchVerificationEnv", "GuidedSearchEnv",
 ]

@@ -149,7 +149,7 @@ def _sample_episode(env_id: str, creator) -> SampleEpisode:
     env = gym.make(env_id, render_mode=render_mode, **options) if render_mode else gym.make(env_id, **options)
     shown = ", ".join(f"{k}={v!r}" for k, v in options.items())
     lines = [f"gymnasium.make({env_id!r}{', ' + shown if shown else ''}{', render_mode=' + repr(render_mode) if render_mode else ''})",
-             f"reset(seed={SAMPLE_SEED}); policy: pass, except catalogue action 1 at the second decision", ""]
+             f"reset(seed={SAMPLE_SEED}); policy: action 0 (pass, where there is a catalogue) except action 1 at step 2", ""]
     obs, info = env.reset(seed=SAMPLE_SEED)
     info_keys = set(info)
     lines.append("reset")

@@ -68,6 +68,9 @@ class SimProfile:
     confusion: float = 0.3
     #: probability that an agent asked to keep searching follows a lead from its latest results
     explore: float = 0.3
+    #: probability that an agent holding a right answer abandons it when told to keep searching (or sent on a search):
+    #: the note asserts that its evidence falls short, a stronger challenge than "verify" (``second_guess``)
+    second_guess_search: float = 0.5
     #: probability that an agent told to verify, whose documents hold nothing relevant, searches on (else it answers)
     verify_searches: float = 0.3
     #: probability that a hop's query names its entity plus a few relation words instead of the whole sub-question
@@ -83,11 +86,11 @@ class SimProfile:
 
 
 _FIELDS = {f.name: f for f in fields(SimProfile)}
-_OPTIONAL = {"benchmarks", "description", "literal_reading", "confusion", "explore", "entity_queries", "verify_searches", "thought_sources"}
+_OPTIONAL = {"benchmarks", "description", "literal_reading", "confusion", "explore", "entity_queries", "verify_searches", "second_guess_search", "thought_sources"}
 _PROB_KEYS = {
     "query_noise", "query_extra_word", "recognize_skill", "extract_skill", "parametric_recall", "premature_rate",
     "never_answer_rate", "hazard_base", "hazard_growth", "drift_recover", "compliance", "verify_skill", "disruption", "second_guess",
-    "literal_reading", "confusion", "explore", "entity_queries", "verify_searches",
+    "literal_reading", "confusion", "explore", "entity_queries", "verify_searches", "second_guess_search",
 }
 
 

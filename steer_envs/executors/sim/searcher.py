@@ -249,8 +249,8 @@ class SimSearcher(Executor):
             result = self._search(arg or self._hop_query())
         else:  # keep_searching / verify: search again for what is still missing (or re-confirm the last hop)
             result = self._search(self._reformulated_query())
-        if right_before and s.rng.random() < p.second_guess:
-            s.extract_ok = False  # new results sow doubt about an answer that was right
+        if right_before and s.rng.random() < p.second_guess_search:
+            s.extract_ok = False  # told its evidence falls short, it doubts an answer that was right
         return result
 
     def _after_turn(self) -> None:
@@ -445,7 +445,8 @@ class SimSearcher(Executor):
         self.stats.tokens += _tokens(rendered)
         if not self.done and p.intervention_turn_cost:
             self.max_turns = max(self.stats.turns + 1, self.max_turns - p.intervention_turn_cost)
-        reading = Reading("reject", 1.0) if intervention.kind == "reject" else shared_reader("searcher").read(intervention.text)
+        reading = (Reading("reject", 1.0) if intervention.kind == "reject"
+                   else shared_reader("searcher").read_in_context(intervention.text, self.task.question))
         s.understood.append(reading.intent)
         prior = self.stats.interventions - 1  # the base class has already counted this one
         if p.disruption and prior > 0 and rng.random() < min(1.0, p.disruption * prior):
