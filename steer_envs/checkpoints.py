@@ -3,10 +3,10 @@
 Why: ``torch.load(..., weights_only=False)`` unpickles, and a pickle can call any function it names; a run
 folder someone shared would run whatever its checkpoint asks for. Here a checkpoint is written with
 ``torch.save`` of a list of tensors and one JSON document (as bytes) holding everything else, and read back with
-``torch.load(..., weights_only=True)``, which refuses anything but tensors and plain containers. Richer values (tuples, sets, numpy arrays
-and scalars, numpy / ``random`` generators, dataclasses such as a trainer's state bank or an env snapshot)
-are encoded into that tree by :func:`to_plain` and rebuilt by :func:`from_plain` from an allowlist: a dataclass
-is rebuilt only when its class lives in this project's packages (or was passed to
+``torch.load(..., weights_only=True)``, which refuses anything but tensors and plain containers. Richer values
+(tuples, sets, numpy arrays and scalars, numpy / ``random`` generators, dataclasses such as a trainer's state bank
+or an env snapshot) are encoded into that document by :func:`to_plain` and rebuilt by :func:`from_plain` from an
+allowlist: a dataclass is rebuilt only when its class lives in this project's packages (or was passed to
 :func:`register_checkpoint_type`), field by field, without calling its ``__init__``.
 
 A legacy checkpoint (a full pickle written before this format) is refused with a message saying how to
@@ -133,7 +133,8 @@ class _Encoder:
                 pass
         if arr.dtype.kind in "biufUS":
             return {TAG: "ndarray", "dtype": arr.dtype.str, "shape": list(arr.shape), "list": arr.ravel().tolist()}
-        raise CheckpointError(f"cannot store a numpy array of dtype {arr.dtype} in a checkpoint (object arrays run code)")
+        raise CheckpointError(
+            f"cannot store a numpy array of dtype {arr.dtype} in a checkpoint (object arrays run code when loaded)")
 
 
 def _fields_of(obj: Any) -> dict[str, Any]:
@@ -266,7 +267,8 @@ def _class(name: Any) -> type:
         for part in qualname.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
-        raise CheckpointError(f"the checkpoint names class {name!r}, which this version does not have ({exc})") from None
+        raise CheckpointError(
+            f"the checkpoint names class {name!r}, which this version does not have ({exc})") from None
     if not isinstance(target, type):
         raise CheckpointError(f"the checkpoint names {name!r}, which is not a class; refused")
     return target
@@ -278,9 +280,8 @@ def save_checkpoint(obj: Any, path: str | os.PathLike) -> None:
     import torch
 
     tree, tensors = to_plain(obj)
-    blob = json.dumps(tree, separators=(",", ":")).encode("utf-8")
-    payload = {FORMAT_KEY: FORMAT_VERSION, "tensors": tensors,
-               "tree": torch.frombuffer(bytearray(blob), dtype=torch.uint8) if blob else torch.zeros(0, dtype=torch.uint8)}
+    blob = bytearray(json.dumps(tree, separators=(",", ":")).encode("utf-8"))  # never empty: "null" at least
+    payload = {FORMAT_KEY: FORMAT_VERSION, "tensors": tensors, "tree": torch.frombuffer(blob, dtype=torch.uint8)}
     atomic_write_bytes(Path(path), lambda fh: torch.save(payload, fh))
 
 

@@ -86,7 +86,9 @@ def _space_rows(space: gym.Space) -> list[tuple[str, str]]:
 
 def _clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     text = str(text)
-    return text if len(text) <= limit else text[: limit // 2] + f" [… {len(text) - limit} characters …] " + text[-limit // 2:]
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + f" [… {len(text) - limit} characters …] " + text[-limit // 2:]
 
 
 def _plain(value: Any) -> Any:
@@ -148,8 +150,9 @@ def _sample_episode(env_id: str, creator) -> SampleEpisode:
     render_mode = "ansi" if "ansi" in getattr(creator, "metadata", {}).get("render_modes", []) else None
     env = gym.make(env_id, render_mode=render_mode, **options) if render_mode else gym.make(env_id, **options)
     shown = ", ".join(f"{k}={v!r}" for k, v in options.items())
-    lines = [f"gymnasium.make({env_id!r}{', ' + shown if shown else ''}{', render_mode=' + repr(render_mode) if render_mode else ''})",
-             f"reset(seed={SAMPLE_SEED}); policy: action 0 (pass, where there is a catalogue) except action 1 at step 2", ""]
+    made = ", ".join([repr(env_id)] + ([shown] if shown else []) + ([f"render_mode={render_mode!r}"] if render_mode else []))
+    lines = [f"gymnasium.make({made})",
+             f"reset(seed={SAMPLE_SEED}); policy: action 0 (pass, where there is a catalogue), action 1 at step 2", ""]
     obs, info = env.reset(seed=SAMPLE_SEED)
     info_keys = set(info)
     lines.append("reset")
