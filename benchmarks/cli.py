@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from steer_envs.cli.common import add_data_dir
-from steer_envs.cli.registry import Command, register_command
+from steer_envs.cli.registry import Command, register_command, rerun
 from steer_envs.data import BENCHMARKS, SPLITS
 from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
@@ -146,10 +146,11 @@ def _run_demo(args: argparse.Namespace) -> int:
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
     register_command(Command("eval", "evaluate methods on identical tasks and seeds (resumable run folder)",
-                             _configure_eval, _run_eval))
-    register_command(Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep))
+                             _configure_eval, _run_eval, resume=rerun))
+    register_command(Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep,
+                             resume=rerun))
     register_command(Command("sensitivity", "re-run methods over a grid of response assumptions; does their order hold?",
-                             _configure_sensitivity, _run_sensitivity))
+                             _configure_sensitivity, _run_sensitivity, resume=rerun))
     register_command(Command("report", "write report.md and PNG plots for a run folder", _configure_report, _run_report))
     register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
-                             _configure_demo, _run_demo))
+                             _configure_demo, _run_demo, resume=rerun))
