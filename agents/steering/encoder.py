@@ -33,6 +33,7 @@ from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
 SPAN_STATS = 5
+GOAL_DIM = 384  # MiniLM
 #: what the fast path reads: ``stats`` = its own small MLP over the behavioural statistics (generalises across
 #: tasks; the hashed n-grams let a priority memorise training tasks), ``encoder`` = the shared encoder state ``h``
 FAST_INPUTS = ("stats", "encoder")
@@ -72,6 +73,7 @@ class EncoderSteerer(Steerer):
         seed: int = 0,
         fast_input: str = "encoder",
         fast_hidden: int = 32,
+        goal_embedding: bool = False,
     ) -> None:
         super().__init__(options)
         self.hash_dim = hash_dim
@@ -85,15 +87,17 @@ class EncoderSteerer(Steerer):
             raise SteerEnvsError(f"fast_input must be one of {FAST_INPUTS}, got {fast_input!r}")
         self.fast_input = fast_input
         self.fast_hidden = fast_hidden
+        self.goal_embedding = goal_embedding
         self.featurizer = HashedNgramFeaturizer(hash_dim)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.bag = nn.EmbeddingBag(hash_dim, embed_dim, mode="sum")
             nn.init.normal_(self.bag.weight, std=0.01)
-            extra = 384 if use_minilm else 0
+            extra = (384 if use_minilm else 0) + (GOAL_DIM if goal_embedding else 0)
             self.encode = nn.Linear(embed_dim + len(STAT_NAMES) + extra, hidden)
             if fast_input == "stats":
-                self.fast_trunk = nn.Sequential(nn.Linear(len(STAT_NAMES) + len(FAST_EXTRA_NAMES), fast_hidden), nn.Tanh())
+                fast_in = len(STAT_NAMES) + len(FAST_EXTRA_NAMES) + (GOAL_DIM if goal_embedding else 0)
+                self.fast_trunk = nn.Sequential(nn.Linear(fast_in, fast_hidden), nn.Tanh())
                 self.fast_head = nn.Linear(fast_hidden, 1)
             else:
                 self.fast_trunk = nn.Identity()
@@ -110,7 +114,7 @@ class EncoderSteerer(Steerer):
         return {
             "hash_dim": self.hash_dim, "span_hash_dim": self.span_hash_dim, "embed_dim": self.embed_dim, "hidden": self.hidden,
             "max_arguments": self.max_arguments, "use_minilm": self.use_minilm, "seed": self.seed,
-            "fast_input": self.fast_input, "fast_hidden": self.fast_hidden,
+            "fast_input": self.fast_input, "fast_hidden": self.fast_hidden, "goal_embedding": self.goal_embedding,
         }
 
     # -- encoding -------------------------------------------------------------------------------------------
@@ -139,13 +143,26 @@ class EncoderSteerer(Steerer):
         parts = [bag, stats]
         if self.use_minilm:
             parts.append(self._minilm_vectors(observations))
+        if self.goal_embedding:
+            parts.append(self._goal_vectors(observations))
         return torch.tanh(self.encode(torch.cat(parts, dim=1)))
+
+    def _goal_vectors(self, observations: Sequence[Any]) -> torch.Tensor:
+        """MiniLM embedding of the goal alone (frozen, cached per question): the kind of question asked (one fact,
+        a bridge, a comparison), which decides whether one search can be enough, read by meaning rather than by
+        the question's rare words."""
+        from steer_envs.notes.encoder import shared_encoder
+
+        encoder = shared_encoder()
+        return torch.from_numpy(np.stack([encoder.encode(split_observation(o)[0]) for o in observations]))
 
     # -- fast path ------------------------------------------------------------------------------------------
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
         if self.fast_input == "stats":
             feats = [self.featurizer(o) for o in observations]
             stats = torch.from_numpy(np.stack([np.concatenate([f.stats, f.fast_extra]) for f in feats]))
+            if self.goal_embedding:
+                stats = torch.cat([stats, self._goal_vectors(observations)], dim=1)
             return self.fast_head(self.fast_trunk(stats)).squeeze(-1)
         return self.fast_head(self.fast_trunk(self.hidden_states(observations))).squeeze(-1)
 

@@ -293,7 +293,7 @@ class SteeringTrainer:
             state = bank[idx]
             rollouts += m.rollouts
             hits += m.cache_hits
-            q = intervention_effect(m.returns, m.baseline)
+            q = intervention_effect(m.returns, m.baseline, c.q_target)
             adv = grpo_advantages(m.returns, m.baseline)
             state.q, state.measured_round, state.used = q, round_index, True
             qs.append(q)

@@ -27,13 +27,15 @@ from steer_envs.paths import REPO_ROOT
 #: run (docs/steering_learning.md); τ is a deployment knob, the τ sweep below shows the whole trade-off
 RL_TAU = "0.0167"
 MAIN_METHODS = (
-    "no_supervision", f"steering_rl:tau={RL_TAU}", "random", "always", "drift_rule", "steering_zero_shot", "planning_zero_shot",
-    "planning_rl", "verification_zero_shot", "verification_rl", "filtered_bc", "sb3_ppo",
+    "no_supervision", f"steering_rl:tau={RL_TAU}", "random", "always", "drift_rule", "fixed_rule:option=verify,at=1",
+    "best_fixed_rule", "steering_zero_shot", "planning_zero_shot", "planning_rl", "verification_zero_shot",
+    "verification_rl", "filtered_bc", "sb3_ppo", "oracle",
 )
 #: row order of the main table (the paper's: reference, rules, zero-shot forms, learned forms, steering last)
 ROW_ORDER = (
-    "no_supervision", "random", "always", "drift_rule", "steering_zero_shot", "planning_zero_shot",
-    "verification_zero_shot", "filtered_bc", "sb3_ppo", "planning_rl", "verification_rl", "steering_rl",
+    "no_supervision", "random", "always", "drift_rule", "fixed_rule", "best_fixed_rule", "steering_zero_shot",
+    "planning_zero_shot", "verification_zero_shot", "filtered_bc", "sb3_ppo", "planning_rl", "verification_rl",
+    "steering_rl", "oracle",
 )
 TAUS = ("0.002", "0.005", RL_TAU, "0.05", "0.15", "0.5")
 TRANSFER_METHODS = ("steering_rl", "steering_zero_shot", "drift_rule")
