@@ -96,7 +96,7 @@ class SearchEnv(gym.Env):
         if not self.tasks:
             raise SteerEnvsError(f"no tasks match benchmarks={benchmarks!r} split={split!r} task_ids={task_ids!r}")
         self.catalogue: tuple[InterventionTemplate, ...] = CATALOGUES[self.kind]
-        self.executor: Executor = make_executor(
+        self.executor: Executor = self._make_executor(
             executor, ExecutorContext(retriever=retriever, data_dir=data_dir, max_turns=max_turns, topk=topk)
         )
         self.observation_space = self._observation_space()
@@ -257,6 +257,10 @@ class SearchEnv(gym.Env):
             count += 1
 
     # -- for subclasses --------------------------------------------------------------------------------------------
+    def _make_executor(self, spec: str, context: ExecutorContext) -> Executor:
+        """The supervised system (an executor by spec; the hand-off env builds its pipeline here)."""
+        return make_executor(spec, context)
+
     def _after_reset(self) -> None:
         """Advance the executor to the first decision point."""
 

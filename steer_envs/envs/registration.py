@@ -20,6 +20,8 @@ ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("SearchPlanning-v0", "steer_envs.envs.planning:SearchPlanningEnv", "one plan before execution"),
     EnvEntry("SearchVerification-v0", "steer_envs.envs.verification:SearchVerificationEnv",
              "accept or reject each proposed answer"),
+    EnvEntry("HandoffSteering-v0", "steer_envs.envs.handoff:HandoffSteeringEnv",
+             "steer at every hand-off of a five-role pipeline"),
 )
 
 

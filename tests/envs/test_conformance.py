@@ -59,7 +59,7 @@ def _freeze(obs, reward, term, info):
 
 def test_every_id_is_registered():
     assert set(ENV_IDS) == {"steer_envs/SearchSteering-v0", "steer_envs/SearchPlanning-v0",
-                            "steer_envs/SearchVerification-v0"}
+                            "steer_envs/SearchVerification-v0", "steer_envs/HandoffSteering-v0"}
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

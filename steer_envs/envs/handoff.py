@@ -1,0 +1,107 @@
+"""HandoffSteering-v0: the steerer supervises every hand-off of the five-role pipeline.
+
+The pipeline (:mod:`steer_envs.executors.pipeline`) runs planner -> searcher -> reader -> verifier -> summarizer;
+each role's message to the next is a decision point. Observation: the goal, the current hand-off (``sender``,
+``receiver``, ``message``), a bounded ``history`` of earlier hand-offs, and ``transcript`` (history and current
+hand-off as one text, the view text-reading steerers share with the other envs), with the agent-turn and
+intervention counters. Actions: pass; a note attached to the hand-off for its receiver; a rejection that sends the
+message back to its sender with feedback. Discrete mode indexes :data:`~.catalogue.HANDOFF`; in text mode
+``"pass"`` passes, ``"Reject: <feedback>"`` rejects, any other string is a note. Reward: the final answer's score
+(F1 by default) minus ``intervention_cost`` per intervention. ``info`` counts agent turns in total and per role.
+
+``max_turns`` is the pipeline's agent-turn budget (default 30). ``roles`` puts language models into single roles,
+e.g. ``gymnasium.make("steer_envs/HandoffSteering-v0", roles={"verifier": "hf:gemma-3-270m"})``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ..errors import SteerEnvsError
+from ..executors.base import ExecutorContext
+from ..executors.pipeline import RECEIVERS, ROLES, Pipeline, make_pipeline
+from .base import MAX_GOAL_CHARS, SearchEnv
+from .catalogue import InterventionTemplate
+from .spaces import AnyText
+
+MAX_MESSAGE_CHARS = 4000
+REJECT_PREFIX = "reject:"
+
+
+def split_rejection(text: str) -> tuple[bool, str]:
+    """(is a rejection, its feedback) of a text action: ``"Reject: <feedback>"`` rejects."""
+    head = text.lstrip()
+    if head.lower().startswith(REJECT_PREFIX):
+        return True, head[len(REJECT_PREFIX):].strip()
+    return False, text
+
+
+class HandoffSteeringEnv(SearchEnv):
+    kind = "handoff"
+
+    def __init__(self, executor: str = "sim:default", *args, max_turns: int = 30, roles: dict[str, str] | None = None,
+                 history_handoffs: int = 8, **kwargs) -> None:
+        if not isinstance(history_handoffs, int) or history_handoffs < 0:
+            raise SteerEnvsError(f"history_handoffs must be a non-negative integer, got {history_handoffs!r}")
+        if roles is not None and not isinstance(roles, dict):
+            raise SteerEnvsError(f'roles must map role names to model specs, e.g. {{"verifier": "hf:gemma-3-270m"}}; got {roles!r}')
+        self.roles = dict(roles or {})
+        self.history_handoffs = history_handoffs
+        super().__init__(executor, *args, max_turns=max_turns, **kwargs)
+
+    def _make_executor(self, spec: str, context: ExecutorContext) -> Pipeline:
+        return make_pipeline(spec, context, self.roles)
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self.executor  # type: ignore[return-value]
+
+    # -- observations -------------------------------------------------------------------------------------------
+    def _observation_space(self) -> spaces.Dict:
+        history_chars = MAX_MESSAGE_CHARS * max(1, self.history_handoffs)
+        return spaces.Dict({
+            "goal": AnyText(MAX_GOAL_CHARS),
+            "sender": spaces.Discrete(len(ROLES)),
+            "receiver": spaces.Discrete(len(RECEIVERS)),
+            "message": AnyText(MAX_MESSAGE_CHARS),
+            "history": AnyText(history_chars),
+            "transcript": AnyText(history_chars + MAX_MESSAGE_CHARS + 1),
+            "turn": spaces.Discrete(self.config.max_turns + 1),
+            "interventions": spaces.Discrete(self.max_interventions + 1),
+        })
+
+    def _observation(self) -> dict[str, Any]:
+        p = self.pipeline
+        h = p.pending if p.pending is not None else p.handoffs[-1]
+        earlier = p.handoffs[:-1][-self.history_handoffs:] if self.history_handoffs else []
+        history = "\n".join(x.line()[:MAX_MESSAGE_CHARS] for x in earlier)
+        current = h.line()[:MAX_MESSAGE_CHARS]
+        return {
+            "goal": self.task.question[:MAX_GOAL_CHARS],
+            "sender": np.int64(ROLES.index(h.sender)),
+            "receiver": np.int64(RECEIVERS.index(h.receiver)),
+            "message": h.text[:MAX_MESSAGE_CHARS],
+            "history": history,
+            "transcript": (history + "\n" + current) if history else current,
+            "turn": np.int64(min(p.stats.turns, self.config.max_turns)),
+            "interventions": np.int64(min(self.interventions, self.max_interventions)),
+        }
+
+    def _info(self, final: bool) -> dict[str, Any]:
+        info = super()._info(final)
+        p = self.pipeline
+        info["agent_turns"] = p.stats.turns
+        info["turns_by_role"] = dict(p.turns_by_role)
+        info["handoffs"] = len(p.handoffs)
+        info["rounds"] = p.state.rounds
+        return info
+
+    # -- actions ----------------------------------------------------------------------------------------------
+    def _apply(self, template: InterventionTemplate | None, text: str | None) -> float:
+        if text is None:
+            self.pipeline.deliver(None)
+            return 0.0
+        is_reject, feedback = (template.kind == "reject", split_rejection(text)[1]) if template else split_rejection(text)
+        return self._intervene("reject" if is_reject else "note", feedback)
