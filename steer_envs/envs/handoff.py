@@ -21,7 +21,7 @@ from gymnasium import spaces
 
 from ..errors import SteerEnvsError
 from ..executors.base import ExecutorContext
-from ..executors.pipeline import RECEIVERS, ROLES, Pipeline, make_pipeline
+from ..executors.pipeline import RECEIVERS, ROLES, Handoff, Pipeline, make_pipeline
 from .base import MAX_GOAL_CHARS, SearchEnv
 from .catalogue import InterventionTemplate
 from .spaces import AnyText
@@ -74,7 +74,10 @@ class HandoffSteeringEnv(SearchEnv):
 
     def _observation(self) -> dict[str, Any]:
         p = self.pipeline
-        h = p.pending if p.pending is not None else p.handoffs[-1]
+        if not p.handoffs:  # the planner's first turn is supplied from outside (the PettingZoo view)
+            h = Handoff(0, "planner", "searcher", "")
+        else:
+            h = p.pending if p.pending is not None else p.handoffs[-1]
         earlier = p.handoffs[:-1][-self.history_handoffs:] if self.history_handoffs else []
         history = "\n".join(x.line()[:MAX_MESSAGE_CHARS] for x in earlier)
         current = h.line()[:MAX_MESSAGE_CHARS]

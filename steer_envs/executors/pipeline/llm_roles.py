@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...llm.base import GenerationConfig
 from ...llm.registry import make_backend
-from .messages import Handoff, parse_message
+from .messages import Handoff
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -56,21 +56,9 @@ class LLMRole:
         return "\n".join(parts)
 
     def turn(self, p: "Pipeline", inbox: Handoff | None) -> tuple[str, dict[str, Any]]:
-        from dataclasses import replace
-
-        from .roles import facts_message, run_search
-
         note = p.state.take_effects(self.role).get("note", "")
         seed = int(p.state.rng.integers(2**31 - 1))
-        generation = self.backend.generate([self.prompt(p.task.question, inbox, note)], replace(self.config, seed=seed))[0]
-        text = generation.text.strip()
-        fields = parse_message(self.role, text)
-        if self.role == "searcher":
-            queries = [str(q) for q in fields.get("queries", []) if str(q).strip()] or [p.task.question]
-            searches = [(q, run_search(p, q, recognise=False)) for q in queries[: p.params.searches_per_round]]
-            p.last_titles = [h.title for _, hits in searches for h in hits]
-            p.state.round_queries.append([q for q, _ in searches])
-            p.state.rounds += 1
-            fields = facts_message(p, searches)
-            text = json.dumps(fields, ensure_ascii=False)
+        config = GenerationConfig(self.config.max_new_tokens, self.config.temperature, self.config.top_p, self.config.stop, seed)
+        generation = self.backend.generate([self.prompt(p.task.question, inbox, note)], config)[0]
+        text, fields = p.fields_from_text(self.role, generation.text.strip())
         return text or "{}", fields

@@ -34,7 +34,7 @@ from ..sim.hops import Hop, build_hops, is_choice
 from ..sim.situation import situation_of
 from ..sim.thoughts import ThoughtBank, fill, load_thought_bank
 from .intents import HANDOFF_INTENTS
-from .messages import ROLES, USER, Handoff, claimed_answer, render_message
+from .messages import ROLES, USER, Handoff, claimed_answer, parse_message, render_message
 from .profile import PipelineProfile
 from .responses import derail, respond
 from .roles import SIM_ROLES, route
@@ -62,6 +62,8 @@ class Pipeline:
         self.context = context
         self.role_specs = {r: str(v) for r, v in roles.items() if v and not str(v).startswith("sim")}
         self.deterministic = not self.role_specs
+        #: roles whose turns are supplied from outside (:meth:`submit`): the learning roles of the PettingZoo view
+        self.external: set[str] = set()
         self.max_turns = context.max_turns
         self._retriever = None
         self._corpus: Corpus | None = None
@@ -74,6 +76,7 @@ class Pipeline:
     def _clear(self) -> None:
         self.handoffs: list[Handoff] = []
         self.pending: Handoff | None = None
+        self.awaiting: tuple[str, Handoff | None, int] | None = None
         self.inboxes: dict[str, Handoff | None] = {}
         self.turns_by_role: dict[str, int] = {r: 0 for r in ROLES}
         self.answer: str | None = None
@@ -231,11 +234,45 @@ class Pipeline:
 
     def _take_turn(self, role: str, inbox: Handoff | None, retry: int = 0) -> None:
         self.inboxes[role] = inbox
+        if role in self.external:
+            self.awaiting, self.pending = (role, inbox, retry), None
+            return
         if role in self.role_specs:
             text, fields = self.llm_role(role).turn(self, inbox)
         else:
             fields = SIM_ROLES[role](self, inbox)
             text = render_message(fields)
+        self._record(role, text, fields, retry)
+
+    def submit(self, text: str | None = None, fields: dict[str, Any] | None = None) -> Handoff:
+        """Complete the turn of the external role the pipeline is waiting for, with its message (text, parsed as
+        an LLM's output would be, or ready fields)."""
+        if self.awaiting is None:
+            raise SteerEnvsError("no role is waiting to take its turn (the pipeline runs every role but the external ones)")
+        role, inbox, retry = self.awaiting
+        self.awaiting = None
+        if fields is None:
+            text, fields = self.fields_from_text(role, text or "")
+        self._record(role, text if text is not None else render_message(fields), fields, retry)
+        return self.handoffs[-1]
+
+    def fields_from_text(self, role: str, text: str) -> tuple[str, dict[str, Any]]:
+        """What a role's free text (an LLM's output, a learning agent's action) says; a searcher's text is its query,
+        run on the real retriever, and its message is the facts it found."""
+        from .roles import facts_message, run_search
+
+        fields = parse_message(role, text)
+        if role != "searcher":
+            return text, fields
+        queries = [str(q) for q in fields.get("queries", []) if str(q).strip()] or [text.strip() or self.task.question]
+        searches = [(q, run_search(self, q, recognise=False)) for q in queries[: self.params.searches_per_round]]
+        self.last_titles = [h.title for _, hits in searches for h in hits]
+        self.state.round_queries.append([q for q, _ in searches])
+        self.state.rounds += 1
+        fields = facts_message(self, searches)
+        return render_message(fields), fields
+
+    def _record(self, role: str, text: str, fields: dict[str, Any], retry: int) -> None:
         if role == "reader":
             self.state.answer = claimed_answer(Handoff(0, "reader", "", text, fields))
         receiver = route(self, role, fields)
@@ -311,7 +348,7 @@ class Pipeline:
     def get_state(self) -> dict[str, Any]:
         return copy.deepcopy({
             "task": self.task, "params": self.params, "state": self._s, "handoffs": self.handoffs, "pending": self.pending,
-            "inboxes": self.inboxes, "turns_by_role": self.turns_by_role, "answer": self.answer, "done": self.done,
+            "inboxes": self.inboxes, "awaiting": self.awaiting, "turns_by_role": self.turns_by_role, "answer": self.answer, "done": self.done,
             "failure": self.failure, "stats": self.stats, "last_titles": self.last_titles, "max_turns": self.max_turns,
         })
 
@@ -319,6 +356,7 @@ class Pipeline:
         state = copy.deepcopy(state)
         self.task, self.params, self._s = state["task"], state["params"], state["state"]
         self.handoffs, self.pending, self.inboxes = state["handoffs"], state["pending"], state["inboxes"]
+        self.awaiting = state["awaiting"]
         self.turns_by_role, self.answer, self.done = state["turns_by_role"], state["answer"], state["done"]
         self.failure, self.stats, self.last_titles = state["failure"], state["stats"], state["last_titles"]
         self.max_turns = state["max_turns"]
@@ -326,5 +364,6 @@ class Pipeline:
     def fork(self) -> "Pipeline":
         clone = Pipeline(self.spec, self.profile, self.context, self.role_specs)
         clone._retriever, clone._corpus, clone._thoughts, clone._llm = self._retriever, self._corpus, self._thoughts, self._llm
+        clone.external = set(self.external)
         clone.set_state(self.get_state())
         return clone

@@ -342,7 +342,7 @@ def verifier_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
             p_fail = 0.0
         if "confused" in eff:
             p_fail = 0.5
-        if eff.get("search_for"):
+        if eff.get("search_for") or "force_fail" in eff:
             p_fail = 1.0
     verdict = FAIL if rng.random() < p_fail else PASS
     core = question_core(p.task.question)
