@@ -37,6 +37,7 @@ HANDOFF = register_intent_set(IntentSet(HANDOFF_INTENTS, (
         "The answer is not established; continue the search.",
         "Search more.",
         "Don't conclude yet, the evidence is incomplete.",
+        "Keep looking, the answer isn't in these facts.",
     )),
     IntentSpec("search_for", "search for a given thing", (
         "Search for: the birthplace of the director",
