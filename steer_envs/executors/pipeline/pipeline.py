@@ -42,6 +42,7 @@ from .state import PipelineState
 
 #: an answer counts as right (for the over-rejection measure) at this F1 against the golden answers
 RIGHT_F1 = 0.8
+SUPERVISION_STREAM = 7919
 
 
 class Pipeline:
@@ -139,16 +140,20 @@ class Pipeline:
         hops = [Hop(h.query, tuple(dict.fromkeys(x for pid in h.target_ids for x in self.corpus.same_title(pid))), h.finding)
                 for h in build_hops(task, titles)]
         recall = max(p.parametric_recall, 0.5) if is_choice(task, hops) else p.parametric_recall
+        seed_base = int(rng.integers(2**31 - 1))
         self._s = PipelineState(
-            rng=rng, hops=hops, knows=bool(rng.random() < recall), strict=bool(rng.random() < p.strict_rate),
+            rng=rng, srng=np.random.default_rng([seed_base, SUPERVISION_STREAM]), seed_base=seed_base, hops=hops, knows=bool(rng.random() < recall), strict=bool(rng.random() < p.strict_rate),
             over_search=bool(rng.random() < p.over_search_rate),
             ignores_evidence=bool(rng.random() < p.ignore_evidence_rate), verbose=bool(rng.random() < p.verbose_rate),
         )
         self._take_turn("planner", None)
 
     def reseed(self, seed: int) -> None:
+        """Independent continuations: every later turn (and response) draws from streams of ``seed``."""
         if self._s is not None:
-            self._s.rng = np.random.default_rng(seed)
+            self._s.seed_base = int(seed)
+            self._s.srng = np.random.default_rng([int(seed), SUPERVISION_STREAM])
+            self._s.rng = np.random.default_rng([int(seed), self.stats.turns])
 
     def step(self) -> None:
         """Let the pending hand-off through (the receiver takes its turn)."""
@@ -221,19 +226,26 @@ class Pipeline:
             return
         prior = s.received.get(role, 0)
         s.received[role] = prior + 1
+        if rejected and not text.strip():  # a bare rejection: the sender only redoes its turn
+            if not (prior and s.srng.random() < min(1.0, self.params.disruption * prior)):
+                respond(self, role, Reading("rejected", 1.0))
+            else:
+                derail(self, role)
+            return
         reading = shared_reader(HANDOFF_INTENTS).read(text)
         s.understood.append((role, reading.intent))
-        if prior and s.rng.random() < min(1.0, self.params.disruption * prior):
+        if prior and s.srng.random() < min(1.0, self.params.disruption * prior):
             derail(self, role)
             return
         if rejected:
             respond(self, role, Reading("rejected", 1.0))
-        if reading.actionable and s.rng.random() >= self.params.compliance:
+        if reading.actionable and s.srng.random() >= self.params.compliance:
             return
         respond(self, role, reading)
 
     def _take_turn(self, role: str, inbox: Handoff | None, retry: int = 0) -> None:
         self.inboxes[role] = inbox
+        self.state.rng = np.random.default_rng([self.state.seed_base, self.stats.turns])
         if role in self.external:
             self.awaiting, self.pending = (role, inbox, retry), None
             return

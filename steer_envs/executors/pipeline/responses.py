@@ -87,7 +87,7 @@ def _verifier_rejected(p, role, reading):
 @response("rejected", "summarizer")
 def _summarizer_rejected(p, role, reading):
     s = p.state
-    if s.ignores_evidence and s.rng.random() < 0.5:
+    if s.ignores_evidence and s.srng.random() < 0.5:
         s.ignores_evidence = False
 
 
@@ -117,7 +117,7 @@ def _searcher_accept(p, role, reading):
 def _searcher_more(p, role, reading):
     s = p.state
     s.effect("searcher", "more")
-    if s.over_search and s.rng.random() < 0.5:
+    if s.over_search and s.srng.random() < 0.5:
         s.effect("searcher", "unstick")
 
 
@@ -133,13 +133,13 @@ def _reader_abstain(p, role, reading):
     s = p.state
     if reading.intent == "use_evidence" and s.evidence_in_hand:
         s.effect("reader", "verify")  # re-read the facts it has
-    elif s.rng.random() < p.params.literal_reading:
+    elif s.srng.random() < p.params.literal_reading:
         s.effect("reader", "abstain")
 
 
 @response("keep_searching", "summarizer")
 def _summarizer_defer(p, role, reading):
-    if p.state.rng.random() < p.params.literal_reading:
+    if p.state.srng.random() < p.params.literal_reading:
         p.state.effect("summarizer", "defer")
 
 
@@ -165,7 +165,7 @@ def _searcher_recheck(p, role, reading):
 
 @response("verify", "summarizer")
 def _summarizer_verify(p, role, reading):
-    if p.state.rng.random() < p.params.verify_skill:
+    if p.state.srng.random() < p.params.verify_skill:
         p.state.effect("summarizer", "use_evidence")
 
 
@@ -176,7 +176,7 @@ def _summarizer_concise(p, role, reading):
 
 @response("refocus", "searcher")
 def _searcher_refocus(p, role, reading):
-    if p.state.over_search and p.state.rng.random() < 0.5:
+    if p.state.over_search and p.state.srng.random() < 0.5:
         p.state.effect("searcher", "unstick")
 
 
@@ -190,7 +190,7 @@ def _stop_repeating(p, role, reading):
     s = p.state
     if s.over_search:
         s.effect("searcher", "unstick")
-    elif s.rng.random() < p.params.literal_reading:
+    elif s.srng.random() < p.params.literal_reading:
         s.effect("searcher", "skip")  # not repeating: taken as "stop searching"
 
 
@@ -205,7 +205,7 @@ def _backtrack(p, role, reading):
 
 @response("none", *ALL)
 def _confused(p, role, reading):
-    if p.state.rng.random() < p.params.confusion:
+    if p.state.srng.random() < p.params.confusion:
         p.state.effect(role, "confused")
 
 

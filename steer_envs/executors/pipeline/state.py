@@ -10,7 +10,14 @@ from ..sim.hops import Hop
 
 @dataclass
 class PipelineState:
+    """``rng`` drives the roles' behaviour and is derived afresh for every agent turn from ``seed_base`` and the
+    turn's index, so two branches of a fork draw the same numbers turn for turn wherever their histories agree
+    (common random numbers: an ignored note changes nothing downstream). ``srng`` drives the responses to
+    supervision (compliance, derailment), on a stream of its own."""
+
     rng: np.random.Generator
+    srng: np.random.Generator
+    seed_base: int
     hops: list[Hop]
     #: parametric knowledge: an answer without evidence would be right
     knows: bool
