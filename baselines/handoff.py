@@ -110,7 +110,7 @@ def build_handoff_zero_shot(context: MethodContext) -> SteeringAgent:
 
 
 def build_handoff_rl(context: MethodContext) -> SteeringAgent:
-    agent = _rl(context, HANDOFF_ENV, "handoff_rl", env_id=HANDOFF_ENV, backbone_args=dict(FEATURES))
+    agent = _rl(context, HANDOFF_ENV, "handoff_rl", {"env_id": HANDOFF_ENV, "backbone_args": dict(FEATURES)})
     return _operating_point(agent, context)
 
 

@@ -100,14 +100,14 @@ def steering_config(context: MethodContext) -> SteeringConfig:
     )
 
 
-def _rl(context: MethodContext, env_id: str, name: str, **config_overrides: Any) -> SteeringAgent:
+def _rl(context: MethodContext, env_id: str, name: str, config_overrides: dict[str, Any] | None = None) -> SteeringAgent:
     """Train (or load) the steerer on ``env_id``; ``config_overrides`` set SteeringConfig fields the method fixes
     (a hand-off steerer's ``env_id`` and feature set)."""
     from dataclasses import replace
 
     from agents.steering.trainer import LOG_FILE, MODEL_FILE, SteeringTrainer, load_model
 
-    config = replace(steering_config(context), **config_overrides)
+    config = replace(steering_config(context), **(config_overrides or {}))
     run_dir = context.checkpoint_dir()
     done = (run_dir / MODEL_FILE).is_file() and _finished_rounds(run_dir / LOG_FILE) >= config.m
     if not done:
