@@ -25,7 +25,7 @@ import numpy as np
 
 from agents.base import play_episode
 from agents.steering.agent import SteeringAgent
-from agents.steering.gate import logit, sigmoid
+from agents.steering.gate import sigmoid
 from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
 

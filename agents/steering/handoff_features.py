@@ -16,21 +16,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from steer_envs.data.scoring import squad_normalize
+from steer_envs.executors.pipeline import NO_ANSWER, RECEIVERS, ROLES, Handoff, claimed_answer
+from steer_envs.executors.pipeline.roles import supports
 
-from .features import HashedFeatures, _bucket, content_words, goal_entities, split_observation, words
+from .features import HashedFeatures, HashedNgramFeaturizer, _bucket, content_words, goal_entities, words
 
-ROLES = ("planner", "searcher", "reader", "verifier", "summarizer")
-RECEIVERS = ROLES + ("user",)
 _LINE = re.compile(r"^\[(\d+)\] (\w+) -> (\w+): (.*)$")
 _COMPARISON = frozenset("or both same either neither older younger first earlier later more less longer shorter".split())
-NO_ANSWER = "insufficient evidence"
 
 STAT_NAMES: tuple[str, ...] = (
     *(f"sender_{r}" for r in ROLES), *(f"receiver_{r}" for r in RECEIVERS),
@@ -43,53 +38,23 @@ STAT_NAMES: tuple[str, ...] = (
 FAST_EXTRA_NAMES: tuple[str, ...] = ("turn_late", "no_claim_yet")
 
 
-@dataclass(frozen=True)
-class ParsedHandoff:
-    sender: str
-    receiver: str
-    fields: dict[str, Any]
-    retry: bool
-
-
-def parse_line(line: str) -> ParsedHandoff | None:
+def parse_line(line: str) -> Handoff | None:
+    """One history line ``[i] sender -> receiver: {json}`` (a cut-off or non-JSON message parses to no fields)."""
     m = _LINE.match(line.strip())
     if not m:
         return None
-    body = m.group(4)
     try:
-        fields, _ = json.JSONDecoder().raw_decode(body)
-        fields = fields if isinstance(fields, dict) else {}
+        fields, _ = json.JSONDecoder().raw_decode(m.group(4))
     except json.JSONDecodeError:
         fields = {}
-    return ParsedHandoff(m.group(2), m.group(3), fields, False)
+    return Handoff(int(m.group(1)), m.group(2), m.group(3), m.group(4), fields if isinstance(fields, dict) else {})
 
 
-def parse_transcript(transcript: str) -> list[ParsedHandoff]:
+def parse_transcript(transcript: str) -> list[Handoff]:
     return [h for h in (parse_line(line) for line in transcript.splitlines()) if h is not None]
 
 
-def _claim(h: ParsedHandoff | None) -> str | None:
-    if h is None:
-        return None
-    f = h.fields
-    if h.sender == "reader":
-        v = f.get("final_values")
-        value = v.get("answer") if isinstance(v, dict) else None
-    elif h.sender == "verifier":
-        value = f.get("claim")
-    elif h.sender == "summarizer":
-        value = f.get("final_answer")
-    else:
-        value = None
-    return str(value) if value not in (None, "") else None
-
-
-def _in(text: str | None, haystack: list[str]) -> bool:
-    key = squad_normalize(text or "")
-    return bool(key) and any(key in squad_normalize(x) for x in haystack)
-
-
-def _latest(handoffs: list[ParsedHandoff], sender: str) -> ParsedHandoff | None:
+def _latest(handoffs: list[Handoff], sender: str) -> Handoff | None:
     return next((h for h in reversed(handoffs) if h.sender == sender), None)
 
 
@@ -102,12 +67,12 @@ def handoff_stats(goal: str, transcript: str, turn: int, interventions: int) -> 
     searcher = _latest(handoffs, "searcher")
     facts = [str(x) for x in searcher.fields.get("facts", [])] + [str(x) for x in searcher.fields.get("sources", [])] if searcher else []
     reader = _latest(handoffs, "reader")
-    claim = _claim(current) if current and current.sender in ("reader", "verifier") else _claim(reader)
+    claim = claimed_answer(current) if current and current.sender in ("reader", "verifier") else claimed_answer(reader)
     verdict = f.get("verdict") if current and current.sender == "verifier" else None
-    supported = bool(f.get("supported")) if verdict else _in(claim, facts)
-    final = _claim(current) if current and current.sender == "summarizer" else None
+    supported = bool(f.get("supported")) if verdict else supports(claim, facts)
+    final = claimed_answer(current) if current and current.sender == "summarizer" else None
     readers = [h for h in handoffs if h.sender == "reader"]
-    previous_answer = _claim(readers[-2]) if len(readers) >= 2 else None
+    previous_answer = claimed_answer(readers[-2]) if len(readers) >= 2 else None
     earlier_queries = {q.lower() for h in earlier if h.sender == "searcher" for q in h.fields.get("queries", [])}
     searchers = [h for h in handoffs if h.sender == "searcher"]
     plan = _latest(handoffs, "planner")
@@ -124,9 +89,9 @@ def handoff_stats(goal: str, transcript: str, turn: int, interventions: int) -> 
         float(claim is None or squad_normalize(claim) == squad_normalize(NO_ANSWER)),
         float((claim or "").strip().lower() in ("yes", "no")),
         float(bool(claim_words) and claim_words <= goal_words),
-        float(current is not None and current.sender == "reader" and _in(claim, facts)),
+        float(current is not None and current.sender == "reader" and supports(claim, facts)),
         float(previous_answer is not None and claim is not None and squad_normalize(previous_answer) != squad_normalize(claim)),
-        float(final is not None and _claim(reader) is not None and squad_normalize(final) != squad_normalize(_claim(reader) or "")),
+        float(final is not None and claimed_answer(reader) is not None and squad_normalize(final) != squad_normalize(claimed_answer(reader) or "")),
         float(final is not None and squad_normalize(final) == squad_normalize(NO_ANSWER)),
         float(final is not None and claim is not None and len(final.split()) > len(claim.split()) + 2),
         min(len((final or "").split()), 20) / 20.0,
@@ -150,21 +115,12 @@ def handoff_stats(goal: str, transcript: str, turn: int, interventions: int) -> 
     return np.asarray(stats, dtype=np.float32)
 
 
-class HandoffFeaturizer:
+class HandoffFeaturizer(HashedNgramFeaturizer):
     """Hashed n-grams of the goal and the current message (outside its quoted facts), structural tokens, and
-    :func:`handoff_stats`. Memoised per observation, like :class:`~.features.HashedNgramFeaturizer`."""
+    :func:`handoff_stats`; memoised per observation by the base class."""
 
     stat_names = STAT_NAMES
     fast_extra_names = FAST_EXTRA_NAMES
-
-    def __init__(self, dim: int = 1 << 16, max_n: int = 2, cache_size: int = 50_000) -> None:
-        self.dim = dim
-        self.max_n = max_n
-        self.cache_size = cache_size
-        self._cache: OrderedDict[tuple, HashedFeatures] = OrderedDict()
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_cache": OrderedDict()}
 
     def _add(self, token: str, counts: dict[int, int]) -> None:
         b = _bucket(token, self.dim)
@@ -172,10 +128,7 @@ class HandoffFeaturizer:
 
     def _compute(self, goal: str, transcript: str, turn: int, interventions: int) -> HashedFeatures:
         counts: dict[int, int] = {}
-        toks = words(goal)
-        for n in range(1, self.max_n + 1):
-            for i in range(len(toks) - n + 1):
-                self._add("g|" + " ".join(toks[i:i + n]), counts)
+        self._ngrams("g", words(goal), counts)
         handoffs = parse_transcript(transcript)
         stats = handoff_stats(goal, transcript, turn, interventions)
         named = dict(zip(STAT_NAMES, stats.tolist()))
@@ -191,25 +144,12 @@ class HandoffFeaturizer:
                           f"{shape}&differs={named['final_differs_from_claim']:.0f}&abst={named['final_abstains']:.0f}",
                           f"{shape}&plan1={named['plan_steps_one']:.0f}&multi={named['goal_multi_part']:.0f}",
                           f"{shape}&repeat={named['queries_repeat_earlier']:.0f}", f"iv={min(interventions, 5)}"):
-                self._add("#" + token, counts)
+                self._token(token, counts)
         ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         weights = np.log1p(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
         fails = named["fails_so_far"]
         extra = np.asarray([float(turn >= 20), float(named["claim_missing"] and fails == 0)], dtype=np.float32)
         return HashedFeatures(ids, weights, stats, extra)
-
-    def __call__(self, observation: Any) -> HashedFeatures:
-        key = split_observation(observation)
-        hit = self._cache.get(key)
-        if hit is not None:
-            self._cache.move_to_end(key)
-            return hit
-        feats = self._compute(*key)
-        if self.cache_size:
-            self._cache[key] = feats
-            if len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return feats
 
     def rationale(self, stats: np.ndarray) -> str:
         s = dict(zip(STAT_NAMES, stats.tolist()))

@@ -7,7 +7,7 @@ Prototypes were chosen on ``tests/notes/handoff_paraphrases_dev.py``; the accept
 """
 from __future__ import annotations
 
-from ...notes import IntentSet, IntentSpec, register_intent_set
+from ...notes import SEARCHER, IntentSet, IntentSpec, register_intent_set
 
 HANDOFF_INTENTS = "handoff"
 
@@ -39,17 +39,7 @@ HANDOFF = register_intent_set(IntentSet(HANDOFF_INTENTS, (
         "Don't conclude yet, the evidence is incomplete.",
         "Keep looking, the answer isn't in these facts.",
     )),
-    IntentSpec("search_for", "search for a given thing", (
-        "Search for: the birthplace of the director",
-        "Look up the population of the city.",
-        "Try searching for the author of the novel.",
-        "Query the name of the band's lead singer.",
-        "Run a search on the film's release date.",
-        "Find information about the treaty's signing year.",
-        "Search for:",
-        "Query:",
-        "Look up:",
-    ), takes_argument=True),
+    SEARCHER["search_for"],  # the single searcher's: one meaning of "search for X" across the suite
     IntentSpec("verify", "check the answer against the retrieved facts", (
         "Check that the answer is supported by a retrieved fact.",
         "Verify the claim against the sources.",

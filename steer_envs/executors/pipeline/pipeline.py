@@ -23,16 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from ...data.corpus import Corpus, load_corpus
 from ...data.records import Task
 from ...data.scoring import f1 as f1_score
 from ...errors import SteerEnvsError, unknown_name
 from ...notes import Reading, shared_reader
-from ...retrieval.registry import make_retriever
 from ..base import ExecutorContext, ExecutorStats, Intervention
 from ..sim.hops import Hop, build_hops, is_choice
 from ..sim.situation import situation_of
-from ..sim.thoughts import ThoughtBank, fill, load_thought_bank
+from ..sim.resources import SimResources
+from ..sim.thoughts import fill
 from .intents import HANDOFF_INTENTS
 from .messages import ROLES, USER, Handoff, claimed_answer, parse_message, render_message
 from .profile import PipelineProfile
@@ -45,7 +44,7 @@ RIGHT_F1 = 0.8
 SUPERVISION_STREAM = 7919
 
 
-class Pipeline:
+class Pipeline(SimResources):
     """Spec ``sim:<pipeline profile>``; see the module docstring. Duck-types the executor surface the search envs
     use (``reset``, ``step``, ``intervene``, ``done``, ``answer``, ``transcript``, ``stats``, forking)."""
 
@@ -66,9 +65,7 @@ class Pipeline:
         #: roles whose turns are supplied from outside (:meth:`submit`): the learning roles of the PettingZoo view
         self.external: set[str] = set()
         self.max_turns = context.max_turns
-        self._retriever = None
-        self._corpus: Corpus | None = None
-        self._thoughts: ThoughtBank | None | bool = False
+        self._init_resources()
         self._llm: dict[str, Any] = {}
         self.task: Task | None = None
         self._s: PipelineState | None = None
@@ -86,25 +83,7 @@ class Pipeline:
         self.stats = ExecutorStats()
         self.last_titles: list[str] = []
 
-    # -- shared read-only resources (dropped when pickled) ----------------------------------------------------
-    @property
-    def retriever(self):
-        if self._retriever is None:
-            self._retriever = make_retriever(self.context.retriever, data_dir=self.context.data_dir)
-        return self._retriever
-
-    @property
-    def corpus(self) -> Corpus:
-        if self._corpus is None:
-            self._corpus = load_corpus(data_dir=self.context.data_dir)
-        return self._corpus
-
-    @property
-    def thoughts(self) -> ThoughtBank | None:
-        if self._thoughts is False:
-            self._thoughts = load_thought_bank(self.profile.thought_sources, self.context.data_dir)
-        return self._thoughts  # type: ignore[return-value]
-
+    # -- resources ------------------------------------------------------------------------------------------------
     def llm_role(self, role: str):
         if role not in self._llm:
             from .llm_roles import LLMRole
@@ -113,9 +92,7 @@ class Pipeline:
         return self._llm[role]
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state.update(_retriever=None, _corpus=None, _thoughts=False, _llm={})
-        return state
+        return {**self._without_resources(dict(self.__dict__)), "_llm": {}}
 
     @property
     def state(self) -> PipelineState:
@@ -375,7 +352,8 @@ class Pipeline:
 
     def fork(self) -> "Pipeline":
         clone = Pipeline(self.spec, self.profile, self.context, self.role_specs)
-        clone._retriever, clone._corpus, clone._thoughts, clone._llm = self._retriever, self._corpus, self._thoughts, self._llm
+        self._share_resources(clone)
+        clone._llm = self._llm
         clone.external = set(self.external)
         clone.set_state(self.get_state())
         return clone
