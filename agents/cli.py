@@ -1,4 +1,4 @@
-"""CLI commands contributed by ``agents``: ``steer-envs train <target>``.
+"""CLI commands contributed by ``agents``: ``steer-envs train <target>`` and ``steer-envs barrier``.
 
 ``train`` is one command whose targets (``steering``, ...) live in their own modules; each module listed in
 :data:`TRAIN_TARGET_MODULES` exposes ``register(register_train_target)``, so adding a target never touches the
@@ -15,7 +15,7 @@ from steer_envs.cli.registry import Command, register_command
 TrainTarget = Command
 
 TRAIN_TARGETS: dict[str, TrainTarget] = {}
-TRAIN_TARGET_MODULES: tuple[str, ...] = ("agents.steering.cli",)
+TRAIN_TARGET_MODULES: tuple[str, ...] = ("agents.steering.cli", "agents.actguide.cli")
 
 
 def register_train_target(target: TrainTarget) -> TrainTarget:
@@ -40,5 +40,8 @@ def _run_train(args: argparse.Namespace) -> int | None:
 
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
+    from .actguide.cli import BARRIER_HELP, configure_barrier, run_barrier
+
     _load_targets()
     register_command(Command("train", "train an agent: " + ", ".join(TRAIN_TARGETS), _configure_train, _run_train))
+    register_command(Command("barrier", BARRIER_HELP, configure_barrier, run_barrier))

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from steer_envs.errors import SteerEnvsError
+
+from ..configio import config_from_dict, load_config
 
 
 RANK_PAIRS = ("same_task", "any")
@@ -100,28 +101,8 @@ class SteeringConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> "SteeringConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SteerEnvsError(f"{where}: unknown steering config keys {unknown}; valid keys: {sorted(known)}")
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise SteerEnvsError(f"{where}: {exc}") from None
+        return config_from_dict(cls, data, where, "steering config")
 
     @classmethod
     def load(cls, path: str | Path) -> "SteeringConfig":
-        path = Path(path)
-        if not path.is_file():
-            raise SteerEnvsError(f"config file {str(path)!r} does not exist")
-        text = path.read_text()
-        try:
-            if path.suffix == ".toml":
-                data = tomllib.loads(text)
-            elif path.suffix == ".json":
-                data = json.loads(text)
-            else:
-                raise SteerEnvsError(f"config file {str(path)!r} must end in .json or .toml")
-        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise SteerEnvsError(f"config file {str(path)!r} is not valid {path.suffix[1:].upper()}: {exc}") from None
-        return cls.from_dict(data, where=str(path))
+        return load_config(cls, path, "steering config")

@@ -14,6 +14,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..grpo import clipped_surrogate, group_advantages, policy_gradient_loss
+
 
 def intervention_effect(intervention_returns: Sequence[float], baseline: float) -> float:
     """``q(s)``: mean absolute difference between each intervention's mean return and the baseline ``b_s``."""
@@ -29,36 +31,13 @@ def grpo_advantages(intervention_returns: Sequence[float], baseline: float, eps:
     ``A_j = (R̄_j − μ) / (σ + eps)`` with ``μ``, ``σ`` the mean and (population) standard deviation of the
     ``G + 1`` values. When the whole group ties, every advantage is 0 (nothing to learn from this state).
     """
-    returns = np.asarray(intervention_returns, dtype=float)
-    group = np.append(returns, float(baseline))
-    mean = group.mean()
-    std = group.std()
-    if std < eps:
-        return np.zeros_like(returns)
-    return (returns - mean) / (std + eps)
+    return group_advantages(intervention_returns, extra=(float(baseline),), eps=eps)
 
 
-def grpo_loss(logprobs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-    """Policy-gradient loss of one on-policy GRPO step: ``−mean_j A_j · log π_θ(a_j | s)``.
-
-    With a single gradient step per batch of fresh samples the PPO ratio is 1, so the clipped objective reduces
-    to this form (its gradient equals the clipped one at ratio 1).
-    """
-    if logprobs.numel() == 0:
-        return logprobs.sum() * 0.0
-    return -(advantages.to(logprobs) * logprobs).mean()
-
-
-def grpo_clipped_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
-                      clip: float = 0.2) -> torch.Tensor:
-    """GRPO's clipped surrogate for the 2nd..E-th update on the same samples:
-    ``−mean_j min(ρ_j A_j, clip(ρ_j, 1−ε, 1+ε) A_j)`` with ``ρ_j = π_θ / π_old``. At ``ρ = 1`` its gradient
-    equals :func:`grpo_loss`'s."""
-    if logprobs.numel() == 0:
-        return logprobs.sum() * 0.0
-    adv = advantages.to(logprobs)
-    ratio = torch.exp(logprobs - old_logprobs.detach())
-    return -torch.min(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv).mean()
+#: one on-policy GRPO step and the clipped surrogate of later epochs live in :mod:`agents.grpo` (shared with
+#: ACTGUIDE-RL); the steering trainer's names are kept
+grpo_loss = policy_gradient_loss
+grpo_clipped_loss = clipped_surrogate
 
 
 def same_task_pairs(task_ids: Sequence[str], targets: Sequence[float], min_gap: float = 1e-9) -> list[tuple[int, int]]:

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import SteerEnvsError
-from . import calibrate_command, data_commands, serve_command  # noqa: F401  (each registers its commands)
+from . import calibrate_command, data_commands, guidance_command, serve_command  # noqa: F401  (each registers its commands)
 from .registry import COMMANDS, load_plugins
 
 

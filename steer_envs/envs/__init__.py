@@ -1,4 +1,5 @@
-"""The search supervision environments (steering, planning, verification) and their helpers."""
+"""The search environments (steering, planning, verification supervise a frozen executor; GuidedSearch trains the
+searcher itself) and their helpers."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -33,6 +34,9 @@ def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery;
     if name == "SearchPlanningEnv":
         from .planning import SearchPlanningEnv
         return SearchPlanningEnv
+    if name == "GuidedSearchEnv":
+        from .guided import GuidedSearchEnv
+        return GuidedSearchEnv
     if name == "SearchVerificationEnv":
         from .verification import SearchVerificationEnv
         return SearchVerificationEnv
@@ -48,5 +52,5 @@ def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery;
 __all__ = [
     "CATALOGUES", "ENVS", "HANDOFF", "PLANNING", "STEERING", "VERIFICATION", "AnyText", "InterventionTemplate", "env_ids",
     "observation_text", "register_envs", "SearchEnv", "SearchSteeringEnv", "SearchPlanningEnv",
-    "SearchVerificationEnv", "HandoffSteeringEnv", "HandoffPipelineAEC",
+    "SearchVerificationEnv", "GuidedSearchEnv", "HandoffSteeringEnv", "HandoffPipelineAEC",
 ]

@@ -22,7 +22,7 @@ from ..errors import InvalidActionError, SteerEnvsError, unknown_name
 from ..executors.base import Executor, ExecutorContext, Intervention
 from ..executors.registry import make_executor, parse_spec
 from .catalogue import CATALOGUES, InterventionTemplate
-from .spaces import AnyText
+from .spaces import AnyText, discrete_index
 
 ACTION_MODES = ("discrete", "text")
 MAX_GOAL_CHARS = 2000
@@ -221,17 +221,8 @@ class SearchEnv(gym.Env):
     def _decode(self, action) -> tuple[InterventionTemplate | None, str | None]:
         """(template, note text); (None, None) passes. Discrete templates are filled from the observation."""
         if self.config.action_mode == "discrete":
-            if isinstance(action, np.ndarray) and action.shape == ():
-                action = action.item()
-            if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-                raise InvalidActionError(
-                    f"discrete action must be an integer index into env.unwrapped.catalogue (0..{len(self.catalogue) - 1}), "
-                    f"got {type(action).__name__} {action!r}"
-                )
-            if not 0 <= int(action) < len(self.catalogue):
-                names = ", ".join(f"{i}={t.name}" for i, t in enumerate(self.catalogue))
-                raise InvalidActionError(f"discrete action {int(action)} is out of range; valid actions: {names}")
-            template = self.catalogue[int(action)]
+            names = ", ".join(f"{i}={t.name}" for i, t in enumerate(self.catalogue))
+            template = self.catalogue[discrete_index(action, len(self.catalogue), "env.unwrapped.catalogue", names)]
             if template.kind == "pass":
                 return None, None
             obs = self._observation()

@@ -1,7 +1,8 @@
 """Gymnasium registration of the environment ids (run on ``import steer_envs``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import gymnasium as gym
 
@@ -13,6 +14,7 @@ class EnvEntry:
     name: str
     entry_point: str
     description: str
+    kwargs: dict[str, Any] = field(default_factory=lambda: {"executor": "sim:default"})
 
 
 ENVS: tuple[EnvEntry, ...] = (
@@ -20,6 +22,8 @@ ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("SearchPlanning-v0", "steer_envs.envs.planning:SearchPlanningEnv", "one plan before execution"),
     EnvEntry("SearchVerification-v0", "steer_envs.envs.verification:SearchVerificationEnv",
              "accept or reject each proposed answer"),
+    EnvEntry("GuidedSearch-v0", "steer_envs.envs.guided:GuidedSearchEnv",
+             "the search agent learns, guided by reference action sequences (ACTGUIDE-RL)", kwargs={}),
     EnvEntry("HandoffSteering-v0", "steer_envs.envs.handoff:HandoffSteeringEnv",
              "steer at every hand-off of a five-role pipeline"),
 )
@@ -30,11 +34,12 @@ def env_ids() -> list[str]:
 
 
 def register_envs() -> None:
-    """Register every id once (re-imports are harmless). The simulated default is deterministic under a seed;
-    pass ``executor=`` to ``gymnasium.make`` for another executor."""
+    """Register every id once (re-imports are harmless). The supervision envs default to the simulated executor
+    (deterministic under a seed; pass ``executor=`` to ``gymnasium.make`` for another); GuidedSearch has no
+    executor: the learner is the searcher."""
     for entry in ENVS:
         env_id = f"{NAMESPACE}/{entry.name}"
         if env_id in gym.registry:
             continue
-        gym.register(id=env_id, entry_point=entry.entry_point, kwargs={"executor": "sim:default"},
+        gym.register(id=env_id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs),
                      nondeterministic=False)

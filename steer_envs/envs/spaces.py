@@ -1,4 +1,4 @@
-"""A text space that admits any unicode string.
+"""A text space that admits any unicode string, and the index check of discrete actions.
 
 Gymnasium's :class:`~gymnasium.spaces.Text` only admits characters of its charset (alphanumerics by default), so
 real transcripts (punctuation, accents, markup) would fail ``check_env``. :class:`AnyText` keeps Text's sampling
@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 from gymnasium.spaces import Text
+
+from ..errors import InvalidActionError
 
 SAMPLE_CAP = 256
 
@@ -33,3 +35,17 @@ class AnyText(Text):
 
     def __eq__(self, other: object, /) -> bool:
         return isinstance(other, AnyText) and self.min_length == other.min_length and self.max_length == other.max_length
+
+
+def discrete_index(action: Any, n: int, what: str, valid: str = "") -> int:
+    """A discrete action as a plain ``int`` in ``0..n-1`` (0-d arrays and numpy integers accepted), or an
+    :class:`InvalidActionError` saying what the index points into (``what``) and, when given, the valid choices."""
+    if isinstance(action, np.ndarray) and action.shape == ():
+        action = action.item()
+    if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+        raise InvalidActionError(f"discrete action must be an integer index into {what} (0..{n - 1}), "
+                                 f"got {type(action).__name__} {action!r}")
+    if not 0 <= int(action) < n:
+        where = f"; valid actions: {valid}" if valid else f" 0..{n - 1}"
+        raise InvalidActionError(f"discrete action {int(action)} is out of range{where}")
+    return int(action)

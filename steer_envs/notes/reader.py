@@ -32,8 +32,12 @@ MAX_ARGUMENT_WORDS = 32
 _SEARCH_VERB = re.compile(
     r"^\s*(?:(?:please|now|then|so|and|just|maybe|you\s+(?:could|should|might|can|need\s+to|must)|try(?:\s+to)?|go\s+and)[\s,]+)*"
     r"(?:(?:do|run|try|make|perform)\s+(?:a|another|one\s+more)\s+search\s+(?:for|on|about|of)"
+    r"|(?:keep|continue)\s+(?:on\s+)?search(?:ing)?\s+(?:for|about|on)"
     r"|search(?:ing)?(?:\s+(?:for|about|on))?|look(?:ing)?\s+up|look\s+for|query|google|find\s+out(?:\s+about)?"
     r"|find(?:\s+information\s+(?:about|on))?)(?=[\s:])\s*:?\s*(?P<arg>.+)$", re.I | re.S)
+_SEARCH_WORD = re.compile(r"\b(?:search\w*|look(?:ing)?\s+up|look\s+for|query|google|find)\b", re.I)
+#: intents whose notes carry a payload (read also with the payload cut off)
+_PAYLOAD_INTENTS = frozenset({"search_for", "keep_searching"})
 _NOT_AN_ARGUMENT = re.compile(r"^(?:(?:some|a\s+bit|a\s+little|any)\s+)?(?:more|again|further|it|that|this|something)\b", re.I)
 
 
@@ -52,15 +56,20 @@ class Reading:
 
 
 def note_argument(text: str) -> str:
-    """The payload of a search request: after a colon, else after the search verb; '' if there is none."""
+    """The payload of a search request: after a colon that follows a search verb ("Search for: X", "Query: X"), else
+    after the verb itself ("look up X"); '' if there is none."""
     head, sep, tail = text.partition(":")
-    candidate = tail if sep and tail.strip() and len(head.split()) <= 6 else ""
+    candidate = tail if sep and tail.strip() and len(head.split()) <= 6 and _SEARCH_WORD.search(head) else ""
     if not candidate:
         m = _SEARCH_VERB.search(text)
         candidate = m.group("arg") if m else ""
-    words = candidate.strip().strip(" .!?\"'").split()[:MAX_ARGUMENT_WORDS]
-    argument = " ".join(words)
-    return "" if not argument or _NOT_AN_ARGUMENT.match(argument) else argument
+    words = candidate.strip().strip(" .!?\"':;,").split()[:MAX_ARGUMENT_WORDS]
+    while words and words[0].lower().strip(":") in ("for", "about", "on"):
+        words = words[1:]
+    argument = " ".join(words).strip(" .!?\"':;,")
+    if not any(ch.isalnum() for ch in argument) or _NOT_AN_ARGUMENT.match(argument):
+        return ""
+    return argument
 
 
 class NoteReader:
@@ -100,23 +109,27 @@ class NoteReader:
             self._prototypes = np.stack(vectors)
             self._probe = LogisticRegression(C=PROBE_C, max_iter=5000).fit(self._prototypes, labels)
 
-    def _views(self, text: str) -> list[str]:
-        """The note as written, and with its payload (what it asks to search for) cut off, so that "Search: height
-        of Mount Everest" reads as a search request and not as a remark about Everest."""
-        views = [text]
+    def probabilities(self, text: str) -> tuple[dict[str, float], float]:
+        """(probability of each intent, best cosine similarity to any prototype).
+
+        A note that carries a payload ("Search: height of Mount Everest") is also read with the payload cut off,
+        and the search intents take the better of the two readings, so that the request is read as a request and
+        not as a remark about Everest; every other intent is read from the note as written."""
+        self._fit()
+        vector = self.encoder.encode(text)
+        classes = [str(c) for c in self._probe.classes_]
+        probs = self._probe.predict_proba(vector[None])[0]
+        similarity = float((self._prototypes @ vector).max())
         payload = note_argument(text)
         if payload:
-            views.append(text.replace(payload, "", 1).strip())
-        return views
-
-    def probabilities(self, text: str) -> tuple[dict[str, float], float]:
-        """(probability of each intent, best cosine similarity to any prototype), the better of the two views."""
-        self._fit()
-        vectors = np.stack([self.encoder.encode(v) for v in self._views(text)])
-        probs = self._probe.predict_proba(vectors).max(axis=0)
-        probs = probs / probs.sum()
-        similarity = float((vectors @ self._prototypes.T).max())
-        return {str(c): float(p) for c, p in zip(self._probe.classes_, probs)}, similarity
+            bare = self.encoder.encode(text.replace(payload, "", 1).strip())
+            bare_probs = self._probe.predict_proba(bare[None])[0]
+            for intent in _PAYLOAD_INTENTS & set(classes):
+                k = classes.index(intent)
+                probs[k] = max(probs[k], bare_probs[k])
+            probs = probs / probs.sum()
+            similarity = max(similarity, float((self._prototypes @ bare).max()))
+        return dict(zip(classes, map(float, probs))), similarity
 
     def read(self, text: object) -> Reading:
         text = "" if text is None else str(text)
@@ -150,6 +163,27 @@ class NoteReader:
             if argument:
                 intent = "search_for"  # "keep searching for the author's birthplace" names what to search
         return Reading(intent, confidence, argument, similarity)
+
+
+    def read_in_context(self, text: object, goal: str) -> Reading:
+        """Read a note addressed to an agent working on ``goal``: the goal quoted in the note is content, not an
+        instruction ("Refocus on the goal: <the question>"), so it is read as "the question"; an argument (what to
+        search for) is taken from the note as written."""
+        text = "" if text is None else str(text)
+        masked = _mask_goal(text, goal)
+        if masked == text:
+            return self.read(text)
+        reading = self.read(masked)
+        if reading.argument:
+            return Reading(reading.intent, reading.confidence, note_argument(text) or reading.argument, reading.similarity)
+        return reading
+
+
+def _mask_goal(text: str, goal: str) -> str:
+    core = goal.strip().rstrip("?.! ")
+    if len(core.split()) < 3:
+        return text
+    return re.sub(re.escape(core) + r"\??", "the question", text, flags=re.I)
 
 
 _READERS: dict[str, NoteReader] = {}

@@ -4,11 +4,14 @@
   counters) for libraries that cannot take text, e.g. Stable-Baselines3.
 * :class:`InterventionCost` — charge a cost per intervention on top of any env that reports
   ``info["interventions"]``.
+* :class:`ActionGuidance` — reference-plan guidance per episode on GuidedSearch-v0 (a fixed ``k``, the full plan,
+  or a schedule), for any learner including Stable-Baselines3.
 * :class:`EpisodeRecorder` — append every finished episode (observations, actions, rewards, final info) to a
   JSONL file, for offline datasets and debugging.
 """
 from .cost import InterventionCost
+from .guidance import ActionGuidance
 from .features import FeatureObservation, TextFeaturizer
 from .recorder import EpisodeRecorder
 
-__all__ = ["EpisodeRecorder", "FeatureObservation", "InterventionCost", "TextFeaturizer"]
+__all__ = ["ActionGuidance", "EpisodeRecorder", "FeatureObservation", "InterventionCost", "TextFeaturizer"]

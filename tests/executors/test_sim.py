@@ -12,7 +12,7 @@ from steer_envs.data import f1, load_tasks
 from steer_envs.errors import SteerEnvsError, UnknownNameError
 from steer_envs.executors import Intervention, make_executor
 from steer_envs.executors.protocol import parse_action
-from steer_envs.executors.sim import PROFILE_DIR, build_hops, load_profile, parse_intent, shipped_profiles
+from steer_envs.executors.sim import PROFILE_DIR, build_hops, load_profile, shipped_profiles
 
 
 @pytest.fixture(scope="module")
@@ -49,30 +49,25 @@ def test_hops_from_2wiki_evidence_title_chain_and_single_hop():
     assert len(build_hops(bamboogle, {})) == 2 and build_hops(bamboogle, {})[0].target_ids == ()
 
 
-# -- the intent grammar ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text,kind,arg", [
-    ("You already have enough evidence. Give your final answer now.", "answer_now", ""),
-    ("Answer now.", "answer_now", ""),
-    ("Stop repeating searches you have already made.", "stop_repeating", ""),
-    ("Refocus on the goal: who repeated the search?", "refocus", ""),
-    ("Search for: Kris Benson", "search_for", "Kris Benson"),
-    ("search for the director of Jaws", "search_for", "the director of Jaws"),
-    ("Please search again", "keep_searching", ""),
-    ("Don't answer yet, keep searching.", "keep_searching", ""),
-    ("Verify the evidence: answer now", "verify", ""),
-    ("Backtrack: the entity may be wrong", "backtrack", ""),
-    ("Plan: first find the spouse, then the team", "plan", ""),
-    ("lovely weather today", "none", ""),
-    ("", "none", ""),
-])
-def test_intent_grammar(text, kind, arg):
-    intent = parse_intent(text)
-    assert (intent.kind, intent.argument) == (kind, arg)
+# -- notes are read by meaning ---------------------------------------------------------------------------------
+def test_paraphrases_of_one_intent_act_alike_and_any_note_is_read():
+    """The simulator reads a note by meaning: two paraphrases with no word in common set the same thing in motion."""
+    task = load_tasks("hotpotqa", "test")[5]
+    ex = make_executor("sim:default", max_turns=10)
+    ex.reset(task, seed=3)
+    ex.step()
+    readings = []
+    for note in ("The evidence so far does not answer the question; do not answer yet, keep searching.",
+                 "Hold your horses: you're not there yet, look further.", "I like turtles."):
+        branch = ex.fork()
+        branch.intervene(Intervention("note", note))
+        readings.append(branch.privileged()["understood_intents"][-1])
+    assert readings == ["keep_searching", "keep_searching", "none"]
 
 
 # -- profiles are data ------------------------------------------------------------------------------------------
 def test_shipped_profiles_load():
-    assert {"default", "weak", "strong", "loopy"} <= set(shipped_profiles())
+    assert {"default", "weak", "strong", "loopy", "r1searcher", "r1searcher_llama"} <= set(shipped_profiles())
     for name in shipped_profiles():
         assert load_profile(name).name == name
 

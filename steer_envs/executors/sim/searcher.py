@@ -417,7 +417,8 @@ class SimSearcher(SimResources, Executor):
         self.stats.tokens += _tokens(rendered)
         if not self.done and p.intervention_turn_cost:
             self.max_turns = max(self.stats.turns + 1, self.max_turns - p.intervention_turn_cost)
-        reading = Reading("reject", 1.0) if intervention.kind == "reject" else shared_reader("searcher").read(intervention.text)
+        reading = (Reading("reject", 1.0) if intervention.kind == "reject"
+                   else shared_reader("searcher").read_in_context(intervention.text, self.task.question))
         s.understood.append(reading.intent)
         prior = self.stats.interventions - 1  # the base class has already counted this one
         if p.disruption and prior > 0 and rng.random() < min(1.0, p.disruption * prior):

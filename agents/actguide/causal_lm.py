@@ -1,0 +1,86 @@
+"""CausalLMLearner: a causal LM (``steer_envs.llm``'s transformers backend) as the ACTGUIDE-RL policy, text mode.
+
+The policy reads ``prompt + transcript`` (the guided prompt carries the hint) and writes one Search-R1 segment,
+sampled at temperature 1 with no truncation of the distribution, so the sampled tokens' log-probabilities are the
+policy's. A segment ends at ``</search>`` or ``</answer>`` (the closing tag is put back, as the LLM executor does).
+
+Token log-probs come from :meth:`HFBackend.continuation_logprobs` on the *same response text* after either prompt:
+``π_old(y | guided)`` at sampling time and ``π_θ(y | unguided)`` in the loss, which is ``r_mix`` token by token.
+The model is a private copy (``shared=False``), so training it never changes a backend someone else holds.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+
+from steer_envs.executors.llm_search import closing_tag
+from steer_envs.executors.protocol import STOP_SEQUENCES
+from steer_envs.llm.base import GenerationConfig
+from steer_envs.llm.registry import make_backend
+
+#: a stand-in for an empty generation (the env reads it as an invalid action; it still has a token to score)
+EMPTY_ACTION = " "
+
+
+@dataclass(frozen=True)
+class CausalLMSpec:
+    model: str = "hf:gemma-3-270m"
+    max_new_tokens: int = 48
+    max_transcript_chars: int = 2000  # the prompt (question + hint) is kept whole; the transcript's tail is kept
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class CausalLMLearner:
+    action_mode = "text"
+    kind = "causal_lm"
+
+    def __init__(self, spec: CausalLMSpec | None = None) -> None:
+        self.spec = spec or CausalLMSpec()
+        self.backend = make_backend(self.spec.model, shared=False)
+        self.model = self.backend.model
+
+    # -- RolloutPolicy protocol -------------------------------------------------------------------------------
+    def view(self, obs: dict) -> str:
+        return obs["prompt"] + obs["transcript"][-self.spec.max_transcript_chars:]
+
+    @torch.no_grad()
+    def act(self, views: Sequence[str], generator: torch.Generator | None = None, greedy: bool = False):
+        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator)) if generator is not None else None
+        config = GenerationConfig(self.spec.max_new_tokens, 0.0 if greedy else 1.0, 1.0, stop=STOP_SEQUENCES, seed=seed)
+        self.model.eval()
+        gens = self.backend.generate(list(views), config)
+        actions = [(g.text + closing_tag(g)) or EMPTY_ACTION for g in gens]
+        logps = self.backend.continuation_logprobs(list(views), actions, reduce="none", grad=False)
+        return actions, [lp.detach() for lp in logps]
+
+    def token_logprobs(self, views: Sequence[str], actions: Sequence[str]) -> list[torch.Tensor]:
+        if not views:
+            return []
+        out: list[torch.Tensor] = []
+        step = max(1, getattr(self.backend, "max_batch", 8))
+        for i in range(0, len(views), step):
+            out.extend(self.backend.continuation_logprobs(list(views[i : i + step]), list(actions[i : i + step]),
+                                                          reduce="none", grad=True))
+        return out
+
+    # -- parameters and state --------------------------------------------------------------------------------------
+    def parameters(self):
+        return self.model.parameters()
+
+    def state_dict(self):
+        return self.model.state_dict()
+
+    def load_state_dict(self, state) -> None:
+        self.model.load_state_dict(state)
+
+    def frozen(self) -> "CausalLMLearner":
+        """An independent, untrainable copy with the current weights (the KL reference)."""
+        ref = CausalLMLearner(self.spec)
+        ref.model.load_state_dict(self.model.state_dict())
+        for p in ref.model.parameters():
+            p.requires_grad_(False)
+        return ref

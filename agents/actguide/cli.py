@@ -1,0 +1,119 @@
+"""``steer-envs train actguide --out RUN_DIR [--config FILE] [--variant NAME] [--resume]`` and
+``steer-envs barrier --model RUN_DIR|initial --out DIR``."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from steer_envs.errors import SteerEnvsError
+
+HELP = "train the search agent with ACTGUIDE-RL (guided GRPO on GuidedSearch-v0) or one of its baselines"
+BARRIER_HELP = "barrier diagnostics of a GuidedSearch policy: prefix-level Pass@K, M_t, κ_t, B_k, ΔLogit (table + plot)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from .config import VARIANTS
+
+    parser.add_argument("--out", required=True, help="run folder: config.json, log.jsonl, checkpoint.pt/.json, model.pt/.json")
+    parser.add_argument("--config", default=None, help="a .json or .toml file of ActGuideConfig keys (budget, group_size, ...)")
+    parser.add_argument("--variant", default="actguide", choices=sorted(VARIANTS),
+                        help="method or ablation applied on top of the config (default actguide; zero_rl = GRPO without guidance)")
+    parser.add_argument("--budget", type=int, default=None, help="rollout budget (unguided + probes + guided)")
+    parser.add_argument("--seed", type=int, default=None, help="training seed")
+    parser.add_argument("--init-from", default=None,
+                        help="run folder of a trained learner to start from (the initial policy and the KL reference)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    parser.add_argument("--data-dir", default=None, help="data folder (default: $STEER_ENVS_DATA, else ../shared/data)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def resolve_config(args: argparse.Namespace):
+    from .config import ActGuideConfig
+    from .trainer import CONFIG_FILE
+
+    out = Path(args.out)
+    if args.config:
+        config = ActGuideConfig.load(args.config).variant(args.variant)
+    elif args.resume and (out / CONFIG_FILE).is_file():
+        return ActGuideConfig.from_dict(json.loads((out / CONFIG_FILE).read_text())["config"], where=str(out / CONFIG_FILE))
+    else:
+        config = ActGuideConfig().variant(args.variant)
+    if args.budget is not None:
+        config.budget = args.budget
+    if args.seed is not None:
+        config.seed = args.seed
+    if args.init_from:
+        config.init_from = str(args.init_from)
+    if args.data_dir:
+        config.data_dir = args.data_dir
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    from .trainer import PROGRESS_FILE, ActGuideTrainer
+
+    out = Path(args.out)
+    if args.resume and not (out / PROGRESS_FILE).is_file():
+        raise SteerEnvsError(f"--resume: no checkpoint in {str(out)!r}; start the run without --resume")
+    config = resolve_config(args)
+    result = ActGuideTrainer(config, out, resume=args.resume, progress=not args.no_progress).run()
+    last = result.log[-1] if result.log else {}
+    print(f"trained {result.iterations} iterations ({result.budget_used} rollouts) in {result.wall_s:.0f} s; last "
+          f"iteration: unguided success {last.get('unguided_success', float('nan')):.3f}, hard groups "
+          f"{last.get('hard_groups', 0)}. Model: {out / 'model.pt'}; diagnose it with `steer-envs barrier --model {out}`")
+    return 0
+
+
+# -- barrier ------------------------------------------------------------------------------------------------------
+def configure_barrier(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", nargs="+", default=["initial"],
+                        help="run folder(s) of trained learners, or 'initial' (the untrained policy); default initial")
+    parser.add_argument("--out", required=True, help="folder for barrier.json, barrier.md, barrier.png")
+    parser.add_argument("--split", default="dev", choices=("train", "dev", "test"))
+    parser.add_argument("--tasks-per-benchmark", type=int, default=10)
+    parser.add_argument("--K", type=int, default=8, help="rollouts per Pass@K estimate (default 8)")
+    parser.add_argument("--max-k", type=int, default=4, help="largest guidance k (default 4)")
+    parser.add_argument("--horizon", type=int, default=4, help="steps of M_t (default 4)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", default=None)
+
+
+def run_barrier(args: argparse.Namespace) -> int:
+    from steer_envs.envs.admissible import FEATURE_NAMES  # noqa: F401  (fail fast on a broken install)
+
+    from .barrier import barrier_plot, barrier_table, diagnose
+    from .config import ActGuideConfig
+    from .learners import build_learner
+    from .tasks import make_env, sample_tasks
+    from .trainer import load_learner
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    reports = []
+    for spec in args.model:
+        if spec == "initial":
+            config = ActGuideConfig(data_dir=args.data_dir)
+            learner, label = build_learner(config.learner, config.learner_args, config.seed), "initial"
+        else:
+            learner, meta = load_learner(spec)
+            config = ActGuideConfig.from_dict(meta["config"], where=str(spec))
+            if args.data_dir:
+                config.data_dir = args.data_dir
+            label = Path(spec).name
+        env = make_env(config, split=args.split)
+        ids = sample_tasks(env, args.tasks_per_benchmark, args.seed)
+        reports.append(diagnose(learner, env, ids, label, args.K, args.max_k, args.horizon, args.seed))
+    table = barrier_table(reports)
+    (out / "barrier.md").write_text(table + "\n")
+    (out / "barrier.json").write_text(json.dumps([r.to_dict() for r in reports], indent=2) + "\n")
+    barrier_plot(reports, out / "barrier.png")
+    print(table)
+    print(f"\nwritten: {out / 'barrier.md'}, {out / 'barrier.json'}, {out / 'barrier.png'}")
+    return 0
+
+
+def register(register_train_target) -> None:
+    from ..cli import TrainTarget
+
+    register_train_target(TrainTarget("actguide", HELP, configure, run))

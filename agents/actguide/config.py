@@ -1,0 +1,149 @@
+"""ActGuideConfig: the environment, the learner, the algorithm (PAPERS.md B) and its ablation switches.
+
+Variants are configs, not code paths: zero RL is ``guidance=false``; "without the adaptive guider" is
+``adaptive=false`` (hard groups get full guidance at once); "without the fallback guider" is ``fallback=false``
+(a failed search leaves the group unguided); "without mixed-policy optimisation" is ``mixed_policy=false`` (guided
+rollouts trained as if on-policy, on the guided prompt); fixed-k guidance is ``fixed_k >= 1``; SFT-then-RL sets
+``sft_epochs >= 1``; noisy guidance sets ``guidance_noise``. :data:`VARIANTS` names them.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from steer_envs.errors import SteerEnvsError, unknown_name
+
+from ..configio import config_fingerprint, config_from_dict, load_config
+
+LEARNERS = ("admissible", "causal_lm")
+
+
+@dataclass
+class ActGuideConfig:
+    # -- environment (GuidedSearch-v0) -----------------------------------------------------------------------
+    benchmarks: list[str] | None = None  # None = all 7
+    split: str = "train"
+    tasks_per_benchmark: int = 150  # RL pool: this many tasks of each benchmark (0 = all), fixed by task_seed
+    task_seed: int = 0
+    pool: str = "rl"  # "rl" (the RL pool) | "pretrain" (train tasks outside the RL pool: the base policy's warm-up)
+    pretrain_tasks_per_benchmark: int = 150
+    init_from: str | None = None  # a run folder whose learner is the initial policy (and π_ref); None = fresh
+    max_turns: int = 6
+    metric: str = "em"
+    topk: int = 3
+    max_queries: int = 8
+    max_answers: int = 24
+    data_dir: str | None = None
+    guidance_sources: list[str] = field(default_factory=lambda: ["rollout", "gold"])
+    guidance_mode: str = "prompt"  # "prompt" (hint in the prompt) | "prefix" (reference searches executed)
+    guidance_noise: float = 0.0  # share of reference actions replaced by plausible wrong ones
+    guidance_noise_seed: int = 0
+    guidance_answers: bool = True  # the hint may show the reference's final answer (else its searches only)
+    # -- the algorithm -------------------------------------------------------------------------------------------
+    guidance: bool = True  # False = zero RL (GRPO without guidance)
+    adaptive: bool = True  # binary search for the minimal k (else hard groups get full guidance)
+    fallback: bool = True  # full guidance when the search finds no successful k (else the group stays unguided)
+    mixed_policy: bool = True  # r_mix on the unguided prompt (else guided rollouts trained as on-policy)
+    # guided tokens: "luffy" (A · r/(r+γ) with r = r_mix, ratio 1: the public implementation's option, chosen on dev)
+    # | "clip" (PPO's clip of r_mix)
+    ratio_shaping: str = "luffy"
+    luffy_gamma: float = 0.1
+    fixed_k: int = 0  # >= 1: hard groups get exactly this k (no search); 0 = off
+    hard_threshold: float = 0.0  # a group is hard when all its unguided rewards are <= this
+    probes_per_step: int = 2  # fresh probe rollouts per binary-search midpoint
+    max_probe_steps: int = 5
+    fork_probes: bool = True  # prefix mode: probes fork from prefix states computed once
+    budget: int = 12000  # rollouts (episodes) in all: unguided, probes and guided
+    batch_tasks: int = 16  # tasks per iteration
+    group_size: int = 8  # G rollouts per task
+    # -- optimisation -------------------------------------------------------------------------------------------
+    lr: float = 3e-3
+    update_epochs: int = 2
+    clip_eps: float = 0.2
+    kl_coef: float = 0.01  # KL(π_θ ‖ π_ref) on the unguided prompt (π_ref = the initial policy)
+    grad_clip: float = 1.0
+    weight_decay: float = 0.0
+    # -- SFT on the action data before RL (the SFT+RL baseline) -------------------------------------------------
+    sft_epochs: int = 0
+    sft_lr: float = 3e-3
+    # -- learner --------------------------------------------------------------------------------------------------
+    learner: str = "admissible"  # "admissible" (CPU network over the admissible set) | "causal_lm"
+    learner_args: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.guidance_mode in ("prompt", "prefix"), "guidance_mode must be 'prompt' or 'prefix'"),
+            (self.pool in ("rl", "pretrain"), "pool must be 'rl' or 'pretrain'"),
+            (0.0 <= self.guidance_noise <= 1.0, "guidance_noise must be in [0, 1]"),
+            (self.fixed_k >= 0, "fixed_k must be >= 0 (0 = off)"),
+            (self.ratio_shaping in ("clip", "luffy"), "ratio_shaping must be 'clip' or 'luffy'"),
+            (self.luffy_gamma > 0, "luffy_gamma must be > 0"),
+            (self.probes_per_step >= 1, "probes_per_step must be >= 1"),
+            (self.max_probe_steps >= 1, "max_probe_steps must be >= 1"),
+            (self.budget >= 1, "budget (rollouts) must be >= 1"),
+            (self.batch_tasks >= 1, "batch_tasks must be >= 1"),
+            (self.group_size >= 2, "group_size must be >= 2 (GRPO normalises within a group)"),
+            (self.lr > 0 and self.sft_lr > 0, "lr and sft_lr must be > 0"),
+            (self.update_epochs >= 1, "update_epochs must be >= 1"),
+            (self.kl_coef >= 0, "kl_coef must be >= 0"),
+            (self.sft_epochs >= 0, "sft_epochs must be >= 0"),
+            (self.max_turns >= 1, "max_turns must be >= 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise SteerEnvsError(f"invalid actguide config: {message}")
+        if self.learner not in LEARNERS:
+            raise unknown_name("learner", self.learner, LEARNERS)
+
+    @property
+    def action_mode(self) -> str:
+        return "text" if self.learner == "causal_lm" else "discrete"
+
+    def env_kwargs(self, split: str | None = None, **overrides: Any) -> dict[str, Any]:
+        kwargs: dict[str, Any] = dict(
+            benchmarks=self.benchmarks, split=split or self.split, data_dir=self.data_dir, topk=self.topk,
+            max_turns=self.max_turns, action_mode=self.action_mode, metric=self.metric,
+            guidance_mode=self.guidance_mode, guidance_sources=tuple(self.guidance_sources),
+            guidance_noise=self.guidance_noise, guidance_noise_seed=self.guidance_noise_seed,
+            max_queries=self.max_queries, max_answers=self.max_answers, guidance_answers=self.guidance_answers,
+        )
+        kwargs.update(overrides)
+        return kwargs
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def fingerprint(self) -> str:
+        return config_fingerprint(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "config") -> "ActGuideConfig":
+        return config_from_dict(cls, data, where, "actguide config")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ActGuideConfig":
+        return load_config(cls, path, "actguide config")
+
+    def variant(self, name: str) -> "ActGuideConfig":
+        """This config with a named variant's switches (see :data:`VARIANTS`)."""
+        if name not in VARIANTS:
+            raise unknown_name("actguide variant", name, list(VARIANTS))
+        return replace(self, **VARIANTS[name])
+
+
+#: named variants: the method, its baselines and its ablations (switches applied on top of a base config)
+VARIANTS: dict[str, dict[str, Any]] = {
+    "actguide": {},
+    "zero_rl": {"guidance": False},
+    "sft_rl": {"guidance": False, "sft_epochs": 2},
+    "fixed_k": {"adaptive": False, "fixed_k": 1},
+    "no_adaptive": {"adaptive": False},
+    "no_fallback": {"fallback": False},
+    "no_mixed": {"mixed_policy": False},
+    "noise_10": {"guidance_noise": 0.1},
+    "noise_20": {"guidance_noise": 0.2},
+    "prefix": {"guidance_mode": "prefix"},
+    "clip_rmix": {"ratio_shaping": "clip"},
+}

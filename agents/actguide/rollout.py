@@ -1,0 +1,125 @@
+"""Rollouts of an ACTGUIDE policy on GuidedSearch-v0: groups of episodes of one task, run in lock step.
+
+Every step keeps what the losses need: the action, the behaviour policy's log-probabilities (of the view it acted
+on, guided when a hint was shown) and both views of the state (``info["unguided_observation"]`` from the env), so
+``r_mix = π_θ(a | unguided) / π_old(a | guided)`` can be computed later without touching the env again.
+
+A group starts from one env state (a fresh reset, or a prefix state a probe forks from) copied ``n`` times, so
+members differ only by the policy's sampling: the GRPO group of PAPERS.md B.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+
+from steer_envs.envs.guided import GuidedSearchEnv
+
+
+@dataclass
+class StepRecord:
+    """One decision. ``view`` / ``unguided_view``: what the policy needs to score an action in each view
+    (discrete: ``(features, mask)``; text: the context string). ``old_logp``: per-token log-probs under the
+    behaviour policy of the view acted on (1 token for a discrete action)."""
+
+    view: Any
+    unguided_view: Any
+    action: Any
+    old_logp: torch.Tensor
+    guided: bool
+
+
+@dataclass
+class Trajectory:
+    task_id: str
+    benchmark: str
+    k: int
+    mode: str
+    steps: list[StepRecord] = field(default_factory=list)
+    reward: float = 0.0
+    em: float = 0.0
+    f1: float = 0.0
+    env_steps: int = 0
+    turns: int = 0
+
+    @property
+    def success(self) -> bool:
+        return self.reward > 0
+
+    @property
+    def guided(self) -> bool:
+        return self.k > 0
+
+
+class RolloutPolicy(Protocol):
+    """What a learner offers the trainer (both learners implement it)."""
+
+    action_mode: str
+
+    def view(self, obs: dict) -> Any: ...
+
+    def act(self, views: Sequence[Any], generator: torch.Generator) -> tuple[list[Any], list[torch.Tensor]]:
+        """Sample one action per view; return the actions and their per-token log-probs (no gradient)."""
+        ...
+
+    def token_logprobs(self, views: Sequence[Any], actions: Sequence[Any]) -> list[torch.Tensor]:
+        """Per-token log-probs of ``actions[i]`` in ``views[i]`` (with gradient)."""
+        ...
+
+
+def run_group(
+    env: GuidedSearchEnv,
+    policy: RolloutPolicy,
+    n: int,
+    generator: torch.Generator,
+    start: dict | None = None,
+) -> list[Trajectory]:
+    """``n`` episodes from the env's current state (or ``start``, a ``get_state()`` snapshot), in lock step.
+
+    ``env_steps`` of each trajectory counts only the steps taken here (a shared prefix is accounted by the caller).
+    """
+    if start is not None:
+        env.set_state(start)
+    base = env.get_state()
+    s0 = base["episode"]
+    envs = []
+    for _ in range(n):
+        clone = env.fork()
+        clone.set_state(base)
+        envs.append(clone)
+    trajs = [Trajectory(s0.task.id, s0.task.benchmark, s0.k, s0.mode) for _ in range(n)]
+    obs = [e._observation() for e in envs]
+    unguided = [e.unguided_observation() if e.hint_actions else o for e, o in zip(envs, obs)]
+    alive = [i for i in range(n) if not envs[i].state.done]
+    while alive:
+        views = [policy.view(obs[i]) for i in alive]
+        actions, logps = policy.act(views, generator)
+        for j, i in enumerate(alive):
+            guided = bool(envs[i].hint_actions)
+            trajs[i].steps.append(StepRecord(views[j], policy.view(unguided[i]) if guided else views[j], actions[j],
+                                             logps[j], guided))
+            o, reward, terminated, truncated, info = envs[i].step(actions[j])
+            obs[i] = o
+            unguided[i] = info["unguided_observation"]
+            trajs[i].env_steps += 1
+            if terminated or truncated:
+                trajs[i].reward = float(reward)
+                trajs[i].em = float(info["em"])
+                trajs[i].f1 = float(info["f1"])
+                trajs[i].turns = int(info["turns"])
+        alive = [i for i in alive if not envs[i].state.done]
+    return trajs
+
+
+def reset_task(env: GuidedSearchEnv, task_id: str, seed: int, k: int = 0, mode: str | None = None,
+               reference=None) -> int:
+    """Reset ``env`` to ``task_id`` with guidance ``k``; return the env steps the reset spent (prefix searches)."""
+    options: dict[str, Any] = {"task_id": task_id, "guidance_k": int(k)}
+    if mode is not None:
+        options["guidance_mode"] = mode
+    if reference is not None:
+        options["reference"] = reference
+    env.reset(seed=seed, options=options)
+    return env.state.env_steps

@@ -1,0 +1,54 @@
+"""The env and the task sets an ACTGUIDE run uses: a fixed per-benchmark sample of tasks with reference data."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import gymnasium as gym
+import numpy as np
+
+import steer_envs  # noqa: F401  (registers the ids)
+from steer_envs.envs.guided import GuidedSearchEnv
+
+from .config import ActGuideConfig
+
+ENV_ID = "steer_envs/GuidedSearch-v0"
+
+
+def make_env(config: ActGuideConfig, split: str | None = None, **overrides) -> GuidedSearchEnv:
+    return gym.make(ENV_ID, **config.env_kwargs(split, **overrides)).unwrapped
+
+
+def sample_tasks(env: GuidedSearchEnv, per_benchmark: int, seed: int) -> list[str]:
+    """Up to ``per_benchmark`` task ids of each benchmark (0 = all), drawn with ``seed``, in a stable order."""
+    by_bench: dict[str, list[str]] = defaultdict(list)
+    for task in env.tasks:
+        by_bench[task.benchmark].append(task.id)
+    out: list[str] = []
+    for bench in sorted(by_bench):
+        ids = sorted(by_bench[bench])
+        if per_benchmark and len(ids) > per_benchmark:
+            rng = np.random.default_rng([seed, len(bench), sum(map(ord, bench))])
+            ids = sorted(rng.choice(ids, size=per_benchmark, replace=False).tolist())
+        out.extend(ids)
+    return out
+
+
+def training_pool(env: GuidedSearchEnv, config: ActGuideConfig) -> list[str]:
+    """The RL pool, or (``pool="pretrain"``) up to ``pretrain_tasks_per_benchmark`` train tasks of each benchmark
+    outside it: the base policy warms up on tasks the RL comparison never trains on."""
+    rl = sample_tasks(env, config.tasks_per_benchmark, config.task_seed)
+    if config.pool == "rl":
+        return rl
+    taken = set(rl)
+    by_bench: dict[str, list[str]] = defaultdict(list)
+    for task in env.tasks:
+        if task.id not in taken:
+            by_bench[task.benchmark].append(task.id)
+    out: list[str] = []
+    for bench in sorted(by_bench):
+        ids = sorted(by_bench[bench])
+        n = config.pretrain_tasks_per_benchmark
+        if n and len(ids) > n:
+            ids = sorted(np.random.default_rng([config.task_seed, 7, len(bench)]).choice(ids, size=n, replace=False).tolist())
+        out.extend(ids)
+    return out

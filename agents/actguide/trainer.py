@@ -1,0 +1,315 @@
+"""The ACTGUIDE-RL trainer (PAPERS.md B; the public implementation's rules where the issue names them).
+
+Per iteration, for ``batch_tasks`` training tasks:
+
+1. ``G`` unguided rollouts (a GRPO group).
+2. A group is **hard** when every unguided reward is ``<= hard_threshold``. Only then guidance is chosen: the
+   adaptive guider binary-searches the minimal ``k`` (``lo = 0``, ``hi = L``, ``probes_per_step`` fresh probes per
+   midpoint, at most ``max_probe_steps`` steps); when no probe succeeds the fallback guider gives full guidance.
+3. ``G`` guided rollouts with that ``k`` **replace** the group and act as the behaviour policy.
+4. GRPO advantages within each group; the loss per token is PPO's clipped surrogate, where for guided rollouts the
+   ratio is ``r_mix = π_θ(y | unguided prompt) / π_old(y | guided prompt)``: clipped like PPO's
+   (``ratio_shaping="clip"``), or, the default chosen on dev, the public implementation's LUFFY option (ratio 1 and
+   the advantage weighted by ``r_mix / (r_mix + γ)``); plus ``kl_coef · KL(π_θ ‖ π_ref)`` (k3 estimator) taken on the
+   unguided prompt; token-mean over the batch; ``update_epochs`` optimiser steps. ``mixed_policy=False`` trains
+   guided rollouts on the guided prompt instead, as if they were on-policy.
+
+Every rollout counts against ``budget`` (unguided, probes, guided), so variants compare at equal rollout budgets.
+
+Run folder: ``config.json`` (config + fingerprint), ``log.jsonl`` (one row per iteration), ``checkpoint.pt``
+(tensors only: weights, optimiser, torch RNG; loads with ``weights_only=True``) with ``checkpoint.json`` (progress,
+numpy RNG, counters), both rewritten atomically after every iteration; ``model.pt`` + ``model.json`` (the learner).
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from steer_envs.errors import SteerEnvsError
+
+from ..grpo import clipped_surrogate_terms, group_advantages, kl_k3, shaped_weight
+from ..steering.checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, read_jsonl, truncate_jsonl
+from .config import ActGuideConfig
+from .learners import build_learner, frozen_copy
+from .rollout import Trajectory, reset_task, run_group
+from .search import ForkProbes, ProbeCost, make_probes, minimal_k
+from .tasks import make_env, training_pool
+
+CONFIG_FILE = "config.json"
+LOG_FILE = "log.jsonl"
+CHECKPOINT_FILE = "checkpoint.pt"
+PROGRESS_FILE = "checkpoint.json"
+MODEL_FILE = "model.pt"
+MODEL_META = "model.json"
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    iterations: int
+    budget_used: int
+    wall_s: float
+    log: list[dict[str, Any]]
+
+
+def _noop(*_args, **_kwargs) -> None:
+    return None
+
+
+def save_learner(learner, config: ActGuideConfig, run_dir: Path, extra: dict[str, Any] | None = None) -> None:
+    """Weights (tensors only) plus a JSON card that rebuilds the learner (:func:`load_learner`)."""
+    atomic_torch_save(learner.state_dict(), run_dir / MODEL_FILE)
+    atomic_write_json({"learner": config.learner, "learner_args": config.learner_args, "seed": config.seed,
+                       "config": config.to_dict(), **(extra or {})}, run_dir / MODEL_META)
+
+
+def load_learner(run_dir: str | Path):
+    """Rebuild a trained learner from a run folder (``weights_only=True``: no code runs on load)."""
+    run_dir = Path(run_dir)
+    meta_path, weights = run_dir / MODEL_META, run_dir / MODEL_FILE
+    if not meta_path.is_file() or not weights.is_file():
+        raise SteerEnvsError(f"no actguide model in {str(run_dir)!r}; train one with `steer-envs train actguide --out DIR`")
+    meta = json.loads(meta_path.read_text())
+    learner = build_learner(meta["learner"], meta["learner_args"], meta["seed"])
+    learner.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    return learner, meta
+
+
+def start_from(learner, base) -> None:
+    """Copy ``base``'s weights into ``learner``, except what the learner's own spec fixes: the hint-following
+    parameter (a base trained without hints never changed it; the learner's ``follow`` decides it)."""
+    own = learner.state_dict()
+    keep = {k for k in own if k.endswith("hint_logit")}
+    learner.load_state_dict({k: (own[k] if k in keep else v) for k, v in base.state_dict().items()})
+
+
+class ActGuideTrainer:
+    def __init__(self, config: ActGuideConfig, run_dir: str | Path, resume: bool = False, progress: bool = False,
+                 on_iteration_end: Callable[[int, dict[str, Any]], None] = _noop, learner=None) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.resume = resume
+        self.progress = progress
+        self.on_iteration_end = on_iteration_end
+        self._learner = learner
+
+    # -- run folder -----------------------------------------------------------------------------------------------
+    def _prepare_run_dir(self) -> bool:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        config_path = self.run_dir / CONFIG_FILE
+        has_checkpoint = (self.run_dir / PROGRESS_FILE).exists()
+        if config_path.exists():
+            saved = json.loads(config_path.read_text())
+            if saved.get("fingerprint") != self.config.fingerprint():
+                diff = sorted(k for k, v in self.config.to_dict().items() if saved.get("config", {}).get(k) != v)
+                raise SteerEnvsError(
+                    f"run folder {str(self.run_dir)!r} belongs to a different actguide config (differs in: "
+                    f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"
+                )
+            if has_checkpoint and not self.resume:
+                raise SteerEnvsError(f"run folder {str(self.run_dir)!r} already holds a checkpoint; pass --resume to "
+                                     "continue it, or choose a new --out folder")
+        else:
+            atomic_write_json({"fingerprint": self.config.fingerprint(), "config": self.config.to_dict()}, config_path)
+        return self.resume and has_checkpoint
+
+    def _checkpoint(self, learner, optimizer, generator, progress: dict[str, Any]) -> None:
+        atomic_torch_save({"learner": learner.state_dict(), "optimizer": optimizer.state_dict(),
+                           "generator": generator.get_state()}, self.run_dir / CHECKPOINT_FILE)
+        atomic_write_json(progress, self.run_dir / PROGRESS_FILE)
+        save_learner(learner, self.config, self.run_dir, {"iterations": progress["iteration"],
+                                                          "budget_used": progress["budget_used"]})
+
+    # -- the loop ---------------------------------------------------------------------------------------------------
+    def run(self) -> TrainResult:
+        torch.set_num_threads(1)
+        c = self.config
+        start = time.time()
+        resuming = self._prepare_run_dir()
+        env = make_env(c)
+        pool = training_pool(env, c)
+        learner = self._learner or build_learner(c.learner, c.learner_args, c.seed)
+        if c.init_from and self._learner is None:
+            base, _ = load_learner(c.init_from)
+            start_from(learner, base)
+        reference = frozen_copy(learner)  # π_ref = the initial policy (rebuilt identically on resume)
+        optimizer = torch.optim.Adam([p for p in learner.parameters() if p.requires_grad], lr=c.lr,
+                                     weight_decay=c.weight_decay)
+        log_path = self.run_dir / LOG_FILE
+        generator = torch.Generator().manual_seed(c.seed)
+        if resuming:
+            ckpt = torch.load(self.run_dir / CHECKPOINT_FILE, map_location="cpu", weights_only=True)
+            learner.load_state_dict(ckpt["learner"])
+            optimizer.load_state_dict(ckpt["optimizer"])
+            generator.set_state(ckpt["generator"])
+            progress = json.loads((self.run_dir / PROGRESS_FILE).read_text())
+            truncate_jsonl(log_path, progress["iteration"])
+        else:
+            log_path.unlink(missing_ok=True)
+            progress = {"iteration": 0, "budget_used": 0, "cursor": 0, "wall_s": 0.0, "sft": None,
+                        "probe_env_steps": 0, "probe_restart_env_steps": 0, "probe_rollouts": 0}
+            if c.sft_epochs > 0:
+                from .sft import supervised_finetune
+
+                progress["sft"] = supervised_finetune(learner, env, pool, c)
+            self._checkpoint(learner, optimizer, generator, {**progress, "wall_s": time.time() - start})
+        elapsed_before = float(progress["wall_s"])
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=c.budget, initial=progress["budget_used"], desc="rollouts", dynamic_ncols=True)
+        while progress["budget_used"] < c.budget:
+            it = progress["iteration"]
+            order = np.random.default_rng([c.seed, 17]).permutation(len(pool))
+            picked = [pool[order[(progress["cursor"] + j) % len(pool)]] for j in range(c.batch_tasks)]
+            record = self._iteration(it, env, learner, reference, optimizer, generator, picked)
+            progress["cursor"] += c.batch_tasks
+            progress["iteration"] = it + 1
+            progress["budget_used"] += record["rollouts"]
+            progress["probe_env_steps"] += record["probe_env_steps"]
+            progress["probe_restart_env_steps"] += record["probe_restart_env_steps"]
+            progress["probe_rollouts"] += record["probe_rollouts"]
+            progress["wall_s"] = round(elapsed_before + time.time() - start, 2)
+            record.update(budget_used=progress["budget_used"], wall_s=progress["wall_s"])
+            append_jsonl(record, log_path)
+            self._checkpoint(learner, optimizer, generator, progress)
+            if bar is not None:
+                bar.update(record["rollouts"])
+                bar.set_postfix(success=f"{record['unguided_success']:.2f}", hard=record["hard_groups"], refresh=False)
+            self.on_iteration_end(it, record)
+        if bar is not None:
+            bar.close()
+        return TrainResult(self.run_dir, progress["iteration"], progress["budget_used"],
+                           float(progress["wall_s"]), read_jsonl(log_path))
+
+    # -- one iteration ------------------------------------------------------------------------------------------------
+    def _choose_k(self, env, learner, task_id: str, seed: int, length: int, generator, stats: dict) -> tuple[int | None, Any]:
+        """The guidance for a hard group, and the probe runner whose prefix states it may reuse."""
+        c = self.config
+        if c.fixed_k > 0:
+            return min(c.fixed_k, length), None
+        if not c.adaptive:
+            return length, None
+        probes = make_probes(env, learner, task_id, seed, c.probes_per_step, generator, c.guidance_mode, c.fork_probes)
+        result = minimal_k(probes.probe, length, c.max_probe_steps)
+        cost: ProbeCost = probes.cost
+        stats["probe_rollouts"] += cost.rollouts
+        stats["probe_env_steps"] += cost.env_steps
+        stats["probe_restart_env_steps"] += cost.restart_env_steps
+        stats["search_steps"].append(result.steps)
+        stats["searches_found"] += int(result.found)
+        if result.found:
+            return result.k, probes
+        return (length, probes) if c.fallback else (None, probes)
+
+    def _iteration(self, it, env, learner, reference, optimizer, generator, task_ids: list[str]) -> dict[str, Any]:
+        c = self.config
+        t0 = time.time()
+        stats: dict[str, Any] = {"probe_rollouts": 0, "probe_env_steps": 0, "probe_restart_env_steps": 0,
+                                 "search_steps": [], "searches_found": 0}
+        groups: list[list[Trajectory]] = []
+        rollouts, hard, rescued, unguided_success, ks = 0, 0, 0, [], []
+        for j, task_id in enumerate(task_ids):
+            seed = int(np.random.default_rng([c.seed, it, j]).integers(2**31 - 1))
+            reset_task(env, task_id, seed, 0, c.guidance_mode)
+            group = run_group(env, learner, c.group_size, generator)
+            rollouts += len(group)
+            unguided_success.extend(t.success for t in group)
+            is_hard = all(t.reward <= c.hard_threshold for t in group)
+            hard += int(is_hard)
+            if c.guidance and is_hard:
+                length = len(env.state.reference) if env.state.reference is not None else 0
+                k, probes = self._choose_k(env, learner, task_id, seed, length, generator, stats) if length else (None, None)
+                if k is not None and k > 0:
+                    if isinstance(probes, ForkProbes):
+                        state, _ = probes.start_state(k)  # prefix mode: fork from the prefix state built once
+                    else:
+                        reset_task(env, task_id, seed, k, c.guidance_mode)
+                        state = env.get_state()
+                    group = run_group(env, learner, c.group_size, generator, start=state)
+                    rollouts += len(group)
+                    rescued += any(t.success for t in group)
+                    ks.append(k)
+            groups.append(group)
+        rollouts += stats["probe_rollouts"]
+        loss_stats = self._update(learner, reference, optimizer, groups)
+        guided_groups = sum(1 for g in groups if g and g[0].guided)
+        return {
+            "iteration": it,
+            "rollouts": rollouts,
+            "unguided_success": float(np.mean(unguided_success)) if unguided_success else 0.0,
+            "hard_groups": hard,
+            "guided_groups": guided_groups,
+            "rescued_groups": rescued,
+            "mean_k": float(np.mean(ks)) if ks else 0.0,
+            "searches_found": stats["searches_found"],
+            "mean_search_steps": float(np.mean(stats["search_steps"])) if stats["search_steps"] else 0.0,
+            "probe_rollouts": stats["probe_rollouts"],
+            "probe_env_steps": stats["probe_env_steps"],
+            "probe_restart_env_steps": stats["probe_restart_env_steps"],
+            **loss_stats,
+            "iteration_s": round(time.time() - t0, 2),
+        }
+
+    def _update(self, learner, reference, optimizer, groups: list[list[Trajectory]]) -> dict[str, float]:
+        """GRPO advantages per group, then ``update_epochs`` steps on the mixed-policy clipped loss + KL."""
+        c = self.config
+        views, actions, olds, advs, acted_guided = [], [], [], [], []
+        for group in groups:
+            adv = group_advantages([t.reward for t in group])
+            for traj, a in zip(group, adv):
+                for step in traj.steps:
+                    use_unguided = c.mixed_policy and step.guided
+                    views.append(step.unguided_view if use_unguided else step.view)
+                    actions.append(step.action)
+                    olds.append(step.old_logp)
+                    advs.append(float(a))
+                    acted_guided.append(step.guided)
+        if not views:
+            return {"loss": 0.0, "loss_pg": 0.0, "loss_kl": 0.0, "tokens": 0, "r_mix": 0.0, "clip_frac": 0.0}
+        lengths = [int(o.numel()) for o in olds]
+        old = torch.cat([o.reshape(-1) for o in olds])
+        adv_tok = torch.repeat_interleave(torch.tensor(advs, dtype=torch.float32), torch.tensor(lengths))
+        guided_tok = torch.repeat_interleave(torch.tensor(acted_guided), torch.tensor(lengths))
+        with torch.no_grad():
+            ref = torch.cat([r.reshape(-1) for r in reference.token_logprobs(views, actions)])
+        trained = adv_tok != 0
+        first: dict[str, float] = {}
+        for epoch in range(c.update_epochs):
+            optimizer.zero_grad()
+            new = torch.cat([t.reshape(-1) for t in learner.token_logprobs(views, actions)])
+            if trained.any():
+                old_used, adv_used = old, adv_tok
+                if c.ratio_shaping == "luffy" and c.mixed_policy:  # guided tokens: ratio 1, advantage · r/(r+γ)
+                    old_used = torch.where(guided_tok, new.detach(), old)
+                    adv_used = torch.where(guided_tok, adv_tok * shaped_weight(new, old, c.luffy_gamma), adv_tok)
+                terms = clipped_surrogate_terms(new[trained], old_used[trained], adv_used[trained], c.clip_eps)
+                loss_pg = -terms.mean()
+            else:
+                loss_pg = new.sum() * 0.0
+            loss_kl = kl_k3(new, ref).mean()
+            loss = loss_pg + c.kl_coef * loss_kl
+            if epoch == 0:
+                with torch.no_grad():
+                    ratio = torch.exp(new - old)
+                    g = guided_tok & trained
+                    first = {
+                        "loss": float(loss.detach()), "loss_pg": float(loss_pg.detach()), "loss_kl": float(loss_kl.detach()),
+                        "tokens": int(trained.sum()),
+                        "r_mix": float(ratio[g].mean()) if g.any() else 0.0,
+                        "clip_frac": float(((ratio[trained] - 1).abs() > c.clip_eps).float().mean()) if trained.any() else 0.0,
+                    }
+            if not loss.requires_grad:
+                break
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_([p for p in learner.parameters() if p.requires_grad], c.grad_clip)
+            optimizer.step()
+        return first

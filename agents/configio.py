@@ -1,0 +1,50 @@
+"""Typed run configs read from JSON or TOML, with unknown keys as errors and a fingerprint for run folders.
+
+A trainer's run folder stores its config's fingerprint; resuming with a different config is refused, so a folder
+never mixes two experiments. Used by the steering and the ACTGUIDE-RL configs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from steer_envs.errors import SteerEnvsError
+
+C = TypeVar("C")
+
+
+def config_fingerprint(config: Any) -> str:
+    return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def config_from_dict(cls: type[C], data: dict[str, Any], where: str = "config", what: str = "config") -> C:
+    """``cls(**data)`` with errors naming ``where`` (a file) and ``what`` ("steering config", ...)."""
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SteerEnvsError(f"{where}: unknown {what} keys {unknown}; valid keys: {sorted(known)}")
+    try:
+        return cls(**data)
+    except TypeError as exc:
+        raise SteerEnvsError(f"{where}: {exc}") from None
+
+
+def load_config(cls: type[C], path: str | Path, what: str = "config") -> C:
+    path = Path(path)
+    if not path.is_file():
+        raise SteerEnvsError(f"config file {str(path)!r} does not exist")
+    text = path.read_text()
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise SteerEnvsError(f"config file {str(path)!r} must end in .json or .toml")
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SteerEnvsError(f"config file {str(path)!r} is not valid {path.suffix[1:].upper()}: {exc}") from None
+    return config_from_dict(cls, data, where=str(path), what=what)

@@ -1,0 +1,443 @@
+"""GuidedSearch-v0: the search agent itself is the learner, optionally guided by a reference action sequence.
+
+The agent answers a real question on the real corpus with the real retriever, in the Search-R1 text protocol: each
+step it searches (the top ``topk`` passages come back as an ``<information>`` block) or answers (the episode ends
+and the reward is the answer's score, exact match by default). Guidance (PAPERS.md B) is the first ``k`` actions of
+a reference sequence (``steer_envs.guidance``):
+
+* ``guidance_mode="prompt"``: the actions are written into the prompt as a numbered plan (the hint);
+* ``guidance_mode="prefix"``: the reference *searches* among them are executed before the agent's first step, and
+  the agent continues from there (a reference answer is never executed: the agent must answer itself).
+
+``info["unguided_observation"]`` is the observation of the same state without the hint, so a learner can score an
+action under both the guided and the unguided prompt (the ``r_mix`` ratio of ACTGUIDE-RL). In prefix mode the two
+are equal: an executed search looks the same whoever chose it.
+
+Action modes: ``text`` (any string in the protocol, for LLM policies) or ``discrete`` (an index into the admissible
+set of :mod:`steer_envs.envs.admissible`: candidate queries and answers built from the question and the retrieved
+documents, with a feature matrix per candidate for CPU policies; ``action_mask`` marks the filled slots, and an
+empty slot counts as an invalid action). The env is forkable (``get_state`` / ``set_state`` / ``fork``).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..data.records import Task
+from ..data.scoring import get_metric, squad_em
+from ..data.tasks import load_tasks
+from ..errors import InvalidActionError, SteerEnvsError, unknown_name
+from ..executors.prompts import get_prompt_template
+from ..executors.protocol import INVALID_ACTION_REPLY, parse_action, render_answer, render_information, render_search
+from ..executors.sim.retrieval_cache import cached_search
+from ..guidance.hint import format_hint
+from ..guidance.records import ANSWER, SEARCH, GuidanceAction, ReferenceSequence
+from ..guidance.store import SOURCE_KINDS, load_action_data
+from ..retrieval.registry import make_retriever
+from .admissible import FEATURE_NAMES, HINT_COLUMNS, Candidate, RetrievedDoc, build_candidates, candidate_features
+from .spaces import AnyText, discrete_index
+
+ACTION_MODES = ("discrete", "text")
+GUIDANCE_MODES = ("prompt", "prefix")
+MAX_PROMPT_CHARS = 8000
+MAX_TRANSCRIPT_CHARS = 1 << 16
+
+
+@dataclass(frozen=True)
+class GuidedSearchConfig:
+    """Constructor options (kept so forks and unpickling rebuild the same env)."""
+
+    benchmarks: tuple[str, ...] | None = None
+    split: str = "train"
+    task_ids: tuple[str, ...] | None = None
+    data_dir: str | None = None
+    retriever: str = "bm25s"
+    topk: int = 3
+    max_turns: int = 6
+    action_mode: str = "discrete"
+    metric: str = "em"
+    guidance_k: int = 0
+    guidance_mode: str = "prompt"
+    guidance_sources: tuple[str, ...] = SOURCE_KINDS
+    guidance_noise: float = 0.0
+    guidance_noise_seed: int = 0
+    max_queries: int = 8
+    max_answers: int = 24
+    prompt_template: str = "search-r1"
+    guidance_answers: bool = True
+
+    @property
+    def slots(self) -> int:
+        return self.max_queries + self.max_answers
+
+
+@dataclass
+class EpisodeState:
+    """Everything that changes during an episode (copied by ``get_state`` and forks)."""
+
+    task: Task
+    reference: ReferenceSequence | None
+    k: int
+    mode: str
+    shuffle_seed: int
+    transcript: str = ""
+    searched: list[str] = field(default_factory=list)
+    docs: list[RetrievedDoc] = field(default_factory=list)
+    taken: list[GuidanceAction] = field(default_factory=list)  # the agent's own actions (not the prefix)
+    turns: int = 0  # every action in the transcript, prefix included
+    prefix_executed: int = 0
+    answer: str | None = None
+    done: bool = False
+    env_steps: int = 0  # searches/answers the env carried out since reset (prefix included): the probe cost unit
+
+    def copy(self) -> "EpisodeState":
+        """An independent copy (lists copied; the task, reference and documents are immutable and shared)."""
+        return EpisodeState(self.task, self.reference, self.k, self.mode, self.shuffle_seed, self.transcript,
+                            list(self.searched), list(self.docs), list(self.taken), self.turns, self.prefix_executed,
+                            self.answer, self.done, self.env_steps)
+
+
+class GuidedSearchEnv(gym.Env):
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+    def __init__(
+        self,
+        benchmarks=None,
+        split: str = "train",
+        task_ids=None,
+        data_dir: str | None = None,
+        retriever: str = "bm25s",
+        topk: int = 3,
+        max_turns: int = 6,
+        action_mode: str = "discrete",
+        metric: str = "em",
+        guidance_k: int = 0,
+        guidance_mode: str = "prompt",
+        guidance_sources=SOURCE_KINDS,
+        guidance_noise: float = 0.0,
+        guidance_noise_seed: int = 0,
+        max_queries: int = 8,
+        max_answers: int = 24,
+        prompt_template: str = "search-r1",
+        guidance_answers: bool = True,
+        render_mode: str | None = None,
+    ) -> None:
+        if action_mode not in ACTION_MODES:
+            raise unknown_name("action_mode", action_mode, ACTION_MODES)
+        if guidance_mode not in GUIDANCE_MODES:
+            raise unknown_name("guidance_mode", guidance_mode, GUIDANCE_MODES)
+        if not isinstance(guidance_k, int) or guidance_k < 0:
+            raise SteerEnvsError(f"guidance_k must be an integer >= 0 (0 = no guidance), got {guidance_k!r}")
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise SteerEnvsError(f"max_turns must be a positive integer, got {max_turns!r}")
+        if max_queries < 1 or max_answers < 1:
+            raise SteerEnvsError("max_queries and max_answers must be >= 1 (the admissible set needs both kinds)")
+        if not 0.0 <= guidance_noise <= 1.0:
+            raise SteerEnvsError(f"guidance_noise is a share of actions in [0, 1], got {guidance_noise!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise unknown_name("render_mode", render_mode, self.metadata["render_modes"])
+        get_metric(metric)
+        get_prompt_template(prompt_template)
+        if isinstance(benchmarks, str):
+            benchmarks = (benchmarks,)
+        if isinstance(guidance_sources, str):
+            guidance_sources = (guidance_sources,)
+        self.config = GuidedSearchConfig(
+            tuple(benchmarks) if benchmarks else None, split, tuple(task_ids) if task_ids else None, data_dir, retriever,
+            topk, max_turns, action_mode, metric, guidance_k, guidance_mode, tuple(guidance_sources),
+            float(guidance_noise), int(guidance_noise_seed), max_queries, max_answers, prompt_template,
+            bool(guidance_answers),
+        )
+        self.render_mode = render_mode
+        self._tasks: list[Task] | None = None
+        if not self.tasks:
+            raise SteerEnvsError(
+                f"no tasks with a reference action sequence match benchmarks={benchmarks!r} split={split!r} "
+                f"task_ids={task_ids!r} (sources {list(guidance_sources)}); `steer-envs guidance coverage` lists them"
+            )
+        self._retriever = None
+        self.template = get_prompt_template(prompt_template)
+        n, f = self.config.slots, len(FEATURE_NAMES)
+        obs: dict[str, spaces.Space] = {
+            "prompt": AnyText(MAX_PROMPT_CHARS),
+            "transcript": AnyText(MAX_TRANSCRIPT_CHARS),
+            "turn": spaces.Discrete(max_turns + 1),
+        }
+        if action_mode == "discrete":
+            obs["candidates"] = AnyText(MAX_TRANSCRIPT_CHARS)
+            obs["features"] = spaces.Box(-1.0, 1.0, shape=(n, f), dtype=np.float32)
+            obs["action_mask"] = spaces.Box(0, 1, shape=(n,), dtype=np.int8)
+        self.observation_space = spaces.Dict(obs)
+        self.action_space = spaces.Discrete(n) if action_mode == "discrete" else AnyText(MAX_TRANSCRIPT_CHARS)
+        self.state: EpisodeState | None = None
+        self._candidates: list[Candidate] | None = None
+
+    # -- data (reloaded after unpickling instead of being copied) ---------------------------------------------
+    @property
+    def action_data(self):
+        c = self.config
+        return load_action_data(c.benchmarks, c.split, c.data_dir, sources=c.guidance_sources)
+
+    @property
+    def tasks(self) -> list[Task]:
+        if self._tasks is None:
+            c = self.config
+            tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
+            data = self.action_data
+            self._tasks = [t for t in tasks if data.reference(t.id, c.guidance_sources) is not None]
+        return self._tasks
+
+    @property
+    def retriever(self):
+        if self._retriever is None:
+            self._retriever = make_retriever(self.config.retriever, data_dir=self.config.data_dir)
+        return self._retriever
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_tasks"] = None
+        state["_retriever"] = None
+        state["_candidates"] = None
+        return state
+
+    def reference_for(self, task_id: str) -> ReferenceSequence | None:
+        """The task's reference sequence with this env's source preference and noise; without its answer actions
+        when ``guidance_answers=False`` (guidance then shows the searches only, like tool-call trajectories)."""
+        c = self.config
+        seq = self.action_data.reference(task_id, c.guidance_sources, c.guidance_noise, c.guidance_noise_seed)
+        if seq is None or c.guidance_answers:
+            return seq
+        searches = tuple(a for a in seq.actions if a.name == SEARCH)
+        return ReferenceSequence(seq.task_id, searches, seq.source) if searches else None
+
+    # -- gymnasium API ---------------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Options: ``task_id``; ``guidance_k`` and ``guidance_mode`` (this episode only); ``reference`` (a
+        :class:`ReferenceSequence` to guide with instead of the task's own, e.g. a noisy or foreign one)."""
+        super().reset(seed=seed)
+        options = dict(options or {})
+        task = self._pick_task(options.get("task_id"))
+        k = options.get("guidance_k", self.config.guidance_k)
+        mode = options.get("guidance_mode", self.config.guidance_mode)
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+            raise SteerEnvsError(f"options['guidance_k'] must be an integer >= 0, got {k!r}")
+        if mode not in GUIDANCE_MODES:
+            raise unknown_name("guidance_mode", mode, GUIDANCE_MODES)
+        reference = options.get("reference") or self.reference_for(task.id)
+        if reference is not None and not isinstance(reference, ReferenceSequence):
+            raise SteerEnvsError(f"options['reference'] must be a ReferenceSequence, got {type(reference).__name__}")
+        k = min(int(k), len(reference)) if reference is not None else 0
+        self.state = EpisodeState(task, reference, k, mode, int(self.np_random.integers(2**31 - 1)))
+        self._candidates = None
+        if mode == "prefix" and k > 0:
+            self.advance_prefix(k)
+        return self._observation(), self._info(final=False)
+
+    def _pick_task(self, task_id: str | None) -> Task:
+        if task_id is None:
+            return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise SteerEnvsError(
+            f"task_id {task_id!r} is not among this env's {len(self.tasks)} tasks (benchmarks={self.config.benchmarks}, "
+            f"split={self.config.split!r}; only tasks with a reference action sequence are included)"
+        )
+
+    def advance_prefix(self, n: int = 1) -> int:
+        """Execute the next ``n`` reference searches of the episode's reference as a prefix (prefix mode, or a
+        probe that builds the states after 1..L reference actions once and forks from them). Reference answers are
+        skipped. Returns how many searches ran."""
+        s = self._require_state()
+        if s.reference is None:
+            return 0
+        ran = 0
+        while ran < n and s.prefix_executed < len(s.reference) and not s.done and s.turns < self.config.max_turns:
+            action = s.reference.actions[s.prefix_executed]
+            s.prefix_executed += 1
+            if action.name == SEARCH:
+                self._search(action.text)
+                s.env_steps += 1
+                ran += 1
+        self._candidates = None
+        return ran
+
+    def step(self, action):
+        s = self._require_state()
+        if s.done:
+            raise SteerEnvsError("the episode has ended; call reset() to start another")
+        kind, text = self._decode(action)
+        # text mode keeps the policy's own words in the transcript (it reads them next turn); discrete mode writes
+        # the protocol's canonical segment
+        written = action if self.config.action_mode == "text" else None
+        s.env_steps += 1
+        if kind == SEARCH and text.strip():
+            s.taken.append(GuidanceAction.search(text))
+            self._search(text, written)
+        elif kind == ANSWER and text.strip():
+            s.taken.append(GuidanceAction.answer(text))
+            s.transcript += written if written is not None else render_answer(text)
+            s.turns += 1
+            s.answer = text
+            s.done = True
+        else:
+            s.transcript += (written if written is not None else text) + INVALID_ACTION_REPLY
+            s.turns += 1
+        if s.turns >= self.config.max_turns:
+            s.done = True
+        self._candidates = None
+        reward = self.score() if s.done else 0.0
+        return self._observation(), float(reward), s.done, False, self._info(final=s.done)
+
+    def score(self) -> float:
+        s = self._require_state()
+        return float(get_metric(self.config.metric)(s.answer, s.task.golden_answers))
+
+    def render(self):
+        if self.render_mode is None or self.state is None:
+            return None
+        obs = self._observation()
+        text = obs["prompt"] + obs["transcript"]
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # -- internals -----------------------------------------------------------------------------------------------
+    def _require_state(self) -> EpisodeState:
+        if self.state is None:
+            raise SteerEnvsError("call reset() before step()")
+        return self.state
+
+    def _search(self, query: str, written: str | None = None) -> None:
+        """Run one search and append the segment (``written``, else the canonical one) and its results."""
+        s = self._require_state()
+        hits = cached_search(self.retriever, self.config.retriever, query, self.config.topk)
+        block = len(s.searched)
+        s.searched.append(query)
+        s.docs.extend(RetrievedDoc(block, rank, h.title, h.text) for rank, h in enumerate(hits, 1))
+        s.transcript += (written if written is not None else render_search(query)) + render_information(list(hits))
+        s.turns += 1
+
+    def _decode(self, action) -> tuple[str, str]:
+        """(kind, text): kind ``search`` / ``answer`` / ``invalid`` (text = the segment written)."""
+        if self.config.action_mode == "discrete":
+            index = discrete_index(action, self.config.slots, "the admissible set (use action_mode='text' for strings)")
+            candidates = self.candidates
+            if index >= len(candidates):
+                return "invalid", "<think> </think>"  # an empty slot: the protocol's invalid action
+            c = candidates[index]
+            return c.kind, c.text
+        if not isinstance(action, str):
+            raise InvalidActionError(
+                f"text action must be a str in the Search-R1 protocol (<search> q </search> or <answer> a </answer>), "
+                f"got {type(action).__name__}; use action_mode='discrete' for integer actions"
+            )
+        parsed = parse_action(action)
+        if parsed.kind == "search" and (parsed.query or "").strip():
+            return SEARCH, parsed.query or ""
+        if parsed.kind == "answer" and (parsed.answer or "").strip():
+            return ANSWER, parsed.answer or ""
+        return "invalid", action
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        """The admissible set of the current state, in slot order (discrete mode)."""
+        s = self._require_state()
+        if self._candidates is None:
+            c = self.config
+            self._candidates = build_candidates(
+                s.task.question, s.searched, s.docs, c.max_queries, c.max_answers, s.shuffle_seed + 7919 * s.turns
+            )
+        return self._candidates
+
+    @property
+    def hint_actions(self) -> tuple[GuidanceAction, ...]:
+        """The actions shown as a hint (prompt mode), or ``()``."""
+        s = self._require_state()
+        if s.mode != "prompt" or s.reference is None or s.k <= 0:
+            return ()
+        return s.reference.prefix(s.k)
+
+    def prompt(self, guided: bool = True) -> str:
+        s = self._require_state()
+        text = self.template.render(s.task.question)
+        hint = format_hint(self.hint_actions, len(self.hint_actions)) if guided else ""
+        return (text + hint + "\n")[:MAX_PROMPT_CHARS] if hint else text[:MAX_PROMPT_CHARS]
+
+    def _observation(self, guided: bool = True) -> dict[str, Any]:
+        s = self._require_state()
+        obs: dict[str, Any] = {
+            "prompt": self.prompt(guided),
+            "transcript": s.transcript[-MAX_TRANSCRIPT_CHARS:],
+            "turn": np.int64(min(s.turns, self.config.max_turns)),
+        }
+        if self.config.action_mode == "discrete":
+            cands = self.candidates
+            n = self.config.slots
+            feats = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float32)
+            if cands and not s.done:
+                feats[: len(cands)] = candidate_features(
+                    cands, s.task.question, s.turns, len(s.searched), self.config.max_turns - s.turns,
+                    self.hint_actions if guided else (), s.taken,
+                )
+            mask = np.zeros(n, dtype=np.int8)
+            mask[: len(cands)] = 0 if s.done else 1
+            obs["candidates"] = "\n".join(f"{i}. {c.render()}" for i, c in enumerate(cands))[-MAX_TRANSCRIPT_CHARS:]
+            obs["features"] = feats
+            obs["action_mask"] = mask
+        return obs
+
+    def unguided_observation(self) -> dict[str, Any]:
+        """The observation of the current state without the hint (equal to the observation without guidance)."""
+        return self._observation(guided=False)
+
+    def _info(self, final: bool) -> dict[str, Any]:
+        s = self._require_state()
+        guided = bool(self.hint_actions)
+        info: dict[str, Any] = {
+            "task_id": s.task.id,
+            "benchmark": s.task.benchmark,
+            "guidance_k": s.k,
+            "guidance_mode": s.mode,
+            "reference_length": len(s.reference) if s.reference is not None else 0,
+            "reference_source": s.reference.source if s.reference is not None else "",
+            "prefix_executed": s.prefix_executed,
+            "turns": s.turns,
+            "searches": len(s.searched),
+            "env_steps": s.env_steps,
+            "unguided_observation": self.unguided_observation() if guided else self._observation(),
+        }
+        if final:
+            info["answer"] = s.answer
+            info["f1"] = float(get_metric("f1")(s.answer, s.task.golden_answers))
+            info["em"] = float(squad_em(s.answer, s.task.golden_answers))
+            info["score"] = self.score()
+        return info
+
+    # -- forking (GEM-style get_state / set_state) -----------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        """A picklable snapshot of the episode and the env's RNG."""
+        return {"episode": self._require_state().copy(), "np_random": copy.deepcopy(self.np_random)}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.state = state["episode"].copy()
+        self._np_random = copy.deepcopy(state["np_random"])
+        self._candidates = None
+
+    def fork(self, seed: int | None = None) -> "GuidedSearchEnv":
+        """An independent env continuing from this exact state (the retriever and data are shared, read-only).
+        With ``seed`` the env's own RNG (task choice at the next reset) is re-seeded."""
+        clone = copy.copy(self)
+        clone.state = self.state.copy() if self.state is not None else None
+        clone._candidates = None
+        clone._np_random = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self.np_random)
+        return clone
+
+
+__all__ = ["GuidedSearchConfig", "GuidedSearchEnv", "EpisodeState", "HINT_COLUMNS"]

