@@ -123,10 +123,11 @@ def build_handoff_best_fixed_rule(context: MethodContext):
 
 
 def handoff_train_options() -> dict[str, str]:
-    """The hand-off steerer's default training budget (smaller than SearchSteering's: see docs/results_handoff.md)."""
+    """The hand-off steerer's default training budget, chosen on dev (docs/results_handoff.md): 24 rounds x 96 states
+    x (4 samples + pass) x 6 continuations, about 69k continuation rollouts."""
     from .steering import train_options
 
-    return {**train_options(), "bank_tasks": "400", "m": "16", "k": "64", "G": "4", "N": "4"}
+    return {**train_options(), "bank_tasks": "400", "m": "24", "k": "96", "G": "4", "N": "6"}
 
 
 def policy_rates(records: list[Any]) -> dict[str, float]:

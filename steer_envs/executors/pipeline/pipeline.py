@@ -209,7 +209,7 @@ class Pipeline(SimResources):
             else:
                 derail(self, role)
             return
-        reading = shared_reader(HANDOFF_INTENTS).read(text)
+        reading = shared_reader(HANDOFF_INTENTS).read_in_context(text, self.task.question)
         s.understood.append((role, reading.intent))
         if prior and s.srng.random() < min(1.0, self.params.disruption * prior):
             derail(self, role)
