@@ -4,9 +4,9 @@ Each role has its own failure, the ones PAPERS.md A names for multi-agent system
 (``bad_plan_rate``), a searcher's over-searching / fixation (``over_search_rate``, ``fixation_hazard``), a
 reader's wrong extraction or combination (``extract_skill``), a verifier's over-rejection (``strict_rate`` of
 strict verifiers that FAIL a supported claim with probability ``strict_fail``), a summarizer that ignores the
-evidence (``ignore_evidence_rate``) or pads it (``verbose_rate``). How roles respond to notes is the explicit,
-swept part (``compliance``, ``second_guess``, ``disruption``, ``confusion``, ...): no recording shows a pipeline
-being supervised. Shipped profiles live in ``profiles/<name>.json``; ``sim:/path/file.json`` loads a user's file.
+evidence (``ignore_evidence_rate``) or pads it (``verbose_rate``). How roles respond to notes is the explicit
+assumption (``compliance``, ``second_guess``, ``disruption``, ``confusion``, ...), kept as profile keys so a
+sensitivity sweep can vary it: no recording shows a pipeline being supervised. Shipped profiles live in ``profiles/<name>.json``; ``sim:/path/file.json`` loads a user's file.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """How a simulated role responds to a note (or to a rejection's feedback): the state-dependent effect of each
 intent of the ``handoff`` set, per role.
 
-No recording shows a pipeline being supervised, so this table is an explicit model, swept by
-``steer-envs sensitivity`` through the profile's ``compliance``, ``second_guess``, ``verify_skill``,
-``literal_reading``, ``confusion`` and ``disruption``. Its principle is the single searcher's: a note helps where
+No recording shows a pipeline being supervised, so this table is an explicit model whose free parameters are
+profile keys (``compliance``, ``second_guess``, ``verify_skill``, ``literal_reading``, ``confusion``,
+``disruption``): the assumptions a sensitivity sweep (DESIGN.md, ``steer-envs sensitivity``) varies. Its principle is the single searcher's: a note helps where
 a real role would be helped and costs where it would be disrupted; no note is good in almost every state.
 
 ==============  ============================================  ================================================
