@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from steer_envs.cli.common import add_data_dir
-from steer_envs.cli.registry import Command, register_command
+from steer_envs.cli.registry import Command, register_command, rerun
 from steer_envs.data import BENCHMARKS, SPLITS
 from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
@@ -104,6 +104,27 @@ def _run_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- sensitivity -------------------------------------------------------------------------------------------------
+DEFAULT_AXES = ("compliance=0.6,0.85,1.0", "second_guess+second_guess_search=x0.5,x1,x1.5")
+
+
+def _configure_sensitivity(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--method", nargs="+", required=True, metavar="M", help="methods (trained once, on --executor)")
+    parser.add_argument("--axis", nargs="+", default=list(DEFAULT_AXES), metavar="KEY=V1,V2",
+                        help="response assumptions to vary (profile keys); KEY1+KEY2=x0.5,x1 scales keys together "
+                             f"(default: {' '.join(DEFAULT_AXES)})")
+    parser.add_argument("--out", required=True, help="folder: one run folder per grid point, sensitivity.md")
+    _add_protocol(parser)
+
+
+def _run_sensitivity(args: argparse.Namespace) -> int:
+    from .harness.sensitivity import parse_axis, sensitivity_sweep
+
+    print(sensitivity_sweep(args.out, _config(args), args.method, [parse_axis(a) for a in args.axis],
+                            progress=not args.no_progress))
+    return 0
+
+
 # -- demo --------------------------------------------------------------------------------------------------------
 def _configure_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/demo", help="run folder (default runs/demo)")
@@ -125,8 +146,11 @@ def _run_demo(args: argparse.Namespace) -> int:
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
     register_command(Command("eval", "evaluate methods on identical tasks and seeds (resumable run folder)",
-                             _configure_eval, _run_eval))
-    register_command(Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep))
+                             _configure_eval, _run_eval, resume=rerun))
+    register_command(Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep,
+                             resume=rerun))
+    register_command(Command("sensitivity", "re-run methods over a grid of response assumptions; does their order hold?",
+                             _configure_sensitivity, _run_sensitivity, resume=rerun))
     register_command(Command("report", "write report.md and PNG plots for a run folder", _configure_report, _run_report))
     register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
-                             _configure_demo, _run_demo))
+                             _configure_demo, _run_demo, resume=rerun))

@@ -49,7 +49,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def resume(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """The same command with ``--resume`` once a checkpoint exists (before that, the same command restarts)."""
+    if (Path(args.out) / "checkpoint.pt").is_file() and "--resume" not in argv:
+        return [*argv, "--resume"]
+    return list(argv)
+
+
 def register(register_train_target) -> None:
     from ..cli import TrainTarget
 
-    register_train_target(TrainTarget("steering", HELP, configure, run))
+    register_train_target(TrainTarget("steering", HELP, configure, run, resume=resume))

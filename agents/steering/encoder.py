@@ -216,7 +216,7 @@ class EncoderSteerer(Steerer):
                     pos = int(torch.multinomial(option_logp.exp(), 1, generator=generator))
                 option = self.options[pos]
                 arg_pos, argument = -1, ""
-                if option.needs_argument:
+                if option.needs_argument and self.choose_arguments:
                     arg_logp = torch.log_softmax(self._argument_logits(observation, h, pos, spans), dim=-1)
                     arg_pos = int(arg_logp.argmax()) if greedy else int(torch.multinomial(arg_logp.exp(), 1, generator=generator))
                     argument = spans[arg_pos]

@@ -58,6 +58,22 @@ FULL = DemoPlan(limit=30, seeds=2, train="G=4,N=3,bank_tasks=300,k=24,m=12", ppo
 QUICK = DemoPlan(limit=2, seeds=1, train="G=2,N=2,bank_tasks=16,k=4,m=2", ppo_timesteps=256, bc_tasks=8)
 
 
+def prepare_search(data_dir: str | None = None) -> float:
+    """Load the corpus and the BM25 index before any progress bar starts, saying so: on first use the index is
+    built (tens of seconds), which the first bar would otherwise show as an hour-long ETA with no word why."""
+    from steer_envs.paths import cache_dir
+    from steer_envs.retrieval import make_retriever
+
+    print(f"preparing: loading the corpus and the BM25 index (built once on first use, 10-60 s; cached in "
+          f"{cache_dir('bm25s')})", flush=True)
+    start = time.perf_counter()
+    retriever = make_retriever("bm25s", data_dir=data_dir)  # the shared instance the envs of this process use
+    seconds = time.perf_counter() - start
+    how = "loaded from the cache" if getattr(retriever, "loaded_from_cache", False) else "built and cached"
+    print(f"    index {how} in {seconds:.0f}s", flush=True)
+    return seconds
+
+
 def run_demo(out: str | Path = "runs/demo", limit: int | None = None, seeds: int | None = None, quick: bool = False,
              progress: bool = True, data_dir: str | None = None) -> Path:
     plan = QUICK if quick else FULL
@@ -68,6 +84,7 @@ def run_demo(out: str | Path = "runs/demo", limit: int | None = None, seeds: int
     steps = plan.methods()
     print(f"steer-envs demo: {n_tasks} test tasks x {folder.config.seeds} seed(s) on sim:default, "
           f"{len(steps)} evaluations -> {folder.root}")
+    prepare_search(folder.config.data_dir)
     start = time.perf_counter()
     for i, (title, spec) in enumerate(steps, 1):
         t0 = time.perf_counter()

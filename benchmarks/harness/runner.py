@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from agents.base import play_episode
 from baselines.registry import MethodContext, build_policy, get_method, parse_method
+from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import GivenState, Job, LocalPool, replica_factory, using_pool
 from steer_envs.rollouts.base import job_bytes
@@ -60,7 +61,7 @@ def run_episode(env: Any, policy: Any, seed: int, task_id: str, label: str, seed
         interventions=int(info.get("interventions", 0)), executor_turns=int(info.get("executor_turns", 0)),
         decisions=decisions, tokens=int(info.get("tokens", 0)),
         answer=None if info.get("answer") is None else str(info.get("answer")),
-        seconds=round(time.perf_counter() - start, 4),
+        seconds=round(time.perf_counter() - start, 4), failure=info.get("failure"),
     )
 
 
@@ -207,13 +208,13 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     table = results_table(summaries, benchmarks)
     header = table_header(cfg)
     notes = incomplete_notes(folder, partial)
-    (folder.root / "table.md").write_text(header + table + notes, encoding="utf-8")
+    atomic_write_text(folder.root / "table.md", header + table + notes)
     metrics = {
         "config": folder.config.to_json(),
         "methods": [_summary_json(s) for s in summaries],
         "incomplete": partial,
     }
-    (folder.root / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(folder.root / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return summaries, header + table + notes
 
 

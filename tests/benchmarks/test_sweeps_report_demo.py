@@ -53,6 +53,7 @@ def test_demo_quick_runs_end_to_end_and_resumes(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
+    assert printed.index("preparing: loading the corpus and the BM25 index") < printed.index("[1/")  # before any bar
     for method in ("no_supervision", "steering_rl", "random:match=steering_rl", "always", "drift_rule",
                    "steering_zero_shot", "planning_zero_shot", "planning_rl", "verification_zero_shot",
                    "verification_rl", "filtered_bc", "sb3_ppo"):
@@ -83,3 +84,11 @@ def test_results_page_commands_are_valid_cli_commands_covering_every_method(tmp_
     covered = {m.split(":")[0] for m in main_args.method} | {"steering_llm_zero_shot"}
     assert covered == {m.name for m in known_methods()}   # the page covers every registered method
     assert parser.parse_args(steps["tau"].argv).out == main_args.out   # τ reuses the main run's training
+
+
+def test_demo_prepares_the_index_with_a_message_before_any_progress_bar(capsys, shared_data_dir):
+    from benchmarks.harness.demo import prepare_search
+
+    prepare_search()
+    out = capsys.readouterr().out
+    assert out.startswith("preparing: loading the corpus and the BM25 index") and "index " in out

@@ -125,6 +125,10 @@ class Pipeline(SimResources):
         )
         self._take_turn("planner", None)
 
+    def supports_task(self, task: Task) -> bool:
+        """Every task: the pipeline searches the real corpus for any question."""
+        return True
+
     def reseed(self, seed: int) -> None:
         """Independent continuations: every later turn (and response) draws from streams of ``seed``."""
         if self._s is not None:

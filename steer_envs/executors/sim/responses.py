@@ -12,7 +12,8 @@ intent              helps when                                   costs when
 answer_now          the evidence is in hand (a loop, a tangent)  the hop is unresolved: a guess from memory
 stop_repeating      the agent repeats a search                   it is not repeating: read as "stop searching",
                                                                  it may answer before the evidence is in
-refocus             the agent is on a side topic or rambling     (nothing: a reminder, ignored when on track)
+refocus             the agent is on a side topic or rambling     it is on track between hops: taken literally, it
+                                                                 searches the question again (``literal_reading``)
 search_for X        X retrieves what the current hop needs       X is useless (a wasted turn); the evidence is
                                                                  already in hand (``second_guess_search``)
 keep_searching      an answer would come before the evidence     the evidence is in hand: a wasted turn, and told
@@ -82,11 +83,15 @@ def _stop_repeating(sim: "SimSearcher", reading: Reading) -> None:
 
 @response("refocus")
 def _refocus(sim: "SimSearcher", reading: Reading) -> None:
-    s = sim.state
+    s, p = sim.state, sim.params
     if s.drift in ("side_goal", "never_answer"):
         s.drift = None
     elif s.drift == "redundant" and s.rng.random() < 0.5:
         s.drift = None
+    elif s.drift is None and not sim.evidence_in_hand and s.findings and s.rng.random() < p.literal_reading:
+        # on track between hops: taken literally, it goes back to the question and leaves the hop it was on
+        s.premature = False
+        s.pending, s.pending_arg = "search_for", sim.task.question
 
 
 @response("search_for")
