@@ -39,17 +39,74 @@ def split_rejection(text: str) -> tuple[bool, str]:
 
 
 class HandoffSteeringEnv(SearchEnv):
-    kind = "handoff"
+    """Steer a five-role pipeline at every hand-off: pass, attach a note for the receiver, or reject the message."""
 
-    def __init__(self, executor: str = "sim:default", *args, max_turns: int = 30, roles: dict[str, str] | None = None,
-                 history_handoffs: int = 8, **kwargs) -> None:
+    kind = "handoff"
+    reward_doc = ("Terminal: the score of the summarizer's final answer against the golden answers under `metric` (F1 "
+                  "by default; 0 when the pipeline answers 'insufficient evidence' or never answers). Each intervention "
+                  "adds `-intervention_cost` at the step it is made. Every other step gives 0.")
+    observation_docs: dict[str, str] = {
+        "goal": "the question (first 2,000 characters)",
+        "sender": "the role that wrote the current hand-off (index into planner, searcher, reader, verifier, summarizer)",
+        "receiver": "the role it goes to (the same order, then 5 = user: the summarizer's final answer)",
+        "message": "the current hand-off's message (TacoMAS-shaped JSON for simulated roles; an LLM role's text)",
+        "history": "the earlier hand-offs, one line each (`[i] sender -> receiver: message [note: ...]`), the last `history_handoffs`",
+        "transcript": "history and the current hand-off as one text (the view text steerers share with the other envs)",
+        "turn": "agent turns taken so far (all roles)",
+        "interventions": "interventions made so far in this episode",
+    }
+    info_docs: dict[str, str] = {
+        **SearchEnv.info_docs,
+        "executor_turns": "agent turns taken (all roles; the harness's turns per task)",
+        "tokens": "words written by the roles",
+        "answer": "the summarizer's final answer (None until the pipeline answers)",
+        "privileged": "each role's hidden drift (strict verifier, over-searching, ...), over-rejections, derailments: "
+                      "for analysis only, never for acting",
+        "agent_turns": "agent turns taken (all roles)",
+        "turns_by_role": "agent turns taken by each role",
+        "handoffs": "hand-offs written so far",
+        "rounds": "search rounds so far",
+    }
+    option_docs: dict[str, str] = {
+        **SearchEnv.option_docs,
+        "executor": "`sim:<pipeline profile>` (`sim:default`) or `sim:/path/profile.json`; put models into single "
+                    "roles with `roles`",
+        "max_turns": "the pipeline's agent-turn budget (the last turn is always the summarizer's)",
+        "action_mode": "`discrete` (index into `env.unwrapped.catalogue`) or `text` (`pass`, `Reject: <feedback>`, or a note)",
+        "max_transcript_chars": "unused here (the history is bounded by `history_handoffs`)",
+        "decision_every": "unused here (every hand-off is a decision)",
+        "roles": "role -> model spec, e.g. `{'verifier': 'hf:gemma-3-270m'}` (any `steer_envs.llm` spec)",
+        "history_handoffs": "how many earlier hand-offs the observation shows",
+    }
+
+    def __init__(
+        self,
+        executor: str = "sim:default",
+        benchmarks=None,
+        split: str = "train",
+        task_ids=None,
+        max_turns: int = 30,
+        action_mode: str = "discrete",
+        intervention_cost: float = 0.0,
+        metric: str = "f1",
+        data_dir: str | None = None,
+        retriever: str = "bm25s",
+        topk: int = 3,
+        max_transcript_chars: int = 6000,
+        decision_every: int = 1,
+        render_mode: str | None = None,
+        task_file: str | None = None,
+        roles: dict[str, str] | None = None,
+        history_handoffs: int = 8,
+    ) -> None:
         if not isinstance(history_handoffs, int) or history_handoffs < 0:
             raise SteerEnvsError(f"history_handoffs must be a non-negative integer, got {history_handoffs!r}")
         if roles is not None and not isinstance(roles, dict):
             raise SteerEnvsError(f'roles must map role names to model specs, e.g. {{"verifier": "hf:gemma-3-270m"}}; got {roles!r}')
         self.roles = dict(roles or {})
         self.history_handoffs = history_handoffs
-        super().__init__(executor, *args, max_turns=max_turns, **kwargs)
+        super().__init__(executor, benchmarks, split, task_ids, max_turns, action_mode, intervention_cost, metric,
+                         data_dir, retriever, topk, max_transcript_chars, decision_every, render_mode, task_file)
 
     def _make_executor(self, spec: str, context: ExecutorContext) -> Pipeline:
         return make_pipeline(spec, context, self.roles)
