@@ -54,10 +54,10 @@ def _options(context: MethodContext, env_id: str):
         env.close()
 
 
-def _zero_shot_encoder(context: MethodContext, env_id: str, name: str) -> SteeringAgent:
+def _zero_shot_encoder(context: MethodContext, env_id: str, name: str, **steerer_args: Any) -> SteeringAgent:
     from agents.steering.encoder import EncoderSteerer
 
-    steerer = EncoderSteerer(_options(context, env_id), seed=context.option("seed", 0, int)).eval()
+    steerer = EncoderSteerer(_options(context, env_id), seed=context.option("seed", 0, int), **steerer_args).eval()
     agent = _agent(steerer, context, name)
     agent.run_info = {"backbone": "encoder", "trained": False}
     return agent
@@ -100,10 +100,14 @@ def steering_config(context: MethodContext) -> SteeringConfig:
     )
 
 
-def _rl(context: MethodContext, env_id: str, name: str) -> SteeringAgent:
+def _rl(context: MethodContext, env_id: str, name: str, config_overrides: dict[str, Any] | None = None) -> SteeringAgent:
+    """Train (or load) the steerer on ``env_id``; ``config_overrides`` set SteeringConfig fields the method fixes
+    (a hand-off steerer's ``env_id`` and feature set)."""
+    from dataclasses import replace
+
     from agents.steering.trainer import LOG_FILE, MODEL_FILE, SteeringTrainer, load_model
 
-    config = steering_config(context)
+    config = replace(steering_config(context), **(config_overrides or {}))
     run_dir = context.checkpoint_dir()
     done = (run_dir / MODEL_FILE).is_file() and _finished_rounds(run_dir / LOG_FILE) >= config.m
     if not done:

@@ -21,12 +21,13 @@ from .objectives import Q_TARGETS
 RANK_PAIRS = ("same_task", "any")
 #: fields added after run folders of earlier versions existed: they enter the fingerprint only when set away from
 #: their default, so those folders still resume (and their fingerprints are unchanged)
-_LATE_FIELDS = ("rank_pairs", "rank_max_pairs", "q_target")
+_LATE_FIELDS = ("rank_pairs", "rank_max_pairs", "q_target", "env_id")
 
 
 @dataclass
 class SteeringConfig:
     # -- environment ---------------------------------------------------------------------------------------
+    env_id: str = "steer_envs/SearchSteering-v0"  # any steer_envs id whose action 0 / "pass" passes
     executor: str = "sim:default"
     benchmarks: list[str] | None = None  # None = all 7
     split: str = "train"

@@ -28,12 +28,28 @@ from torch import nn
 
 from steer_envs.errors import SteerEnvsError
 
-from .features import FAST_EXTRA_NAMES, STAT_NAMES, HashedFeatures, HashedNgramFeaturizer, content_words, split_observation, words, _bucket
+from .features import FAST_EXTRA_NAMES, STAT_NAMES, HashedFeatures, content_words, split_observation, words, _bucket
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
 SPAN_STATS = 5
 GOAL_DIM = 384  # MiniLM
+#: observation featurizers by env kind (``features=`` of the steerer, ``backbone_args`` of the trainer config)
+FEATURIZERS: dict[str, str] = {
+    "search": "agents.steering.features:HashedNgramFeaturizer",
+    "handoff": "agents.steering.handoff_features:HandoffFeaturizer",
+}
+
+
+def make_featurizer(kind: str, dim: int):
+    import importlib
+
+    if kind not in FEATURIZERS:
+        from steer_envs.errors import unknown_name
+
+        raise unknown_name("steerer feature set", kind, list(FEATURIZERS))
+    module, _, name = FEATURIZERS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)(dim)
 #: what the fast path reads: ``stats`` = its own small MLP over the behavioural statistics (generalises across
 #: tasks; the hashed n-grams let a priority memorise training tasks), ``encoder`` = the shared encoder state ``h``
 FAST_INPUTS = ("stats", "encoder")
@@ -74,6 +90,7 @@ class EncoderSteerer(Steerer):
         fast_input: str = "encoder",
         fast_hidden: int = 32,
         goal_embedding: bool = False,
+        features: str = "search",
     ) -> None:
         super().__init__(options)
         self.hash_dim = hash_dim
@@ -88,16 +105,19 @@ class EncoderSteerer(Steerer):
         self.fast_input = fast_input
         self.fast_hidden = fast_hidden
         self.goal_embedding = goal_embedding
-        self.featurizer = HashedNgramFeaturizer(hash_dim)
+        self.features = features
+        self.featurizer = make_featurizer(features, hash_dim)
+        n_stats = len(getattr(self.featurizer, "stat_names", STAT_NAMES))
+        n_fast_extra = len(getattr(self.featurizer, "fast_extra_names", FAST_EXTRA_NAMES))
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.bag = nn.EmbeddingBag(hash_dim, embed_dim, mode="sum")
             nn.init.normal_(self.bag.weight, std=0.01)
-            extra = (384 if use_minilm else 0) + (GOAL_DIM if goal_embedding else 0)
-            self.encode = nn.Linear(embed_dim + len(STAT_NAMES) + extra, hidden)
+            goal = GOAL_DIM if goal_embedding else 0
+            extra = (384 if use_minilm else 0) + goal
+            self.encode = nn.Linear(embed_dim + n_stats + extra, hidden)
             if fast_input == "stats":
-                fast_in = len(STAT_NAMES) + len(FAST_EXTRA_NAMES) + (GOAL_DIM if goal_embedding else 0)
-                self.fast_trunk = nn.Sequential(nn.Linear(fast_in, fast_hidden), nn.Tanh())
+                self.fast_trunk = nn.Sequential(nn.Linear(n_stats + n_fast_extra + goal, fast_hidden), nn.Tanh())
                 self.fast_head = nn.Linear(fast_hidden, 1)
             else:
                 self.fast_trunk = nn.Identity()
@@ -114,7 +134,9 @@ class EncoderSteerer(Steerer):
         return {
             "hash_dim": self.hash_dim, "span_hash_dim": self.span_hash_dim, "embed_dim": self.embed_dim, "hidden": self.hidden,
             "max_arguments": self.max_arguments, "use_minilm": self.use_minilm, "seed": self.seed,
-            "fast_input": self.fast_input, "fast_hidden": self.fast_hidden, "goal_embedding": self.goal_embedding,
+            "fast_input": self.fast_input, "fast_hidden": self.fast_hidden,
+            **({"goal_embedding": True} if self.goal_embedding else {}),
+            **({"features": self.features} if self.features != "search" else {}),
         }
 
     # -- encoding -------------------------------------------------------------------------------------------
@@ -188,6 +210,8 @@ class EncoderSteerer(Steerer):
 
     def _rationale(self, observation: Any, option: InterventionOption, argument: str) -> str:
         feats = self.featurizer(observation).stats
+        if hasattr(self.featurizer, "rationale"):  # a featurizer of another env kind explains its own statistics
+            return f"{self.featurizer.rationale(feats)} -> {option.name}" + (f" ({argument})" if argument else "")
         stat = dict(zip(STAT_NAMES, feats.tolist()))
         searches = round(stat["searches"] * 10)
         repeated = round(stat["repeated_queries"] * 5)

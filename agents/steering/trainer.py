@@ -169,7 +169,7 @@ class SteeringTrainer:
             c = self.config
             self._env = make_steering_env(
                 c.executor, c.split, benchmarks=c.benchmarks, max_turns=c.max_turns, metric=c.metric, cost=c.cost,
-                action_mode=c.action_mode, data_dir=c.data_dir,
+                action_mode=c.action_mode, data_dir=c.data_dir, env_id=c.env_id,
             )
         return self._env
 

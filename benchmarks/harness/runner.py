@@ -31,6 +31,12 @@ from .stats import MethodSummary, summarize
 from .tables import results_table
 
 REFERENCE = "no_supervision"
+#: the reference row of a run folder: the first of these it holds (the hand-off env's is handoff_none)
+REFERENCES = (REFERENCE, "handoff_none")
+
+
+def reference_of(labels) -> str:
+    return next((r for r in REFERENCES if r in labels), REFERENCE)
 #: fault injection for the resume tests: SIGKILL this process after N new episodes (a real hard kill at a
 #: reproducible point, rather than a race against a timer)
 KILL_AFTER_ENV = "STEER_ENVS_KILL_AFTER_EPISODES"
@@ -180,9 +186,10 @@ def complete_methods(folder: RunFolder) -> tuple[dict[str, list[EpisodeRecord]],
     complete: dict[str, list[EpisodeRecord]] = {}
     partial: dict[str, int] = {}
     labels = list(folder.methods())
-    if REFERENCE in labels:  # the reference row first, as in the paper
-        labels.remove(REFERENCE)
-        labels.insert(0, REFERENCE)
+    reference = reference_of(labels)
+    if reference in labels:  # the reference row first, as in the paper
+        labels.remove(reference)
+        labels.insert(0, reference)
     for label in labels:
         records = [r for r in EpisodeLog(folder.episodes_path(label)).records if (r.task_id, r.seed) in expected]
         if {(r.task_id, r.seed) for r in records} == expected:
@@ -197,7 +204,7 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     complete, partial = complete_methods(folder)
     cfg = folder.config
     benchmarks = [b for b in cfg.benchmarks]
-    summaries = summarize(complete, benchmarks, reference=REFERENCE, resamples=resamples) if complete else []
+    summaries = summarize(complete, benchmarks, reference=reference_of(complete), resamples=resamples) if complete else []
     table = results_table(summaries, benchmarks)
     header = table_header(cfg)
     notes = incomplete_notes(folder, partial)

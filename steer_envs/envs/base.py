@@ -135,7 +135,7 @@ class SearchEnv(gym.Env):
         )
         self.render_mode = render_mode
         self._tasks: list[Task] | None = None
-        self.executor: Executor = make_executor(
+        self.executor: Executor = self._make_executor(
             executor, ExecutorContext(retriever=retriever, data_dir=data_dir, max_turns=max_turns, topk=topk)
         )
         if not self.tasks:
@@ -297,6 +297,10 @@ class SearchEnv(gym.Env):
             count += 1
 
     # -- for subclasses --------------------------------------------------------------------------------------------
+    def _make_executor(self, spec: str, context: ExecutorContext) -> Executor:
+        """The supervised system (an executor by spec; the hand-off env builds its pipeline here)."""
+        return make_executor(spec, context)
+
     def _after_reset(self) -> None:
         """Advance the executor to the first decision point."""
 
