@@ -23,7 +23,7 @@ from .perf_scale import SCALE_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE_FILES = ["benchmarks/test_perf_env.py", "benchmarks/test_perf_retrieval.py", "benchmarks/test_perf_vector.py",
-               "benchmarks/test_perf_server.py", "benchmarks/test_perf_pool.py"]
+               "benchmarks/test_perf_server.py", "benchmarks/test_perf_pool.py", "benchmarks/test_perf_notes.py"]
 
 
 def machine() -> dict[str, Any]:
@@ -194,6 +194,15 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
                    "acceptance figure is the `--full` one." if scale == "quick" else
                    f"Speed-up with 2 workers (wall time with 1 ÷ wall time with 2): {t1 / t2:.2f}×.")
             if t1 and t2 else "")
+    rows = [[label, _fmt(b[name]["stats"]["mean"] * 1e3, 3), _fmt(b[name]["stats"]["median"] * 1e3, 3)]
+            for name, label in (("test_read_an_unseen_note_warm", "unseen note, warm reader"),
+                                ("test_read_a_cached_note", "note read before (cache)"),
+                                ("test_first_read_in_a_fresh_reader", "first read in a fresh reader (model load)"))
+            if name in b]
+    section("Reading a note (`steer_envs.notes`, MiniLM + probe)",
+            "`pytest benchmarks/test_perf_notes.py --benchmark-enable`: the simulator's reader on notes it has not "
+            "seen (one MiniLM forward each), on a cached note, and cold.", ["read", "ms (mean)", "ms (median)"], rows,
+            "Target: a warm read of a new note under 5 ms.")
     return "\n".join(lines)
 
 
