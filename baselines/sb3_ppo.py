@@ -79,18 +79,21 @@ class _ProgressCallback:
         return Callback()
 
 
-def make_training_env(context: MethodContext, split: str = "train", buckets: int = 128):
-    return FeatureObservation(context.make_env(split=split, action_mode="discrete"), buckets=buckets)
+def make_training_env(context: MethodContext, split: str = "train", buckets: int = 128, cost: float | None = None):
+    """The featurised training env; ``cost`` (the method's rate knob) replaces the run's intervention cost."""
+    overrides = {} if cost is None else {"intervention_cost": cost}
+    return FeatureObservation(context.make_env(split=split, action_mode="discrete", **overrides), buckets=buckets)
 
 
-def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: int = 128):
-    """Train PPO for ``timesteps`` env steps on the train split; returns the SB3 model."""
+def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: int = 128, cost: float | None = None):
+    """Train PPO for ``timesteps`` env steps on the train split (``cost`` per intervention in its reward); returns
+    the SB3 model."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.logger import Logger
 
     torch.set_num_threads(1)
-    env = make_training_env(context, buckets=buckets)
+    env = make_training_env(context, buckets=buckets, cost=cost)
     env.reset(seed=seed)
     model = PPO(
         "MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=8, learning_rate=1e-3, gamma=1.0, gae_lambda=0.95,
@@ -112,14 +115,15 @@ def build_sb3_ppo(context: MethodContext) -> SB3Policy:
     timesteps = context.option("timesteps", 6000, int)
     buckets = context.option("buckets", 128, int)
     seed = context.option("seed", 0, int)
+    cost = context.option("cost", 0.0, float)
     path = context.checkpoint_dir() / MODEL_FILE
     if path.is_file():
         model = PPO.load(path, device="cpu")
     else:
-        model = train_ppo(context, timesteps, seed=seed, buckets=buckets)
+        model = train_ppo(context, timesteps, seed=seed, buckets=buckets, cost=cost)
         model.save(path)
     featurizer = FeatureObservation(context.make_env(), buckets=buckets).featurizer
-    return SB3Policy(model, featurizer, run_info={"timesteps": timesteps, "buckets": buckets, "seed": seed})
+    return SB3Policy(model, featurizer, run_info={"timesteps": timesteps, "buckets": buckets, "seed": seed, "cost": cost})
 
 
 def main(argv: list[str] | None = None) -> int:
