@@ -38,10 +38,16 @@ def _run_train(args: argparse.Namespace) -> int | None:
     return TRAIN_TARGETS[args.target].run(args)
 
 
+def _resume_train(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    target = TRAIN_TARGETS[args.target]
+    return target.resume(args, argv) if target.resume is not None else list(argv)
+
+
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
     from .actguide.cli import BARRIER_HELP, configure_barrier, run_barrier
 
     _load_targets()
-    register_command(Command("train", "train an agent: " + ", ".join(TRAIN_TARGETS), _configure_train, _run_train))
+    register_command(Command("train", "train an agent: " + ", ".join(TRAIN_TARGETS), _configure_train, _run_train,
+                             resume=_resume_train))
     register_command(Command("barrier", BARRIER_HELP, configure_barrier, run_barrier))

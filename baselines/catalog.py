@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from .registry import PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV, Method, register_method
 
+from .handoff import DEPLOY_OPTIONS as _HANDOFF_DEPLOY
+from .handoff import HANDOFF_ENV, handoff_train_options
 from .steering import train_options
 
 _TRAIN = train_options()
@@ -73,5 +75,22 @@ for method in (
            "reward cost per intervention during training (its rate knob)", STEERING_ENV,
            "baselines.sb3_ppo:build_sb3_ppo", options={"timesteps": "6000", "buckets": "128", "seed": "0", "cost": "0"},
            learns=True, group="rl_library", rate_knob="cost"),
+    # -- the five-role hand-off pipeline (HandoffSteering-v0; docs/results_handoff.md) -------------------------
+    Method("handoff_none", "the simulated pipeline alone (pass at every hand-off); the reference row of the hand-off table",
+           HANDOFF_ENV, "baselines.simple:build_no_supervision", group="reference"),
+    Method("handoff_random", "a random catalogue intervention at each hand-off with probability p (the paper's 25% coverage)",
+           HANDOFF_ENV, "baselines.handoff:build_handoff_random", options={"p": "0.25"}, group="rule"),
+    Method("handoff_best_fixed_rule", "one catalogue option at one hand-off index, chosen on dev by mean F1",
+           HANDOFF_ENV, "baselines.handoff:build_handoff_best_fixed_rule",
+           options={"max_at": "8", "dev_tasks": "20", "seeds": "1"}, learns=True, group="rule"),
+    Method("handoff_zero_shot", "the steering agent without RL on the hand-off features (an untrained encoder steerer); "
+           "coverage=C picks tau on dev for that share of agent turns, every=1 intervenes at every hand-off",
+           HANDOFF_ENV, "baselines.handoff:build_handoff_zero_shot",
+           options={"tau": "0.5", "coverage": "", "every": "0", "dev_tasks": "20", "seed": "0"}, group="steering",
+           deploy_options=_HANDOFF_DEPLOY),
+    Method("handoff_rl", "the steering agent trained with the paper's RL (ranking loss + GRPO) on HandoffSteering-v0's "
+           "train split; coverage / every as for handoff_zero_shot", HANDOFF_ENV, "baselines.handoff:build_handoff_rl",
+           options={"tau": "0.5", "coverage": "", "every": "0", "dev_tasks": "20", **handoff_train_options()},
+           learns=True, group="steering", deploy_options=_HANDOFF_DEPLOY),
 ):
     register_method(method)

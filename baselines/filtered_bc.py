@@ -22,6 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from agents.steering.features import split_observation
+from steer_envs.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from steer_envs.rollouts import Job, env_setup, using_pool
 from steer_envs.wrappers import TextFeaturizer
 
@@ -102,6 +103,12 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
     return examples, stats
 
 
+def _classifier(n_features: int, n_actions: int, hidden: int):
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(n_features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, n_actions))
+
+
 def train_classifier(examples: list[BCExample], n_actions: int, epochs: int, seed: int, hidden: int = 64):
     """Step 3: cross-entropy on the kept labels (full-batch Adam; the data set is small)."""
     import torch
@@ -110,7 +117,7 @@ def train_classifier(examples: list[BCExample], n_actions: int, epochs: int, see
     torch.manual_seed(seed)
     x = torch.tensor(np.stack([e.features for e in examples]), dtype=torch.float32)
     y = torch.tensor([e.label for e in examples], dtype=torch.long)
-    model = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, n_actions))
+    model = _classifier(x.shape[1], n_actions, hidden)
     optim = torch.optim.Adam(model.parameters(), lr=3e-3, weight_decay=1e-4)
     losses = []
     for _ in range(epochs):
@@ -120,6 +127,23 @@ def train_classifier(examples: list[BCExample], n_actions: int, epochs: int, see
         optim.step()
         losses.append(float(loss.detach()))
     return model, losses
+
+
+def save_classifier(model, stats: dict, path) -> None:
+    """Weights + the shape to rebuild them (tensors and plain data only: loading runs no code)."""
+    first, last = model[0], model[-1]
+    save_checkpoint({"state_dict": model.state_dict(), "n_features": first.in_features, "hidden": first.out_features,
+                     "n_actions": last.out_features, "stats": stats}, path)
+
+
+def load_classifier(path):
+    try:
+        state = load_checkpoint(path)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{exc}. Or delete {path} and the method retrains") from None
+    model = _classifier(state["n_features"], state["n_actions"], state["hidden"])
+    model.load_state_dict(state["state_dict"])
+    return model
 
 
 class BCPolicy:
@@ -152,8 +176,6 @@ class BCPolicy:
 
 
 def build_filtered_bc(context: MethodContext) -> BCPolicy:
-    import torch
-
     tasks = context.option("tasks", 200, int)
     n_rollouts = context.option("N", 2, int)
     propose = context.option("propose", 0.5, float)
@@ -168,12 +190,11 @@ def build_filtered_bc(context: MethodContext) -> BCPolicy:
     path = context.checkpoint_dir() / CHECKPOINT
     run_info = {"tasks": tasks, "N": n_rollouts, "propose": propose, "margin": margin, "epochs": epochs, "seed": seed}
     if path.is_file():
-        state = torch.load(path, weights_only=False)
-        model = state["model"]
+        model = load_classifier(path)
     else:
         examples, stats = collect(context, tasks, n_rollouts, propose, margin, seed, featurizer)
         model, losses = train_classifier(examples, n_actions, epochs, seed)
-        torch.save({"model": model, "stats": stats}, path)
+        save_classifier(model, stats, path)
         if context.training_log is not None:
             with open(context.training_log, "a", encoding="utf-8") as fh:
                 for step, loss in enumerate(losses):

@@ -76,10 +76,10 @@ def _dev_seeds(task_ids: Sequence[str], seeds: int) -> list[tuple[str, int]]:
     return [(tid, (zlib.crc32(tid.encode()) * 1009 + s) % (2**31 - 1)) for tid in task_ids for s in range(seeds)]
 
 
-def score_rules(context: MethodContext, rules: Sequence[tuple[str, int]], tasks_per_benchmark: int, seeds: int
-                ) -> list[RuleScore]:
+def score_rules(context: MethodContext, rules: Sequence[tuple[str, int]], tasks_per_benchmark: int, seeds: int,
+                env_id: str = STEERING_ENV) -> list[RuleScore]:
     """Mean F1 of always-pass and of every rule on the dev split (first ``tasks_per_benchmark`` of each benchmark)."""
-    env = context.make_env(STEERING_ENV, split="dev")
+    env = context.make_env(env_id, split="dev")
     try:
         by_bench: dict[str, list[str]] = defaultdict(list)
         for task in env.unwrapped.tasks:
@@ -87,7 +87,7 @@ def score_rules(context: MethodContext, rules: Sequence[tuple[str, int]], tasks_
                 by_bench[task.benchmark].append(task.id)
         pairs = _dev_seeds([t for ids in by_bench.values() for t in ids], seeds)
         bench_of = {t: b for b, ids in by_bench.items() for t in ids}
-        options = {o.name: o for o in catalogue_options(context)}
+        options = {o.name: o for o in catalogue_options(context, env_id)}
 
         def evaluate(policy) -> tuple[float, float]:
             f1 = defaultdict(list)
@@ -108,16 +108,16 @@ def score_rules(context: MethodContext, rules: Sequence[tuple[str, int]], tasks_
         env.close()
 
 
-def build_best_fixed_rule(context: MethodContext) -> FixedRule:
-    """Choose (O, K) on dev (cached in the workdir), then act as that fixed rule."""
-    options = catalogue_options(context)
+def build_best_fixed_rule(context: MethodContext, env_id: str = STEERING_ENV) -> FixedRule:
+    """Choose (O, K) on dev (cached in the workdir), then act as that fixed rule (in ``env_id``'s catalogue)."""
+    options = catalogue_options(context, env_id)
     path = context.checkpoint_dir() / SELECTION_FILE
     if path.is_file():
         chosen = json.loads(path.read_text(encoding="utf-8"))["chosen"]
     else:
         max_at = context.option("max_at", 3, int)
         rules = [(o.name, k) for o in options for k in range(max_at + 1)]
-        scores = score_rules(context, rules, context.option("dev_tasks", 0, int), context.option("seeds", 1, int))
+        scores = score_rules(context, rules, context.option("dev_tasks", 0, int), context.option("seeds", 1, int), env_id)
         best = max(scores, key=lambda r: (r.f1, -r.interventions))
         chosen = {"option": best.option, "at": best.at}
         tmp = path.with_suffix(".tmp")

@@ -7,6 +7,10 @@ checkpoint in ``context.workdir``, so a resumed evaluation reuses it instead of 
 
 Method specs on the command line read ``name`` or ``name:key=value,key=value`` (e.g. ``random:p=0.1``,
 ``steering_rl:tau=0.3``); the canonical spec (options sorted) is the row label in tables.
+
+Installed packages add methods through the ``steer_envs.methods`` entry-point group: each entry point names a
+:class:`Method` (or a function returning one or several), loaded the first time methods are looked up in a
+process, so ``steer-envs eval --method <theirs>`` works without importing the package first.
 """
 from __future__ import annotations
 
@@ -173,6 +177,7 @@ def build_policy(spec: str | MethodSpec, context: MethodContext):
 
 
 _LOADED = False
+ENTRY_POINT_GROUP = "steer_envs.methods"
 
 
 def _load_builtin() -> None:
@@ -180,3 +185,18 @@ def _load_builtin() -> None:
     if not _LOADED:
         _LOADED = True
         importlib.import_module("baselines.catalog")
+        _load_plugins()
+
+
+def _load_plugins() -> None:
+    from importlib import metadata
+
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found = entry.load()
+        if callable(found) and not isinstance(found, Method):
+            found = found()
+        for method in ([found] if isinstance(found, Method) else list(found)):
+            if not isinstance(method, Method):
+                raise SteerEnvsError(f"entry point {entry.name!r} = {entry.value!r} of group {ENTRY_POINT_GROUP!r} "
+                                     f"gave {type(method).__name__}, not a baselines.registry.Method")
+            METHODS.setdefault(method.name, method)  # built-in names are never replaced

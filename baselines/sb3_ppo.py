@@ -85,20 +85,53 @@ def make_training_env(context: MethodContext, split: str = "train", buckets: int
     return FeatureObservation(context.make_env(split=split, action_mode="discrete", **overrides), buckets=buckets)
 
 
+def _new_ppo(env, seed: int):
+    from stable_baselines3 import PPO
+
+    return PPO(
+        "MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=8, learning_rate=1e-3, gamma=1.0, gae_lambda=0.95,
+        ent_coef=0.01, policy_kwargs={"net_arch": [64, 64]}, seed=seed, device="cpu", verbose=0,
+    )
+
+
+def load_ppo(path: Path, context: MethodContext, seed: int, buckets: int):
+    """The policy weights of a saved SB3 zip, read as tensors only (``policy.pth``, ``weights_only=True``).
+
+    ``PPO.load`` would also unpickle the zip's ``data`` entry (cloudpickled schedules and classes), which runs
+    code from the file; the architecture is fixed here, so the weights are all that is needed."""
+    import io
+    import pickle
+    import zipfile
+
+    import torch
+
+    from steer_envs.checkpoints import CheckpointError
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            state = torch.load(io.BytesIO(archive.read("policy.pth")), map_location="cpu", weights_only=True)
+    except (zipfile.BadZipFile, KeyError, pickle.UnpicklingError, RuntimeError, EOFError) as exc:
+        raise CheckpointError(
+            f"refused to open {str(path)!r} as a PPO policy ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+            "delete it and the method retrains"
+        ) from None
+    env = make_training_env(context, buckets=buckets)
+    model = _new_ppo(env, seed)
+    model.policy.load_state_dict(state)
+    env.close()
+    return model
+
+
 def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: int = 128, cost: float | None = None):
     """Train PPO for ``timesteps`` env steps on the train split (``cost`` per intervention in its reward); returns
     the SB3 model."""
     import torch
-    from stable_baselines3 import PPO
     from stable_baselines3.common.logger import Logger
 
     torch.set_num_threads(1)
     env = make_training_env(context, buckets=buckets, cost=cost)
     env.reset(seed=seed)
-    model = PPO(
-        "MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=8, learning_rate=1e-3, gamma=1.0, gae_lambda=0.95,
-        ent_coef=0.01, policy_kwargs={"net_arch": [64, 64]}, seed=seed, device="cpu", verbose=0,
-    )
+    model = _new_ppo(env, seed)
     # SB3's default logger makes a fresh SB3-<timestamp> folder in the system temp dir on every learn(); progress
     # goes to the run's own training log (the callback), so its logger writes nowhere
     model.set_logger(Logger(folder=None, output_formats=[]))
@@ -110,15 +143,13 @@ def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: in
 
 def build_sb3_ppo(context: MethodContext) -> SB3Policy:
     """Train (or load from the method's checkpoint folder) and wrap as a policy."""
-    from stable_baselines3 import PPO
-
     timesteps = context.option("timesteps", 6000, int)
     buckets = context.option("buckets", 128, int)
     seed = context.option("seed", 0, int)
     cost = context.option("cost", 0.0, float)
     path = context.checkpoint_dir() / MODEL_FILE
     if path.is_file():
-        model = PPO.load(path, device="cpu")
+        model = load_ppo(path, context, seed, buckets)
     else:
         model = train_ppo(context, timesteps, seed=seed, buckets=buckets, cost=cost)
         model.save(path)

@@ -59,12 +59,14 @@ def _options(context: MethodContext, env_id: str):
         env.close()
 
 
-def _untrained(context: MethodContext, env_id: str, name: str) -> SteeringAgent:
-    """The RL method's architecture (its config's backbone and arguments), freshly initialised with ``seed``."""
+def _untrained(context: MethodContext, env_id: str, name: str, **steerer_args: Any) -> SteeringAgent:
+    """The RL method's architecture (its config's backbone and arguments, ``steerer_args`` on top: a hand-off
+    steerer's feature set), freshly initialised with ``seed``."""
     from agents.steering.backbones import build_steerer
 
     config = steering_config(context)
-    steerer = build_steerer(config.backbone, _options(context, env_id), dict(config.backbone_args)).eval()
+    args = {**dict(config.backbone_args), **steerer_args}
+    steerer = build_steerer(config.backbone, _options(context, env_id), args).eval()
     agent = _agent(steerer, context, name)
     agent.run_info = {"backbone": config.backbone, "trained": False}
     return agent
@@ -116,10 +118,14 @@ def steering_config(context: MethodContext) -> SteeringConfig:
     )
 
 
-def _rl(context: MethodContext, env_id: str, name: str) -> SteeringAgent:
+def _rl(context: MethodContext, env_id: str, name: str, config_overrides: dict[str, Any] | None = None) -> SteeringAgent:
+    """Train (or load) the steerer on ``env_id``; ``config_overrides`` set SteeringConfig fields the method fixes
+    (a hand-off steerer's ``env_id`` and feature set)."""
+    from dataclasses import replace
+
     from agents.steering.trainer import LOG_FILE, MODEL_FILE, SteeringTrainer, load_model
 
-    config = steering_config(context)
+    config = replace(steering_config(context), **(config_overrides or {}))
     run_dir = context.checkpoint_dir()
     done = (run_dir / MODEL_FILE).is_file() and _finished_rounds(run_dir / LOG_FILE) >= config.m
     if not done:

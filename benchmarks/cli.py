@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from steer_envs.cli.common import add_data_dir
-from steer_envs.cli.registry import Command, register_command
+from steer_envs.cli.registry import Command, register_command, rerun
 from steer_envs.data import BENCHMARKS, SPLITS
 from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
@@ -144,6 +144,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-curves", action="store_true", help="skip the rate curves")
     parser.add_argument("--spearman-tasks", type=int, default=20,
                         help="held-out tasks per benchmark for the fast path's Spearman (0: skip)")
+    parser.add_argument("--context-rows", nargs="*", default=[], metavar="SPEC",
+                        help="methods shown beside the rate-matched rows without a knob (e.g. a fixed rule, oracle)")
 
 
 def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
@@ -159,6 +161,7 @@ def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
         seeds=args.seeds, limit=args.limit, dev_seeds=args.dev_seeds, dev_limit=args.dev_limit, target=args.target, max_probes=args.max_probes,
         max_turns=args.max_turns, ppo_costs=tuple(args.ppo_costs), match_budgets=not args.no_budget_match,
         curve_seeds=args.curve_seeds, curves=not args.no_curves, spearman_tasks=args.spearman_tasks,
+        context_rows=tuple(args.context_rows),
         data_dir=args.data_dir, progress=not args.no_progress, pool=pool_config_from_args(args),
     )
 
@@ -199,13 +202,14 @@ def _run_demo(args: argparse.Namespace) -> int:
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
     register_command(Command("eval", "evaluate methods on identical tasks and seeds (resumable run folder)",
-                             _configure_eval, _run_eval))
-    register_command(Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep))
+                             _configure_eval, _run_eval, resume=rerun))
+    register_command(Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep,
+                             resume=rerun))
     register_command(Command("sensitivity", "re-run methods over a grid of response assumptions; does their order hold?",
-                             _configure_sensitivity, _run_sensitivity))
+                             _configure_sensitivity, _run_sensitivity, resume=rerun))
     register_command(Command("compare", "rate-matched comparison: every knob chosen on dev, training seeds, equal "
                              "budgets, paired intervals (default split dev: the development loop)",
-                             _configure_compare, _run_compare))
+                             _configure_compare, _run_compare, resume=rerun))
     register_command(Command("report", "write report.md and PNG plots for a run folder", _configure_report, _run_report))
     register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
-                             _configure_demo, _run_demo))
+                             _configure_demo, _run_demo, resume=rerun))

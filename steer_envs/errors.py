@@ -25,6 +25,14 @@ class UnknownNameError(SteerEnvsError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class ServiceError(SteerEnvsError):
+    """A service an episode depends on (a model server, a retrieval server) failed after its retries.
+
+    Executors turn it into a failed turn: the episode ends with ``info["failure"]`` naming the reason, and a
+    long run goes on with the next episode instead of crashing.
+    """
+
+
 class InvalidActionError(SteerEnvsError, ValueError):
     """An environment received an action outside its action space."""
 

@@ -23,22 +23,29 @@ def default_data_candidates() -> list[Path]:
     return [REPO_ROOT.parent / "shared" / "data"]
 
 
+def _looks_like_data(path: Path) -> bool:
+    return (path / "tasks").is_dir() or (path / "corpus").is_dir()
+
+
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     """Return the data folder, or raise a :class:`DataNotFoundError` naming every way to set it."""
     if data_dir is not None:
         path = Path(data_dir).expanduser()
-        if not path.is_dir():
+        if not path.is_dir() or not _looks_like_data(path):
+            what = "does not exist" if not path.is_dir() else "has neither tasks/ nor corpus/ in it"
             raise DataNotFoundError(
-                f"data folder {str(path)!r} (from --data-dir / data_dir=) does not exist; "
+                f"data folder {str(path)!r} (from --data-dir / data_dir=) {what}; "
                 f"pass the folder that holds tasks/, corpus/ and trajectories/"
             )
         return path.resolve()
     env = os.environ.get(DATA_ENV_VAR)
     if env:
         path = Path(env).expanduser()
-        if not path.is_dir():
+        if not path.is_dir() or not _looks_like_data(path):
+            what = "is not a folder" if not path.is_dir() else "has neither tasks/ nor corpus/ in it"
             raise DataNotFoundError(
-                f"${DATA_ENV_VAR}={env!r} is not a folder; point it at the folder that holds tasks/ and corpus/"
+                f"${DATA_ENV_VAR}={env!r} {what}; point it at the folder that holds tasks/ and corpus/ "
+                f"(tasks/<benchmark>.jsonl.gz, corpus/passages.jsonl.gz)"
             )
         return path.resolve()
     for candidate in default_data_candidates():

@@ -3,11 +3,17 @@
 Retrievers, executors and model backends are all chosen by a spec string ``<kind>:<argument>``; their factories
 often need optional extras (pyserini, llama-cpp, transformers). Registering them by import path keeps
 ``import steer_envs`` light and lets a missing extra fail only when that kind is asked for.
+
+Installed packages add kinds through an entry-point group (``steer_envs.executors``, ``steer_envs.retrievers``):
+the entry point's name is the kind, its object the factory. The group is read on the first lookup in every
+process, so a plugin's kinds are known everywhere (vectorised env workers, Ray workers, subprocesses) without
+importing the plugin first; the plugin itself is imported only when its kind is built.
 """
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
+from importlib import metadata
 from typing import Generic, TypeVar
 
 F = TypeVar("F", bound=Callable)
@@ -19,10 +25,20 @@ class LazyRegistry(Generic[F]):
     ``what`` names the registry in errors ("executor", "model backend"); ``spec_help`` lists the spec forms.
     """
 
-    def __init__(self, what: str = "spec", spec_help: str = "") -> None:
+    def __init__(self, what: str = "spec", spec_help: str = "", entry_point_group: str | None = None) -> None:
         self._factories: dict[str, F | str] = {}
         self.what = what
         self.spec_help = spec_help
+        self.entry_point_group = entry_point_group
+        self._plugins_read = entry_point_group is None
+
+    def _read_plugins(self) -> None:
+        """Add the kinds of installed packages (once per process); built-in kinds are never replaced."""
+        if self._plugins_read:
+            return
+        self._plugins_read = True
+        for entry in metadata.entry_points(group=self.entry_point_group):
+            self._factories.setdefault(entry.name, entry.value)
 
     def parse(self, spec: object) -> tuple[str, str]:
         """Split ``KIND:ARGUMENT`` and check the kind; errors say which forms are valid."""
@@ -31,6 +47,7 @@ class LazyRegistry(Generic[F]):
         if not isinstance(spec, str) or ":" not in spec:
             raise SteerEnvsError(f"{self.what} spec {spec!r} must look like KIND:ARGUMENT, one of: {self.spec_help}")
         kind, _, arg = spec.partition(":")
+        self._read_plugins()
         if kind not in self._factories:
             raise unknown_name(f"{self.what} kind", kind, list(self._factories), hint=f"spec forms: {self.spec_help}")
         return kind, arg
@@ -39,18 +56,30 @@ class LazyRegistry(Generic[F]):
         self._factories[kind] = factory
 
     def resolve(self, kind: str) -> F:
+        self._read_plugins()
         factory = self._factories[kind]
         if isinstance(factory, str):
-            module, _, name = factory.partition(":")
-            factory = getattr(importlib.import_module(module), name)
+            factory = import_object(factory)
             self._factories[kind] = factory
         return factory  # type: ignore[return-value]
 
     def __contains__(self, kind: object) -> bool:
+        self._read_plugins()
         return kind in self._factories
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._factories)
+        self._read_plugins()
+        return iter(list(self._factories))
 
     def __len__(self) -> int:
+        self._read_plugins()
         return len(self._factories)
+
+
+def import_object(path: str):
+    """``"package.module:name.attribute"`` -> the object (the entry-point object-reference syntax)."""
+    module, _, attrs = path.partition(":")
+    target = importlib.import_module(module)
+    for attr in filter(None, attrs.split(".")):
+        target = getattr(target, attr)
+    return target

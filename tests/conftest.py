@@ -4,19 +4,55 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+_SESSION_DIR: Path | None = None
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _isolated_cache(tmp_path_factory):
-    """Keep test caches out of the user's cache unless CI asks to share one (STEER_ENVS_CACHE set)."""
-    if "STEER_ENVS_CACHE" not in os.environ:
-        os.environ["STEER_ENVS_CACHE"] = str(tmp_path_factory.mktemp("steer_envs_cache"))
-    yield
+def pytest_configure(config):
+    """The suite writes only under ``$STEER_ENVS_CACHE`` (when set: CI shares one cache with its subprocesses)
+    and a folder of this session, removed at its end. Libraries that write beside the user's home on their own
+    (onnxruntime's device-id file and matplotlib's font cache under ``$XDG_CACHE_HOME``, Stable-Baselines3's
+    ``SB3-<time>`` logger folders) are pointed into the session folder before any test module imports them;
+    subprocesses inherit the same variables. (pytest's own ``tmp_path`` folders stay where pytest puts them.)"""
+    global _SESSION_DIR
+    if _SESSION_DIR is not None or getattr(config, "workerinput", None) is not None:
+        return
+    _SESSION_DIR = Path(tempfile.mkdtemp(prefix="steer_envs_tests_"))
+    if not os.environ.get("STEER_ENVS_CACHE"):
+        os.environ["STEER_ENVS_CACHE"] = str(_SESSION_DIR / "steer_envs_cache")
+    for var, sub in (("XDG_CACHE_HOME", "xdg_cache"), ("MPLCONFIGDIR", "matplotlib"), ("SB3_LOGDIR", "sb3")):
+        (_SESSION_DIR / sub).mkdir()
+        os.environ[var] = str(_SESSION_DIR / sub)
+    _hypothesis_in(_SESSION_DIR / "hypothesis")
+    from tests.memory_budget import register
+
+    register(config)
+
+
+def _hypothesis_in(folder: Path) -> None:
+    """Property tests keep no example database, and hypothesis's own caches go to the session folder (by default
+    both are a ``.hypothesis/`` folder in the working directory)."""
+    try:
+        from hypothesis import settings
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:  # the test extra is not installed: no property tests run
+        return
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(folder)
+    set_hypothesis_home_dir(folder)
+    settings.register_profile("steer_envs", database=None)
+    settings.load_profile("steer_envs")
+
+
+def pytest_unconfigure(config):
+    global _SESSION_DIR
+    if _SESSION_DIR is not None:
+        shutil.rmtree(_SESSION_DIR, ignore_errors=True)
+        _SESSION_DIR = None
 
 
 @pytest.fixture(scope="session")

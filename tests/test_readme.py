@@ -17,9 +17,32 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_same_tests():
     assert test in ci
 
 
-def test_ten_line_example_runs(capsys):
+def test_ten_line_example_runs_and_visibly_steers(capsys):
     example = re.search(r"## Ten lines of Python\n\n```python\n(.*?)```", README, re.S).group(1)
-    assert len(example.strip().splitlines()) <= 12
+    assert len([line for line in example.strip().splitlines() if line.strip()]) <= 11
     exec(compile(example, "README.md", "exec"), {})
-    f1, turns, interventions = capsys.readouterr().out.split()
-    assert 0.0 <= float(f1) <= 1.0 and int(turns) >= 1 and int(interventions) >= 0
+    rows = [dict(re.findall(r"(\w+)=([\d.]+)", line)) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 2 and all(0.0 <= float(r["f1"]) <= 1.0 and int(r["turns"]) >= 1 for r in rows)
+    assert rows[0]["interventions"] == "0" and rows[1]["interventions"] == "1"  # the rule fired: it steered
+
+
+def test_sb3_quick_start_runs_as_written(capsys):
+    import steer_envs.envs.catalogue as catalogue
+
+    example = re.search(r"## Stable-Baselines3\n.*?```python\n(.*?)```", README, re.S).group(1)
+    exec(compile(example, "README.md", "exec"), {})
+    decision = capsys.readouterr().out.strip().removeprefix("first decision: ")
+    assert decision in [t.name for t in catalogue.STEERING]
+
+
+def test_every_command_is_in_the_command_table_with_its_memory_and_disk():
+    from steer_envs.cli.main import build_parser
+    from steer_envs.cli.registry import COMMANDS
+
+    build_parser()  # loads the commands of agents / benchmarks too
+    table = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    memory = README.split("### Memory and disk", 1)[1].split("\n## ", 1)[0]
+    for name in COMMANDS:
+        assert f"`steer-envs {name}" in table, f"steer-envs {name} is missing from the README's command table"
+        assert f"| `{name}" in memory, f"steer-envs {name} is missing from the README's memory and disk table"
+    assert "python -m pytest" in memory

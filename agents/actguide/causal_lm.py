@@ -29,6 +29,10 @@ class CausalLMSpec:
     model: str = "hf:gemma-3-270m"
     max_new_tokens: int = 48
     max_transcript_chars: int = 2000  # the prompt (question + hint) is kept whole; the transcript's tail is kept
+    #: train the token embeddings too. Off by default: in a small model most weights are the embedding table
+    #: (Gemma 3 270M: 170M of 270M, tied to the output layer), and freezing it saves its gradient and Adam state
+    #: and lets the KL reference share it, which keeps a Gemma training step within a laptop's memory.
+    train_embeddings: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -42,6 +46,8 @@ class CausalLMLearner:
         self.spec = spec or CausalLMSpec()
         self.backend = make_backend(self.spec.model, shared=False)
         self.model = self.backend.model
+        if not self.spec.train_embeddings:
+            self.model.get_input_embeddings().weight.requires_grad_(False)  # tied models freeze the output layer too
 
     # -- RolloutPolicy protocol -------------------------------------------------------------------------------
     def view(self, obs: dict) -> str:
@@ -78,9 +84,15 @@ class CausalLMLearner:
         self.model.load_state_dict(state)
 
     def frozen(self) -> "CausalLMLearner":
-        """An independent, untrainable copy with the current weights (the KL reference)."""
-        ref = CausalLMLearner(self.spec)
-        ref.model.load_state_dict(self.model.state_dict())
+        """An independent, untrainable copy with the current weights (the KL reference). It is copied in memory
+        rather than loaded again, and shares the tensors the learner never trains (the embedding table)."""
+        import copy
+
+        shared = {id(p): p for p in self.model.parameters() if not p.requires_grad}
+        ref = copy.copy(self)
+        ref.backend = copy.copy(self.backend)
+        ref.backend.stats = type(self.backend.stats)()
+        ref.model = ref.backend.model = copy.deepcopy(self.model, memo=dict(shared))
         for p in ref.model.parameters():
             p.requires_grad_(False)
         return ref

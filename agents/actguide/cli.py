@@ -113,7 +113,16 @@ def run_barrier(args: argparse.Namespace) -> int:
     return 0
 
 
+def resume(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """The same command with ``--resume`` once progress was saved (before that, the same command restarts)."""
+    from .trainer import PROGRESS_FILE
+
+    if (Path(args.out) / PROGRESS_FILE).is_file() and "--resume" not in argv:
+        return [*argv, "--resume"]
+    return list(argv)
+
+
 def register(register_train_target) -> None:
     from ..cli import TrainTarget
 
-    register_train_target(TrainTarget("actguide", HELP, configure, run))
+    register_train_target(TrainTarget("actguide", HELP, configure, run, resume=resume))

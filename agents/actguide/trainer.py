@@ -140,8 +140,10 @@ class ActGuideTrainer:
             base, _ = load_learner(c.init_from)
             start_from(learner, base)
         reference = frozen_copy(learner)  # π_ref = the initial policy (rebuilt identically on resume)
+        # per-tensor updates (foreach=False): the fused path allocates temporaries the size of all the weights,
+        # which for a language-model learner is a large share of a laptop's memory
         optimizer = torch.optim.Adam([p for p in learner.parameters() if p.requires_grad], lr=c.lr,
-                                     weight_decay=c.weight_decay)
+                                     weight_decay=c.weight_decay, foreach=False)
         log_path = self.run_dir / LOG_FILE
         generator = torch.Generator().manual_seed(c.seed)
         if resuming:

@@ -36,6 +36,7 @@ class SteeringAgent:
         if action_mode not in ACTION_MODES:
             raise SteerEnvsError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
         self.steerer = steerer
+        steerer.set_action_mode(action_mode)
         self.tau = check_tau(tau)
         self.action_mode = action_mode
         self.deterministic = deterministic

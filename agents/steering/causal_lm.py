@@ -129,8 +129,11 @@ class CausalLMSteerer(Steerer):
         bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
         return bos + body + tail
 
-    def _forward(self, sequences: list[list[int]]) -> torch.Tensor:
-        """Log-softmax logits of right-padded sequences: ``[batch, length, vocab]``."""
+    def _forward(self, sequences: list[list[int]], keep: int) -> torch.Tensor:
+        """Log-softmax logits of the last ``keep`` positions of right-padded sequences: ``[batch, keep, vocab]``.
+
+        Only the positions that are scored get logits: a 262k-token vocabulary (Gemma 3) times every prompt
+        position would be gigabytes per call, and autograd keeps them alive until the backward pass."""
         length = max(len(s) for s in sequences)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         ids = torch.full((len(sequences), length), pad, dtype=torch.long)
@@ -138,14 +141,29 @@ class CausalLMSteerer(Steerer):
         for i, s in enumerate(sequences):
             ids[i, : len(s)] = torch.tensor(s)
             mask[i, : len(s)] = 1
-        return torch.log_softmax(self.lm(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)
+        logits = self.lm(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
+        return torch.log_softmax(logits.float(), dim=-1)
 
     def _continuation_logprobs(self, prefix: list[int], continuations: list[list[int]]) -> torch.Tensor:
-        """``log P(continuation | prefix)`` for each continuation (one batched forward pass)."""
-        logp = self._forward([prefix + c for c in continuations])
+        """``log P(continuation | prefix)`` for each continuation.
+
+        Without gradients: one batched forward pass. With gradients (the update step): one continuation at a time
+        under activation checkpointing, so the autograd graph holds a scalar per continuation instead of every
+        layer's activations for every prompt position (tens of GB for a 270M model over a round's samples); the
+        forward pass is recomputed during backward instead."""
+        if not torch.is_grad_enabled():
+            return self._score(prefix, continuations)
+        from torch.utils.checkpoint import checkpoint
+
+        return torch.stack([checkpoint(self._score, prefix, [c], use_reentrant=False)[0] for c in continuations])
+
+    def _score(self, prefix: list[int], continuations: list[list[int]]) -> torch.Tensor:
+        longest = max(len(c) for c in continuations)
+        # kept positions start at the prefix's last token, whose logits predict each continuation's first token
+        logp = self._forward([prefix + c for c in continuations], keep=longest + 1)
         out = []
         for i, c in enumerate(continuations):
-            positions = torch.arange(len(prefix) - 1, len(prefix) - 1 + len(c))
+            positions = torch.arange(len(c))
             out.append(logp[i, positions, torch.tensor(c)].sum())
         return torch.stack(out)
 
@@ -154,9 +172,17 @@ class CausalLMSteerer(Steerer):
         zs = []
         for obs in observations:  # one at a time: prompts differ in length and batches stay small on CPU
             ids = torch.tensor([self._prompt_ids(obs, FAST_QUESTION)])
-            logits = self.lm(input_ids=ids).logits[0, -1].float()
-            zs.append(logits[self.yes_id] - logits[self.no_id])
+            if torch.is_grad_enabled():  # activation checkpointing, as in _continuation_logprobs
+                from torch.utils.checkpoint import checkpoint
+
+                zs.append(checkpoint(self._yes_no_logit, ids, use_reentrant=False))
+            else:
+                zs.append(self._yes_no_logit(ids))
         return torch.stack(zs)
+
+    def _yes_no_logit(self, ids: torch.Tensor) -> torch.Tensor:
+        logits = self.lm(input_ids=ids, logits_to_keep=1).logits[0, -1].float()
+        return logits[self.yes_id] - logits[self.no_id]
 
     # -- slow path ------------------------------------------------------------------------------------------
     def _slow_prompt(self, observation: Any) -> list[int]:
@@ -165,7 +191,7 @@ class CausalLMSteerer(Steerer):
     def _sample_think(self, prompt: list[int], generator: torch.Generator, greedy: bool) -> list[int]:
         """Sample reasoning tokens until ``</think>`` appears in the text, EOS, or the token budget."""
         ids = torch.tensor([prompt])
-        out = self.lm(input_ids=ids, use_cache=True)
+        out = self.lm(input_ids=ids, use_cache=True, logits_to_keep=1)
         past, logits = out.past_key_values, out.logits[0, -1].float()
         think: list[int] = []
         eos = self.tokenizer.eos_token_id
@@ -204,7 +230,7 @@ class CausalLMSteerer(Steerer):
                 pos = int(name_logp.argmax()) if greedy else int(torch.multinomial(name_logp.exp(), 1, generator=generator))
                 option = self.options[pos] if pos < len(self.options) else None
                 arg_pos, argument = -1, ""
-                if option is not None and option.needs_argument:
+                if option is not None and option.needs_argument and self.choose_arguments:
                     arg_prefix = prefix + self._name_choices()[pos]
                     arg_logp = torch.log_softmax(self._continuation_logprobs(arg_prefix, self._arg_choices(spans)), dim=0)
                     arg_pos = int(arg_logp.argmax()) if greedy else int(torch.multinomial(arg_logp.exp(), 1, generator=generator))

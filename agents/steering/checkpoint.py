@@ -2,44 +2,40 @@
 
 A crash (or kill) during a write leaves the previous checkpoint intact, so ``--resume`` always finds a complete
 one. JSONL logs are appended line by line and flushed; a torn last line (killed mid-write) is dropped on read.
+Checkpoints hold tensors and plain data only (:mod:`steer_envs.checkpoints`): opening one never runs code.
 """
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import torch
+from steer_envs.atomic import atomic_write_bytes
+from steer_envs.atomic import atomic_write_json as write_json
+from steer_envs.checkpoints import load_checkpoint, save_checkpoint
 
-
-def atomic_write_bytes(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+__all__ = ["append_jsonl", "atomic_torch_save", "atomic_write_bytes", "atomic_write_json", "load_checkpoint",
+           "read_jsonl", "save_checkpoint", "truncate_jsonl"]
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
+    """``torch.save`` atomically. For tensors-only payloads (state dicts), which load with ``weights_only=True``;
+    anything richer goes through :func:`save_checkpoint` (tensors + plain data)."""
+    import torch
+
     atomic_write_bytes(path, lambda fh: torch.save(obj, fh))
 
 
 def atomic_write_json(obj: Any, path: Path) -> None:
-    atomic_write_bytes(path, lambda fh: fh.write(json.dumps(obj, indent=2, sort_keys=True).encode()))
+    write_json(path, obj)
 
 
 def append_jsonl(record: dict[str, Any], path: Path) -> None:
     with open(path, "a") as fh:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
         fh.flush()
+        os.fsync(fh.fileno())
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -43,13 +43,20 @@ def run(args: argparse.Namespace) -> int:
     last = result.log[-1] if result.log else {}
     print(
         f"trained {result.rounds} rounds in {result.wall_s:.0f} s; last round: loss {last.get('loss', float('nan')):.3f}, "
-        f"mean q {last.get('mean_q', float('nan')):.3f}. Model: {out / 'model.pt'}; evaluate with "
-        f"`python -m agents.steering.evaluate {out}`"
+        f"mean q {last.get('mean_q', float('nan')):.3f}. Model: {out / 'model.pt'}; fast-path Spearman on dev: "
+        f"`python -m agents.steering.evaluate {out}`; compare with other methods: `steer-envs compare`"
     )
     return 0
+
+
+def resume(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """The same command with ``--resume`` once a checkpoint exists (before that, the same command restarts)."""
+    if (Path(args.out) / "checkpoint.pt").is_file() and "--resume" not in argv:
+        return [*argv, "--resume"]
+    return list(argv)
 
 
 def register(register_train_target) -> None:
     from ..cli import TrainTarget
 
-    register_train_target(TrainTarget("steering", HELP, configure, run))
+    register_train_target(TrainTarget("steering", HELP, configure, run, resume=resume))

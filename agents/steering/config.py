@@ -15,17 +15,19 @@ from typing import Any
 from steer_envs.errors import SteerEnvsError
 
 from ..configio import config_from_dict, load_config
+from .objectives import Q_TARGETS
 
 
 RANK_PAIRS = ("same_task", "any")
 #: fields added after run folders of earlier versions existed: they enter the fingerprint only when set away from
 #: their default, so those folders still resume (and their fingerprints are unchanged)
-_LATE_FIELDS = ("rank_pairs", "rank_max_pairs")
+_LATE_FIELDS = ("rank_pairs", "rank_max_pairs", "q_target", "env_id")
 
 
 @dataclass
 class SteeringConfig:
     # -- environment ---------------------------------------------------------------------------------------
+    env_id: str = "steer_envs/SearchSteering-v0"  # any steer_envs id whose action 0 / "pass" passes
     executor: str = "sim:default"
     benchmarks: list[str] | None = None  # None = all 7
     split: str = "train"
@@ -56,6 +58,7 @@ class SteeringConfig:
     rank_replay: bool = True  # ... and of every task measured so far (replay of all same-task pairs seen)
     rank_pairs: str = "same_task"  # "same_task" (the paper) | "any": pairs of states of any task (not the paper)
     rank_max_pairs: int = 16384  # with rank_pairs="any": pairs drawn per round from all measured states
+    q_target: str = "abs"  # the fast path's target: "abs" (the paper: |R̄ − b|) | "signed" (R̄ − b: gain, not the paper)
     weight_decay: float = 0.0  # AdamW decoupled weight decay (regularises the hashed n-gram embeddings)
     continuation: str = "pass"  # policy of the continuation rollouts (pass to the end)
     seed: int = 0
@@ -78,6 +81,7 @@ class SteeringConfig:
             (self.action_mode in ("text", "discrete"), "action_mode must be 'text' or 'discrete'"),
             (self.rank_pairs in RANK_PAIRS, f"rank_pairs must be one of {RANK_PAIRS}"),
             (self.rank_max_pairs >= 1, "rank_max_pairs must be >= 1"),
+            (self.q_target in Q_TARGETS, f"q_target must be one of {Q_TARGETS}"),
             (self.backbone in ("encoder", "causal_lm"), "backbone must be 'encoder' or 'causal_lm'"),
             (self.continuation == "pass", "continuation must be 'pass' (the frozen executor alone)"),
         ]

@@ -28,11 +28,28 @@ from torch import nn
 
 from steer_envs.errors import SteerEnvsError
 
-from .features import FAST_EXTRA_NAMES, STAT_NAMES, HashedFeatures, HashedNgramFeaturizer, content_words, split_observation, words, _bucket
+from .features import FAST_EXTRA_NAMES, STAT_NAMES, HashedFeatures, content_words, split_observation, words, _bucket
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
 SPAN_STATS = 5
+GOAL_DIM = 384  # MiniLM
+#: observation featurizers by env kind (``features=`` of the steerer, ``backbone_args`` of the trainer config)
+FEATURIZERS: dict[str, str] = {
+    "search": "agents.steering.features:HashedNgramFeaturizer",
+    "handoff": "agents.steering.handoff_features:HandoffFeaturizer",
+}
+
+
+def make_featurizer(kind: str, dim: int):
+    import importlib
+
+    if kind not in FEATURIZERS:
+        from steer_envs.errors import unknown_name
+
+        raise unknown_name("steerer feature set", kind, list(FEATURIZERS))
+    module, _, name = FEATURIZERS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)(dim)
 #: what the fast path reads: ``stats`` = its own small MLP over the behavioural statistics (generalises across
 #: tasks; the hashed n-grams let a priority memorise training tasks), ``encoder`` = the shared encoder state ``h``
 FAST_INPUTS = ("stats", "encoder")
@@ -72,6 +89,8 @@ class EncoderSteerer(Steerer):
         seed: int = 0,
         fast_input: str = "encoder",
         fast_hidden: int = 32,
+        goal_embedding: bool = False,
+        features: str = "search",
     ) -> None:
         super().__init__(options)
         self.hash_dim = hash_dim
@@ -85,15 +104,20 @@ class EncoderSteerer(Steerer):
             raise SteerEnvsError(f"fast_input must be one of {FAST_INPUTS}, got {fast_input!r}")
         self.fast_input = fast_input
         self.fast_hidden = fast_hidden
-        self.featurizer = HashedNgramFeaturizer(hash_dim)
+        self.goal_embedding = goal_embedding
+        self.features = features
+        self.featurizer = make_featurizer(features, hash_dim)
+        n_stats = len(getattr(self.featurizer, "stat_names", STAT_NAMES))
+        n_fast_extra = len(getattr(self.featurizer, "fast_extra_names", FAST_EXTRA_NAMES))
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.bag = nn.EmbeddingBag(hash_dim, embed_dim, mode="sum")
             nn.init.normal_(self.bag.weight, std=0.01)
-            extra = 384 if use_minilm else 0
-            self.encode = nn.Linear(embed_dim + len(STAT_NAMES) + extra, hidden)
+            goal = GOAL_DIM if goal_embedding else 0
+            extra = (384 if use_minilm else 0) + goal
+            self.encode = nn.Linear(embed_dim + n_stats + extra, hidden)
             if fast_input == "stats":
-                self.fast_trunk = nn.Sequential(nn.Linear(len(STAT_NAMES) + len(FAST_EXTRA_NAMES), fast_hidden), nn.Tanh())
+                self.fast_trunk = nn.Sequential(nn.Linear(n_stats + n_fast_extra + goal, fast_hidden), nn.Tanh())
                 self.fast_head = nn.Linear(fast_hidden, 1)
             else:
                 self.fast_trunk = nn.Identity()
@@ -111,6 +135,8 @@ class EncoderSteerer(Steerer):
             "hash_dim": self.hash_dim, "span_hash_dim": self.span_hash_dim, "embed_dim": self.embed_dim, "hidden": self.hidden,
             "max_arguments": self.max_arguments, "use_minilm": self.use_minilm, "seed": self.seed,
             "fast_input": self.fast_input, "fast_hidden": self.fast_hidden,
+            **({"goal_embedding": True} if self.goal_embedding else {}),
+            **({"features": self.features} if self.features != "search" else {}),
         }
 
     # -- encoding -------------------------------------------------------------------------------------------
@@ -139,13 +165,26 @@ class EncoderSteerer(Steerer):
         parts = [bag, stats]
         if self.use_minilm:
             parts.append(self._minilm_vectors(observations))
+        if self.goal_embedding:
+            parts.append(self._goal_vectors(observations))
         return torch.tanh(self.encode(torch.cat(parts, dim=1)))
+
+    def _goal_vectors(self, observations: Sequence[Any]) -> torch.Tensor:
+        """MiniLM embedding of the goal alone (frozen, cached per question): the kind of question asked (one fact,
+        a bridge, a comparison), which decides whether one search can be enough, read by meaning rather than by
+        the question's rare words."""
+        from steer_envs.notes.encoder import shared_encoder
+
+        encoder = shared_encoder()
+        return torch.from_numpy(np.stack([encoder.encode(split_observation(o)[0]) for o in observations]))
 
     # -- fast path ------------------------------------------------------------------------------------------
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
         if self.fast_input == "stats":
             feats = [self.featurizer(o) for o in observations]
             stats = torch.from_numpy(np.stack([np.concatenate([f.stats, f.fast_extra]) for f in feats]))
+            if self.goal_embedding:
+                stats = torch.cat([stats, self._goal_vectors(observations)], dim=1)
             return self.fast_head(self.fast_trunk(stats)).squeeze(-1)
         return self.fast_head(self.fast_trunk(self.hidden_states(observations))).squeeze(-1)
 
@@ -171,6 +210,8 @@ class EncoderSteerer(Steerer):
 
     def _rationale(self, observation: Any, option: InterventionOption, argument: str) -> str:
         feats = self.featurizer(observation).stats
+        if hasattr(self.featurizer, "rationale"):  # a featurizer of another env kind explains its own statistics
+            return f"{self.featurizer.rationale(feats)} -> {option.name}" + (f" ({argument})" if argument else "")
         stat = dict(zip(STAT_NAMES, feats.tolist()))
         searches = round(stat["searches"] * 10)
         repeated = round(stat["repeated_queries"] * 5)
@@ -193,7 +234,7 @@ class EncoderSteerer(Steerer):
                     pos = int(torch.multinomial(option_logp.exp(), 1, generator=generator))
                 option = self.options[pos]
                 arg_pos, argument = -1, ""
-                if option.needs_argument:
+                if option.needs_argument and self.choose_arguments:
                     arg_logp = torch.log_softmax(self._argument_logits(observation, h, pos, spans), dim=-1)
                     arg_pos = int(arg_logp.argmax()) if greedy else int(torch.multinomial(arg_logp.exp(), 1, generator=generator))
                     argument = spans[arg_pos]

@@ -17,12 +17,21 @@ import torch.nn.functional as F
 from ..grpo import clipped_surrogate, group_advantages, policy_gradient_loss
 
 
-def intervention_effect(intervention_returns: Sequence[float], baseline: float) -> float:
-    """``q(s)``: mean absolute difference between each intervention's mean return and the baseline ``b_s``."""
+Q_TARGETS = ("abs", "signed")
+
+
+def intervention_effect(intervention_returns: Sequence[float], baseline: float, target: str = "abs") -> float:
+    """``q(s)``, the fast path's target. ``abs`` (the paper): the mean absolute difference between each sampled
+    intervention's mean return and the baseline ``b_s`` — how much intervening *changes* the outcome. ``signed``
+    (not the paper): the mean signed difference — how much intervening with the slow path's own choices *improves*
+    the outcome; where every option only changes the outcome at random, or only harms, it stays low."""
     values = np.asarray(intervention_returns, dtype=float)
     if values.size == 0:
         raise ValueError("q(s) needs at least one intervention return")
-    return float(np.mean(np.abs(values - float(baseline))))
+    if target not in Q_TARGETS:
+        raise ValueError(f"q target must be one of {Q_TARGETS}, got {target!r}")
+    diffs = values - float(baseline)
+    return float(np.mean(np.abs(diffs) if target == "abs" else diffs))
 
 
 def grpo_advantages(intervention_returns: Sequence[float], baseline: float, eps: float = 1e-6) -> np.ndarray:

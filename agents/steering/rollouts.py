@@ -38,8 +38,10 @@ class BankState:
 
 
 def make_steering_env(executor: str, split: str, *, benchmarks=None, max_turns: int = 10, metric: str = "f1",
-                      cost: float = 0.0, action_mode: str = "text", data_dir=None, task_ids=None):
-    """``gymnasium.make("steer_envs/SearchSteering-v0", ...)`` with the trainer's settings."""
+                      cost: float = 0.0, action_mode: str = "text", data_dir=None, task_ids=None,
+                      env_id: str = "steer_envs/SearchSteering-v0"):
+    """``gymnasium.make(env_id, ...)`` with the trainer's settings (SearchSteering-v0 unless the config names
+    another id, e.g. HandoffSteering-v0)."""
     import gymnasium
 
     import steer_envs  # noqa: F401  (registers the ids)
@@ -50,7 +52,7 @@ def make_steering_env(executor: str, split: str, *, benchmarks=None, max_turns: 
     )
     if task_ids is not None:
         kwargs["task_ids"] = list(task_ids)
-    return gymnasium.make("steer_envs/SearchSteering-v0", **kwargs)
+    return gymnasium.make(env_id, **kwargs)
 
 
 def bank_episode(env, item: tuple[str, int, str]) -> list[BankState]:

@@ -56,6 +56,14 @@ class Steerer(nn.Module, ABC):
     def __init__(self, options: Sequence[InterventionOption]) -> None:
         super().__init__()
         self.options = list(options)
+        #: whether the slow path chooses the argument of an option with a free slot. In ``discrete`` action mode the
+        #: environment fills the slot itself and discards any chosen argument, so a steerer acting there must not
+        #: sample one, nor give its log-probability gradient (it would be noise into the shared encoder)
+        self.choose_arguments = True
+
+    def set_action_mode(self, action_mode: str) -> None:
+        """Adapt the slow path to the environment's action mode (see :attr:`choose_arguments`)."""
+        self.choose_arguments = action_mode != "discrete"
 
     @abstractmethod
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:

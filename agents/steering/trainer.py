@@ -30,7 +30,7 @@ from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
 
 from .backbones import build_steerer
-from .checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, read_jsonl, truncate_jsonl
+from .checkpoint import append_jsonl, atomic_write_json, load_checkpoint, read_jsonl, save_checkpoint, truncate_jsonl
 from .config import SteeringConfig
 from .gate import gate_probability
 from .interventions import options_from_catalogue
@@ -96,7 +96,7 @@ def save_model(steerer: Steerer, path: Path, tau: float, extra: dict[str, Any] |
         "tau": tau,
         "extra": extra or {},
     }
-    atomic_torch_save(payload, path)
+    save_checkpoint(payload, path)
 
 
 def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
@@ -108,7 +108,7 @@ def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
         path = path / MODEL_FILE
     if not path.is_file():
         raise SteerEnvsError(f"no steering model at {str(path)!r}; train one with `steer-envs train steering --out DIR`")
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    payload = load_checkpoint(path)
     options = [InterventionOption(*o) for o in payload["options"]]
     steerer = build_steerer(payload["kind"], options, payload["spec"])
     steerer.load_checkpoint_state_dict(payload["state_dict"])
@@ -169,7 +169,7 @@ class SteeringTrainer:
             c = self.config
             self._env = make_steering_env(
                 c.executor, c.split, benchmarks=c.benchmarks, max_turns=c.max_turns, metric=c.metric, cost=c.cost,
-                action_mode=c.action_mode, data_dir=c.data_dir,
+                action_mode=c.action_mode, data_dir=c.data_dir, env_id=c.env_id,
             )
         return self._env
 
@@ -207,12 +207,13 @@ class SteeringTrainer:
         env = self._build_env()
         options = options_from_catalogue(env.unwrapped.catalogue)
         steerer = self._steerer or build_steerer(c.backbone, options, dict(c.backbone_args))
+        steerer.set_action_mode(c.action_mode)
         params = steerer.trainable_parameters()
         optimizer = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay)
         log_path = self.run_dir / LOG_FILE
 
         if resuming:
-            ckpt = torch.load(self.run_dir / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+            ckpt = load_checkpoint(self.run_dir / CHECKPOINT_FILE)
             steerer.load_checkpoint_state_dict(ckpt["steerer"])
             optimizer.load_state_dict(ckpt["optimizer"])
             bank: list[BankState] = ckpt["bank"]
@@ -253,7 +254,7 @@ class SteeringTrainer:
         return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, read_jsonl(log_path))
 
     def _checkpoint(self, steerer, optimizer, bank, next_round, rng, generator, wall_s) -> None:
-        atomic_torch_save(
+        save_checkpoint(
             {
                 "steerer": steerer.checkpoint_state_dict(),
                 "optimizer": optimizer.state_dict(),
@@ -292,7 +293,7 @@ class SteeringTrainer:
             state = bank[idx]
             rollouts += m.rollouts
             hits += m.cache_hits
-            q = intervention_effect(m.returns, m.baseline)
+            q = intervention_effect(m.returns, m.baseline, c.q_target)
             adv = grpo_advantages(m.returns, m.baseline)
             state.q, state.measured_round, state.used = q, round_index, True
             qs.append(q)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.steering.checkpoint import atomic_write_json
+from steer_envs.atomic import atomic_write_json
 from baselines.registry import MethodContext, MethodSpec, build_policy, get_method
 from steer_envs.meter import env_steps
 
@@ -52,7 +52,7 @@ def build_measured(spec: MethodSpec, context: MethodContext) -> Any:
             budget.seconds += seconds
             budget.builds.append({"env_steps": steps, "seconds": round(seconds, 1)})
             Path(context.workdir).mkdir(parents=True, exist_ok=True)
-            atomic_write_json(asdict(budget), Path(context.workdir) / BUDGET_FILE)
+            atomic_write_json(Path(context.workdir) / BUDGET_FILE, asdict(budget))
     return policy
 
 

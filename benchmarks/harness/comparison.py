@@ -84,6 +84,8 @@ class ComparisonPlan:
     curve_p_scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
     curves: bool = True
     spearman_tasks: int = 20
+    #: methods shown beside the rate-matched rows, as they are (no knob, no training seeds): context, not contenders
+    context_rows: tuple[str, ...] = ()
     data_dir: str | None = None
     #: where trained models live (default OUT/checkpoints); another comparison's, to reuse its trained rows
     checkpoints: Path | None = None
@@ -206,7 +208,11 @@ class Comparison:
                 self.train(label)
             rows["sb3_ppo"] = Row("sb3_ppo", labels, f"cost={grid.value} (dev rate {grid.dev_rate:.2f}, grid "
                                                      f"{', '.join(p.ppo_costs)}; seed 0)")
-        self.rows = {name: rows[name] for name in ROW_ORDER if name in rows}
+        for spec in p.context_rows:
+            label = parse_method(spec).label
+            rows.setdefault(label, Row(label, [label], "– (shown for context)"))
+        order = [name for name in ROW_ORDER if name in rows] + [name for name in rows if name not in ROW_ORDER]
+        self.rows = {name: rows[name] for name in order}
         return self.rows
 
     def _match_bc(self, budget: int) -> str:

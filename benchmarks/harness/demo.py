@@ -51,11 +51,28 @@ def demo_plan(out: str | Path, plan: DemoPlan, limit: int | None, seeds: int | N
         spearman_tasks=plan.spearman_tasks, bc_pilot_tasks=plan.bc_pilot_tasks, progress=progress, data_dir=data_dir)
 
 
+def prepare_search(data_dir: str | None = None) -> float:
+    """Load the corpus and the BM25 index before any progress bar starts, saying so: on first use the index is
+    built (tens of seconds), which the first bar would otherwise show as an hour-long ETA with no word why."""
+    from steer_envs.paths import cache_dir
+    from steer_envs.retrieval import make_retriever
+
+    print(f"preparing: loading the corpus and the BM25 index (built once on first use, 10-60 s; cached in "
+          f"{cache_dir('bm25s')})", flush=True)
+    start = time.perf_counter()
+    retriever = make_retriever("bm25s", data_dir=data_dir)  # the shared instance the envs of this process use
+    seconds = time.perf_counter() - start
+    how = "loaded from the cache" if getattr(retriever, "loaded_from_cache", False) else "built and cached"
+    print(f"    index {how} in {seconds:.0f}s", flush=True)
+    return seconds
+
+
 def run_demo(out: str | Path = "runs/demo", limit: int | None = None, seeds: int | None = None, quick: bool = False,
              progress: bool = True, data_dir: str | None = None) -> Path:
     plan = demo_plan(out, QUICK if quick else FULL, limit, seeds, progress, data_dir)
     print(f"steer-envs demo: sim:default, knobs chosen on {plan.dev_limit} dev tasks per benchmark, reported on "
           f"{plan.limit} test tasks per benchmark x {plan.seeds} seed(s), 1 training seed -> {plan.out}", flush=True)
+    prepare_search(plan.data_dir)
     start = time.perf_counter()
     run_comparison(plan)
     report = plan.out / "comparison.md"

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agents.steering.checkpoint import atomic_write_json
+from steer_envs.atomic import atomic_write_json
 from baselines.registry import MethodSpec, get_method, parse_method
 from steer_envs.errors import SteerEnvsError
 
@@ -99,7 +99,7 @@ def _load_choices(folder: RunFolder) -> dict[str, dict]:
 def _save_choice(folder: RunFolder, choice: KnobChoice) -> KnobChoice:
     choices = _load_choices(folder)
     choices[choice.base] = asdict(choice)
-    atomic_write_json(choices, folder.root / CHOICES_FILE)
+    atomic_write_json(folder.root / CHOICES_FILE, choices)
     return choice
 
 

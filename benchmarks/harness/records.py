@@ -26,6 +26,8 @@ class EpisodeRecord:
     tokens: int = 0
     answer: str | None = None
     seconds: float = 0.0
+    #: why the episode ended early, when a service it needed failed after retries (``info["failure"]``)
+    failure: str | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:

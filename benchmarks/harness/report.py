@@ -5,6 +5,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
 
 from . import plots
@@ -69,7 +70,7 @@ def write_report(run_dir: str | Path) -> Path:
     if methods:
         parts.append("\nMethods and their resolved options:\n\n```json\n" + json.dumps(methods, indent=2) + "\n```\n")
     out = root / "report.md"
-    out.write_text("".join(parts), encoding="utf-8")
+    atomic_write_text(out, "".join(parts))
     return out
 
 
@@ -83,5 +84,5 @@ def _transfer_report(root: Path) -> Path:
     text = (f"# Transfer: trained on `{data['train_executor']}`\n\n" + (root / "transfer.md").read_text(encoding="utf-8")
             + f"\n![transfer](plots/{path.name})\n")
     out = root / "report.md"
-    out.write_text(text, encoding="utf-8")
+    atomic_write_text(out, text)
     return out

@@ -38,6 +38,9 @@ from .tables import closing_line, comparison_table, display_name, pairwise_table
 
 PROFILES = ("sim:default", "sim:r1searcher", "sim:loopy")
 LLM = "steering_llm_zero_shot"
+#: rows shown beside the rate-matched ones without a knob: the fixed rule the earlier page reported (verify at the
+#: first decision) and the oracle's headroom (it reads hidden state, so it is never marked best)
+CONTEXT_ROWS = ("fixed_rule:option=verify,at=1", "oracle")
 #: the acceptance setting; anything smaller makes the page say it is a dry run
 FULL = {"limit": 0, "seeds": 3, "train_seeds": 3, "min_llm_limit": 20}
 #: measured on the shared 2-core machine (one core, other jobs running), gemma-3-270m through transformers, fp32:
@@ -166,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-probes", type=int, default=5, help="dev evaluations of its τ bisection (default 5)")
     parser.add_argument("--llm-model", default="hf:gemma-3-270m", help="the LLM steerer's model (hf:... or openai:...)")
     add_compare_arguments(parser)
+    parser.set_defaults(context_rows=list(CONTEXT_ROWS))
     _add_protocol(parser, split="test")
     add_pool_arguments(parser)
     args = parser.parse_args(argv)

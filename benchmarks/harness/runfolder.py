@@ -24,6 +24,7 @@ import re
 import zlib
 from pathlib import Path
 
+from steer_envs.atomic import atomic_write_json
 from steer_envs.errors import SteerEnvsError
 
 from .config import EvalConfig
@@ -40,9 +41,7 @@ def label_filename(label: str) -> str:
 
 
 def _write_json(path: Path, data, sort_keys: bool = True) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=sort_keys) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # atomic: a kill never leaves half a config
+    atomic_write_json(path, data, sort_keys=sort_keys)  # a kill never leaves half a config
 
 
 class RunFolder:

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from agents.base import play_episode
 from baselines.registry import MethodContext, get_method, parse_method
+from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import GivenState, Job, LocalPool, replica_factory, using_pool
 from steer_envs.rollouts.base import job_bytes
@@ -32,6 +33,12 @@ from .stats import MethodSummary, summarize
 from .tables import results_table
 
 REFERENCE = "no_supervision"
+#: the reference row of a run folder: the first of these it holds (the hand-off env's is handoff_none)
+REFERENCES = (REFERENCE, "handoff_none")
+
+
+def reference_of(labels) -> str:
+    return next((r for r in REFERENCES if r in labels), REFERENCE)
 #: fault injection for the resume tests: SIGKILL this process after N new episodes (a real hard kill at a
 #: reproducible point, rather than a race against a timer)
 KILL_AFTER_ENV = "STEER_ENVS_KILL_AFTER_EPISODES"
@@ -56,7 +63,7 @@ def run_episode(env: Any, policy: Any, seed: int, task_id: str, label: str, seed
         interventions=int(info.get("interventions", 0)), executor_turns=int(info.get("executor_turns", 0)),
         decisions=decisions, tokens=int(info.get("tokens", 0)),
         answer=None if info.get("answer") is None else str(info.get("answer")),
-        seconds=round(time.perf_counter() - start, 4),
+        seconds=round(time.perf_counter() - start, 4), failure=info.get("failure"),
     )
 
 
@@ -183,9 +190,10 @@ def complete_methods(folder: RunFolder) -> tuple[dict[str, list[EpisodeRecord]],
     complete: dict[str, list[EpisodeRecord]] = {}
     partial: dict[str, int] = {}
     labels = list(folder.methods())
-    if REFERENCE in labels:  # the reference row first, as in the paper
-        labels.remove(REFERENCE)
-        labels.insert(0, REFERENCE)
+    reference = reference_of(labels)
+    if reference in labels:  # the reference row first, as in the paper
+        labels.remove(reference)
+        labels.insert(0, reference)
     for label in labels:
         records = [r for r in EpisodeLog(folder.episodes_path(label)).records if (r.task_id, r.seed) in expected]
         if {(r.task_id, r.seed) for r in records} == expected:
@@ -200,17 +208,17 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     complete, partial = complete_methods(folder)
     cfg = folder.config
     benchmarks = [b for b in cfg.benchmarks]
-    summaries = summarize(complete, benchmarks, reference=REFERENCE, resamples=resamples) if complete else []
+    summaries = summarize(complete, benchmarks, reference=reference_of(complete), resamples=resamples) if complete else []
     table = results_table(summaries, benchmarks)
     header = table_header(cfg)
     notes = incomplete_notes(folder, partial)
-    (folder.root / "table.md").write_text(header + table + notes, encoding="utf-8")
+    atomic_write_text(folder.root / "table.md", header + table + notes)
     metrics = {
         "config": folder.config.to_json(),
         "methods": [_summary_json(s) for s in summaries],
         "incomplete": partial,
     }
-    (folder.root / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(folder.root / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return summaries, header + table + notes
 
 

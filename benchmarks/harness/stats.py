@@ -96,6 +96,16 @@ def _per_task(records: Sequence[EpisodeRecord], attr: str) -> dict[str, tuple[st
     return {t: (bench[t], float(np.mean(v))) for t, v in acc.items()}
 
 
+def macro_mean(records: Sequence[EpisodeRecord], benchmarks: Sequence[str], attr: str = "f1") -> float:
+    """The suite's one average (a fraction, not x100): evaluation seeds averaged per task, tasks per benchmark,
+    then the plain mean over the benchmarks of ``benchmarks`` that have records."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for bench, value in _per_task(records, attr).values():
+        groups[bench].append(value)
+    means = [float(np.mean(groups[b])) for b in benchmarks if b in groups]
+    return float(np.mean(means)) if means else 0.0
+
+
 @dataclass(frozen=True)
 class RowRuns:
     """One table row: a method evaluated once per training seed (``runs``: label -> its episode records).

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from baselines.registry import MethodSpec, get_method, parse_method
+from steer_envs.atomic import atomic_write_text
 
 from .budget import build_measured
 from .config import EvalConfig
@@ -44,7 +45,7 @@ def tau_sweep(out: str | Path, config: EvalConfig, method: str, taus: Sequence[f
     summaries, _ = write_summary(folder)
     rows = [s for s in summaries if s.method in specs[1:]]
     text = tau_table(rows, [tau_of(s.method) for s in rows])
-    (folder.root / "tau_sweep.md").write_text(text, encoding="utf-8")
+    atomic_write_text(folder.root / "tau_sweep.md", text)
     return text
 
 
@@ -89,7 +90,7 @@ def transfer_sweep(
         summaries, _ = write_summary(folder)
         results[executor] = {s.method: s for s in summaries}
     text = transfer_table(results, list(policies), train_executor)
-    (out / "transfer.md").write_text(text, encoding="utf-8")
+    atomic_write_text(out / "transfer.md", text)
     (out / "transfer.json").write_text(json.dumps({
         "train_executor": train_executor, "executors": list(executors), "methods": list(policies),
         "rows": {ex: {m: {"avg_f1": s.avg_f1, "gain": None if s.avg_gain is None else vars(s.avg_gain),

@@ -22,13 +22,19 @@ def _configure_data(parser: argparse.ArgumentParser) -> None:
 
 def _run_data(args: argparse.Namespace) -> int:
     root = resolve_data_dir(args.data_dir)
+    # everything is read before anything is printed: a broken folder gives one clear error, not half a table
+    by_benchmark = {bench: load_tasks(bench, data_dir=root) for bench in BENCHMARKS}
+    corpus = load_corpus(data_dir=root)
+    trajectories = {}
+    for name, path in trajectory_files(root).items():
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            trajectories[name] = (path, sum(1 for line in fh if line.strip()))
     print(f"data folder: {root}")
     header = f"{'benchmark':<17}" + "".join(f"{s:>7}" for s in SPLITS) + f"{'total':>7}{'answerable':>12}"
     print(header)
     print("-" * len(header))
     grand: Counter = Counter()
-    for bench in BENCHMARKS:
-        tasks = load_tasks(bench, data_dir=root)
+    for bench, tasks in by_benchmark.items():
         counts = Counter(t.split for t in tasks)
         answerable = sum(t.answerable_in_corpus for t in tasks)
         grand.update(counts)
@@ -36,12 +42,9 @@ def _run_data(args: argparse.Namespace) -> int:
         print(f"{bench:<17}" + "".join(f"{counts[s]:>7}" for s in SPLITS) + f"{len(tasks):>7}{answerable:>12}")
     print(f"{'all':<17}" + "".join(f"{grand[s]:>7}" for s in SPLITS) + f"{sum(grand[s] for s in SPLITS):>7}"
           f"{grand['answerable']:>12}")
-    corpus = load_corpus(data_dir=root)
     print(f"\ncorpus: {len(corpus)} passages ({corpus.path})")
     print("trajectories:")
-    for name, path in trajectory_files(root).items():
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            rows = sum(1 for line in fh if line.strip())
+    for name, (path, rows) in trajectories.items():
         print(f"  {name:<22}{rows:>7} rows  {path.name}")
     return 0
 

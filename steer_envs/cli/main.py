@@ -2,12 +2,22 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import signal
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from ..errors import SteerEnvsError
-from . import calibrate_command, data_commands, guidance_command, serve_command  # noqa: F401  (each registers its commands)
-from .registry import COMMANDS, load_plugins
+from . import (  # noqa: F401  (each registers its commands)
+    calibrate_command,
+    cards_command,
+    data_commands,
+    guidance_command,
+    serve_command,
+)
+from .registry import COMMANDS, Command, load_plugins
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,23 +25,52 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="steer-envs", description="Environments for steering and guiding LLM search agents."
     )
+    parser.add_argument("--version", action="version", version=f"steer-envs {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS.values():
         command.configure(sub.add_parser(command.name, help=command.help, description=command.help))
     return parser
 
 
+def interrupted_message(command: Command, args: argparse.Namespace, argv: list[str]) -> str:
+    """What an interrupted command tells the user: what was kept, and the exact command that continues."""
+    head = f"\nsteer-envs {command.name}: interrupted."
+    if command.resume is None:
+        return head + " Partial results (if any) are in the output folder."
+    out = getattr(args, "out", None)
+    kept = f" Everything finished so far is saved in {out}." if out else " Everything finished so far is saved."
+    return head + kept + " Resume with:\n  steer-envs " + shlex.join(command.resume(args, argv))
+
+
+def _stop_on_sigterm(signum, frame) -> None:
+    raise KeyboardInterrupt  # a scheduler's SIGTERM (pre-emption, job end) stops as cleanly as Ctrl-C
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    command = COMMANDS[args.command]
+    previous = signal.getsignal(signal.SIGTERM)
     try:
-        code = COMMANDS[args.command].run(args)
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    except ValueError:  # not the main thread (a test calling main from a worker): keep the default
+        previous = None
+    try:
+        code = command.run(args)
+        sys.stdout.flush()  # a reader that went away fails here, inside the handlers below, not at exit
     except SteerEnvsError as exc:
         print(f"steer-envs {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"steer-envs {args.command}: interrupted; partial results (if any) are in the run folder", file=sys.stderr)
+        print(interrupted_message(command, args, argv), file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``steer-envs data info | head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return int(code or 0)
 
 

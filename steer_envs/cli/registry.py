@@ -12,14 +12,25 @@ from dataclasses import dataclass
 from importlib import metadata
 
 
+#: how an interrupted command continues: ``(args, argv) -> argv of the command that resumes it``
+ResumeArgs = Callable[[argparse.Namespace, list[str]], list[str]]
+
+
+def rerun(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """Resume by running the very same command again (run folders skip what is already done)."""
+    return list(argv)
+
+
 @dataclass(frozen=True)
 class Command:
-    """``configure`` adds arguments to the subparser; ``run`` executes and returns an exit code."""
+    """``configure`` adds arguments to the subparser; ``run`` executes and returns an exit code. ``resume``
+    (``None``: the command cannot be resumed) says which command line continues an interrupted run."""
 
     name: str
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int | None]
+    resume: ResumeArgs | None = None
 
 
 COMMANDS: dict[str, Command] = {}

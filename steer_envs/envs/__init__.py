@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .catalogue import CATALOGUES, PLANNING, STEERING, VERIFICATION, InterventionTemplate
+from .catalogue import CATALOGUES, HANDOFF, PLANNING, STEERING, VERIFICATION, InterventionTemplate
 from .registration import ENVS, env_ids, register_envs
 from .spaces import AnyText
 
@@ -15,6 +15,10 @@ def observation_text(obs: Mapping[str, Any]) -> str:
     parts = [f"Goal: {obs['goal']}", f"Turn: {int(obs['turn'])}  Interventions so far: {int(obs['interventions'])}"]
     if "proposed_answer" in obs:
         parts.append(f"Proposed answer: {obs['proposed_answer']}")
+    if "sender" in obs:  # the hand-off env: its transcript ends with the current hand-off
+        from ..executors.pipeline import RECEIVERS, ROLES
+
+        parts.append(f"Current hand-off: {ROLES[int(obs['sender'])]} -> {RECEIVERS[int(obs['receiver'])]}")
     transcript = str(obs.get("transcript", ""))
     parts.append("Transcript so far:\n" + (transcript if transcript.strip() else "(empty)"))
     return "\n".join(parts)
@@ -36,11 +40,17 @@ def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery;
     if name == "SearchVerificationEnv":
         from .verification import SearchVerificationEnv
         return SearchVerificationEnv
+    if name == "HandoffSteeringEnv":
+        from .handoff import HandoffSteeringEnv
+        return HandoffSteeringEnv
+    if name == "HandoffPipelineAEC":
+        from .handoff_aec import HandoffPipelineAEC
+        return HandoffPipelineAEC
     raise AttributeError(name)
 
 
 __all__ = [
-    "CATALOGUES", "ENVS", "PLANNING", "STEERING", "VERIFICATION", "AnyText", "InterventionTemplate", "env_ids",
+    "CATALOGUES", "ENVS", "HANDOFF", "PLANNING", "STEERING", "VERIFICATION", "AnyText", "InterventionTemplate", "env_ids",
     "observation_text", "register_envs", "SearchEnv", "SearchSteeringEnv", "SearchPlanningEnv",
-    "SearchVerificationEnv", "GuidedSearchEnv",
+    "SearchVerificationEnv", "GuidedSearchEnv", "HandoffSteeringEnv", "HandoffPipelineAEC",
 ]

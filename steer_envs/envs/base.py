@@ -57,6 +57,48 @@ class SearchEnv(gym.Env):
     kind = "steering"
     pass_words: frozenset[str] = frozenset({"pass", ""})
 
+    # -- documentation read by the env cards (``steer-envs cards``, docs/envs/) ---------------------------------
+    reward_doc = ("Terminal: the score of the executor's final answer against the golden answers under `metric` "
+                  "(F1 by default; 0 when it never answers). Each intervention adds `-intervention_cost` at the step "
+                  "it is made. Every other step gives 0.")
+    observation_docs: dict[str, str] = {
+        "goal": "the question (first 2,000 characters)",
+        "transcript": "the executor's transcript so far in the Search-R1 protocol, the last `max_transcript_chars`",
+        "turn": "executor turns taken so far",
+        "interventions": "interventions made so far in this episode",
+    }
+    info_docs: dict[str, str] = {
+        "task_id": "the task's id (`benchmark/split_index`)",
+        "benchmark": "the task's benchmark",
+        "executor_turns": "executor turns taken",
+        "interventions": "interventions made",
+        "tokens": "tokens the executor generated (words, for simulated and replayed executors)",
+        "answer": "the executor's answer (None until it answers)",
+        "privileged": "simulator ground truth (drift label, hop progress): for analysis only, never for acting",
+        "f1": "token F1 of the answer (final step)",
+        "em": "exact match of the answer (final step)",
+        "score": "the reward metric's value (final step)",
+        "failure": "why the episode ended early: a service that failed after retries, or a recording that ends "
+                   "(final step, only when it happened)",
+    }
+    option_docs: dict[str, str] = {
+        "executor": "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ...",
+        "benchmarks": "benchmarks to draw tasks from (default: all seven)",
+        "split": "task split: train, dev or test",
+        "task_ids": "explicit task ids (default: every task of the benchmarks and split the executor supports)",
+        "max_turns": "the executor's turn budget",
+        "action_mode": "`discrete` (index into `env.unwrapped.catalogue`) or `text` (a free note, `pass` to pass)",
+        "intervention_cost": "reward cost of each intervention",
+        "metric": "reward metric: f1, em, cover_em, ...",
+        "data_dir": "data folder (default: $STEER_ENVS_DATA, else ../shared/data)",
+        "retriever": "retriever spec: `bm25s`, `lucene`, `http:<url>`, or a plugin's kind",
+        "topk": "documents per search",
+        "max_transcript_chars": "how much of the transcript the observation shows",
+        "decision_every": "executor turns between two decisions",
+        "render_mode": "`ansi` (render returns the observation as text) or `human` (prints it)",
+        "task_file": "a FlashRAG / Search-R1 JSONL task file instead of the shared benchmarks",
+    }
+
     def __init__(
         self,
         executor: str = "sim:default",
@@ -94,12 +136,15 @@ class SearchEnv(gym.Env):
         )
         self.render_mode = render_mode
         self._tasks: list[Task] | None = None
-        if not self.tasks:
-            raise SteerEnvsError(f"no tasks match benchmarks={benchmarks!r} split={split!r} task_ids={task_ids!r}")
-        self.catalogue: tuple[InterventionTemplate, ...] = CATALOGUES[self.kind]
-        self.executor: Executor = make_executor(
+        self.executor: Executor = self._make_executor(
             executor, ExecutorContext(retriever=retriever, data_dir=data_dir, max_turns=max_turns, topk=topk)
         )
+        if not self.tasks:
+            hint = (f"; {executor} supports none of the {self._unsupported} that do (a replay covers only recorded "
+                    "tasks)") if self._unsupported else ""
+            raise SteerEnvsError(f"no tasks match benchmarks={benchmarks!r} split={split!r} task_ids={task_ids!r}"
+                                 + hint)
+        self.catalogue: tuple[InterventionTemplate, ...] = CATALOGUES[self.kind]
         self.observation_space = self._observation_space()
         self.action_space = (
             spaces.Discrete(len(self.catalogue)) if action_mode == "discrete" else AnyText(MAX_ACTION_CHARS)
@@ -116,14 +161,18 @@ class SearchEnv(gym.Env):
     # -- tasks (reloaded after unpickling instead of being copied) -------------------------------------------
     @property
     def tasks(self) -> list[Task]:
+        """The tasks ``reset`` draws from. Without explicit ``task_ids``, only those the executor supports (a
+        ``replay:`` env picks recorded tasks by default)."""
         if self._tasks is None:
             c = self.config
             if c.task_file:
                 tasks = load_task_file(c.task_file, split=c.split)
                 wanted = set(c.task_ids or ())
-                self._tasks = [t for t in tasks if not wanted or t.id in wanted]
+                tasks = [t for t in tasks if not wanted or t.id in wanted]
             else:
-                self._tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
+                tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
+            self._tasks = tasks if c.task_ids else [t for t in tasks if self.executor.supports_task(t)]
+            self._unsupported = len(tasks) - len(self._tasks)
         return self._tasks
 
     def __getstate__(self) -> dict:
@@ -241,7 +290,7 @@ class SearchEnv(gym.Env):
     def _intervene(self, kind: str, text: str) -> float:
         self.executor.intervene(Intervention(kind, text))  # type: ignore[arg-type]
         self.interventions += 1
-        return -self.config.intervention_cost
+        return -self.config.intervention_cost if self.config.intervention_cost else 0.0  # never -0.0
 
     def _run_turns(self, n: int | None) -> None:
         count = 0
@@ -250,6 +299,10 @@ class SearchEnv(gym.Env):
             count += 1
 
     # -- for subclasses --------------------------------------------------------------------------------------------
+    def _make_executor(self, spec: str, context: ExecutorContext) -> Executor:
+        """The supervised system (an executor by spec; the hand-off env builds its pipeline here)."""
+        return make_executor(spec, context)
+
     def _after_reset(self) -> None:
         """Advance the executor to the first decision point."""
 

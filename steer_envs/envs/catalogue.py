@@ -91,6 +91,37 @@ VERIFICATION: tuple[InterventionTemplate, ...] = (
                          "reject: wrong bridge entity"),
 )
 
+#: HandoffSteering-v0: a note is attached to the hand-off for its receiver; a rejection ("Reject: <feedback>") sends
+#: the message back to its sender, who redoes its turn with the feedback
+HANDOFF: tuple[InterventionTemplate, ...] = (
+    InterventionTemplate("pass", "pass", "", "let the hand-off through"),
+    InterventionTemplate("reject_accept", "reject",
+                         "Reject: the answer is already supported by the evidence; accept it and pass it on.",
+                         "overrule a rejection (hurts when the claim is wrong)"),
+    InterventionTemplate("reject_verify", "reject", "Reject: check that the answer is supported by a retrieved fact, then redo this step.",
+                         "send back for a check (a right claim may be dropped)"),
+    InterventionTemplate("reject_evidence", "reject", "Reject: use the value extracted from the evidence, not your own memory.",
+                         "send an answer that ignores the evidence back"),
+    InterventionTemplate("reject_retry", "reject", "Reject: redo this step more carefully.", "generic retry"),
+    InterventionTemplate("note_accept", "note", "The answer is already supported by the evidence; accept it.",
+                         "tell the receiver the claim stands"),
+    InterventionTemplate("note_keep_searching", "note", "The evidence is not sufficient yet; search for more before answering.",
+                         "ask for more evidence (hurts when the claim is right)"),
+    InterventionTemplate("note_verify", "note", "Check that the answer is supported by a retrieved fact.",
+                         "ask for a check against the facts"),
+    InterventionTemplate("note_use_evidence", "note", "Answer with the value extracted from the evidence, not from memory.",
+                         "ground the answer in the evidence"),
+    InterventionTemplate("note_concise", "note", "Keep the final answer short: just the name or value.", "trim a padded answer"),
+    InterventionTemplate("note_refocus", "note", "Refocus on the goal: {question}", "a reminder of the shared goal"),
+    InterventionTemplate("note_decompose", "note", "Break the question into sub-questions and solve them in order.",
+                         "decompose a multi-hop question"),
+    InterventionTemplate("note_stop_repeating", "note", "Stop repeating searches you have already made.",
+                         "break a searcher's loop (read as 'stop searching' when it is not looping)"),
+    InterventionTemplate("note_backtrack", "note", "The entity you are following may be the wrong one; reconsider it.",
+                         "undo a fixation (a right finding is lost otherwise)"),
+    InterventionTemplate("note_search_question", "note", "Search for: {question}", "search the question itself"),
+)
+
 CATALOGUES: dict[str, tuple[InterventionTemplate, ...]] = {
-    "steering": STEERING, "planning": PLANNING, "verification": VERIFICATION,
+    "steering": STEERING, "planning": PLANNING, "verification": VERIFICATION, "handoff": HANDOFF,
 }

@@ -105,6 +105,59 @@ class EpisodeState:
 class GuidedSearchEnv(gym.Env):
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
 
+    # -- documentation read by the env cards (``steer-envs cards``, docs/envs/) ---------------------------------
+    reward_doc = ("Terminal: the score of the agent's answer against the golden answers under `metric` (exact match "
+                  "by default; 0 when it never answers within `max_turns`). Every other step gives 0. Guidance "
+                  "changes what the agent sees, never the reward.")
+    observation_docs: dict[str, str] = {
+        "prompt": "the task prompt; with `guidance_mode='prompt'` and `guidance_k > 0`, the hint (the first k "
+                  "reference actions as a numbered plan) is written into it",
+        "transcript": "the episode so far in the Search-R1 protocol (searches, `<information>` blocks, invalid-action "
+                      "replies), including executed reference searches in prefix mode",
+        "turn": "agent turns taken so far",
+        "candidates": "discrete mode: the admissible actions (candidate queries and answers), one per numbered line",
+        "features": "discrete mode: a feature row per candidate slot (for CPU policies)",
+        "action_mask": "discrete mode: 1 for the filled candidate slots; an empty slot counts as an invalid action",
+    }
+    info_docs: dict[str, str] = {
+        "task_id": "the task's id",
+        "benchmark": "the task's benchmark",
+        "guidance_k": "how many reference actions guide this episode",
+        "guidance_mode": "`prompt` (hint in the prompt) or `prefix` (reference searches executed first)",
+        "reference_length": "length of the episode's reference action sequence (0 without one)",
+        "reference_source": "where the reference came from (a recorded rollout, or the gold structure)",
+        "prefix_executed": "reference actions consumed as a prefix so far",
+        "turns": "agent turns taken",
+        "searches": "searches made",
+        "env_steps": "env steps taken (prefix searches included)",
+        "unguided_observation": "the observation of the same state without the hint (ACTGUIDE-RL's r_mix)",
+        "answer": "the agent's answer (final step)",
+        "f1": "token F1 of the answer (final step)",
+        "em": "exact match of the answer (final step)",
+        "score": "the reward metric's value (final step)",
+    }
+    option_docs: dict[str, str] = {
+        "benchmarks": "benchmarks to draw tasks from (default: all seven)",
+        "split": "task split: train, dev or test",
+        "task_ids": "explicit task ids",
+        "data_dir": "data folder (default: $STEER_ENVS_DATA, else ../shared/data)",
+        "retriever": "retriever spec: `bm25s`, `lucene`, `http:<url>`, or a plugin's kind",
+        "topk": "documents per search",
+        "max_turns": "the agent's turn budget",
+        "action_mode": "`discrete` (index into the admissible set) or `text` (any string in the protocol)",
+        "metric": "reward metric: em (default), f1, cover_em, ...",
+        "guidance_k": "reference actions given as guidance (0: none)",
+        "guidance_mode": "`prompt` (a hint in the prompt) or `prefix` (reference searches executed first)",
+        "guidance_sources": "where reference sequences may come from (recorded rollouts, gold structure)",
+        "guidance_noise": "share of reference actions replaced by noise",
+        "guidance_noise_seed": "seed of that noise",
+        "max_queries": "discrete mode: candidate query slots",
+        "max_answers": "discrete mode: candidate answer slots",
+        "prompt_template": "the task prompt's template",
+        "guidance_answers": "whether the reference's answer may be part of the hint",
+        "render_mode": "`ansi` (render returns the observation as text) or `human` (prints it)",
+    }
+
     def __init__(
         self,
         benchmarks=None,

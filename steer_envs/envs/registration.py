@@ -24,6 +24,8 @@ ENVS: tuple[EnvEntry, ...] = (
              "accept or reject each proposed answer"),
     EnvEntry("GuidedSearch-v0", "steer_envs.envs.guided:GuidedSearchEnv",
              "the search agent learns, guided by reference action sequences (ACTGUIDE-RL)", kwargs={}),
+    EnvEntry("HandoffSteering-v0", "steer_envs.envs.handoff:HandoffSteeringEnv",
+             "steer at every hand-off of a five-role pipeline"),
 )
 
 

@@ -15,8 +15,12 @@ from .spaces import AnyText
 
 
 class SearchVerificationEnv(SearchEnv):
+    """Observation: the goal, the transcript and the proposed answer, each time the executor proposes one.
+    Action: accept (``accept`` / index 0), or reject with feedback (which reopens the episode)."""
+
     kind = "verification"
     pass_words = frozenset({"accept", "pass", ""})
+    observation_docs = {**SearchEnv.observation_docs, "proposed_answer": "the answer the executor proposes"}
 
     def _observation_space(self) -> spaces.Dict:
         base = super()._observation_space()

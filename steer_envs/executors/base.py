@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..data.records import Task
-from ..errors import SteerEnvsError
+from ..errors import ServiceError, SteerEnvsError
 
 InterventionKind = Literal["note", "reject"]
 
@@ -93,12 +93,19 @@ class Executor(ABC):
         self._reset(task, seed)
 
     def step(self) -> TurnResult:
-        """Take one turn. Ends the episode on an answer, on a failure, or when the turn budget is spent."""
+        """Take one turn. Ends the episode on an answer, on a failure, or when the turn budget is spent.
+
+        A :class:`~steer_envs.errors.ServiceError` (a model or retrieval server that failed after its retries)
+        becomes a ``failed`` turn whose reason the env reports in ``info["failure"]``: the episode ends, a long
+        run goes on."""
         if self.task is None:
             raise SteerEnvsError("call reset(task) before step()")
         if self.done:
             raise SteerEnvsError("the executor has finished this task; call reset(task) to start another")
-        result = self._turn()
+        try:
+            result = self._turn()
+        except ServiceError as exc:  # a server the turn needed failed after its retries: end this episode only
+            result = TurnResult("failed", "", error=str(exc))
         self.history.append(result)
         self.transcript += result.segment + result.observation
         self.stats.turns += 1
@@ -128,6 +135,11 @@ class Executor(ABC):
             self.done = self.stats.turns >= self.max_turns
         self.stats.interventions += 1
         self._receive(intervention)
+
+    def supports_task(self, task: Task) -> bool:
+        """Whether this executor can run ``task`` (a replay covers only recorded tasks). Envs built without
+        explicit ``task_ids`` keep only the tasks their executor supports."""
+        return True
 
     @property
     def turns_left(self) -> int:

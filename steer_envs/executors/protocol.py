@@ -30,11 +30,57 @@ STOP_SEQUENCES: tuple[str, ...] = (SEARCH_STOP, ANSWER_STOP)
 
 ActionKind = Literal["search", "answer", "invalid"]
 
-_SEARCH = re.compile(r"<search>(.*?)</search>", re.S)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
-_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
-_R1S_QUERY = re.compile(r"<\|begin_of_query\|>(.*?)<\|end_of_query\|>", re.S)
+SEARCH_TAGS = ("<search>", "</search>")
+ANSWER_TAGS = ("<answer>", "</answer>")
+INFORMATION_TAGS = ("<information>", "</information>")
+R1S_QUERY_TAGS = ("<|begin_of_query|>", "<|end_of_query|>")
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
+
+
+@dataclass(frozen=True)
+class Span:
+    """One ``open … close`` element: where it starts, where its closing tag ends, and the text inside."""
+
+    start: int
+    end: int
+    inner: str
+
+
+def tag_spans(text: str, tags: tuple[str, str], first_only: bool = False) -> list[Span]:
+    """The non-overlapping ``open … close`` elements of ``text``, leftmost first: what ``re.finditer`` of
+    ``open(.*?)close`` finds, in linear time. (That regex is quadratic on hostile text: a megabyte of unclosed
+    ``<search>`` tags kept it busy for tens of minutes; an element with no closing tag after it ends the scan,
+    since no later one can close either.)"""
+    open_tag, close_tag = tags
+    spans: list[Span] = []
+    pos = 0
+    while True:
+        start = text.find(open_tag, pos)
+        if start < 0:
+            return spans
+        inner_start = start + len(open_tag)
+        close = text.find(close_tag, inner_start)
+        if close < 0:
+            return spans
+        spans.append(Span(start, close + len(close_tag), text[inner_start:close]))
+        if first_only:
+            return spans
+        pos = close + len(close_tag)
+
+
+def _first(text: str, tags: tuple[str, str]) -> Span | None:
+    found = tag_spans(text, tags, first_only=True)
+    return found[0] if found else None
+
+
+def first_think(segment: str) -> str:
+    """The first ``<think>`` block, stripped (to the end of the segment when it is not closed)."""
+    start = segment.find("<think>")
+    if start < 0:
+        return ""
+    inner_start = start + len("<think>")
+    close = segment.find("</think>", inner_start)
+    return segment[inner_start:close if close >= 0 else len(segment)].strip()
 
 
 @dataclass(frozen=True)
@@ -53,16 +99,15 @@ def parse_action(segment: str) -> ParsedAction:
     Whichever of ``<search>`` / ``<answer>`` closes first wins, as in Search-R1's ``postprocess_predictions``.
     Both Search-R1 and R1-Searcher query markers are recognised.
     """
-    think_match = _THINK.search(segment)
-    think = think_match.group(1).strip() if think_match else ""
+    think = first_think(segment)
     candidates: list[tuple[int, ParsedAction]] = []
-    for pattern in (_SEARCH, _R1S_QUERY):
-        m = pattern.search(segment)
-        if m and m.group(1).strip():
-            candidates.append((m.end(), ParsedAction("search", think, query=m.group(1).strip())))
-    m = _ANSWER.search(segment)
+    for tags in (SEARCH_TAGS, R1S_QUERY_TAGS):
+        m = _first(segment, tags)
+        if m and m.inner.strip():
+            candidates.append((m.end, ParsedAction("search", think, query=m.inner.strip())))
+    m = _first(segment, ANSWER_TAGS)
     if m:
-        candidates.append((m.end(), ParsedAction("answer", think, answer=m.group(1).strip())))
+        candidates.append((m.end, ParsedAction("answer", think, answer=m.inner.strip())))
     if not candidates:
         return ParsedAction("invalid", think)
     return min(candidates, key=lambda c: c[0])[1]
@@ -70,9 +115,9 @@ def parse_action(segment: str) -> ParsedAction:
 
 def extract_final_answer(text: str) -> str | None:
     """The last ``<answer>`` (or R1-Searcher ``\\boxed{}``) in a whole transcript, or ``None``."""
-    answers = _ANSWER.findall(text)
+    answers = tag_spans(text, ANSWER_TAGS)
     if answers:
-        return answers[-1].strip()
+        return answers[-1].inner.strip()
     boxed = _BOXED.findall(text)
     return boxed[-1].strip() if boxed else None
 
@@ -102,7 +147,6 @@ def render_rejection(feedback: str) -> str:
     return f"\n<guidance> Your answer was rejected.{reason} Continue the search and answer again. </guidance>\n"
 
 
-_INFO_BLOCK = re.compile(r"<information>(.*?)</information>", re.S)
 _DOC = re.compile(r"Doc (\d+)\(Title: (.*?)\) ", re.S)
 
 
@@ -112,11 +156,11 @@ def searched_queries(transcript: str) -> list[str]:
     The invalid-action reply quotes ``<search> and </search>``; it is removed first so it never counts as a query.
     """
     transcript = transcript.replace(INVALID_ACTION_REPLY, "")
-    found = [(m.start(), m.group(1).strip()) for m in _SEARCH.finditer(transcript)]
-    found += [(m.start(), m.group(1).strip()) for m in _R1S_QUERY.finditer(transcript)]
+    found = [(m.start, m.inner.strip()) for m in tag_spans(transcript, SEARCH_TAGS)]
+    found += [(m.start, m.inner.strip()) for m in tag_spans(transcript, R1S_QUERY_TAGS)]
     return [q for _, q in sorted(found) if q]
 
 
 def information_titles(transcript: str) -> list[list[str]]:
     """Titles of the documents in each ``<information>`` block, in order."""
-    return [[m.group(2) for m in _DOC.finditer(block)] for block in _INFO_BLOCK.findall(transcript)]
+    return [[m.group(2) for m in _DOC.finditer(block.inner)] for block in tag_spans(transcript, INFORMATION_TAGS)]

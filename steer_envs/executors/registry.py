@@ -1,6 +1,8 @@
 """Executor construction from a spec string ``<kind>:<argument>`` (DESIGN.md, "Executors").
 
 Kinds register a factory; factories import their dependencies lazily. An unknown kind lists the valid ones.
+Installed packages add kinds through the ``steer_envs.executors`` entry-point group (docs/extending.md); a
+plugin factory may carry ``deterministic = True`` (default: False, the safe assumption for envs and checks).
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ ExecutorFactory = Callable[[str, ExecutorContext], Executor]
 
 
 SPEC_HELP = "sim:<profile|file.json>, hf:<path|gemma-3-270m>, llamacpp:<file.gguf>, openai:<model>@<base_url>, replay:<file>"
-EXECUTORS: LazyRegistry[ExecutorFactory] = LazyRegistry("executor", SPEC_HELP)
+ENTRY_POINT_GROUP = "steer_envs.executors"
+EXECUTORS: LazyRegistry[ExecutorFactory] = LazyRegistry("executor", SPEC_HELP, entry_point_group=ENTRY_POINT_GROUP)
 #: whether executors of a kind are deterministic under a seed (for env registration and checks)
 DETERMINISTIC_KINDS: dict[str, bool] = {}
 
@@ -43,4 +46,7 @@ def make_executor(spec: str, context: ExecutorContext | None = None, **kwargs) -
 
 
 def is_deterministic(spec: str) -> bool:
-    return DETERMINISTIC_KINDS[parse_spec(spec)[0]]
+    kind = parse_spec(spec)[0]
+    if kind not in DETERMINISTIC_KINDS:  # a plugin's kind: what its factory declares
+        DETERMINISTIC_KINDS[kind] = bool(getattr(EXECUTORS.resolve(kind), "deterministic", False))
+    return DETERMINISTIC_KINDS[kind]

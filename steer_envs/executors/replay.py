@@ -129,6 +129,12 @@ class ReplayExecutor(Executor):
         return Task(id=f"{self.source.name}#{row}", question=r.question, golden_answers=r.golden_answers or ("",),
                     benchmark=r.benchmark)
 
+    def supports_task(self, task: Task) -> bool:
+        """Only tasks with a recording (the pinned row's question, when a row is pinned)."""
+        if self.pinned_row is not None:
+            return normalize_question(self.source.rollouts[self.pinned_row].question) == normalize_question(task.question)
+        return bool(self.source.rows_for(task))
+
     # -- Executor hooks ---------------------------------------------------------------------------------------
     def _reset(self, task: Task, seed: int | None) -> None:
         if self.pinned_row is not None:

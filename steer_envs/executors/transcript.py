@@ -27,7 +27,7 @@ from typing import Literal
 
 from ..data.trajectories import RecordedRollout
 from ..errors import SteerEnvsError
-from .protocol import INVALID_ACTION_REPLY
+from .protocol import ANSWER_TAGS, INVALID_ACTION_REPLY, SEARCH_TAGS, first_think, tag_spans
 
 RecordedKind = Literal["search", "answer", "invalid", "unfinished"]
 FORMATS: tuple[str, ...] = ("search-r1", "r1-searcher")
@@ -68,31 +68,88 @@ class RecordedTurn:
 
 # -- format descriptions -------------------------------------------------------------------------------------
 _SR1_STOP = re.compile(r"</search>|</answer>")
-_SR1_INFO = re.compile(r"\n\n<information>(.*?)</information>\n\n", re.S)
-_SR1_SEARCH = re.compile(r"<search>(.*?)</search>", re.S)
-_SR1_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
-_SR1_DOC = re.compile(r"Doc (\d+)\(Title: (.*?)\) (.*?)(?=\nDoc \d+\(Title: |\Z)", re.S)
+_SR1_INFO = ("\n\n<information>", "</information>\n\n")
+_SR1_DOC_HEAD = re.compile(r"Doc (\d+)\(Title: ")
+_SR1_DOC_NEXT = re.compile(r"\nDoc \d+\(Title: ")
 
 _R1S_STOP = re.compile(re.escape("<|end_of_query|>"))
 _R1S_BEGIN_QUERY = "<|begin_of_query|>"
-_R1S_DOCS = re.compile(r"\n\n<\|begin_of_documents\|>\n?(.*?)<\|end_of_documents\|>\n\n", re.S)
+_R1S_DOCS = ("\n\n<|begin_of_documents|>", "<|end_of_documents|>\n\n")
 _R1S_DOC = re.compile(r"\((\d+)\)(.*?)(?=\n\(\d+\)|\Z)", re.S)
 
-_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 _MARKUP = re.compile(r"<[^<>]{1,40}>")
 
 
 def _think(segment: str) -> str:
-    m = _THINK.search(segment)
-    return m.group(1).strip() if m else ""
+    return first_think(segment)
+
+
+def _inner_texts(segment: str, tags: tuple[str, str]) -> list[str]:
+    """What ``open(.*?)close`` finds, in linear time (see :func:`~steer_envs.executors.protocol.tag_spans`)."""
+    return [span.inner for span in tag_spans(segment, tags)]
+
+
+class _Closing:
+    """The first position of ``needle`` at or after a position that only grows: each search starts where the
+    last one ended, so a parse stays linear however many openings lack their closing tag."""
+
+    def __init__(self, text: str, needle: str) -> None:
+        self.text, self.needle, self.found = text, needle, -2
+
+    def at_or_after(self, pos: int) -> int:
+        if self.found == -1 or (self.found >= pos):
+            return self.found
+        self.found = self.text.find(self.needle, pos)
+        return self.found
+
+
+@dataclass(frozen=True)
+class _Block:
+    """An inserted block found at a position: ``group(0)`` the whole block, ``group(1)`` its body."""
+
+    text: str
+    start: int
+    body_start: int
+    body_end: int
+    stop: int
+
+    def group(self, i: int) -> str:
+        return self.text[self.start:self.stop] if i == 0 else self.text[self.body_start:self.body_end]
+
+    def end(self) -> int:
+        return self.stop
+
+
+def _block_at(text: str, pos: int, tags: tuple[str, str], closing: _Closing, optional_newline: bool = False):
+    """The block ``open body close`` starting exactly at ``pos`` (what ``re.match`` of ``open(.*?)close`` gives)."""
+    if not text.startswith(tags[0], pos):
+        return None
+    body_start = pos + len(tags[0])
+    if optional_newline and text.startswith("\n", body_start):
+        body_start += 1
+    body_end = closing.at_or_after(body_start)
+    if body_end < 0:
+        return None
+    return _Block(text, pos, body_start, body_end, body_end + len(tags[1]))
 
 
 def _sr1_documents(block: str) -> tuple[RecordedDocument, ...]:
-    return tuple(
-        RecordedDocument(int(m.group(1)), m.group(2).strip().strip('"'), m.group(3).strip())
-        for m in _SR1_DOC.finditer(block)
-    )
+    """``Doc i(Title: t) text`` entries, each text running to the next ``\nDoc j(Title: `` (linear time)."""
+    docs = []
+    pos = 0
+    while True:
+        head = _SR1_DOC_HEAD.search(block, pos)
+        if head is None:
+            break
+        title_end = block.find(") ", head.end())
+        if title_end < 0:
+            break
+        following = _SR1_DOC_NEXT.search(block, title_end + 2)
+        pos = following.start() if following else len(block)
+        docs.append(RecordedDocument(int(head.group(1)), block[head.end():title_end].strip().strip('"'),
+                                     block[title_end + 2:pos].strip()))
+    return tuple(docs)
 
 
 def _r1s_documents(block: str) -> tuple[RecordedDocument, ...]:
@@ -114,9 +171,9 @@ def _final_text_answer(segment: str) -> str | None:
 
 
 def _final_answer(segment: str, fmt: str) -> str | None:
-    m = list(_SR1_ANSWER.finditer(segment))
-    if m:
-        return m[-1].group(1).strip()
+    answers = _inner_texts(segment, ANSWER_TAGS)
+    if answers:
+        return answers[-1].strip()
     boxed = _BOXED.findall(segment)
     if boxed:
         return boxed[-1].strip()
@@ -127,6 +184,7 @@ def _final_answer(segment: str, fmt: str) -> str | None:
 def _parse_search_r1(response: str) -> list[RecordedTurn]:
     turns: list[RecordedTurn] = []
     pos = 0
+    info_end = _Closing(response, _SR1_INFO[1])
     while pos < len(response):
         stop = _SR1_STOP.search(response, pos)
         if stop is None:  # generation ended without a stop sequence: EOS or truncation
@@ -141,14 +199,14 @@ def _parse_search_r1(response: str) -> list[RecordedTurn]:
         after = stop.end()
         think = _think(segment)
         if stop.group(0) == "</answer>":
-            answers = _SR1_ANSWER.findall(segment)
+            answers = _inner_texts(segment, ANSWER_TAGS)
             if answers and not response.startswith(INVALID_ACTION_REPLY, after):
                 # the episode ends here; trailing text (never seen in the recordings) stays in the segment
                 turns.append(RecordedTurn(len(turns), "answer", response[pos:], answer=answers[-1].strip(), think=think))
                 break
-        info = _SR1_INFO.match(response, after)
+        info = _block_at(response, after, _SR1_INFO, info_end)
         if info is not None:
-            queries = _SR1_SEARCH.findall(segment)
+            queries = _inner_texts(segment, SEARCH_TAGS)
             query = queries[-1].strip() if queries else ""
             turns.append(RecordedTurn(len(turns), "search", segment, info.group(0), query=query, think=think,
                                       documents=_sr1_documents(info.group(1))))
@@ -157,7 +215,7 @@ def _parse_search_r1(response: str) -> list[RecordedTurn]:
             turns.append(RecordedTurn(len(turns), "invalid", segment, INVALID_ACTION_REPLY, think=think))
             pos = after + len(INVALID_ACTION_REPLY)
         else:  # a stop with nothing the environment inserted: the recording was cut here
-            queries = _SR1_SEARCH.findall(segment)
+            queries = _inner_texts(segment, SEARCH_TAGS)
             if after == len(response):
                 kind: RecordedKind = "search" if queries else "unfinished"
                 turns.append(RecordedTurn(len(turns), kind, segment, query=queries[-1].strip() if queries else None,
@@ -171,9 +229,10 @@ def _parse_search_r1(response: str) -> list[RecordedTurn]:
 def _parse_r1_searcher(response: str) -> list[RecordedTurn]:
     turns: list[RecordedTurn] = []
     pos = 0
+    docs_end = _Closing(response, _R1S_DOCS[1])
     while pos < len(response):
         stop = _R1S_STOP.search(response, pos)
-        docs = _R1S_DOCS.match(response, stop.end()) if stop is not None else None
+        docs = _block_at(response, stop.end(), _R1S_DOCS, docs_end, optional_newline=True) if stop is not None else None
         if stop is None or docs is None:
             # no more searches: the rest up to EOS is the final segment (R1-Searcher has no invalid reply)
             segment = response[pos:]

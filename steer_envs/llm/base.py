@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
-from ..errors import SteerEnvsError
+from ..errors import ServiceError, SteerEnvsError
 
 FinishReason = Literal["stop", "length"]
 
 
-class LLMBackendError(SteerEnvsError):
+class LLMBackendError(ServiceError):
     """A model backend could not answer (server down, timeouts, bad replies) after its retries.
 
     The message names the backend (and URL for remote ones) and the last failure, so a user can fix it.

@@ -7,6 +7,8 @@ argument must be a folder on disk, or a model shipped as a pip package (see :mod
 """
 from __future__ import annotations
 
+import inspect
+
 import os
 import threading
 from collections.abc import Sequence
@@ -78,6 +80,7 @@ class HFBackend:
         limit = getattr(self.model.config, "max_position_embeddings", None) or max_context
         self.max_context = min(int(limit), max_context)
         self.stats = BackendStats()
+        self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self.lock = threading.RLock()
         self._eos_ids = self._collect_eos_ids()
 
@@ -254,12 +257,18 @@ class HFBackend:
             mask[r, : len(s)] = 1
         ctx = contextlib.nullcontext() if grad else torch.no_grad()
         with ctx:
-            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            # only the positions that predict a continuation token need logits: with a 262k-token vocabulary the
+            # prompt's logits would be most of a training step's memory
+            keep = width - (min(start for start, _ in spans) - 1)
+            kwargs = {"logits_to_keep": keep} if self._keeps_logits else {}
+            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device), **kwargs).logits
+            offset = width - logits.shape[1]
             logp = torch.log_softmax(logits.float(), dim=-1)
             per_item = []
             for r, (start, n) in enumerate(spans):
                 targets = ids[r, start : start + n].to(self.device)
-                per_item.append(logp[r, start - 1 : start - 1 + n].gather(-1, targets[:, None]).squeeze(-1))
+                rows = logp[r, start - 1 - offset : start - 1 - offset + n]
+                per_item.append(rows.gather(-1, targets[:, None]).squeeze(-1))
         if reduce == "none":
             return per_item
         if reduce == "mean":

@@ -2,9 +2,11 @@
 
 Users run the big models on their own GPUs behind one of these servers and point the suite at them. Remote
 calls fail in ordinary ways (a server still loading, an overloaded GPU, a proxy returning an HTML error page),
-so every request has a timeout and is retried with exponential backoff on timeouts, connection errors, HTTP
-408/429/5xx and malformed replies; other HTTP errors (a wrong model name, a bad request) fail at once. After the
-retries a :class:`OpenAIBackendError` names the URL, the number of attempts and the last failure.
+so every request has a timeout (bounding the whole reply: a server trickling bytes cannot hold a run) and is
+retried with exponential backoff on timeouts, connection errors (refused, reset, a server that died mid-run),
+truncated bodies, HTTP 408/429/5xx and malformed replies; other HTTP errors (a wrong model name, a bad request)
+fail at once. After the retries a :class:`OpenAIBackendError` names the URL, the number of attempts and the last
+failure; an executor records it on the episode (``info["failure"]``) and the run goes on.
 
 Plain ``urllib`` from the standard library does the HTTP: no client-library version drift, and full control of
 timeouts and retries. Prompts of a batch are sent concurrently (one request each, which every server accepts).
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import SteerEnvsError
+from ..httpio import read_body
 from .base import BackendStats, Generation, GenerationConfig, LLMBackendError, check_prompts, match_candidates
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -43,7 +46,8 @@ class _Retryable(Exception):
 class OpenAIOptions:
     """How to talk to the server. ``api``: ``completions`` (raw text continuation, the natural fit for an
     executor's growing transcript) or ``chat`` (for chat-only servers: the prompt is sent as one user message).
-    ``timeout`` is per socket operation, in seconds; backoff doubles from ``backoff`` up to ``max_backoff``."""
+    ``timeout`` bounds each request (connecting, and the whole reply), in seconds; backoff doubles from
+    ``backoff`` up to ``max_backoff``."""
 
     api: Literal["completions", "chat"] = "completions"
     timeout: float = 60.0
@@ -101,9 +105,10 @@ class OpenAIBackend:
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"},
             method="POST",
         )
+        deadline = time.monotonic() + self.options.timeout
         try:
             with urllib.request.urlopen(request, timeout=self.options.timeout) as response:
-                raw = response.read()
+                raw = read_body(response, deadline)
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode(errors="replace").strip()
             message = f"HTTP {exc.code} {exc.reason}" + (f": {detail}" if detail else "")
@@ -112,6 +117,8 @@ class OpenAIBackend:
             raise OpenAIBackendError(f"{self.name}: POST {url} failed with {message} (not retried)") from exc
         except (TimeoutError, socket.timeout) as exc:
             raise _Retryable(f"timed out after {self.options.timeout:g} s") from exc
+        except http.client.IncompleteRead as exc:
+            raise _Retryable(f"truncated reply: {len(exc.partial)} bytes, {exc.expected} more announced") from exc
         except urllib.error.URLError as exc:
             reason = exc.reason
             if isinstance(reason, (TimeoutError, socket.timeout)):

@@ -73,7 +73,8 @@ class MiniLMEncoder:
         self.__init__(state["model_dir"], state["cache_size"])
 
     def encode(self, text: str) -> np.ndarray:
-        text = str(text)[:MAX_CHARS]
+        # lone surrogates (possible in any Python str) make the tokenizer raise; they read as replacement marks
+        text = str(text)[:MAX_CHARS].encode("utf-8", "replace").decode("utf-8")
         with self._lock:
             hit = self._cache.get(text)
             if hit is not None:

@@ -3,8 +3,10 @@
 Why: one index can serve many processes (vectorised env workers, an LLM executor on another machine), and
 users can point the environments at the very server their agent was trained with (Search-R1's e5 / BM25 server,
 ASearcher's, or ``steer-envs serve-retriever``). Servers fail in real life, so every request has a timeout and
-is retried with exponential backoff on connection errors, timeouts, 5xx answers and malformed JSON; a 4xx answer
-is the caller's mistake and is reported at once. After the last attempt the error names the URL.
+is retried with exponential backoff on connection errors (refused, reset, a server that died mid-run), timeouts
+(``timeout`` bounds the whole reply, so a trickling server cannot hold a run), truncated bodies, 5xx answers and
+malformed JSON; a 4xx answer is the caller's mistake and is reported at once. After the last attempt the error
+names the URL; an executor records it on the episode (``info["failure"]``) and the run goes on.
 
 Spec: ``http:<base url>[?timeout=S&retries=N&backoff=S]``, e.g. ``http:http://127.0.0.1:8000`` or
 ``http:127.0.0.1:8000?timeout=5`` (``/retrieve`` is appended when missing).
@@ -22,13 +24,14 @@ from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
 from ..data.records import Passage
-from ..errors import SteerEnvsError
+from ..errors import ServiceError, SteerEnvsError
+from ..httpio import read_body
 from ..serving import API_KEY_ENV
 from .base import Hit, check_query
 from .registry import RetrieverContext
 
 
-class RetrievalServiceError(SteerEnvsError):
+class RetrievalServiceError(ServiceError):
     """The retrieval server could not answer (after retries), or refused the request."""
 
 
@@ -86,10 +89,11 @@ class HttpRetriever:
     def _post_once(self, payload: dict[str, Any]) -> Any:
         body = json.dumps(payload).encode("utf-8")
         conn = self._connection()
+        deadline = time.monotonic() + self.config.timeout
         try:
             conn.request("POST", self._path, body=body, headers=self._headers)
             response = conn.getresponse()
-            data = response.read()
+            data = read_body(response, deadline)
         except Exception:
             self._drop_connection()
             raise

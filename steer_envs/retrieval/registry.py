@@ -29,7 +29,10 @@ class RetrieverContext:
         return load_corpus(self.corpus_path, data_dir=self.data_dir)
 
 
-RETRIEVERS: LazyRegistry[RetrieverFactory] = LazyRegistry()
+#: installed packages add retriever kinds through this entry-point group (name = kind, object = factory)
+ENTRY_POINT_GROUP = "steer_envs.retrievers"
+RETRIEVERS: LazyRegistry[RetrieverFactory] = LazyRegistry("retriever", "bm25s, lucene, http:<url>",
+                                                          entry_point_group=ENTRY_POINT_GROUP)
 _INSTANCES: dict[tuple, Retriever] = {}
 
 

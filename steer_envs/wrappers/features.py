@@ -18,11 +18,10 @@ import gymnasium as gym
 import numpy as np
 
 from ..errors import SteerEnvsError
-from ..executors.protocol import searched_queries
+from ..executors.protocol import INFORMATION_TAGS, searched_queries, tag_spans
 
 _WORD = re.compile(r"[a-z0-9]+")
 _TAG = re.compile(r"<[^>]{1,40}>")
-_INFO = re.compile(r"<information>.*?</information>", re.S)
 
 COUNTER_NAMES: tuple[str, ...] = (
     "turn", "interventions", "searches", "repeated_queries", "distinct_queries", "last_query_repeated",
@@ -67,7 +66,7 @@ class TextFeaturizer:
         for q in queries:
             since_new = since_new + 1 if q in seen else 0
             seen.add(q)
-        info_text = " ".join(_INFO.findall(transcript))
+        info_text = " ".join(transcript[b.start:b.end] for b in tag_spans(transcript, INFORMATION_TAGS))
         goal_words = set(_words(goal)) - _STOP
         info_words = set(_words(info_text))
         overlap = len(goal_words & info_words) / max(len(goal_words), 1)

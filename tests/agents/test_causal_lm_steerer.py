@@ -103,3 +103,21 @@ def test_gemma_270m_training_round_on_a_handful_of_states(tmp_path):
     lp = st.slow_logprobs(OBS, samples)
     (-lp.sum() + z.sum()).backward()
     assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in st.trainable_parameters())
+
+
+def test_the_update_step_keeps_no_activations_in_the_autograd_graph(tiny_dir):
+    """Scoring with gradients saves only what activation checkpointing needs: the version that kept every
+    position's vocabulary-sized logits and every layer's activations saved 133 MB here, and 13 GB on Gemma."""
+    st = _steerer(tiny_dir)
+    samples = st.sample_slow(OBS, 2, torch.Generator().manual_seed(0))
+    saved = []
+
+    def pack(t):
+        saved.append(t.numel() * t.element_size())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = -st.slow_logprobs(OBS, samples).sum() + st.fast_scores([OBS, OBS2]).sum()
+    assert sum(saved) < 1_000_000, f"{sum(saved) / 1e6:.1f} MB saved for backward"
+    loss.backward()  # and the gradients still arrive
+    assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in st.trainable_parameters())

@@ -174,3 +174,29 @@ def test_selection_epsilon_mixes_in_uniform_draws():
 
 def test_selection_ties_break_to_lower_index():
     assert epsilon_greedy_select([0.5, 0.5, 0.5], 2, 0.0, np.random.default_rng(0)) == [0, 1]
+
+
+def test_discrete_mode_draws_no_argument_and_gives_it_no_gradient():
+    """In discrete mode the env fills a slot itself: the slow path must not sample an argument it would discard,
+    nor put its log-probability into GRPO (noise into the shared encoder)."""
+    import torch
+
+    from agents.steering.encoder import EncoderSteerer
+    from agents.steering.interventions import options_from_catalogue
+    from steer_envs.envs.catalogue import STEERING
+
+    obs = {"goal": "Who directed Jaws?", "transcript": "<search> Jaws </search>\n\n<information>Doc 1(Title: "
+           "Jaws (film)) Jaws is a film by Steven Spielberg.</information>\n\n", "turn": 1, "interventions": 0}
+    steerer = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 10)
+    titled = [i for i, o in enumerate(steerer.options) if o.needs_argument]
+    with torch.no_grad():
+        steerer.option_head.bias.fill_(-20.0)
+        steerer.option_head.bias[titled[0]] = 20.0  # always the option with a free slot
+    text_sample = steerer.sample_slow(obs, 1, torch.Generator().manual_seed(0))[0]
+    assert text_sample.argument and text_sample.payload["arg_pos"] >= 0
+    steerer.set_action_mode("discrete")
+    sample = steerer.sample_slow(obs, 1, torch.Generator().manual_seed(0))[0]
+    assert sample.argument == "" and sample.payload["arg_pos"] == -1
+    steerer.zero_grad()
+    steerer.slow_logprobs(obs, [sample]).sum().backward()
+    assert steerer.arg_query.weight.grad is None or float(steerer.arg_query.weight.grad.abs().sum()) == 0.0

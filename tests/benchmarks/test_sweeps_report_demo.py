@@ -53,14 +53,15 @@ def test_demo_quick_runs_end_to_end_and_resumes(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
+    assert printed.index("preparing: loading the corpus and the BM25 index") < printed.index("[dev]")  # before any bar
     for row in ("No supervision", "Random (p chosen on dev)", "Best fixed rule", "Untrained steerer",
                 "Filtered BC (RL's budget)", "SB3 PPO (RL's budget)", "RL steering"):
         assert f"| {row}" in printed or f"| **★ {row}" in printed, row
     assert "*How to read this table.*" in printed and "**Verdict:**" in printed and "the best fixed rule" in printed
-    assert printed.count("★") == 1 and "*Setting: corpus" in printed
+    assert sum(line.startswith("| **★") for line in printed.splitlines()) == 1 and "*Setting: corpus" in printed
     assert (out / "comparison.md").is_file() and (out / "plots" / "rate_curves.png").read_bytes()[:8] == PNG
     choices = json.loads((out / "dev" / "choices.json").read_text())
-    assert {c["split"] for c in choices.values()} == {"dev"} and len(choices) == 4   # RL, untrained, random, BC
+    assert {c["split"] for c in choices.values()} == {"dev"} and len(choices) == 5   # RL, untrained, random, BC τ, PPO cost
     test_runs = [json.loads(line) for line in (out / "test" / "runs.jsonl").read_text().splitlines()]
     assert {r["split"] for r in test_runs} == {"test"}
     assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0   # resumes: nothing to redo
@@ -98,3 +99,11 @@ def test_results_page_regenerates_with_a_setting_card_on_every_table(tmp_path):
     before = (tmp_path / "runs" / "sim_default" / "test" / "runs.jsonl").read_text()
     assert results_main(argv) == 0   # resumes: reads everything back, runs no episode again
     assert (tmp_path / "runs" / "sim_default" / "test" / "runs.jsonl").read_text() == before
+
+
+def test_demo_prepares_the_index_with_a_message_before_any_progress_bar(capsys, shared_data_dir):
+    from benchmarks.harness.demo import prepare_search
+
+    prepare_search()
+    out = capsys.readouterr().out
+    assert out.startswith("preparing: loading the corpus and the BM25 index") and "index " in out

@@ -50,3 +50,30 @@ def test_no_data_folder_names_both_ways(tmp_path):
     env = dict(os.environ, STEER_ENVS_DATA=str(tmp_path / "none"))
     result = run_cli("data", "info", env=env)
     assert result.returncode == 2 and "STEER_ENVS_DATA" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_folder_that_is_not_a_data_folder_fails_before_printing_anything(tmp_path):
+    import os
+
+    (tmp_path / "notes.txt").write_text("not data")
+    result = run_cli("data", "info", env=dict(os.environ, STEER_ENVS_DATA=str(tmp_path)))
+    assert result.returncode == 2 and result.stdout == ""  # no table header before the error
+    assert "has neither tasks/ nor corpus/" in result.stderr and "STEER_ENVS_DATA" in result.stderr
+
+
+def test_version_and_python_dash_m(capsys):
+    from steer_envs import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"steer-envs {__version__}"
+    result = subprocess.run([sys.executable, "-m", "steer_envs", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "usage: steer-envs" in result.stdout and "eval" in result.stdout
+
+
+def test_broken_pipe_is_quiet(shared_data_dir):
+    proc = subprocess.Popen([sys.executable, "-m", "steer_envs.cli.main", "data", "info"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes away before the output comes, as `steer-envs data info | head -1` does
+    _, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()

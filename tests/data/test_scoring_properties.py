@@ -1,9 +1,12 @@
 """Properties of the metrics and the protocol parser over arbitrary text (hypothesis)."""
+import time
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steer_envs.data.scoring import METRICS, asearcher_normalize, f1, squad_f1
 from steer_envs.executors.protocol import parse_action
+from tests.hostile import hostile_text, megabyte_text
 
 text = st.text(max_size=60)
 
@@ -33,3 +36,20 @@ def test_parser_never_crashes_and_classifies(segment):
     assert action.kind in ("search", "answer", "invalid")
     if action.kind == "search":
         assert action.query and action.query == action.query.strip()
+
+
+@settings(max_examples=300, deadline=1000)
+@given(hostile_text, st.lists(hostile_text, min_size=1, max_size=3))
+def test_scorers_give_a_score_in_unit_interval_on_hostile_text(prediction, golds):
+    for metric in METRICS.values():
+        assert 0.0 <= metric(prediction, golds) <= 1.0
+    assert 0.0 <= metric(None, golds) <= 1.0
+
+
+@settings(max_examples=6, deadline=None)
+@given(megabyte_text)
+def test_scorers_take_a_megabyte_answer_in_bounded_time(prediction):
+    start = time.perf_counter()
+    for metric in METRICS.values():
+        assert 0.0 <= metric(prediction, ["Paris", prediction[:50]]) <= 1.0
+    assert time.perf_counter() - start < 20

@@ -93,7 +93,11 @@ def test_real_corpus(shared_data_dir):
 def test_data_dir_resolution_order(tmp_path, monkeypatch, mini_data_dir):
     monkeypatch.setenv("STEER_ENVS_DATA", str(mini_data_dir))
     assert resolve_data_dir() == mini_data_dir.resolve()
-    assert resolve_data_dir(tmp_path) == tmp_path.resolve()  # explicit wins
+    other = tmp_path / "other"
+    (other / "tasks").mkdir(parents=True)
+    assert resolve_data_dir(other) == other.resolve()  # explicit wins
+    with pytest.raises(DataNotFoundError, match="neither tasks/ nor corpus/"):
+        resolve_data_dir(tmp_path)  # a folder that is not a data folder is refused up front
     with pytest.raises(DataNotFoundError, match="--data-dir"):
         resolve_data_dir(tmp_path / "missing")
     monkeypatch.setenv("STEER_ENVS_DATA", str(tmp_path / "missing"))

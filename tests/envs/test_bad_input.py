@@ -90,7 +90,7 @@ def test_executor_spec_without_kind():
 
 
 def test_unknown_profile_lists_the_shipped_ones():
-    with pytest.raises(UnknownNameError, match=r"valid simulator profiles: default, loopy, strong, weak"):
+    with pytest.raises(UnknownNameError, match=r"valid simulator profiles: default, loopy, r1searcher, r1searcher_llama, strong, weak"):
         gym.make(STEER, executor="sim:genius")
 
 

@@ -61,7 +61,7 @@ def _freeze(obs, reward, term, info):
 
 def test_every_id_is_registered():
     assert set(ENV_IDS) == {"steer_envs/SearchSteering-v0", "steer_envs/SearchPlanning-v0",
-                            "steer_envs/SearchVerification-v0"}
+                            "steer_envs/SearchVerification-v0", "steer_envs/HandoffSteering-v0"}
     assert "steer_envs/GuidedSearch-v0" in gym.registry
 
 

@@ -104,3 +104,14 @@ def run_from(env, actions):
         if term:
             break
     return obs, total, info, steps
+
+
+def test_a_free_intervention_rewards_zero_not_minus_zero():
+    env = gym.make("steer_envs/SearchSteering-v0", split="dev", benchmarks=["musique"])
+    for seed in range(6):
+        env.reset(seed=seed)
+        _, reward, terminated, _, _ = env.step(4)  # an intervention, intervention_cost 0
+        if not terminated:
+            assert str(reward) == "0.0"  # printed rewards of discrete steps never read -0.0
+            return
+    pytest.fail("every episode ended at the first step")

@@ -138,3 +138,24 @@ def test_replay_from_a_user_file(tmp_path):
     ex.reset(ex.task_for_row(0))
     results = play(ex)
     assert [r.kind for r in results] == ["search", "answer"] and ex.answer == "Paris"
+
+
+def test_a_replay_env_picks_only_recorded_tasks_by_default(shared_data_dir):
+    import gymnasium as gym
+
+    import steer_envs  # noqa: F401
+
+    env = gym.make("steer_envs/SearchSteering-v0", executor="replay:search_r1_base", action_mode="text")
+    source = load_replay_source("search_r1_base")
+    tasks = env.unwrapped.tasks
+    assert tasks and all(source.rows_for(t) for t in tasks)
+    assert {t.id for t in tasks} == set(replay_task_ids("search_r1_base", split="train"))
+    for seed in range(8):  # any seed resets onto a recorded task and replays it to the end
+        obs, info = env.reset(seed=seed)
+        terminated = truncated = False
+        while not (terminated or truncated):
+            obs, reward, terminated, truncated, info = env.step("pass")
+        assert info["executor_turns"] >= 1
+    with pytest.raises(SteerEnvsError, match="supports none of the .* that do"):
+        gym.make("steer_envs/SearchSteering-v0", executor="replay:search_r1_base#0", benchmarks=["bamboogle"],
+                 split="dev")

@@ -1,8 +1,8 @@
 """Fixtures and loopback servers shared by the LLM tests (imported by test modules, so pytest finds them)."""
 from __future__ import annotations
 
+import gc
 import json
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -29,16 +29,16 @@ def tiny_backend(tiny_model_dir):
     return HFBackend(tiny_model_dir)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def gemma_backend():
-    """Gemma 3 270M from the pip package. Converted models are keyed by the package checksum, so the test run
-    shares the user's model cache (one conversion, ~1 GB) instead of converting again in its isolated cache."""
-    if "STEER_ENVS_MODEL_CACHE" not in os.environ:
-        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "steer_envs" / "models"
-        os.environ["STEER_ENVS_MODEL_CACHE"] = str(base)
-    from steer_envs.llm.registry import make_backend
+    """Gemma 3 270M from the pip package, converted once into ``$STEER_ENVS_CACHE`` (set it to keep the ~1.1 GB
+    conversion between runs; CI does). Module-scoped: the 1 GB model is released when its modules finish, so
+    it never sits beside the heavy tests of other modules (the suite stays under its memory budget)."""
+    from steer_envs.llm.registry import clear_backend_cache, make_backend
 
-    return make_backend("hf:gemma-3-270m")
+    yield make_backend("hf:gemma-3-270m")  # the shared instance, which executors built from specs reuse
+    clear_backend_cache()
+    gc.collect()
 
 
 class ScriptedBackend:
@@ -73,14 +73,21 @@ class ScriptedBackend:
 
 class FaultServer:
     """A loopback HTTP server that misbehaves on purpose: ``timeout`` (answers too late), ``500``, ``malformed``
-    (HTTP 200 with a body that is not JSON), ``404``; ``flaky:N`` fails N times with 500, then proxies a healthy
-    reply from ``healthy_url``. Counts the POSTs it received."""
+    (HTTP 200 with a body that is not JSON), ``404``, ``truncated`` (announces a longer body than it sends, then
+    closes), ``trickle`` (sends its reply a byte at a time, each byte well within a socket timeout);
+    ``flaky:N`` fails N times with 500, then proxies a healthy reply from ``healthy_url``; ``script`` answers
+    completions with the texts of ``script`` in turn. ``die_after=N``: after N answered POSTs the server dies
+    (drops the connection and stops listening), as a server killed mid-run does. Counts the POSTs it received."""
 
-    def __init__(self, mode: str, delay: float = 2.0, healthy_url: str | None = None):
+    def __init__(self, mode: str, delay: float = 2.0, healthy_url: str | None = None,
+                 script: Sequence[str] = (), die_after: int | None = None):
         self.mode = mode
         self.delay = delay
         self.healthy_url = healthy_url
+        self.script = list(script)
+        self.die_after = die_after
         self.posts = 0
+        self.dead = threading.Event()
         self._lock = threading.Lock()
         server = self
 
@@ -103,6 +110,9 @@ class FaultServer:
                     server.posts += 1
                     n = server.posts
                 mode = server.mode
+                if server.die_after is not None and n > server.die_after:
+                    server._die(self)
+                    return
                 if mode == "timeout":
                     time.sleep(server.delay)
                     self._reply(200, b"{}")
@@ -112,6 +122,31 @@ class FaultServer:
                     self._reply(200, b"<html>proxy error</html>", "text/html")
                 elif mode == "404":
                     self._reply(404, json.dumps({"error": {"message": "model not found"}}).encode())
+                elif mode == "truncated":
+                    body = json.dumps({"choices": [{"text": "x" * 200, "finish_reason": "stop"}]}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body[:40])
+                    self.close_connection = True
+                elif mode == "trickle":
+                    body = json.dumps({"choices": [{"text": "slow", "finish_reason": "stop"}]}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    try:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(server.delay)
+                    except OSError:  # the client gave up and went away
+                        pass
+                elif mode == "script":
+                    text = server.script[(n - 1) % len(server.script)]
+                    self._reply(200, json.dumps({"choices": [{"text": text, "finish_reason": "stop"}],
+                                                 "usage": {"completion_tokens": len(text.split())}}).encode())
                 elif mode.startswith("flaky:") and n <= int(mode.split(":")[1]):
                     self._reply(503, b'{"error": "warming up"}')
                 else:
@@ -124,7 +159,24 @@ class FaultServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def _die(self, handler) -> None:
+        """Drop this connection without a reply and stop listening (new connections are refused)."""
+        import socket
+
+        handler.close_connection = True
+        try:
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if not self.dead.is_set():
+            self.dead.set()
+            threading.Thread(target=self._stop, daemon=True).start()
+
+    def _stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
     @property
     def base_url(self) -> str:
@@ -135,5 +187,5 @@ class FaultServer:
         return self
 
     def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        if not self.dead.is_set():
+            self._stop()

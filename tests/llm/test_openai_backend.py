@@ -102,11 +102,12 @@ def test_server_answers_bad_requests_with_openai_style_errors(tiny_server):
 
 
 @pytest.mark.parametrize(
-    "mode, reason",
-    [("timeout", "timed out"), ("500", "HTTP 500"), ("malformed", "malformed JSON")],
+    "mode, reason, delay",
+    [("timeout", "timed out", 1.5), ("500", "HTTP 500", 0), ("malformed", "malformed JSON", 0),
+     ("truncated", "truncated reply", 0), ("trickle", "timed out", 0.05)],
 )
-def test_faults_are_retried_then_fail_with_a_clear_error(mode, reason):
-    with FaultServer(mode, delay=1.5) as server:
+def test_faults_are_retried_then_fail_with_a_clear_error(mode, reason, delay):
+    with FaultServer(mode, delay=delay) as server:
         backend = make_backend(f"openai:m@{server.base_url}", shared=False, **FAST_RETRY)
         start = time.perf_counter()
         with pytest.raises(OpenAIBackendError) as info:

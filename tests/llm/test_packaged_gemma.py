@@ -1,5 +1,6 @@
 """The real model shipped on PyPI (Gemma 3 270M, GGUF), through the transformers backend."""
 import math
+import os
 
 import pytest
 
@@ -12,6 +13,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.llm]
 
 def test_gemma_is_converted_once_and_cached(gemma_backend):
     folder = gemma_model_dir()
+    # the test's cache (or a model cache the user named explicitly), never ~/.cache behind the user's back
+    assert folder.is_relative_to(os.environ.get("STEER_ENVS_MODEL_CACHE") or os.environ["STEER_ENVS_CACHE"])
     assert (folder / COMPLETE_MARKER).is_file() and (folder / "config.json").is_file()
     assert gemma_backend.path == folder
     assert gemma_backend.model.config.model_type.startswith("gemma3")

@@ -59,6 +59,23 @@ class FaultyServer:
                 outer.requests += 1
                 if mode == "slow":
                     time.sleep(delay)
+                if mode in ("truncated", "trickle"):
+                    body = b'{"result": [[]]}' + b" " * 64
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body) + (100 if mode == "truncated" else 0)))
+                    self.end_headers()
+                    try:
+                        if mode == "truncated":
+                            self.wfile.write(body)
+                            self.close_connection = True
+                        for byte in (body if mode == "trickle" else b""):
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(delay / 10)
+                    except OSError:  # the client gave up and went away
+                        pass
+                    return
                 body = {"500": b'{"detail": "index exploded"}', "malformed": b'{"result": [[{"document"',
                         "shape": b'{"result": []}', "slow": b'{"result": [[]]}',
                         "422": b'{"detail": "topk must be small"}'}[mode]
@@ -88,6 +105,8 @@ class FaultyServer:
     ("malformed", "malformed JSON"),
     ("shape", "0 result lists for 1 queries"),
     ("slow", "timed out"),
+    ("truncated", "IncompleteRead"),
+    ("trickle", "still arriving at the deadline"),  # each byte within the socket timeout, the whole reply not
 ])
 def test_faults_are_retried_then_reported_with_the_url(mode, expected):
     server = FaultyServer(mode, delay=0.6)

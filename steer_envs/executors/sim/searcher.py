@@ -24,19 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from ...data.corpus import Corpus, load_corpus
 from ...data.records import Task
 from ...data.scoring import f1 as f1_score
 from ...notes import Reading, shared_reader
-from ...retrieval.registry import make_retriever
 from ..base import Executor, ExecutorContext, Intervention, TurnResult
 from ..protocol import INVALID_ACTION_REPLY, render_answer, render_guidance, render_information, render_rejection, render_search
 from .hops import Hop, build_hops, fill_query, is_choice
 from .profile import DRIFT_MODES, SimProfile
+from .resources import SimResources
 from .responses import RESPONSES, derail
 from .retrieval_cache import cached_search
 from .situation import normalize_query as _normalize, situation_of
-from .thoughts import ThoughtBank, fill, load_thought_bank
+from .thoughts import fill
 
 _YES_NO = ("yes", "no")
 _QUESTION_WORDS = frozenset("who whom whose what which when where why how is was are were did does do in the".split())
@@ -73,7 +72,7 @@ class SimState:
     understood: list[str] = field(default_factory=list)  # intents read from interventions (privileged)
 
 
-class SimSearcher(Executor):
+class SimSearcher(SimResources, Executor):
     """Executor spec ``sim:<profile>``; see the module docstring."""
 
     deterministic = True
@@ -84,30 +83,9 @@ class SimSearcher(Executor):
         self.profile = profile
         self.context = context
         self.topk = context.topk
-        self._retriever = None
-        self._corpus: Corpus | None = None
-        self._thoughts: ThoughtBank | None | bool = False  # False: not loaded yet; None: no recordings available
+        self._init_resources()
         self.params = profile
         self._s: SimState | None = None
-
-    # -- shared read-only resources (dropped when pickled) --------------------------------------------------
-    @property
-    def retriever(self):
-        if self._retriever is None:
-            self._retriever = make_retriever(self.context.retriever, data_dir=self.context.data_dir)
-        return self._retriever
-
-    @property
-    def corpus(self) -> Corpus:
-        if self._corpus is None:
-            self._corpus = load_corpus(data_dir=self.context.data_dir)
-        return self._corpus
-
-    @property
-    def thoughts(self) -> ThoughtBank | None:
-        if self._thoughts is False:
-            self._thoughts = load_thought_bank(self.profile.thought_sources, self.context.data_dir)
-        return self._thoughts  # type: ignore[return-value]
 
     @property
     def state(self) -> SimState:
@@ -115,11 +93,7 @@ class SimSearcher(Executor):
         return self._s
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_retriever"] = None
-        state["_corpus"] = None
-        state["_thoughts"] = False
-        return state
+        return self._without_resources(dict(self.__dict__))
 
     def _title(self, pid: str) -> str:
         return self.corpus[pid].title if pid in self.corpus else ""
@@ -147,9 +121,7 @@ class SimSearcher(Executor):
 
     def _blank_copy(self) -> "SimSearcher":
         clone = SimSearcher(self.spec, self.profile, self.context)
-        clone._retriever = self._retriever
-        clone._corpus = self._corpus
-        clone._thoughts = self._thoughts
+        self._share_resources(clone)
         return clone
 
     def _get_impl_state(self) -> Any:

@@ -1,0 +1,137 @@
+"""Methods for HandoffSteering-v0, the five-role pipeline supervised at its hand-offs (PAPERS.md A, "Multi-agent
+variant"). They are the steering methods of the single-agent tables, handed the hand-off env and its catalogue:
+
+* ``handoff_none``: no supervision (the reference row);
+* ``handoff_random``: a random catalogue intervention at each hand-off with probability ``p`` (25% by default,
+  the paper's coverage);
+* ``handoff_best_fixed_rule``: one catalogue option at one hand-off index, chosen on dev (testbed rule 3);
+* ``handoff_zero_shot``: the steering agent without RL (an *untrained* encoder steerer over the hand-off
+  features; not a prompted LLM);
+* ``handoff_rl``: the same agent trained by the unchanged steering trainer (state bank, ε-selection, G x N
+  counterfactual continuations through ``fork``, ranking loss + GRPO) on the train split.
+
+Operating points, for both steerers: ``coverage=0.25`` chooses τ on the *dev* split so that interventions cover
+that share of agent turns (every agent turn hands off once, so coverage = interventions / decisions); ``every=1``
+opens the gate at every hand-off (the paper's "intervening at every hand-off"); otherwise ``tau`` is used as given.
+"""
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from typing import Any
+
+import numpy as np
+
+from agents.base import play_episode
+from agents.steering.agent import SteeringAgent
+from agents.steering.gate import sigmoid
+from steer_envs.data import load_tasks
+from steer_envs.errors import SteerEnvsError
+
+from .fixed_rule import build_best_fixed_rule
+from .registry import MethodContext
+from .simple import RandomIntervention, catalogue_options
+from .steering import _rl, _untrained
+
+HANDOFF_ENV = "steer_envs/HandoffSteering-v0"
+FEATURES = {"features": "handoff"}
+#: τ of an always-open gate: p = σ(z − logit τ) ≈ 1 for any z the steerer produces
+OPEN_GATE_TAU = 1e-12
+TAU_FILE = "tau_for_coverage.json"
+DEPLOY_OPTIONS = frozenset({"tau", "coverage", "every"})
+
+
+def dev_task_ids(context: MethodContext, per_benchmark: int) -> list[str]:
+    from steer_envs.data.tasks import BENCHMARKS
+
+    return [t.id for b in (context.benchmarks or BENCHMARKS) for t in load_tasks(b, "dev", data_dir=context.data_dir)[:per_benchmark]]
+
+
+def coverage_of(env, agent: SteeringAgent, task_ids: list[str]) -> float:
+    """Interventions per decision (= per agent turn) of ``agent`` on ``task_ids`` (fixed seeds per task)."""
+    interventions = decisions = 0
+    for task_id in task_ids:
+        _, n, info = play_episode(env, agent, zlib.crc32(task_id.encode()) & 0x7FFFFFFF, task_id)
+        interventions += int(info["interventions"])
+        decisions += n
+    return interventions / max(1, decisions)
+
+
+def tau_for_coverage(env, agent: SteeringAgent, task_ids: list[str], target: float, iters: int = 12) -> tuple[float, float]:
+    """Bisection on logit τ so that the agent's coverage on ``task_ids`` is about ``target`` (coverage falls as τ
+    rises). Returns (τ, the coverage it gave)."""
+    lo, hi = -14.0, 14.0
+    best = (agent.tau, math.inf, math.nan)
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        agent.tau = sigmoid(mid)
+        rate = coverage_of(env, agent, task_ids)
+        if abs(rate - target) < best[1]:
+            best = (agent.tau, abs(rate - target), rate)
+        lo, hi = (mid, hi) if rate > target else (lo, mid)
+    agent.tau = best[0]
+    return best[0], best[2]
+
+
+def _operating_point(agent: SteeringAgent, context: MethodContext) -> SteeringAgent:
+    """Set the agent's τ from the method's deployment options (see the module docstring)."""
+    if context.option("every", 0, int):
+        agent.tau = OPEN_GATE_TAU
+        agent.run_info = {**getattr(agent, "run_info", {}), "gate": "open at every hand-off"}
+        return agent
+    target = context.option("coverage", None, float) if context.options.get("coverage", "") != "" else None
+    if target is None:
+        return agent
+    if not 0.0 < target < 1.0:
+        raise SteerEnvsError(f"coverage must be a share of agent turns in (0, 1), got {target}")
+    path = context.checkpoint_dir() / TAU_FILE
+    chosen = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    key = f"{target:g}"
+    if key not in chosen:
+        per_benchmark = context.option("dev_tasks", 20, int)
+        env = context.make_env(HANDOFF_ENV, split="dev", action_mode="discrete")
+        try:
+            tau, achieved = tau_for_coverage(env, agent, dev_task_ids(context, per_benchmark), target)
+        finally:
+            env.close()
+        chosen[key] = {"tau": tau, "dev_coverage": achieved, "dev_tasks_per_benchmark": per_benchmark, "split": "dev"}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(chosen, indent=2), encoding="utf-8")
+        tmp.replace(path)
+    agent.tau = float(chosen[key]["tau"])
+    agent.run_info = {**getattr(agent, "run_info", {}), "tau": agent.tau, "tau_chosen_on": "dev",
+                      "dev_coverage": chosen[key]["dev_coverage"]}
+    return agent
+
+
+def build_handoff_zero_shot(context: MethodContext) -> SteeringAgent:
+    return _operating_point(_untrained(context, HANDOFF_ENV, "handoff_zero_shot", **FEATURES), context)
+
+
+def build_handoff_rl(context: MethodContext) -> SteeringAgent:
+    agent = _rl(context, HANDOFF_ENV, "handoff_rl", {"env_id": HANDOFF_ENV, "backbone_args": dict(FEATURES)})
+    return _operating_point(agent, context)
+
+
+def build_handoff_random(context: MethodContext) -> RandomIntervention:
+    return RandomIntervention(catalogue_options(context, HANDOFF_ENV), context.option("p", 0.25, float))
+
+
+def build_handoff_best_fixed_rule(context: MethodContext):
+    return build_best_fixed_rule(context, HANDOFF_ENV)
+
+
+def handoff_train_options() -> dict[str, str]:
+    """The hand-off steerer's default training budget, chosen on dev (docs/results_handoff.md): 24 rounds x 96 states
+    x (4 samples + pass) x 6 continuations, about 69k continuation rollouts."""
+    from .steering import train_options
+
+    return {**train_options(), "bank_tasks": "400", "m": "24", "k": "96", "G": "4", "N": "6"}
+
+
+def policy_rates(records: list[Any]) -> dict[str, float]:
+    """Coverage and agent turns per task of episode records (for reports)."""
+    decisions = sum(r.decisions for r in records)
+    return {"coverage": sum(r.interventions for r in records) / max(1, decisions),
+            "turns_per_task": float(np.mean([r.executor_turns for r in records])) if records else 0.0}

@@ -1,0 +1,43 @@
+"""The note reader on hostile notes: any string gets a defined reading, the same every time, quickly.
+
+Written against the public function that maps a note to an intent (``steer_envs.notes.read_note``); retarget
+``read_note`` if the reader is replaced (the properties stay the same)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+
+from steer_envs.notes import Reading, get_intent_set, read_note
+from tests.hostile import hostile_text, megabyte_text
+
+INTENTS = set(get_intent_set("searcher").names) | {"none"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _loaded_reader():
+    """Load the encoder and fit the probe before the timed properties (the first reading pays for both)."""
+    read_note("warm up")
+
+
+def _check(note: str) -> Reading:
+    reading = read_note(note)
+    assert isinstance(reading, Reading) and reading.intent in INTENTS
+    assert 0.0 <= reading.confidence <= 1.0 + 1e-9
+    assert isinstance(reading.argument, str) and len(reading.argument) <= len(note)
+    return reading
+
+
+@settings(max_examples=60, deadline=3000)
+@given(hostile_text)
+def test_any_note_gets_a_defined_reading_and_the_same_one_twice(note):
+    assert _check(note) == read_note(note)
+
+
+@settings(max_examples=3, deadline=None)
+@given(megabyte_text)
+def test_a_megabyte_note_is_read_quickly(note):
+    start = time.perf_counter()
+    _check(note)
+    assert time.perf_counter() - start < 20

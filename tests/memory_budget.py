@@ -1,0 +1,73 @@
+"""The suite's memory budget, measured on every run: the peak resident memory of the test process and its
+children (subprocess CLIs, env workers), sampled every 0.2 s, with the test that was running at the peak.
+
+Why enforced here: a single test that loads a model twice or keeps a vocabulary-sized logits tensor per token
+can take the suite past what a small CI machine has (the causal-LM steerer's training test once took 13 GB). The
+budget is ``$STEER_ENVS_TEST_MEMORY_BUDGET_GB`` (default 4); a run above it fails with the test to look at."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+BUDGET_ENV = "STEER_ENVS_TEST_MEMORY_BUDGET_GB"
+DEFAULT_BUDGET_GB = 4.0
+
+
+class MemoryBudget:
+    def __init__(self, budget_gb: float) -> None:
+        import psutil
+
+        self.budget_gb = budget_gb
+        self.process = psutil.Process()
+        self.peak = 0
+        self.peak_test = "(collection)"
+        self.current = "(collection)"
+        self._stop = threading.Event()
+        threading.Thread(target=self._sample, name="memory-budget", daemon=True).start()
+
+    def _tree_rss(self) -> int:
+        import psutil
+
+        total = 0
+        for proc in [self.process, *self.process.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        return total
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            rss = self._tree_rss()
+            if rss > self.peak:
+                self.peak, self.peak_test = rss, self.current
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item) -> None:
+        self.current = item.nodeid
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        self._stop.set()
+        gb = self.peak / 1e9
+        terminalreporter.write_line(f"peak memory of the test processes: {gb:.2f} GB (during {self.peak_test}); "
+                                    f"budget {self.budget_gb:g} GB")
+        if gb > self.budget_gb:
+            terminalreporter.write_line(f"OVER THE MEMORY BUDGET (${BUDGET_ENV}): look at {self.peak_test}", red=True)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        self._stop.set()
+        if self.peak / 1e9 > self.budget_gb and session.exitstatus == 0:
+            session.exitstatus = 1
+
+
+def register(config) -> None:
+    try:
+        import psutil  # noqa: F401
+    except ImportError:  # pragma: no cover - psutil comes with the test extra
+        return
+    budget = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_GB))
+    config.pluginmanager.register(MemoryBudget(budget), "steer_envs_memory_budget")
