@@ -157,11 +157,11 @@ def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
         raise SteerEnvsError("a comparison scores F1 without an intervention cost (rates are matched on dev instead); "
                              "drop --intervention-cost")
     return ComparisonPlan(
-        out=out, executor=executor or args.executor, benchmarks=tuple(args.benchmarks), split=args.split, rl=args.rl, train_seeds=args.train_seeds,
-        seeds=args.seeds, limit=args.limit, dev_seeds=args.dev_seeds, dev_limit=args.dev_limit, target=args.target, max_probes=args.max_probes,
-        max_turns=args.max_turns, ppo_costs=tuple(args.ppo_costs), match_budgets=not args.no_budget_match,
-        curve_seeds=args.curve_seeds, curves=not args.no_curves, spearman_tasks=args.spearman_tasks,
-        context_rows=tuple(args.context_rows),
+        out=out, executor=executor or args.executor, benchmarks=tuple(args.benchmarks), split=args.split,
+        rl=args.rl, train_seeds=args.train_seeds, seeds=args.seeds, limit=args.limit, dev_seeds=args.dev_seeds,
+        dev_limit=args.dev_limit, target=args.target, max_probes=args.max_probes, max_turns=args.max_turns,
+        ppo_costs=tuple(args.ppo_costs), match_budgets=not args.no_budget_match, curve_seeds=args.curve_seeds,
+        curves=not args.no_curves, spearman_tasks=args.spearman_tasks, context_rows=tuple(args.context_rows),
         data_dir=args.data_dir, progress=not args.no_progress, pool=pool_config_from_args(args),
     )
 

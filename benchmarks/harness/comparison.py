@@ -169,6 +169,11 @@ class Comparison:
         parsed = parse_method(label)
         return Budget.read(self.dev.checkpoint_dir(parsed.training_label))
 
+    def _spent(self, name: str) -> float:
+        """Mean measured training budget (env steps) over the training seeds of row ``name`` (0: none)."""
+        row = self.rows.get(name)
+        return _mean(b.env_steps for b in (self.budget_of(label) for label in row.labels) if b) if row else 0.0
+
     def rule_spec(self) -> str:
         """``best_fixed_rule`` choosing on the same dev tasks and seeds as every other knob."""
         p = self.plan
@@ -382,6 +387,12 @@ class Comparison:
                 budgets[name] = format_steps(_mean(spent)) + (" (dev)" if name == RULE else "")
             elif get_method(parse_method(row.labels[0]).name).learns is False and name != REFERENCE:
                 budgets[name] = "0"
+        # say so where a matched budget missed (PPO's 256-step rollouts round a small budget up, for one)
+        rl_spent = self._spent(RL)
+        for name in ("filtered_bc", "sb3_ppo"):
+            spent = self._spent(name)
+            if rl_spent and spent and abs(spent / rl_spent - 1) > p.budget_tolerance:
+                budgets[name] += f" (off RL's by {100 * (spent / rl_spent - 1):+.0f}%)"
         knobs = {name: row.knob for name, row in self.rows.items()}
         card = setting_card(self.report, p.train_seeds, (self.dev,))
         plot = plots.rate_curves(curves, p.target, p.out / "plots" / "rate_curves.png") if curves else None
