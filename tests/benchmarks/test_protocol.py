@@ -146,3 +146,17 @@ def test_budget_is_the_measured_env_steps_of_training_and_a_reload_adds_none(tmp
     assert budget.env_steps == spent > 3            # three collection episodes plus paired continuations
     build_measured(spec, method_context(folder, spec.label, progress=False, training_label=spec.training_label))
     assert Budget.read(context.workdir).env_steps == spent and len(Budget.read(context.workdir).builds) == 1
+
+
+def test_the_oracle_is_headroom_never_the_best_row_and_labels_read_with_their_options():
+    from benchmarks.harness.tables import best_row, display_name
+
+    benches = ["nq", "musique"] * 10
+    rows = [_runs("no_supervision", [[0.4] * 20], benches), _runs("oracle", [[0.9] * 20], benches),
+            _runs("steering_rl", [[0.5] * 20], benches)]
+    summaries = summarize_rows(rows, ["nq", "musique"])
+    assert best_row(summaries).method == "steering_rl"
+    table = comparison_table(summaries, ["nq", "musique"], {}, {})
+    assert [line for line in table.splitlines() if "★" in line][0].startswith("| **★ RL steering")
+    assert display_name("fixed_rule:at=1,option=verify") == "Fixed rule (at=1,option=verify)"
+    assert display_name("steering_rl") == "RL steering (the paper's trainer)" and display_name("x:y=1") == "x:y=1"
