@@ -1,8 +1,10 @@
 """Every method of the steering paper's tables, registered by name (imported lazily by the registry).
 
 Names follow the paper's rows: no supervision; random intervention at a matched rate; always intervene; a
-rule-based drift detector; zero-shot steering (untrained encoder steerer, or a causal LM steerer); RL-trained
-steering; planning and verification, each zero-shot and RL-trained; filtered behaviour cloning; SB3 PPO.
+rule-based drift detector; the best fixed rule; zero-shot steering (a prompted causal LM steerer, as in the
+paper); the untrained steerer (the RL architecture before training); RL-trained steering; planning and
+verification, each untrained and RL-trained; filtered behaviour cloning; SB3 PPO. ``rate_knob`` names the option a
+rate-matched comparison sets on dev (:mod:`benchmarks.harness.operating`).
 """
 from __future__ import annotations
 
@@ -18,13 +20,15 @@ _TRAIN = train_options()
 #: N=8 instead of 40 x 128, N=16): each of their continuations is a whole episode, so steering's budget would take
 #: them well over the 20 minutes steering trains in; raise m / k / N in the method spec for a matched budget.
 _TRAIN_ONE_DECISION = {**_TRAIN, "bank_tasks": "1000", "m": "16", "k": "64", "N": "8"}
+#: an untrained steerer: the architecture of the RL config (``config``), initialised with ``seed``
+_UNTRAINED = {"tau": "0.5", "seed": "0", "config": ""}
 
 for method in (
     Method("no_supervision", "the frozen executor alone (always pass); the reference row", STEERING_ENV,
            "baselines.simple:build_no_supervision", group="reference"),
     Method("random", "intervene with probability p per decision, random catalogue option; by default p matches "
            "steering_rl's measured interventions per decision in the same run folder", STEERING_ENV,
-           "baselines.simple:build_random", options={"p": "", "match": "steering_rl"}, group="rule"),
+           "baselines.simple:build_random", options={"p": "", "match": "steering_rl"}, group="rule", rate_knob="p"),
     Method("always", "intervene at every decision with one fixed option", STEERING_ENV,
            "baselines.simple:build_always", options={"option": "refocus"}, group="rule"),
     Method("fixed_rule", "one catalogue note at decision `at` (0 = before the first executor turn), pass otherwise",
@@ -38,34 +42,39 @@ for method in (
            options={"max_interventions": "3", "lookahead": "4"}, group="reference"),
     Method("drift_rule", "rule-based drift detector: a repeated query -> stop_repeating; turn >= turns -> answer_now",
            STEERING_ENV, "baselines.simple:build_drift_rule", options={"turns": "6"}, group="rule"),
-    Method("steering_zero_shot", "the steering agent without RL: an untrained EncoderSteerer (fast path + gate + "
-           "slow path)", STEERING_ENV, "baselines.steering:build_zero_shot_encoder",
-           options={"tau": "0.5", "seed": "0"}, group="steering"),
-    Method("steering_llm_zero_shot", "the steering agent without RL on a causal LM (CausalLMSteerer; default the "
-           "packaged gemma-3-270m): slow, use with --limit", STEERING_ENV, "baselines.steering:build_zero_shot_llm",
-           options={"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0"}, group="steering"),
+    Method("steering_untrained", "the steering agent's architecture before RL: the RL config's steerer, freshly "
+           "initialised with `seed` (fast path + gate + slow path); not a zero-shot model", STEERING_ENV,
+           "baselines.steering:build_untrained_steering", options=_UNTRAINED, group="steering", rate_knob="tau"),
+    Method("steering_llm_zero_shot", "zero-shot steering as in the paper: a prompted causal LM steerer "
+           "(CausalLMSteerer; default the packaged gemma-3-270m, or any hf:/openai: model), no training; slow on a "
+           "CPU, use with --limit", STEERING_ENV, "baselines.steering:build_zero_shot_llm",
+           options={"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0"}, group="steering", rate_knob="tau"),
     Method("steering_rl", "the steering agent trained with the paper's RL (ranking loss + GRPO) on the train split",
            STEERING_ENV, "baselines.steering:build_rl_steering", options={"tau": "0.5", **_TRAIN}, learns=True,
-           group="steering"),
-    Method("planning_zero_shot", "planning: an untrained steerer picks a plan (or none) once, before execution",
-           PLANNING_ENV, "baselines.steering:build_zero_shot_planning", options={"tau": "0.5", "seed": "0"},
-           group="planning"),
+           group="steering", rate_knob="tau"),
+    Method("planning_untrained", "planning: an untrained steerer picks a plan (or none) once, before execution",
+           PLANNING_ENV, "baselines.steering:build_untrained_planning", options=_UNTRAINED, group="planning",
+           rate_knob="tau"),
     Method("planning_rl", "planning with the same RL trainer on SearchPlanning-v0", PLANNING_ENV,
-           "baselines.steering:build_rl_planning", options={"tau": "0.5", **_TRAIN_ONE_DECISION}, learns=True, group="planning"),
-    Method("verification_zero_shot", "verification: an untrained steerer accepts or rejects each proposed answer",
-           VERIFICATION_ENV, "baselines.steering:build_zero_shot_verification", options={"tau": "0.5", "seed": "0"},
-           group="verification"),
+           "baselines.steering:build_rl_planning", options={"tau": "0.5", **_TRAIN_ONE_DECISION}, learns=True,
+           group="planning", rate_knob="tau"),
+    Method("verification_untrained", "verification: an untrained steerer accepts or rejects each proposed answer",
+           VERIFICATION_ENV, "baselines.steering:build_untrained_verification", options=_UNTRAINED,
+           group="verification", rate_knob="tau"),
     Method("verification_rl", "verification with the same RL trainer on SearchVerification-v0", VERIFICATION_ENV,
            "baselines.steering:build_rl_verification", options={"tau": "0.5", **_TRAIN_ONE_DECISION}, learns=True,
-           group="verification"),
+           group="verification", rate_knob="tau"),
     Method("filtered_bc", "filtered behaviour cloning: offline proposals kept only where the counterfactual "
-           "continuation improved F1, then supervised learning", STEERING_ENV,
+           "continuation improved F1, then supervised learning; `tau`: intervene when the classifier's probability of "
+           "not passing is at least tau (empty: its argmax)", STEERING_ENV,
            "baselines.filtered_bc:build_filtered_bc",
-           options={"tasks": "200", "N": "2", "propose": "0.5", "margin": "0.0", "epochs": "300", "seed": "0"},
-           learns=True, group="offline"),
-    Method("sb3_ppo", "Stable-Baselines3 PPO on hashed features + counters (FeatureObservation wrapper)",
-           STEERING_ENV, "baselines.sb3_ppo:build_sb3_ppo", options={"timesteps": "6000", "buckets": "128", "seed": "0"},
-           learns=True, group="rl_library"),
+           options={"tasks": "200", "N": "2", "propose": "0.5", "margin": "0.0", "epochs": "300", "seed": "0",
+                    "tau": ""},
+           learns=True, group="offline", rate_knob="tau"),
+    Method("sb3_ppo", "Stable-Baselines3 PPO on hashed features + counters (FeatureObservation wrapper); `cost`: "
+           "reward cost per intervention during training (its rate knob)", STEERING_ENV,
+           "baselines.sb3_ppo:build_sb3_ppo", options={"timesteps": "6000", "buckets": "128", "seed": "0", "cost": "0"},
+           learns=True, group="rl_library", rate_knob="cost"),
     # -- the five-role hand-off pipeline (HandoffSteering-v0; docs/results_handoff.md) -------------------------
     Method("handoff_none", "the simulated pipeline alone (pass at every hand-off); the reference row of the hand-off table",
            HANDOFF_ENV, "baselines.simple:build_no_supervision", group="reference"),

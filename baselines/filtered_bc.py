@@ -147,14 +147,18 @@ def load_classifier(path):
 
 
 class BCPolicy:
-    """Greedy action of the cloned classifier."""
+    """The cloned classifier: its greedy action, or with ``tau`` a threshold on its probability of not passing
+    (then the likeliest intervention). ``tau`` is a deployment knob, like the steerer's: it sets the intervention
+    rate without retraining, so the classifier can be compared with other methods at the same rate."""
 
     name = "filtered_bc"
 
-    def __init__(self, model: Any, featurizer: TextFeaturizer, run_info: dict | None = None) -> None:
+    def __init__(self, model: Any, featurizer: TextFeaturizer, run_info: dict | None = None,
+                 tau: float | None = None) -> None:
         self.model = model
         self.featurizer = featurizer
         self.run_info = run_info or {}
+        self.tau = tau
 
     def reset(self, seed: int | None = None) -> None:
         pass
@@ -164,7 +168,11 @@ class BCPolicy:
 
         with torch.no_grad():
             x = torch.tensor(self.featurizer(*split_observation(observation)), dtype=torch.float32)
-            return int(self.model(x[None]).argmax(dim=-1)[0])
+            logits = self.model(x[None])[0]
+        if self.tau is None:
+            return int(logits.argmax())
+        p_pass = float(torch.softmax(logits, dim=-1)[0])
+        return int(logits[1:].argmax()) + 1 if 1.0 - p_pass >= self.tau else 0
 
 
 def build_filtered_bc(context: MethodContext) -> BCPolicy:
@@ -174,6 +182,7 @@ def build_filtered_bc(context: MethodContext) -> BCPolicy:
     margin = context.option("margin", 0.0, float)
     epochs = context.option("epochs", 300, int)
     seed = context.option("seed", 0, int)
+    tau = context.option("tau", None, float) if context.options.get("tau", "") != "" else None
     featurizer = TextFeaturizer(buckets=128, max_turns=context.max_turns)
     probe = context.make_env()
     n_actions = len(probe.unwrapped.catalogue)
@@ -191,4 +200,4 @@ def build_filtered_bc(context: MethodContext) -> BCPolicy:
                 for step, loss in enumerate(losses):
                     if step % 10 == 0 or step == len(losses) - 1:
                         fh.write(json.dumps({"method": "filtered_bc", "step": step, "loss": loss, **stats}) + "\n")
-    return BCPolicy(model.eval(), featurizer, run_info=run_info)
+    return BCPolicy(model.eval(), featurizer, run_info=run_info, tau=tau)

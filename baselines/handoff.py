@@ -32,7 +32,7 @@ from steer_envs.errors import SteerEnvsError
 from .fixed_rule import build_best_fixed_rule
 from .registry import MethodContext
 from .simple import RandomIntervention, catalogue_options
-from .steering import _rl, _zero_shot_encoder
+from .steering import _rl, _untrained
 
 HANDOFF_ENV = "steer_envs/HandoffSteering-v0"
 FEATURES = {"features": "handoff"}
@@ -106,7 +106,7 @@ def _operating_point(agent: SteeringAgent, context: MethodContext) -> SteeringAg
 
 
 def build_handoff_zero_shot(context: MethodContext) -> SteeringAgent:
-    return _operating_point(_zero_shot_encoder(context, HANDOFF_ENV, "handoff_zero_shot", **FEATURES), context)
+    return _operating_point(_untrained(context, HANDOFF_ENV, "handoff_zero_shot", **FEATURES), context)
 
 
 def build_handoff_rl(context: MethodContext) -> SteeringAgent:

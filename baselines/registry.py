@@ -99,6 +99,10 @@ class Method:
     #: options that only change deployment (e.g. the gate threshold tau), not what is trained: methods that
     #: differ only in these share one checkpoint (a tau sweep trains once)
     deploy_options: frozenset[str] = frozenset({"tau"})
+    #: the option that sets how often the method intervenes, for rate-matched comparisons (chosen on dev by the
+    #: harness, :mod:`benchmarks.harness.operating`): ``tau`` (a deployment threshold), ``p`` (a probability per
+    #: decision), ``cost`` (a training-time cost per intervention: each value is a training run); None: no knob
+    rate_knob: str | None = None
 
     def builder(self) -> PolicyBuilder:
         if isinstance(self.build, str):

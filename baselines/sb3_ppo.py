@@ -79,8 +79,10 @@ class _ProgressCallback:
         return Callback()
 
 
-def make_training_env(context: MethodContext, split: str = "train", buckets: int = 128):
-    return FeatureObservation(context.make_env(split=split, action_mode="discrete"), buckets=buckets)
+def make_training_env(context: MethodContext, split: str = "train", buckets: int = 128, cost: float | None = None):
+    """The featurised training env; ``cost`` (the method's rate knob) replaces the run's intervention cost."""
+    overrides = {} if cost is None else {"intervention_cost": cost}
+    return FeatureObservation(context.make_env(split=split, action_mode="discrete", **overrides), buckets=buckets)
 
 
 def _new_ppo(env, seed: int):
@@ -120,13 +122,14 @@ def load_ppo(path: Path, context: MethodContext, seed: int, buckets: int):
     return model
 
 
-def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: int = 128):
-    """Train PPO for ``timesteps`` env steps on the train split; returns the SB3 model."""
+def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: int = 128, cost: float | None = None):
+    """Train PPO for ``timesteps`` env steps on the train split (``cost`` per intervention in its reward); returns
+    the SB3 model."""
     import torch
     from stable_baselines3.common.logger import Logger
 
     torch.set_num_threads(1)
-    env = make_training_env(context, buckets=buckets)
+    env = make_training_env(context, buckets=buckets, cost=cost)
     env.reset(seed=seed)
     model = _new_ppo(env, seed)
     # SB3's default logger makes a fresh SB3-<timestamp> folder in the system temp dir on every learn(); progress
@@ -143,14 +146,15 @@ def build_sb3_ppo(context: MethodContext) -> SB3Policy:
     timesteps = context.option("timesteps", 6000, int)
     buckets = context.option("buckets", 128, int)
     seed = context.option("seed", 0, int)
+    cost = context.option("cost", 0.0, float)
     path = context.checkpoint_dir() / MODEL_FILE
     if path.is_file():
         model = load_ppo(path, context, seed, buckets)
     else:
-        model = train_ppo(context, timesteps, seed=seed, buckets=buckets)
+        model = train_ppo(context, timesteps, seed=seed, buckets=buckets, cost=cost)
         model.save(path)
     featurizer = FeatureObservation(context.make_env(), buckets=buckets).featurizer
-    return SB3Policy(model, featurizer, run_info={"timesteps": timesteps, "buckets": buckets, "seed": seed})
+    return SB3Policy(model, featurizer, run_info={"timesteps": timesteps, "buckets": buckets, "seed": seed, "cost": cost})
 
 
 def main(argv: list[str] | None = None) -> int:

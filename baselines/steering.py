@@ -1,8 +1,10 @@
 """Steering-agent methods, and planning / verification as the same agent in another environment.
 
-* ``steering_zero_shot``: the agent of PAPERS.md A (fast path, gate ``τ``, slow path) with an *untrained*
-  :class:`~agents.steering.encoder.EncoderSteerer` — the architecture without RL.
-* ``steering_llm_zero_shot``: the same agent on a causal LM (:class:`CausalLMSteerer`), zero-shot.
+* ``steering_untrained``: the agent of PAPERS.md A (fast path, gate ``τ``, slow path) with an *untrained*
+  steerer of the RL method's architecture (the config's backbone, freshly initialised with the method's ``seed``):
+  what the architecture does before RL. It is not a zero-shot model: nothing in it knows the task.
+* ``steering_llm_zero_shot``: the paper's zero-shot steerer: a prompted causal LM (:class:`CausalLMSteerer`,
+  default the packaged gemma-3-270m), no training.
 * ``steering_rl``: trained with :class:`~agents.steering.trainer.SteeringTrainer` (ranking loss + GRPO over
   counterfactual continuations) on the *train* split of the run's executor.
 * ``planning_*`` / ``verification_*``: the identical agent and trainer, handed SearchPlanning-v0 (one decision,
@@ -26,6 +28,8 @@ from steer_envs.errors import SteerEnvsError
 from .registry import PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV, MethodContext
 
 #: trainer options a method spec may override (``steering_rl:m=4,k=8``); others come from SteeringConfig
+#: or from a config file (``steering_rl:config=path.toml``). ``seed`` is the *training seed*: it seeds the
+#: trainer, the state bank's rollouts and the steerer's initial weights, so two seeds are two independent runs.
 TRAIN_OPTION_TYPES: dict[str, type] = {
     "m": int, "k": int, "G": int, "N": int, "bank_tasks": int, "eps_sel": float, "lr": float, "seed": int,
     "cost": float,
@@ -34,9 +38,10 @@ ACTION_MODE = "discrete"
 
 
 def train_options() -> dict[str, str]:
-    """The documented trainer options with SteeringConfig's defaults (shown by ``--list-methods``)."""
+    """The documented trainer options with SteeringConfig's defaults (shown by ``--list-methods``); ``config``: a
+    SteeringConfig file (JSON/TOML) the other options override (empty: SteeringConfig's defaults)."""
     defaults = {f.name: f.default for f in fields(SteeringConfig)}
-    return {k: str(defaults[k]) for k in TRAIN_OPTION_TYPES}
+    return {"config": "", **{k: str(defaults[k]) for k in TRAIN_OPTION_TYPES}}
 
 
 def _agent(steerer, context: MethodContext, name: str, tau: float | None = None) -> SteeringAgent:
@@ -54,25 +59,29 @@ def _options(context: MethodContext, env_id: str):
         env.close()
 
 
-def _zero_shot_encoder(context: MethodContext, env_id: str, name: str, **steerer_args: Any) -> SteeringAgent:
-    from agents.steering.encoder import EncoderSteerer
+def _untrained(context: MethodContext, env_id: str, name: str, **steerer_args: Any) -> SteeringAgent:
+    """The RL method's architecture (its config's backbone and arguments, ``steerer_args`` on top: a hand-off
+    steerer's feature set), freshly initialised with ``seed``."""
+    from agents.steering.backbones import build_steerer
 
-    steerer = EncoderSteerer(_options(context, env_id), seed=context.option("seed", 0, int), **steerer_args).eval()
+    config = steering_config(context)
+    args = {**dict(config.backbone_args), **steerer_args}
+    steerer = build_steerer(config.backbone, _options(context, env_id), args).eval()
     agent = _agent(steerer, context, name)
-    agent.run_info = {"backbone": "encoder", "trained": False}
+    agent.run_info = {"backbone": config.backbone, "trained": False}
     return agent
 
 
-def build_zero_shot_encoder(context: MethodContext) -> SteeringAgent:
-    return _zero_shot_encoder(context, STEERING_ENV, "steering_zero_shot")
+def build_untrained_steering(context: MethodContext) -> SteeringAgent:
+    return _untrained(context, STEERING_ENV, "steering_untrained")
 
 
-def build_zero_shot_planning(context: MethodContext) -> SteeringAgent:
-    return _zero_shot_encoder(context, PLANNING_ENV, "planning_zero_shot")
+def build_untrained_planning(context: MethodContext) -> SteeringAgent:
+    return _untrained(context, PLANNING_ENV, "planning_untrained")
 
 
-def build_zero_shot_verification(context: MethodContext) -> SteeringAgent:
-    return _zero_shot_encoder(context, VERIFICATION_ENV, "verification_zero_shot")
+def build_untrained_verification(context: MethodContext) -> SteeringAgent:
+    return _untrained(context, VERIFICATION_ENV, "verification_untrained")
 
 
 def build_zero_shot_llm(context: MethodContext) -> SteeringAgent:
@@ -90,13 +99,22 @@ def build_zero_shot_llm(context: MethodContext) -> SteeringAgent:
 
 
 def steering_config(context: MethodContext) -> SteeringConfig:
-    """The trainer config of a learning method: the run's executor and turn budget, the train split."""
+    """The trainer config of a learning method: the ``config`` file's (or SteeringConfig's) settings, the spec's
+    options on top, and the run's executor, turn budget and metric on the train split. The training ``seed`` also
+    seeds the state bank and the steerer's initial weights."""
+    from dataclasses import replace
+
+    path = context.option("config", "", str)
+    base = SteeringConfig.load(path) if path else SteeringConfig()
     overrides = {k: context.option(k, None, kind) for k, kind in TRAIN_OPTION_TYPES.items()}
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    return SteeringConfig(
+    seed = int(overrides.pop("seed", base.seed))
+    return replace(
+        base, **overrides,
         executor=context.executor, benchmarks=list(context.benchmarks) if context.benchmarks else None,
         split="train", max_turns=context.max_turns, metric=context.metric, action_mode=ACTION_MODE,
-        data_dir=context.data_dir, tau=context.option("tau", 0.5, float), **overrides,
+        data_dir=context.data_dir, tau=context.option("tau", base.tau, float), seed=seed, bank_seed=seed,
+        backbone_args={**base.backbone_args, "seed": seed},
     )
 
 

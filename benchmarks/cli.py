@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from steer_envs.cli.common import add_data_dir
 from steer_envs.cli.registry import Command, register_command, rerun
@@ -125,6 +126,61 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- compare -----------------------------------------------------------------------------------------------------
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of one rate-matched comparison (``steer-envs compare`` and the results generator)."""
+    parser.add_argument("--rl", default="steering_rl", metavar="SPEC",
+                        help="the RL steerer's method spec, e.g. steering_rl:config=FILE.toml (default steering_rl)")
+    parser.add_argument("--train-seeds", type=int, default=3, help="training seeds per learned method (default 3)")
+    parser.add_argument("--target", type=float, default=1.0, help="interventions per task every knob is set to on dev")
+    parser.add_argument("--dev-limit", type=int, default=0, help="dev tasks per benchmark for choosing (0: all)")
+    parser.add_argument("--dev-seeds", type=int, default=1, help="seeds per dev task for choosing (default 1)")
+    parser.add_argument("--max-probes", type=int, default=10, help="dev evaluations per bisection (default 10)")
+    parser.add_argument("--ppo-costs", nargs="+", default=["0", "0.01", "0.03", "0.1"], metavar="C",
+                        help="SB3 PPO's intervention-cost grid (each value a training run; chosen on dev)")
+    parser.add_argument("--no-budget-match", action="store_true",
+                        help="keep filtered BC and SB3 PPO at their defaults instead of RL's measured budget")
+    parser.add_argument("--curve-seeds", type=int, default=1, help="seeds per task for the rate curves (default 1)")
+    parser.add_argument("--no-curves", action="store_true", help="skip the rate curves")
+    parser.add_argument("--spearman-tasks", type=int, default=20,
+                        help="held-out tasks per benchmark for the fast path's Spearman (0: skip)")
+    parser.add_argument("--context-rows", nargs="*", default=[], metavar="SPEC",
+                        help="methods shown beside the rate-matched rows without a knob (e.g. a fixed rule, oracle)")
+
+
+def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
+    from steer_envs.errors import SteerEnvsError
+
+    from .harness.comparison import ComparisonPlan
+
+    if args.intervention_cost:
+        raise SteerEnvsError("a comparison scores F1 without an intervention cost (rates are matched on dev instead); "
+                             "drop --intervention-cost")
+    return ComparisonPlan(
+        out=out, executor=executor or args.executor, benchmarks=tuple(args.benchmarks), split=args.split,
+        rl=args.rl, train_seeds=args.train_seeds, seeds=args.seeds, limit=args.limit, dev_seeds=args.dev_seeds,
+        dev_limit=args.dev_limit, target=args.target, max_probes=args.max_probes, max_turns=args.max_turns,
+        ppo_costs=tuple(args.ppo_costs), match_budgets=not args.no_budget_match, curve_seeds=args.curve_seeds,
+        curves=not args.no_curves, spearman_tasks=args.spearman_tasks, context_rows=tuple(args.context_rows),
+        data_dir=args.data_dir, progress=not args.no_progress, pool=pool_config_from_args(args),
+    )
+
+
+def _configure_compare(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="folder: dev/, <split>/, checkpoints/, comparison.md")
+    add_compare_arguments(parser)
+    _add_protocol(parser, split="dev")
+    add_pool_arguments(parser)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from .harness.comparison import run_comparison
+
+    run_comparison(compare_plan(args, args.out))
+    print(Path(args.out, "comparison.md").read_text(encoding="utf-8"))
+    return 0
+
+
 # -- demo --------------------------------------------------------------------------------------------------------
 def _configure_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/demo", help="run folder (default runs/demo)")
@@ -151,6 +207,9 @@ def register_commands() -> None:
                              resume=rerun))
     register_command(Command("sensitivity", "re-run methods over a grid of response assumptions; does their order hold?",
                              _configure_sensitivity, _run_sensitivity, resume=rerun))
+    register_command(Command("compare", "rate-matched comparison: every knob chosen on dev, training seeds, equal "
+                             "budgets, paired intervals (default split dev: the development loop)",
+                             _configure_compare, _run_compare, resume=rerun))
     register_command(Command("report", "write report.md and PNG plots for a run folder", _configure_report, _run_report))
     register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
                              _configure_demo, _run_demo, resume=rerun))

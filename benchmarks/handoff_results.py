@@ -33,7 +33,7 @@ from .harness.config import EvalConfig, episode_seed
 from .harness.records import EpisodeLog, EpisodeRecord
 from .harness.runfolder import RunFolder
 from .harness.runner import evaluate
-from .harness.stats import _by_benchmark, _per_task
+from .harness.stats import _per_task, macro_mean
 
 RESAMPLES = 2000
 
@@ -127,7 +127,7 @@ def paired_interval(rows_a: list[list[EpisodeRecord]], rows_b: list[list[Episode
 
 def row_summary(rows: list[list[EpisodeRecord]], benchmarks: Sequence[str]) -> dict[str, Any]:
     every = [r for seed_rows in rows for r in seed_rows]
-    f1 = [float(np.mean([v.mean() for v in _by_benchmark(_per_task(r, "f1"), benchmarks).values()])) * 100 for r in rows]
+    f1 = [100 * macro_mean(r, benchmarks) for r in rows]
     decisions = sum(r.decisions for r in every)
     return {"f1": float(np.mean(f1)), "f1_by_training_seed": f1, "agent_turns": float(np.mean([r.executor_turns for r in every])),
             "coverage": sum(r.interventions for r in every) / max(1, decisions),

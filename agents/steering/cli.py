@@ -43,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
     last = result.log[-1] if result.log else {}
     print(
         f"trained {result.rounds} rounds in {result.wall_s:.0f} s; last round: loss {last.get('loss', float('nan')):.3f}, "
-        f"mean q {last.get('mean_q', float('nan')):.3f}. Model: {out / 'model.pt'}; evaluate with "
-        f"`python -m agents.steering.evaluate {out}`"
+        f"mean q {last.get('mean_q', float('nan')):.3f}. Model: {out / 'model.pt'}; "
+        f"fast-path Spearman on dev: `python -m agents.steering.evaluate {out}`; "
+        "compare with other methods: `steer-envs compare`"
     )
     return 0
 

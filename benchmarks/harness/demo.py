@@ -1,13 +1,16 @@
 """``steer-envs demo``: the whole story on the embedded default, in one command (≤ 15 minutes on 2 CPU cores).
 
-1. Train the steering agent briefly (PAPERS.md A's trainer: state bank, counterfactual continuations, ranking
-   loss + GRPO) on the train split of ``sim:default``.
-2. Evaluate it on a test subset next to the baselines (no supervision, random at the steerer's measured rate,
-   always, the rule-based drift detector, zero-shot steering, planning and verification zero-shot and
-   RL-trained with the same trainer budget, filtered behaviour cloning, SB3 PPO) on identical tasks and seeds.
-3. Sweep τ on the trained steerer (no retraining), print the table, write ``report.md`` and the plots.
+The demo is a small :class:`~.comparison.Comparison` on ``sim:default``:
 
-Everything lands in one resumable run folder: rerunning the command after an interruption continues.
+1. Train the steering agent briefly (PAPERS.md A's trainer: state bank, counterfactual continuations, ranking
+   loss + GRPO) on the train split.
+2. Set every supervisor to ~1 intervention per task on a dev subset (τ of the trained and the untrained steerer
+   and of filtered BC, p of random, SB3 PPO's intervention cost; the best fixed rule picks its note and decision
+   on dev), giving filtered BC and SB3 PPO the steerer's measured training budget.
+3. Evaluate them on a test subset on identical tasks and seeds; sweep each knob around its choice; print the
+   table with its legend and the one-line verdict, and write ``comparison.md`` and the plots.
+
+It trains each method once (the results page trains three times); everything lands in one resumable folder.
 """
 from __future__ import annotations
 
@@ -15,47 +18,37 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from steer_envs.data import BENCHMARKS
-
-from .config import EvalConfig
-from .report import write_report
-from .runfolder import RunFolder
-from .runner import evaluate, write_summary
-from .sweeps import with_option
+from .comparison import ComparisonPlan, run_comparison
 
 
 @dataclass(frozen=True)
 class DemoPlan:
-    """The demo's budget. ``full``: the main job; ``quick``: a one-minute smoke version of the same steps."""
+    """The demo's budget. ``full``: the main job; ``quick``: a smoke version of the same steps."""
 
     limit: int
     seeds: int
-    train: str            # trainer options shared by steering / planning / verification RL (same budget)
-    ppo_timesteps: int
-    bc_tasks: int
-    taus: tuple[float, ...] = (0.3, 0.7)
-
-    def methods(self) -> list[tuple[str, str]]:
-        """(step title, method spec) in evaluation order (random comes after the steerer it matches)."""
-        rl = f"steering_rl:{self.train}"
-        return [
-            ("no supervision (reference)", "no_supervision"),
-            ("RL-trained steering (trains first)", rl),
-            ("random intervention at the steerer's rate", "random:match=steering_rl"),
-            ("always intervene", "always"),
-            ("rule-based drift detector", "drift_rule"),
-            ("zero-shot steering (untrained encoder steerer)", "steering_zero_shot"),
-            ("planning, zero-shot", "planning_zero_shot"),
-            ("planning, RL-trained (same trainer and budget)", f"planning_rl:{self.train}"),
-            ("verification, zero-shot", "verification_zero_shot"),
-            ("verification, RL-trained (same trainer and budget)", f"verification_rl:{self.train}"),
-            ("filtered behaviour cloning", f"filtered_bc:tasks={self.bc_tasks}"),
-            ("Stable-Baselines3 PPO on hashed features", f"sb3_ppo:timesteps={self.ppo_timesteps}"),
-        ] + [(f"τ sweep: steering_rl at τ={t:g}", with_option(rl, "tau", f"{t:g}")) for t in self.taus]
+    dev_limit: int
+    train: str            # the RL steerer's trainer options
+    ppo_costs: tuple[str, ...]
+    max_probes: int
+    curve_offsets: tuple[float, ...]
+    spearman_tasks: int
+    bc_pilot_tasks: int
 
 
-FULL = DemoPlan(limit=30, seeds=2, train="G=4,N=3,bank_tasks=300,k=24,m=12", ppo_timesteps=4000, bc_tasks=150)
-QUICK = DemoPlan(limit=2, seeds=1, train="G=2,N=2,bank_tasks=16,k=4,m=2", ppo_timesteps=256, bc_tasks=8)
+FULL = DemoPlan(limit=30, seeds=2, dev_limit=8, train="G=4,N=3,bank_tasks=300,k=24,m=12", ppo_costs=("0", "0.05"),
+                max_probes=7, curve_offsets=(-3.0, 0.0, 3.0), spearman_tasks=3, bc_pilot_tasks=20)
+QUICK = DemoPlan(limit=2, seeds=1, dev_limit=2, train="G=2,N=2,bank_tasks=16,k=4,m=2", ppo_costs=("0",),
+                 max_probes=3, curve_offsets=(0.0, 3.0), spearman_tasks=1, bc_pilot_tasks=4)
+
+
+def demo_plan(out: str | Path, plan: DemoPlan, limit: int | None, seeds: int | None, progress: bool,
+              data_dir: str | None) -> ComparisonPlan:
+    return ComparisonPlan(
+        out=Path(out), executor="sim:default", split="test", rl=f"steering_rl:{plan.train}", train_seeds=1,
+        seeds=seeds or plan.seeds, limit=limit or plan.limit, dev_limit=plan.dev_limit, ppo_costs=plan.ppo_costs,
+        max_probes=plan.max_probes, tolerance=0.1, curve_tau_offsets=plan.curve_offsets, curve_p_scales=(0.5, 1.0, 2.0),
+        spearman_tasks=plan.spearman_tasks, bc_pilot_tasks=plan.bc_pilot_tasks, progress=progress, data_dir=data_dir)
 
 
 def prepare_search(data_dir: str | None = None) -> float:
@@ -76,23 +69,13 @@ def prepare_search(data_dir: str | None = None) -> float:
 
 def run_demo(out: str | Path = "runs/demo", limit: int | None = None, seeds: int | None = None, quick: bool = False,
              progress: bool = True, data_dir: str | None = None) -> Path:
-    plan = QUICK if quick else FULL
-    config = EvalConfig(executor="sim:default", benchmarks=BENCHMARKS, split="test",
-                        seeds=seeds or plan.seeds, limit=limit or plan.limit, data_dir=data_dir)
-    folder = RunFolder(out, config)
-    n_tasks = len(folder.config.tasks())
-    steps = plan.methods()
-    print(f"steer-envs demo: {n_tasks} test tasks x {folder.config.seeds} seed(s) on sim:default, "
-          f"{len(steps)} evaluations -> {folder.root}")
-    prepare_search(folder.config.data_dir)
+    plan = demo_plan(out, QUICK if quick else FULL, limit, seeds, progress, data_dir)
+    print(f"steer-envs demo: sim:default, knobs chosen on {plan.dev_limit} dev tasks per benchmark, reported on "
+          f"{plan.limit} test tasks per benchmark x {plan.seeds} seed(s), 1 training seed -> {plan.out}", flush=True)
+    prepare_search(plan.data_dir)
     start = time.perf_counter()
-    for i, (title, spec) in enumerate(steps, 1):
-        t0 = time.perf_counter()
-        print(f"\n[{i}/{len(steps)}] {title}: {spec}", flush=True)
-        outcome = evaluate(folder, spec, progress=progress)
-        print(f"    {outcome.ran} episodes run, {outcome.skipped} reused, {time.perf_counter() - t0:.0f}s", flush=True)
-    write_summary(folder)
-    report = write_report(folder.root)
-    print("\n" + report.read_text(encoding="utf-8").split("## Plots")[0])
-    print(f"demo finished in {time.perf_counter() - start:.0f}s; report: {report}; plots: {folder.plots_dir}")
+    run_comparison(plan)
+    report = plan.out / "comparison.md"
+    print("\n" + report.read_text(encoding="utf-8").split("### Rate curves")[0])
+    print(f"demo finished in {time.perf_counter() - start:.0f}s; report: {report}; plots: {plan.out / 'plots'}")
     return report

@@ -114,3 +114,32 @@ def transfer_bars(rows: dict[str, dict[str, dict]], methods: Sequence[str], path
     ax.set_title("transfer without retraining (95% paired CI)")
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def rate_curves(curves: dict[str, list[dict]], target: float, path: Path) -> Path:
+    """Every knob method on one plot: F1 gain vs interventions per task (left, 95% CI bars), gain per intervention
+    (right); the dashed line marks the rate the main table matches. Points come from ``Comparison.run_curves``."""
+    from .tables import display_name
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.6))
+    for name, points in curves.items():
+        pts = sorted(points, key=lambda p: p["rate"])
+        x = [p["rate"] for p in pts]
+        g = [p["gain"]["mean"] for p in pts]
+        err = [[p["gain"]["mean"] - p["gain"]["low"] for p in pts], [p["gain"]["high"] - p["gain"]["mean"] for p in pts]]
+        line = a.errorbar(x, g, yerr=err, marker="o", capsize=3, label=display_name(name))
+        usable = [(p["rate"], p["gain_per_intervention"]) for p in pts if p["rate"] > 0.01
+                  and p["gain_per_intervention"] is not None]
+        if usable:
+            b.plot(*zip(*usable), marker="o", color=line[0].get_color(), label=display_name(name))
+    for ax in (a, b):
+        ax.axvline(target, color="#888", lw=1, ls="--")
+        ax.axhline(0, color="#444", lw=1)
+        ax.set_xlabel("interventions per task")
+    a.set_ylabel("F1 gain vs no supervision (x100, 95% CI)")
+    a.set_title("total gain (dashed: the main table's rate)")
+    b.set_ylabel("F1 gain per intervention")
+    b.set_title("gain per intervention")
+    a.legend(fontsize=8, loc="best")
+    return _save(fig, path)

@@ -5,9 +5,13 @@ Layout::
     RUN_DIR/config.json            the protocol (EvalConfig) and its hash; written once
     RUN_DIR/methods.json           label -> the method's resolved options (e.g. a checkpoint fingerprint)
     RUN_DIR/episodes/<label>.jsonl one line per finished (task, seed) episode, appended as it finishes
-    RUN_DIR/checkpoints/<label>/   trained policies (reused on resume)
+    RUN_DIR/checkpoints/<label>/   trained policies (reused on resume), each with budget.json (env steps spent)
     RUN_DIR/training/<label>.jsonl training curves
+    RUN_DIR/runs.jsonl             one line per evaluation call: label, split, commit (see :mod:`.provenance`)
     RUN_DIR/metrics.json, table.md, report.md, plots/*.png
+
+Several folders may share one checkpoints folder (``checkpoints=``): a method trained once on the train split is
+then evaluated on dev (to choose its operating point) and on test from the same weights.
 
 A folder made for one protocol refuses another, with a message naming the differing fields: mixing episodes of
 two protocols would silently break the pairing every interval relies on.
@@ -43,8 +47,10 @@ def _write_json(path: Path, data, sort_keys: bool = True) -> None:
 class RunFolder:
     """Open (or create) a run folder for ``config``; raise :class:`ConfigMismatchError` on a different one."""
 
-    def __init__(self, root: str | os.PathLike, config: EvalConfig | None = None) -> None:
+    def __init__(self, root: str | os.PathLike, config: EvalConfig | None = None,
+                 checkpoints: str | os.PathLike | None = None) -> None:
         self.root = Path(root)
+        self.checkpoints_root = Path(checkpoints) if checkpoints is not None else self.root / "checkpoints"
         stored = self._read_config()
         if config is None:
             if stored is None:
@@ -73,7 +79,7 @@ class RunFolder:
         return path / f"{label_filename(label)}.jsonl"
 
     def checkpoint_dir(self, label: str) -> Path:
-        return self.root / "checkpoints" / label_filename(label)
+        return self.checkpoints_root / label_filename(label)
 
     def training_log(self, label: str) -> Path:
         path = self.root / "training"

@@ -18,13 +18,15 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from agents.base import play_episode
-from baselines.registry import MethodContext, build_policy, get_method, parse_method
+from baselines.registry import MethodContext, get_method, parse_method
 from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import GivenState, Job, LocalPool, replica_factory, using_pool
 from steer_envs.rollouts.base import job_bytes
 
+from .budget import build_measured
 from .config import EvalConfig, episode_seed
+from .provenance import record_run
 from .records import EpisodeLog, EpisodeRecord
 from .runfolder import RunFolder
 from .stats import MethodSummary, summarize
@@ -155,7 +157,7 @@ def evaluate(
     with using_pool(pool) as own_pool:  # one pool for the method's training rollouts and its episodes
         context = method_context(folder, label, progress, parsed.training_label, pool=own_pool)
         if policy is None:
-            policy = build_policy(parsed, context)
+            policy = build_measured(parsed, context)
         folder.register_method(label, {"method": parsed.name, "options": dict(sorted(parsed.options.items())),
                                        "env_id": method.env_id, **dict(getattr(policy, "run_info", {}) or {})})
         action_mode = getattr(policy, "action_mode", method.action_mode)
@@ -176,6 +178,8 @@ def evaluate(
                         break
         finally:
             env.close()
+            if ran:
+                record_run(folder.root, label, cfg.split, ran)
     return EvalOutcome(label, ran, skipped, episodes.records)
 
 

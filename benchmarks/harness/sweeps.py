@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from baselines.registry import MethodSpec, build_policy, get_method, parse_method
+from baselines.registry import MethodSpec, get_method, parse_method
 from steer_envs.atomic import atomic_write_text
 
+from .budget import build_measured
 from .config import EvalConfig
 from .runfolder import RunFolder
 from .runner import REFERENCE, evaluate, method_context, write_summary
@@ -77,7 +78,7 @@ def transfer_sweep(
     for spec in methods:
         parsed = parse_method(spec)
         context = method_context(source, parsed.label, progress, parsed.training_label)
-        policies[parsed.label] = build_policy(parsed, context)
+        policies[parsed.label] = build_measured(parsed, context)
     results: dict[str, dict] = {}
     for executor in executors:
         folder = RunFolder(out / executor_dirname(executor), replace(config, executor=executor, task_ids_sha=""))

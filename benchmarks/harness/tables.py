@@ -44,3 +44,100 @@ def gain_table(summaries: Sequence[MethodSummary], title: str = "Method") -> str
         gpi = "–" if s.gain_per_intervention is None else f"{s.gain_per_intervention:+.2f}"
         lines.append(f"| {s.method} | {s.avg_f1:.2f} | {gain} | {s.interventions_per_task:.2f} | {gpi} | {s.turns_per_task:.2f} |")
     return "\n".join(lines) + "\n"
+
+
+# -- the rate-matched comparison (benchmarks.harness.comparison, the demo, docs/results.md) ----------------------
+#: readable row names; a label not listed is shown as it is
+DISPLAY_NAMES = {
+    "no_supervision": "No supervision",
+    "random": "Random (p chosen on dev)",
+    "best_fixed_rule": "Best fixed rule (chosen on dev)",
+    "fixed_rule": "Fixed rule",
+    "always": "Always intervene",
+    "drift_rule": "Drift rule",
+    "steering_untrained": "Untrained steerer (same architecture, no RL)",
+    "steering_llm_zero_shot": "Zero-shot LLM steerer (prompted, no training)",
+    "filtered_bc": "Filtered BC (RL's budget)",
+    "sb3_ppo": "SB3 PPO (RL's budget)",
+    "steering_rl": "RL steering (the paper's trainer)",
+    "oracle": "Oracle (reads hidden state: headroom, not a contender)",
+    "planning_untrained": "Planning, untrained",
+    "planning_rl": "Planning, RL",
+    "verification_untrained": "Verification, untrained",
+    "verification_rl": "Verification, RL",
+}
+
+
+#: rows that see what no real supervisor sees (the oracle reads hidden state): shown as headroom, never marked best
+HEADROOM = frozenset({"oracle"})
+
+
+def display_name(row: str) -> str:
+    """The readable name of a row; a label's options follow its method's name (``Fixed rule (at=1,option=verify)``)."""
+    if row in DISPLAY_NAMES:
+        return DISPLAY_NAMES[row]
+    base, _, options = row.partition(":")
+    if base in DISPLAY_NAMES:
+        return f"{DISPLAY_NAMES[base]} ({options})" if options else DISPLAY_NAMES[base]
+    return row
+
+
+def _ci(interval: Interval | None, digits: int = 1) -> str:
+    if interval is None:
+        return "–"
+    return f"{interval.mean:+.{digits}f} [{interval.low:+.{digits}f}, {interval.high:+.{digits}f}]"
+
+
+def best_row(summaries: Sequence[MethodSummary]) -> MethodSummary | None:
+    """The row with the highest average F1 among those compared with the reference (headroom rows excluded)."""
+    rows = [s for s in summaries if s.avg_gain is not None and s.method.split(":", 1)[0] not in HEADROOM]
+    return max(rows, key=lambda s: s.avg_f1) if rows else None
+
+
+def comparison_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[str], budgets: dict[str, str],
+                     knobs: dict[str, str]) -> str:
+    """Rows: methods (training seeds averaged); columns: F1 per benchmark, the macro average, its paired gain over
+    no supervision with a 95% interval, interventions and executor turns per task, seeds, training budget, the
+    operating point chosen on dev. The best row is marked ★ (highest average F1)."""
+    best = best_row(summaries)
+    head = ["Method", *(BENCHMARK_TITLES.get(b, b) for b in benchmarks), "Avg F1", "Gain vs none [95% CI]",
+            "Int./task", "Turns/task", "Train seeds", "Budget (env steps)", "Operating point (dev)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 2) + ["---"]) + "|"]
+    for s in summaries:
+        mark = best is not None and s.method == best.method
+        name = display_name(s.method)
+        cells = [f"**★ {name}**" if mark else name]
+        cells += ["–" if s.f1.get(b) is None else f"{s.f1[b]:.1f}" for b in benchmarks]
+        cells.append(f"**{s.avg_f1:.1f}**" if mark else f"{s.avg_f1:.1f}")
+        cells.append(_ci(s.avg_gain))
+        cells += [f"{s.interventions_per_task:.2f}", f"{s.turns_per_task:.2f}", str(s.n_train_seeds),
+                  budgets.get(s.method, "–"), knobs.get(s.method, "–")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def pairwise_table(pairs: Sequence[tuple[str, str, Interval]]) -> str:
+    """``A − B`` paired on tasks (training seeds of both resampled), with the verdict the interval supports."""
+    lines = ["| Comparison (A − B) | ΔF1 [95% CI] | Verdict |", "|---|---:|---|"]
+    for a, b, interval in pairs:
+        verdict = ("A better" if interval.low > 0 else "B better" if interval.high < 0
+                   else "no difference shown (interval contains 0)")
+        lines.append(f"| {display_name(a)} − {display_name(b)} | {_ci(interval, 2)} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+def closing_line(summaries: Sequence[MethodSummary], main: str, rule: str | None,
+                 pairs: dict[tuple[str, str], Interval]) -> str:
+    """One sentence: which row won, and whether ``main`` (the RL steerer) beats the best fixed rule."""
+    best = best_row(summaries)
+    if best is None:
+        return "**Verdict:** no method was compared with no supervision.\n"
+    text = (f"**Verdict:** {display_name(best.method)} has the highest average F1 ({best.avg_f1:.1f}, "
+            f"{_ci(best.avg_gain)} over no supervision at {best.interventions_per_task:.2f} interventions/task)")
+    if main in {s.method for s in summaries} and best.method != main:
+        text += f"; {display_name(main)} does not"
+    if rule is not None and (main, rule) in pairs:
+        gap = pairs[(main, rule)]
+        verdict = ("beats" if gap.low > 0 else "loses to" if gap.high < 0 else "does not significantly beat")
+        text += f". {display_name(main)} {verdict} the best fixed rule ({_ci(gap, 2)} F1, paired 95% CI)"
+    return text + ".\n"

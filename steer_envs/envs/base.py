@@ -21,6 +21,7 @@ from ..data.tasks import load_task_file, load_tasks
 from ..errors import InvalidActionError, SteerEnvsError, unknown_name
 from ..executors.base import Executor, ExecutorContext, Intervention
 from ..executors.registry import make_executor, parse_spec
+from ..meter import count_step
 from .catalogue import CATALOGUES, InterventionTemplate
 from .spaces import AnyText, discrete_index
 
@@ -249,6 +250,7 @@ class SearchEnv(gym.Env):
             raise SteerEnvsError("the episode has ended; call reset() to start another")
         template, text = self._decode(action)
         self._decisions += 1
+        count_step()  # the budget meter (steer_envs.meter): forks and pool workers count too
         reward = self._apply(template, text)
         terminated = self._finished()
         if terminated:

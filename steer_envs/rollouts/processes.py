@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from ..meter import add_env_steps, env_steps
 from .base import (
     Job,
     PoolConfig,
@@ -29,7 +30,8 @@ from .base import (
 
 
 def _worker_main(conn: Connection) -> None:
-    """A worker's loop: ``(key, job bytes or None, position, item)`` in, ``(position, ok, result)`` out."""
+    """A worker's loop: ``(key, job bytes or None, position, item)`` in, ``(position, ok, result, env steps)``
+    out (the item's env steps go to the parent's meter, :mod:`steer_envs.meter`)."""
     limit_threads_in_worker()
     cache = WorkerCache()
     jobs: dict[str, Job] = {}
@@ -45,10 +47,11 @@ def _worker_main(conn: Connection) -> None:
             if data is not None:
                 jobs[key] = pickle.loads(data)
             maybe_kill_for_test()
+            before = env_steps()
             result = jobs[key].run(cache.state(key, jobs[key]), item)
-            conn.send((position, True, result))
+            conn.send((position, True, result, env_steps() - before))
         except BaseException:  # noqa: BLE001 - every failure goes back to the parent with its traceback
-            conn.send((position, False, traceback.format_exc()))
+            conn.send((position, False, traceback.format_exc(), 0))
 
 
 class _Worker:
@@ -144,10 +147,11 @@ class ProcessPool(RolloutPool):
                         self._replace(worker)
                         todo.appendleft((position, item))
                         continue
-                    position, ok, result = message
+                    position, ok, result, steps = message
                     worker.busy = None
                     if not ok:
                         raise PoolError(f"item {position} failed in a worker process:\n{result}")
+                    add_env_steps(steps)
                     yield position, result
         except BaseException:
             # an interrupted call leaves workers mid-item: stop them all, the next call starts fresh ones

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import SteerEnvsError
+from ..meter import add_env_steps, env_steps
 from .base import Job, PoolConfig, PoolError, RolloutPool, WorkerCache, job_bytes, limit_threads_in_worker, maybe_kill_for_test
 
 IN_FLIGHT_PER_ACTOR = 2
@@ -34,9 +35,12 @@ class RolloutActor:
     def pid(self) -> int:
         return os.getpid()
 
-    def run(self, key: str, job: Job, position: int, item: Any) -> tuple[int, Any]:
+    def run(self, key: str, job: Job, position: int, item: Any) -> tuple[int, Any, int]:
+        """``(position, result, env steps the item took)``: the steps go to the driver's meter."""
         maybe_kill_for_test()
-        return position, job.run(self.cache.state(key, job), item)
+        before = env_steps()
+        result = job.run(self.cache.state(key, job), item)
+        return position, result, env_steps() - before
 
 
 def _import_ray():
@@ -140,12 +144,13 @@ class RayPool(RolloutPool):
             for ref in done:
                 load[owner.pop(ref)] -= 1
                 try:
-                    position, result = ray.get(ref)
+                    position, result, steps = ray.get(ref)
                 except ray.exceptions.RayTaskError as exc:
                     raise PoolError(f"an item failed in a Ray actor:\n{exc}") from None
                 except ray.exceptions.RayActorError as exc:
                     raise PoolError(f"a Ray actor died more than {self.config.max_item_retries} times on one item: "
                                     f"{exc}") from None
+                add_env_steps(steps)
                 yield position, result
             submit()
 

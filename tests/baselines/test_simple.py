@@ -25,9 +25,9 @@ def options():
 
 def test_every_method_of_the_issue_is_registered():
     names = {m.name for m in known_methods()}
-    assert {"no_supervision", "random", "always", "drift_rule", "steering_zero_shot", "steering_llm_zero_shot",
-            "steering_rl", "planning_zero_shot", "planning_rl", "verification_zero_shot", "verification_rl",
-            "filtered_bc", "sb3_ppo"} <= names
+    assert {"no_supervision", "random", "always", "drift_rule", "best_fixed_rule", "steering_untrained",
+            "steering_llm_zero_shot", "steering_rl", "planning_untrained", "planning_rl", "verification_untrained",
+            "verification_rl", "filtered_bc", "sb3_ppo"} <= names
 
 
 def test_method_labels_are_canonical_and_tau_does_not_change_the_checkpoint():

@@ -53,15 +53,20 @@ def test_demo_quick_runs_end_to_end_and_resumes(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert printed.index("preparing: loading the corpus and the BM25 index") < printed.index("[1/")  # before any bar
-    for method in ("no_supervision", "steering_rl", "random:match=steering_rl", "always", "drift_rule",
-                   "steering_zero_shot", "planning_zero_shot", "planning_rl", "verification_zero_shot",
-                   "verification_rl", "filtered_bc", "sb3_ppo"):
-        assert f"| {method}" in printed, method
-    assert "## τ sweep" in printed
-    assert (out / "report.md").is_file() and (out / "plots" / "methods.png").read_bytes()[:8] == PNG
+    assert printed.index("preparing: loading the corpus and the BM25 index") < printed.index("[dev]")  # before any bar
+    for row in ("No supervision", "Random (p chosen on dev)", "Best fixed rule", "Untrained steerer",
+                "Filtered BC (RL's budget)", "SB3 PPO (RL's budget)", "RL steering"):
+        assert f"| {row}" in printed or f"| **★ {row}" in printed, row
+    assert "*How to read this table.*" in printed and "**Verdict:**" in printed and "the best fixed rule" in printed
+    assert sum(line.startswith("| **★") for line in printed.splitlines()) == 1 and "*Setting: corpus" in printed
+    assert (out / "comparison.md").is_file() and (out / "plots" / "rate_curves.png").read_bytes()[:8] == PNG
+    choices = json.loads((out / "dev" / "choices.json").read_text())
+    assert {c["split"] for c in choices.values()} == {"dev"} and len(choices) == 5   # RL, untrained, random, BC τ, PPO cost
+    test_runs = [json.loads(line) for line in (out / "test" / "runs.jsonl").read_text().splitlines()]
+    assert {r["split"] for r in test_runs} == {"test"}
     assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0   # resumes: nothing to redo
-    assert capsys.readouterr().out.count(" 0 episodes run") == 14
+    assert "[dev]" not in capsys.readouterr().out
+    assert [json.loads(line) for line in (out / "test" / "runs.jsonl").read_text().splitlines()] == test_runs
 
 
 def test_report_on_a_folder_that_is_not_a_run_says_so(tmp_path, capsys):
@@ -69,21 +74,31 @@ def test_report_on_a_folder_that_is_not_a_run_says_so(tmp_path, capsys):
     assert "not a run folder" in capsys.readouterr().err
 
 
-def test_results_page_commands_are_valid_cli_commands_covering_every_method(tmp_path):
-    from baselines.registry import known_methods
-    from benchmarks.harness.results_doc import plan
-    from steer_envs.cli.main import build_parser
+@pytest.mark.slow
+def test_results_page_regenerates_with_a_setting_card_on_every_table(tmp_path):
+    from benchmarks.harness.results_doc import main as results_main
+    from steer_envs.llm.tiny import build_tiny_causal_lm
 
-    steps = plan(tmp_path, limit=0, seeds=3, llm_limit=1, llm_executor_limit=1)
-    parser = build_parser()
-    for step in steps.values():
-        parser.parse_args(step.argv)                  # every shown command parses as the CLI would
-        assert step.command.startswith("steer-envs ") and "--out" in step.argv
-    main_args = parser.parse_args(steps["main"].argv)
-    assert main_args.split == "test" and main_args.seeds == 3 and main_args.limit == 0
-    covered = {m.split(":")[0] for m in main_args.method} | {"steering_llm_zero_shot"}
-    assert covered == {m.name for m in known_methods()}   # the page covers every registered method
-    assert parser.parse_args(steps["tau"].argv).out == main_args.out   # τ reuses the main run's training
+    tiny = build_tiny_causal_lm(tmp_path / "lm")
+    doc = tmp_path / "results.md"
+    argv = ["--out", str(tmp_path / "runs"), "--doc", str(doc), "--profiles", "sim:default", "--limit", "1",
+            "--dev-limit", "1", "--seeds", "1", "--train-seeds", "2", "--rl", TINY, "--ppo-costs", "0",
+            "--max-probes", "3", "--curve-seeds", "1", "--spearman-tasks", "1", "--llm-limit", "1",
+            "--llm-dev-limit", "1", "--llm-probes", "2", "--llm-model", f"hf:{tiny}", "--benchmarks", "nq", "musique",
+            "--no-progress"]
+    assert results_main(argv) == 0
+    text = doc.read_text()
+    assert text.startswith("# Results\n\n> **Dry run**")
+    tables = text.count("| Method |")
+    assert tables == 3 and text.count("*Setting: corpus") == tables + 1   # main, curves, LLM; + Spearman
+    assert "split **test**" in text and "**Avg F1 is the macro mean over benchmarks**" in text
+    assert text.count("**Verdict:**") == 2 and "Zero-shot LLM steerer" in text
+    assert "## Run folders (split evaluated, code version)" in text
+    assert "split **dev**, commit(s) `" in text and "/test`: split **test**, commit(s) `" in text
+    assert (tmp_path / "results" / "rate_curves_sim_default.png").read_bytes()[:8] == PNG
+    before = (tmp_path / "runs" / "sim_default" / "test" / "runs.jsonl").read_text()
+    assert results_main(argv) == 0   # resumes: reads everything back, runs no episode again
+    assert (tmp_path / "runs" / "sim_default" / "test" / "runs.jsonl").read_text() == before
 
 
 def test_demo_prepares_the_index_with_a_message_before_any_progress_bar(capsys, shared_data_dir):

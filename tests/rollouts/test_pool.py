@@ -85,6 +85,21 @@ def test_pool_settings_are_checked_and_the_cli_options_map_to_them():
         config("--ray", "--pool", "processes")
 
 
+def test_the_env_step_meter_counts_work_in_worker_processes_as_here():
+    """A budget is env steps whatever pool ran them: workers report each item's steps to the parent's meter."""
+    from steer_envs.meter import env_steps
+
+    env, _, requests = bank_and_requests(n_states=3, G=2, N=2)
+    before = env_steps()
+    measure_states(env, requests, "text")
+    here = env_steps() - before
+    with make_pool(PoolConfig("processes", 2)) as pool:
+        before = env_steps()
+        measure_states(env, requests, "text", pool=pool)
+        remote = env_steps() - before
+    assert here > len(requests) * 2 * 2 and remote == here
+
+
 @pytest.mark.slow
 def test_q_labels_are_identical_with_two_processes_and_a_killed_worker(monkeypatch, tmp_path):
     env, _, requests = bank_and_requests()
