@@ -123,7 +123,10 @@ def write_page(args: argparse.Namespace, sections: dict[str, str], folders: list
         "(each benchmark's mean over its tasks, then the plain mean of the seven), as in the paper's tables.\n\n",
         f"The RL steerer's configuration: `{args.rl}` (chosen on dev beforehand; see "
         "[steering_learning.md](steering_learning.md)). ACTGUIDE-RL has its own page: "
-        "[results_actguide.md](results_actguide.md) (`python -m benchmarks.harness.actguide_doc`).\n\n",
+        "[results_actguide.md](results_actguide.md) (`python -m benchmarks.harness.actguide_doc`); hand-off steering "
+        "(`HandoffSteering-v0`): [results_handoff.md](results_handoff.md) (`python -m benchmarks.handoff_results`); "
+        "the testbed's own checks (leak test, note reading, calibration, headroom, sensitivity): "
+        "[results_testbed.md](results_testbed.md).\n\n",
     ]
     for text in sections.values():
         lines += [text, "\n"]
