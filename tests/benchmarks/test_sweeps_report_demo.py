@@ -107,3 +107,16 @@ def test_demo_prepares_the_index_with_a_message_before_any_progress_bar(capsys, 
     prepare_search()
     out = capsys.readouterr().out
     assert out.startswith("preparing: loading the corpus and the BM25 index") and "index " in out
+
+
+def test_a_task_subset_at_full_seeds_is_a_subset_and_fewer_seeds_a_dry_run():
+    import argparse
+
+    from benchmarks.harness.results_doc import is_dry_run, is_subset
+
+    full = dict(limit=0, seeds=3, train_seeds=3, split="test", llm_limit=0)
+    assert not is_dry_run(argparse.Namespace(**full)) and not is_subset(argparse.Namespace(**full))
+    subset = argparse.Namespace(**{**full, "limit": 40})
+    assert is_subset(subset) and not is_dry_run(subset)
+    for change in ({"seeds": 1}, {"train_seeds": 2}, {"split": "dev"}, {"llm_limit": 5}):
+        assert is_dry_run(argparse.Namespace(**{**full, **change}))
