@@ -78,3 +78,34 @@ def mini_data_dir(tmp_path) -> Path:
     _gzip_copy(FIXTURES / "mini_corpus.jsonl", root / "corpus" / "passages.jsonl.gz")
     (root / "trajectories").mkdir()
     return root
+
+
+def _give_freed_memory_back() -> None:
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_models_after_each_module():
+    """Language models shared through ``steer_envs.llm.make_backend`` stay loaded for the life of the process (what
+    a user's run wants); across a test suite they pile up in the one pytest process and every later test's
+    memory peak carries them. Each test module therefore releases them when it ends."""
+    yield
+    from steer_envs.llm.registry import clear_backend_cache
+
+    clear_backend_cache()
+    _give_freed_memory_back()
+
+
+@pytest.fixture(autouse=True)
+def _trim_the_heap_after_each_test():
+    """glibc keeps freed heap memory in the process (a model's tensors freed after a test stay in its RSS); giving
+    it back after every test makes the suite's memory peak the heaviest test's, not the sum of its history."""
+    yield
+    _give_freed_memory_back()

@@ -25,6 +25,8 @@ class MemoryBudget:
         self.peak = 0
         self.peak_test = "(collection)"
         self.current = "(collection)"
+        self._own_rss = 0  # this process's RSS when the current test started
+        self.retained: dict[str, int] = {}  # test -> growth of this process's RSS it left behind
         self._stop = threading.Event()
         threading.Thread(target=self._sample, name="memory-budget", daemon=True).start()
 
@@ -47,7 +49,10 @@ class MemoryBudget:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item) -> None:
-        self.current = item.nodeid
+        own = self.process.memory_info().rss
+        if self._own_rss:
+            self.retained[self.current] = own - self._own_rss
+        self.current, self._own_rss = item.nodeid, own
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         self._stop.set()
@@ -56,6 +61,11 @@ class MemoryBudget:
                                     f"budget {self.budget_gb:g} GB")
         if gb > self.budget_gb:
             terminalreporter.write_line(f"OVER THE MEMORY BUDGET (${BUDGET_ENV}): look at {self.peak_test}", red=True)
+        # what the test process keeps after a test (caches, models) is carried into every later test's peak
+        kept = sorted(self.retained.items(), key=lambda kv: -kv[1])[:5]
+        if kept:
+            terminalreporter.write_line("memory the test process kept after a test (largest): " + "; ".join(
+                f"{name} +{growth / 1e9:.2f} GB" for name, growth in kept))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:
