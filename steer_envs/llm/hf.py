@@ -8,7 +8,6 @@ argument must be a folder on disk, or a model shipped as a pip package (see :mod
 from __future__ import annotations
 
 import inspect
-
 import os
 import threading
 from collections.abc import Sequence
