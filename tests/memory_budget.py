@@ -1,5 +1,5 @@
-"""The suite's memory budget, measured on every run: the peak resident memory of the test process and its
-children (subprocess CLIs, env workers), sampled every 0.2 s, with the test that was running at the peak.
+"""The suite's memory budget, measured on every run: the peak memory (proportional set size, PSS) of the test
+process and its children (subprocess CLIs, env workers), sampled every 0.2 s, with the test that was running at the peak.
 
 Why enforced here: a single test that loads a model twice or keeps a vocabulary-sized logits tensor per token
 can take the suite past what a small CI machine has (the causal-LM steerer's training test once took 13 GB). The
@@ -26,19 +26,27 @@ class MemoryBudget:
         self.peak_test = "(collection)"
         self.current = "(collection)"
         self._own_rss = 0  # this process's RSS when the current test started
+        self._pss = True
         self.retained: dict[str, int] = {}  # test -> growth of this process's RSS it left behind
         self._stop = threading.Event()
         threading.Thread(target=self._sample, name="memory-budget", daemon=True).start()
 
     def _tree_rss(self) -> int:
+        """The memory the process tree occupies: the sum of each process's proportional set size (PSS), where a
+        page shared by k processes counts 1/k in each. A plain sum of RSS counts every shared library (torch's
+        alone is hundreds of MB) once per worker process, memory a laptop never needs; RSS is the fallback where
+        PSS is not available."""
         import psutil
 
         total = 0
         for proc in [self.process, *self.process.children(recursive=True)]:
             try:
-                total += proc.memory_info().rss
+                info = proc.memory_full_info() if self._pss else proc.memory_info()
+                total += getattr(info, "pss", info.rss)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass
+            except (OSError, AttributeError):  # no PSS here (not Linux, or smaps unreadable): RSS from now on
+                self._pss = False
         return total
 
     def _sample(self) -> None:
