@@ -215,9 +215,12 @@ class OpenAICompatibleServer:
         }
 
     def _create_app(self) -> FastAPI:
-        server = self
+        """The routes reach this server through ``request.app.state.server``, never through a closure: FastAPI
+        keeps endpoint functions in module-level caches, and a closure over the server would keep its backend (a
+        whole model) alive for the life of the process after the server stopped."""
         app = FastAPI(title="steer-envs OpenAI-compatible test server", version="1",
                       description="Serves a steer-envs model backend with the OpenAI completions API.")
+        app.state.server = self
 
         def respond(status: int, payload: dict[str, Any]) -> Response:
             return Response(json.dumps(payload).encode(), status_code=status, media_type="application/json")
@@ -229,7 +232,8 @@ class OpenAICompatibleServer:
             return {"requestBody": {"required": True,
                                     "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
-        async def handle(request: Request, model: type[_SamplingFields], route) -> Response:
+        async def handle(request: Request, model: type[_SamplingFields], route_name: str) -> Response:
+            server: OpenAICompatibleServer = request.app.state.server
             if not authorized(request.headers, request.url.path, server.api_key):
                 return error(401, "missing or wrong API key; send 'Authorization: Bearer KEY'", "invalid_api_key")
             try:
@@ -246,7 +250,7 @@ class OpenAICompatibleServer:
                     return error(404, f"model {body.get('model')!r} is not served here; available: {server.model_name}",
                                  "model_not_found")
                 # generation holds the CPU for a while: off the event loop, so other requests keep flowing in
-                return respond(200, await asyncio.to_thread(route, body))
+                return respond(200, await asyncio.to_thread(getattr(server, route_name), body))
             except (BadRequest, json.JSONDecodeError, ValueError) as exc:
                 return error(400, str(exc), "invalid_request_error")
             except Exception as exc:  # noqa: BLE001 - report backend failures as HTTP 500
@@ -254,14 +258,15 @@ class OpenAICompatibleServer:
 
         @app.post("/v1/completions", openapi_extra=schema_of(CompletionRequest))
         async def completions(request: Request) -> Response:
-            return await handle(request, CompletionRequest, server.completions)
+            return await handle(request, CompletionRequest, "completions")
 
         @app.post("/v1/chat/completions", openapi_extra=schema_of(ChatRequest))
         async def chat_completions(request: Request) -> Response:
-            return await handle(request, ChatRequest, server.chat_completions)
+            return await handle(request, ChatRequest, "chat_completions")
 
         @app.get("/v1/models")
         async def models(request: Request) -> Response:
+            server: OpenAICompatibleServer = request.app.state.server
             if not authorized(request.headers, request.url.path, server.api_key):
                 return error(401, "missing or wrong API key; send 'Authorization: Bearer KEY'", "invalid_api_key")
             return respond(200, {"object": "list", "data": [

@@ -247,32 +247,42 @@ def _error(status: int, message: str):
 
 
 def create_app(service: RetrievalService):
-    """The FastAPI app over ``service`` (its config holds the limits, the batching window and the API key)."""
-    config = service.config
-    batcher = DynamicBatcher(service.retriever, window_s=config.batch_window_ms / 1000) if config.batching else None
+    """The FastAPI app over ``service`` (its config holds the limits, the batching window and the API key).
+
+    The routes reach the service through ``request.app.state``, never through a closure: FastAPI keeps endpoint
+    functions in module-level caches, and a closure would keep the service (its retriever and corpus) alive for the
+    life of the process after the server stopped."""
+    batcher = DynamicBatcher(service.retriever, window_s=service.config.batch_window_ms / 1000) \
+        if service.config.batching else None
+
     @contextlib.asynccontextmanager
-    async def lifespan(_app):
+    async def lifespan(running_app):
         yield
-        if batcher is not None:
-            batcher.close()
+        if running_app.state.batcher is not None:
+            running_app.state.batcher.close()
 
     app = FastAPI(title="steer-envs retrieval server", version="1", lifespan=lifespan,
                   description="The Search-R1 / ASearcher retrieval API over the steer-envs corpus.")
     app.state.service = service
     app.state.batcher = batcher
 
-    def check_key(request: Request) -> None:
-        # in the handlers rather than a middleware: Starlette's HTTP middleware costs more than the search itself
-        if config.api_key is not None and not authorized(request.headers, request.url.path, config.api_key):
+    def service_checked(request: Request) -> RetrievalService:
+        """The app's service, once the request carries the API key it asks for (checked in the handlers rather
+        than a middleware: Starlette's HTTP middleware costs more than the search itself)."""
+        served: RetrievalService = request.app.state.service
+        key = served.config.api_key
+        if key is not None and not authorized(request.headers, request.url.path, key):
             raise RequestError(401, "missing or wrong API key; send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'")
+        return served
 
-    async def search(queries: list[str], k: int) -> list[list[Hit]]:
-        if batcher is not None:
-            return await batcher.search(queries, k)
-        return await asyncio.to_thread(service.retriever.batch_search, queries, k)
+    async def search(request: Request, queries: list[str], k: int) -> list[list[Hit]]:
+        pending = request.app.state.batcher
+        if pending is not None:
+            return await pending.search(queries, k)
+        return await asyncio.to_thread(request.app.state.service.retriever.batch_search, queries, k)
 
     async def payload_of(request: Request) -> Any:
-        body = await read_body(request, config.max_body_bytes)
+        body = await read_body(request, request.app.state.service.config.max_body_bytes)
         try:
             return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -284,11 +294,11 @@ def create_app(service: RetrievalService):
     @app.post("/retrieve", openapi_extra=schema_of(RetrieveRequest), summary="Search-R1 / ASearcher search")
     async def retrieve(request: Request):
         try:
-            check_key(request)
-            parsed = service.parse_retrieve(await payload_of(request))
-            live = service.live_queries(parsed)
-            found = await search([parsed.queries[i] for i in live], service.topk(parsed)) if live else []
-            return _json_response(200, service.answer(parsed, live, found))
+            served = service_checked(request)
+            parsed = served.parse_retrieve(await payload_of(request))
+            live = served.live_queries(parsed)
+            found = await search(request, [parsed.queries[i] for i in live], served.topk(parsed)) if live else []
+            return _json_response(200, served.answer(parsed, live, found))
         except RequestError as exc:
             return _error(exc.status, str(exc))
         except SteerEnvsError as exc:
@@ -299,21 +309,21 @@ def create_app(service: RetrievalService):
     @app.post("/access", openapi_extra=schema_of(AccessRequest), summary="ASearcher page access")
     async def access(request: Request):
         try:
-            check_key(request)
+            served = service_checked(request)
             payload = await payload_of(request)
-            return _json_response(200, await asyncio.to_thread(service.access, payload))
+            return _json_response(200, await asyncio.to_thread(served.access, payload))
         except RequestError as exc:
             return _error(exc.status, str(exc))
         except Exception as exc:  # noqa: BLE001
             return _error(500, f"page access failed: {type(exc).__name__}: {exc}")
 
     @app.get("/health")
-    async def health():
-        return service.health()
+    async def health(request: Request):
+        return request.app.state.service.health()
 
     @app.get("/", include_in_schema=False)
-    async def root():
-        return service.health()
+    async def root(request: Request):
+        return request.app.state.service.health()
 
     for path, handler in (("/retrieve/", retrieve), ("/access/", access)):
         app.add_api_route(path, handler, methods=["POST"], include_in_schema=False)

@@ -165,3 +165,21 @@ def test_server_module_runs_as_a_command(tiny_model_dir):
     bad = subprocess.run([sys.executable, "-m", "steer_envs.llm.openai_server", "--backend", "hf:/no/such/dir"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "not a model folder" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_stopped_server_releases_its_backend():
+    """FastAPI caches endpoint functions at module level; routes that closed over the server kept its backend (a
+    1 GB model in the Gemma tests) alive for the rest of the process after the server stopped."""
+    import gc
+    import weakref
+
+    from tests.llm.support import ScriptedBackend
+
+    backend = ScriptedBackend(["a reply"])
+    with OpenAICompatibleServer(backend, model_name="scripted") as server:
+        remote = make_backend(server.spec, shared=False)
+        assert remote.generate(["hello"], GenerationConfig(max_new_tokens=4))[0].text == "a reply"
+    released = weakref.ref(backend)
+    del backend, server, remote
+    gc.collect()
+    assert released() is None

@@ -9,6 +9,7 @@ import requests
 from benchmarks.retrieval_load import run_load
 from steer_envs.data import load_corpus, load_tasks
 from steer_envs.retrieval import make_retriever
+from steer_envs.retrieval.base import Hit
 from steer_envs.retrieval.server import ServerConfig, start_server
 
 
@@ -119,3 +120,28 @@ def test_concurrent_load_has_no_errors(server, shared_data_dir):
     assert report.requests == 200
     assert report.errors == 0, report.error_samples
     assert 0 < report.p50_ms <= report.p99_ms
+
+
+def test_a_stopped_server_releases_its_retriever_and_corpus():
+    """Routes reach the service through the app's state: FastAPI's module-level caches of endpoint functions would
+    otherwise keep a stopped server's retriever and corpus alive for the rest of the process."""
+    import gc
+    import weakref
+
+    class OneHitRetriever:
+        def batch_search(self, queries, k):
+            return [[Hit(id="0", title="Title", text="text", score=1.0)] for _ in queries]
+
+    retriever = OneHitRetriever()
+    srv, thread = start_server(retriever, None, ServerConfig(port=0, batching=False))
+    try:
+        reply = requests.post(f"{srv.url}/retrieve", json={"queries": ["q"], "topk": 1}, timeout=10)
+        assert reply.status_code == 200 and "Title" in json.dumps(reply.json()["result"])
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(5)
+    released = weakref.ref(retriever)
+    del retriever, srv, thread
+    gc.collect()
+    assert released() is None
