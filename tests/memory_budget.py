@@ -28,10 +28,11 @@ class MemoryBudget:
         self._own_rss = 0  # this process's RSS when the current test started
         self._pss = True
         self.retained: dict[str, int] = {}  # test -> growth of this process's RSS it left behind
+        self.test_peaks: dict[str, int] = {}  # test -> the highest tree memory sampled while it ran
         self._stop = threading.Event()
         threading.Thread(target=self._sample, name="memory-budget", daemon=True).start()
 
-    def _tree_rss(self) -> int:
+    def _tree_memory(self) -> int:
         """The memory the process tree occupies: the sum of each process's proportional set size (PSS), where a
         page shared by k processes counts 1/k in each. A plain sum of RSS counts every shared library (torch's
         alone is hundreds of MB) once per worker process, memory a laptop never needs; RSS is the fallback where
@@ -51,9 +52,11 @@ class MemoryBudget:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.2):
-            rss = self._tree_rss()
-            if rss > self.peak:
-                self.peak, self.peak_test = rss, self.current
+            used, test = self._tree_memory(), self.current
+            if used > self.test_peaks.get(test, 0):
+                self.test_peaks[test] = used
+            if used > self.peak:
+                self.peak, self.peak_test = used, test
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item) -> None:
@@ -69,6 +72,10 @@ class MemoryBudget:
                                     f"budget {self.budget_gb:g} GB")
         if gb > self.budget_gb:
             terminalreporter.write_line(f"OVER THE MEMORY BUDGET (${BUDGET_ENV}): look at {self.peak_test}", red=True)
+        # the next heaviest tests: where the margin under the budget is thinnest
+        heaviest = sorted(self.test_peaks.items(), key=lambda kv: -kv[1])[:5]
+        terminalreporter.write_line("heaviest tests (peak memory of the process tree while each ran): " + "; ".join(
+            f"{name} {peak / 1e9:.2f} GB" for name, peak in heaviest))
         # what the test process keeps after a test (caches, models) is carried into every later test's peak
         kept = sorted(self.retained.items(), key=lambda kv: -kv[1])[:5]
         if kept:
