@@ -8,6 +8,7 @@ published checksum, so a new package version converts again.
 """
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -60,7 +61,6 @@ def _convert_gguf(gguf_file: Path, out_dir: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(
         gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32, local_files_only=True
     )
@@ -69,7 +69,12 @@ def _convert_gguf(gguf_file: Path, out_dir: Path) -> None:
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
+    del model
+    gc.collect()
+    # the tokenizer (a 262k-entry vocabulary, ~0.17 GB) only after the model is gone: de-quantising the model is
+    # the conversion's memory peak, and holding both took it higher
+    AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, local_files_only=True).save_pretrained(
+        out_dir)
 
 
 def gemma_model_dir() -> Path:
