@@ -1,7 +1,6 @@
 """Fixtures and loopback servers shared by the LLM tests (imported by test modules, so pytest finds them)."""
 from __future__ import annotations
 
-import gc
 import json
 import threading
 import time
@@ -32,13 +31,11 @@ def tiny_backend(tiny_model_dir):
 @pytest.fixture(scope="module")
 def gemma_backend():
     """Gemma 3 270M from the pip package, converted once into ``$STEER_ENVS_CACHE`` (set it to keep the ~1.1 GB
-    conversion between runs; CI does). Module-scoped: the 1 GB model is released when its modules finish, so
-    it never sits beside the heavy tests of other modules (the suite stays under its memory budget)."""
-    from steer_envs.llm.registry import clear_backend_cache, make_backend
+    conversion between runs; CI does). Module-scoped: ``tests/conftest.py`` releases the shared models when each
+    module ends, so the 1 GB model never sits beside the heavy tests of other modules."""
+    from steer_envs.llm.registry import make_backend
 
-    yield make_backend("hf:gemma-3-270m")  # the shared instance, which executors built from specs reuse
-    clear_backend_cache()
-    gc.collect()
+    return make_backend("hf:gemma-3-270m")  # the shared instance, which executors built from specs reuse
 
 
 class ScriptedBackend:
