@@ -17,7 +17,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -92,6 +92,10 @@ def _config(body: dict[str, Any]) -> GenerationConfig:
         )
     except (SteerEnvsError, TypeError, ValueError) as exc:
         raise BadRequest(f"invalid sampling settings: {exc}") from exc
+
+
+#: an endpoint's handler: an unbound method of the server (the routes hold no server instance)
+_Route = Callable[["OpenAICompatibleServer", dict[str, Any]], dict[str, Any]]
 
 
 class OpenAICompatibleServer:
@@ -232,7 +236,7 @@ class OpenAICompatibleServer:
             return {"requestBody": {"required": True,
                                     "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
-        async def handle(request: Request, model: type[_SamplingFields], route_name: str) -> Response:
+        async def handle(request: Request, model: type[_SamplingFields], route: _Route) -> Response:
             server: OpenAICompatibleServer = request.app.state.server
             if not authorized(request.headers, request.url.path, server.api_key):
                 return error(401, "missing or wrong API key; send 'Authorization: Bearer KEY'", "invalid_api_key")
@@ -250,7 +254,7 @@ class OpenAICompatibleServer:
                     return error(404, f"model {body.get('model')!r} is not served here; available: {server.model_name}",
                                  "model_not_found")
                 # generation holds the CPU for a while: off the event loop, so other requests keep flowing in
-                return respond(200, await asyncio.to_thread(getattr(server, route_name), body))
+                return respond(200, await asyncio.to_thread(route, server, body))
             except (BadRequest, json.JSONDecodeError, ValueError) as exc:
                 return error(400, str(exc), "invalid_request_error")
             except Exception as exc:  # noqa: BLE001 - report backend failures as HTTP 500
@@ -258,11 +262,11 @@ class OpenAICompatibleServer:
 
         @app.post("/v1/completions", openapi_extra=schema_of(CompletionRequest))
         async def completions(request: Request) -> Response:
-            return await handle(request, CompletionRequest, "completions")
+            return await handle(request, CompletionRequest, OpenAICompatibleServer.completions)
 
         @app.post("/v1/chat/completions", openapi_extra=schema_of(ChatRequest))
         async def chat_completions(request: Request) -> Response:
-            return await handle(request, ChatRequest, "chat_completions")
+            return await handle(request, ChatRequest, OpenAICompatibleServer.chat_completions)
 
         @app.get("/v1/models")
         async def models(request: Request) -> Response:
