@@ -25,9 +25,9 @@ from steer_envs.atomic import KILL_DURING_WRITE_ENV
 pytestmark = pytest.mark.slow
 
 TINY = dict(m=3, k=6, G=3, N=2, bank_tasks=10, benchmarks=["nq", "hotpotqa"], eps_sel=0.5)
-# long enough (240 episodes) that a signal sent after the 3rd episode lands mid-run: with 24 episodes a quiet
-# machine finished the whole eval within the ~50 ms the test takes to send it, and the signal then hit the
-# interpreter's shutdown (default action, exit -2) instead of the run
+# long enough (2 methods x 232 episodes: nq 30 + musique 28 dev tasks x 4 seeds) that a signal sent after the 3rd
+# episode lands mid-run: with 24 episodes a quiet machine finished the whole eval within the ~50 ms the test takes
+# to send it, and the signal then hit the interpreter's shutdown (default action, exit -2) instead of the run
 EVAL = ["eval", "--method", "no_supervision", "random:p=0.3", "--benchmarks", "nq", "musique", "--split", "dev",
         "--limit", "30", "--seeds", "4", "--no-progress"]
 FAULTS = (KILL_AFTER_ENV, KILL_DURING_WRITE_ENV)
