@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
+import sys
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 from steer_envs.errors import SteerEnvsError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 has no tomllib; tomli is the same parser under its old name (a dependency there)
+    import tomli as tomllib
 
 C = TypeVar("C")
 
