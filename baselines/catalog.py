@@ -22,6 +22,8 @@ _TRAIN = train_options()
 _TRAIN_ONE_DECISION = {**_TRAIN, "bank_tasks": "1000", "m": "16", "k": "64", "N": "8"}
 #: an untrained steerer: the architecture of the RL config (``config``), initialised with ``seed``
 _UNTRAINED = {"tau": "0.5", "seed": "0", "config": ""}
+#: the zero-shot LLM steerer; top_logprobs and prompt_chars apply to served (openai:) models only
+_ZERO_SHOT = {"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0", "top_logprobs": "20", "prompt_chars": "6000"}
 
 for method in (
     Method("no_supervision", "the frozen executor alone (always pass); the reference row", STEERING_ENV,
@@ -45,10 +47,14 @@ for method in (
     Method("steering_untrained", "the steering agent's architecture before RL: the RL config's steerer, freshly "
            "initialised with `seed` (fast path + gate + slow path); not a zero-shot model", STEERING_ENV,
            "baselines.steering:build_untrained_steering", options=_UNTRAINED, group="steering", rate_knob="tau"),
-    Method("steering_llm_zero_shot", "zero-shot steering as in the paper: a prompted causal LM steerer "
-           "(CausalLMSteerer; default the packaged gemma-3-270m, or any hf:/openai: model), no training; slow on a "
-           "CPU, use with --limit", STEERING_ENV, "baselines.steering:build_zero_shot_llm",
-           options={"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0"}, group="steering", rate_knob="tau"),
+    Method("steering_zero_shot", "zero-shot steering as in the paper: a prompted LLM steerer, no training; `model`: "
+           "a local hf:<folder> / hf:gemma-3-270m (CausalLMSteerer; slow on a CPU, use with --limit) or a served "
+           "openai:<name>@<base_url> (vLLM, SGLang, llama.cpp server: fast path from the first token's top "
+           "`top_logprobs`, slow path generated; `prompt_chars` caps its observation text)", STEERING_ENV,
+           "baselines.steering:build_zero_shot_llm", options=_ZERO_SHOT, group="steering", rate_knob="tau"),
+    Method("steering_llm_zero_shot", "deprecated name of steering_zero_shot (the same steerer and options)",
+           STEERING_ENV, "baselines.steering:build_zero_shot_llm_deprecated", options=_ZERO_SHOT, group="steering",
+           rate_knob="tau"),
     Method("steering_rl", "the steering agent trained with the paper's RL (ranking loss + GRPO) on the train split",
            STEERING_ENV, "baselines.steering:build_rl_steering", options={"tau": "0.5", **_TRAIN}, learns=True,
            group="steering", rate_knob="tau"),

@@ -3,8 +3,10 @@
 * ``steering_untrained``: the agent of PAPERS.md A (fast path, gate ``τ``, slow path) with an *untrained*
   steerer of the RL method's architecture (the config's backbone, freshly initialised with the method's ``seed``):
   what the architecture does before RL. It is not a zero-shot model: nothing in it knows the task.
-* ``steering_llm_zero_shot``: the paper's zero-shot steerer: a prompted causal LM (:class:`CausalLMSteerer`,
-  default the packaged gemma-3-270m), no training.
+* ``steering_zero_shot``: the paper's zero-shot steerer: a prompted LLM, no training; a local causal LM
+  (:class:`CausalLMSteerer`, default the packaged gemma-3-270m) or a served one (``model=openai:<name>@<url>``:
+  :class:`~agents.steering.served.ServedSteerer`, e.g. Qwen3-8B behind vLLM). ``steering_llm_zero_shot`` is its
+  deprecated old name.
 * ``steering_rl``: trained with :class:`~agents.steering.trainer.SteeringTrainer` (ranking loss + GRPO over
   counterfactual continuations) on the *train* split of the run's executor.
 * ``planning_*`` / ``verification_*``: the identical agent and trainer, handed SearchPlanning-v0 (one decision,
@@ -84,18 +86,44 @@ def build_untrained_verification(context: MethodContext) -> SteeringAgent:
     return _untrained(context, VERIFICATION_ENV, "verification_untrained")
 
 
-def build_zero_shot_llm(context: MethodContext) -> SteeringAgent:
-    from agents.steering.backbones import build_steerer
+#: the zero-shot method's file of per-decision lines (served steerers), in its run-folder checkpoint directory
+DECISION_LOG = "decisions.jsonl"
+ZERO_SHOT = "steering_zero_shot"
+DEPRECATED_ZERO_SHOT = "steering_llm_zero_shot"
+
+
+def build_zero_shot_llm(context: MethodContext, name: str = ZERO_SHOT) -> SteeringAgent:
+    """A prompted LLM steerer, no training: ``model=openai:<name>@<url>`` is a served model
+    (:class:`~agents.steering.served.ServedSteerer`), anything else a local one (:class:`CausalLMSteerer`)."""
+    from agents.steering.backbones import backbone_for_model, build_steerer
 
     model = context.option("model", "hf:gemma-3-270m", str)
+    backbone = backbone_for_model(model)
+    args: dict[str, Any] = {"model": model}
+    if backbone == "served":
+        args.update(top_logprobs=context.option("top_logprobs", 20, int),
+                    max_prompt_chars=context.option("prompt_chars", 6000, int),
+                    seed=context.option("seed", 0, int))
+        if context.workdir is not None:  # inside a run folder: keep every decision for inspection
+            args["decision_log"] = context.checkpoint_dir() / DECISION_LOG
     try:
-        steerer = build_steerer("causal_lm", _options(context, STEERING_ENV), {"model": model})
+        steerer = build_steerer(backbone, _options(context, STEERING_ENV), args)
     except ModuleNotFoundError as exc:
-        raise SteerEnvsError(f"steering_llm_zero_shot needs the causal-LM steerer and the llm extra "
+        raise SteerEnvsError(f"{name} with a local model needs the causal-LM steerer and the llm extra "
                              f"(pip install 'steer-envs[llm]'): {exc}") from None
-    agent = _agent(steerer.eval(), context, "steering_llm_zero_shot")
-    agent.run_info = {"backbone": "causal_lm", "model": model, "trained": False}
+    agent = _agent(steerer.eval(), context, name)
+    agent.run_info = {"backbone": backbone, "model": model, "trained": False}
     return agent
+
+
+def build_zero_shot_llm_deprecated(context: MethodContext) -> SteeringAgent:
+    """``steering_llm_zero_shot``: the old name of ``steering_zero_shot`` (same steerer), kept for old run
+    folders and scripts; it warns once per build."""
+    import warnings
+
+    warnings.warn(f"method {DEPRECATED_ZERO_SHOT!r} is deprecated; use {ZERO_SHOT!r} (the same steerer)",
+                  FutureWarning, stacklevel=2)  # FutureWarning: shown to command-line users by default
+    return build_zero_shot_llm(context, DEPRECATED_ZERO_SHOT)
 
 
 def steering_config(context: MethodContext) -> SteeringConfig:

@@ -19,9 +19,28 @@ def _gain(interval: Interval | None) -> str:
     return f" ({interval.mean:+.1f} [{interval.low:+.1f}, {interval.high:+.1f}])"
 
 
+def any_failed(summaries: Sequence[MethodSummary]) -> bool:
+    return any(getattr(s, "failed", 0) for s in summaries)
+
+
+def failed_note(summaries: Sequence[MethodSummary]) -> str:
+    """The line under a table with failed episodes ('' without any): failures are not rewards
+    (``steer_envs.failures``), so they and their pairs are left out of every mean and interval."""
+    if not any_failed(summaries):
+        return ""
+    counts = ", ".join(f"{s.method} {s.failed}" for s in summaries)
+    dropped = max(getattr(s, "dropped_pairs", 0) for s in summaries)
+    return (f"\n*Failed episodes (a model or retrieval service failed after its retries): {counts}. They are not "
+            f"scored as 0: the {dropped} (task, seed) pair(s) with a failure in any row are left out of every row's "
+            "means and intervals.*\n")
+
+
 def results_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[str], with_intervals: bool = True) -> str:
-    """The main table. Cells: ``F1 (gain [95% interval])``; the reference row has no gain."""
+    """The main table. Cells: ``F1 (gain [95% interval])``; the reference row has no gain. With failed episodes
+    a ``Failed`` column counts them per method (they are excluded from the means) and a line says so."""
+    failed = any_failed(summaries)
     head = ["Method", *(BENCHMARK_TITLES.get(b, b) for b in benchmarks), "Avg F1", "Int./task", "Turns/task"]
+    head += ["Failed"] if failed else []
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for s in summaries:
         cells = [s.method]
@@ -31,8 +50,10 @@ def results_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[str],
         cells.append(f"**{s.avg_f1:.1f}**" + (_gain(s.avg_gain) if with_intervals else ""))
         cells.append(f"{s.interventions_per_task:.2f}")
         cells.append(f"{s.turns_per_task:.2f}")
+        if failed:
+            cells.append(str(s.failed))
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + failed_note(summaries)
 
 
 def gain_table(summaries: Sequence[MethodSummary], title: str = "Method") -> str:
@@ -56,6 +77,7 @@ DISPLAY_NAMES = {
     "always": "Always intervene",
     "drift_rule": "Drift rule",
     "steering_untrained": "Untrained steerer (same architecture, no RL)",
+    "steering_zero_shot": "Zero-shot LLM steerer (prompted, no training)",
     "steering_llm_zero_shot": "Zero-shot LLM steerer (prompted, no training)",
     "filtered_bc": "Filtered BC (RL's budget)",
     "sb3_ppo": "SB3 PPO (RL's budget)",
@@ -100,8 +122,10 @@ def comparison_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[st
     no supervision with a 95% interval, interventions and executor turns per task, seeds, training budget, the
     operating point chosen on dev. The best row is marked ★ (highest average F1)."""
     best = best_row(summaries)
+    failed = any_failed(summaries)
     head = ["Method", *(BENCHMARK_TITLES.get(b, b) for b in benchmarks), "Avg F1", "Gain vs none [95% CI]",
-            "Int./task", "Turns/task", "Train seeds", "Budget (env steps)", "Operating point (dev)"]
+            "Int./task", "Turns/task", *(["Failed"] if failed else []), "Train seeds", "Budget (env steps)",
+            "Operating point (dev)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 2) + ["---"]) + "|"]
     for s in summaries:
         mark = best is not None and s.method == best.method
@@ -110,10 +134,10 @@ def comparison_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[st
         cells += ["–" if s.f1.get(b) is None else f"{s.f1[b]:.1f}" for b in benchmarks]
         cells.append(f"**{s.avg_f1:.1f}**" if mark else f"{s.avg_f1:.1f}")
         cells.append(_ci(s.avg_gain))
-        cells += [f"{s.interventions_per_task:.2f}", f"{s.turns_per_task:.2f}", str(s.n_train_seeds),
-                  budgets.get(s.method, "–"), knobs.get(s.method, "–")]
+        cells += [f"{s.interventions_per_task:.2f}", f"{s.turns_per_task:.2f}", *([str(s.failed)] if failed else []),
+                  str(s.n_train_seeds), budgets.get(s.method, "–"), knobs.get(s.method, "–")]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + failed_note(summaries)
 
 
 def pairwise_table(pairs: Sequence[tuple[str, str, Interval]]) -> str:

@@ -1,0 +1,298 @@
+"""ServedSteerer: a steerer behind any OpenAI-compatible server (vLLM, SGLang, llama.cpp server), for evaluation.
+
+The paper's zero-shot steering row prompts a large LLM (Qwen3-8B) that nobody runs inside the evaluation process:
+it sits behind an inference server. This backbone reaches it through the ``openai:<model>@<base_url>`` backend
+(:mod:`steer_envs.llm.openai_client`: timeouts, retries, concurrent requests) with the same prompts as
+:class:`~agents.steering.causal_lm.CausalLMSteerer`:
+
+* Fast path: the observation followed by ``FAST_QUESTION`` ("... Answer yes or no.\\nAnswer:"); one request for
+  the top log-probs of the *first generated token*; ``z = log P(yes) − log P(no)``, read out of the table with
+  :func:`~steer_envs.llm.base.match_candidates` (``" yes"`` and ``"yes"`` both count). A server only lists its top
+  ``k`` tokens; a candidate missing from the table gets the table's smallest log-prob (an upper bound, so ``z``
+  stays finite) and the miss is counted in :attr:`ServedSteerer.stats`.
+* Slow path: generated text, ``<think> reasoning </think>`` and then a line ``Intervention: NAME`` or
+  ``Intervention: NAME: ARGUMENT``. The reasoning is generated up to ``</think>`` (a stop string); if it did not
+  already contain an ``Intervention:`` line, a second request continues after a forced ``</think>`` and
+  ``\\nIntervention: `` up to the end of the line, so a model that rambles still ends in the grammar.
+  :func:`parse_intervention` reads the line robustly (case, quotes, markdown, ``-``/space for ``_``); an unknown
+  NAME, or no such line at all, becomes ``pass`` and is counted as a parse failure.
+
+There are no gradients: a served model's weights are not here. :meth:`ServedSteerer.trainable_parameters`,
+:meth:`ServedSteerer.slow_logprobs` and ``train()`` raise a clear error, so a trainer configured with this
+backbone stops at once instead of failing inside autograd.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from steer_envs.errors import SteerEnvsError
+
+from .causal_lm import FAST_QUESTION, GRAMMAR_HEAD, PASS_NAME, SLOW_INSTRUCTION, THINK_END
+from .interventions import InterventionOption, argument_candidates
+from .steerer import SlowSample, Steerer
+
+#: the fast path's two answers; ``match_candidates`` strips whitespace, so tokens "yes" and " yes" both count
+YES, NO = " yes", " no"
+#: the characters kept from the top of an over-long observation (the goal); the rest comes from its end
+HEAD_CHARS = 400
+MAX_ARGUMENT_CHARS = 120
+_LINE = re.compile(r"intervention\s*[:=\-]\s*(?P<rest>[^\n]*)", re.IGNORECASE)
+_DECOR = " \t\"'`*_[]()<>.,;!"
+
+
+class EvaluationOnlyError(SteerEnvsError):
+    """Something tried to train a served steerer (its weights live on the server)."""
+
+
+def _no_training(what: str) -> EvaluationOnlyError:
+    return EvaluationOnlyError(
+        f"the served steerer is evaluation-only: {what} needs gradients, and the model's weights live on the "
+        "server. Train a local backbone instead (backbone 'causal_lm' with model hf:<folder> or hf:gemma-3-270m, "
+        "or 'encoder'), then serve the trained model"
+    )
+
+
+@dataclass(frozen=True)
+class ParsedIntervention:
+    """What :func:`parse_intervention` read: ``name`` (an allowed name, or ``None`` for pass), the argument text,
+    and ``ok=False`` with a ``failure`` reason when the text held no valid intervention (then it is a pass)."""
+
+    name: str | None
+    argument: str = ""
+    ok: bool = True
+    failure: str = ""
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s\-]+", "_", text.strip(_DECOR).lower())
+
+
+def parse_intervention(text: str, names: Sequence[str]) -> ParsedIntervention:
+    """Read the ``Intervention: NAME[: ARGUMENT]`` line of a generated slow-path output.
+
+    The last such line after ``</think>`` wins (or the last line anywhere if there is no ``</think>``), so words
+    inside the reasoning do not count once the model closed it. NAME matches an entry of ``names`` ignoring case,
+    quotes, markdown emphasis and ``-``/spaces standing for ``_``; failing an exact match, the longest name the
+    line starts with. ``pass`` (``PASS_NAME``) is always understood. Anything else is a pass with ``ok=False``.
+    Deterministic: the same text always gives the same result."""
+    after = text.rsplit(THINK_END, 1)[1] if THINK_END in text else text
+    lines = list(_LINE.finditer(after)) or list(_LINE.finditer(text))
+    if not lines:
+        return ParsedIntervention(None, "", False, "no 'Intervention: NAME' line")
+    rest = lines[-1].group("rest").strip()
+    by_norm = {_norm(n): n for n in [*names, PASS_NAME]}
+    head, sep, tail = rest.partition(":")
+    name = by_norm.get(_norm(head))
+    argument = tail.strip(_DECOR) if sep else ""
+    if name is None:  # "refocus on the goal", "**stop_repeating** now": the longest name the line starts with
+        flat = _norm(rest)
+        for key in sorted(by_norm, key=len, reverse=True):
+            if key and flat.startswith(key) and (len(flat) == len(key) or not flat[len(key)].isalnum()):
+                name = by_norm[key]
+                argument = rest.split(":", 1)[1].strip(_DECOR) if ":" in rest else ""
+                break
+    if name is None:
+        shown = rest[:60] or "(empty)"
+        return ParsedIntervention(None, "", False, f"unknown intervention name {shown!r}")
+    if name == PASS_NAME:
+        return ParsedIntervention(None, "", True, "")
+    return ParsedIntervention(name, argument[:MAX_ARGUMENT_CHARS], True, "")
+
+
+@dataclass
+class ServedStats:
+    """Counters of one served steerer: requests by path, top-k misses of a fast-path candidate, parse failures."""
+
+    fast_scores: int = 0
+    fast_candidate_missing: int = 0
+    slow_samples: int = 0
+    slow_requests: int = 0
+    parse_failures: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class ServedSteerer(Steerer):
+    """A :class:`Steerer` whose LLM is served over the OpenAI API (``model="openai:<name>@<base_url>"``).
+
+    ``top_logprobs``: how many next tokens the fast path asks the server for (vLLM's default cap is 20).
+    ``max_prompt_chars``: the observation is cut in the middle to this many characters (the goal at the top and
+    the latest turns kept; a served model's tokenizer is not here to count tokens). ``temperature``: the slow
+    path's sampling temperature (each sample's server seed is drawn from the agent's generator, so a seeded
+    episode asks for the same samples); ``greedy`` calls use 0. ``decision_log``: a JSONL file that receives one
+    line per decision (fast ``z`` and its table's yes/no log-probs; slow raw output and what was parsed).
+    """
+
+    kind = "served"
+
+    def __init__(
+        self,
+        options: Sequence[InterventionOption],
+        model: str,
+        top_logprobs: int = 20,
+        max_prompt_chars: int = 6000,
+        max_think_tokens: int = 48,
+        max_line_tokens: int = 24,
+        temperature: float = 1.0,
+        max_arguments: int = 6,
+        allow_pass: bool = True,
+        timeout: float = 120.0,
+        api: str = "completions",
+        seed: int = 0,
+        decision_log: str | os.PathLike | None = None,
+    ) -> None:
+        super().__init__(options)
+        if not isinstance(model, str) or not model.startswith("openai:"):
+            raise SteerEnvsError(
+                f"ServedSteerer model {model!r} must be an openai:<model>@<base_url> spec, e.g. "
+                "openai:qwen3-8b@http://127.0.0.1:8000/v1 (local models: backbone causal_lm with hf:<folder>)"
+            )
+        from steer_envs.llm.openai_client import parse_openai_arg
+
+        parse_openai_arg(model[len("openai:"):])  # a malformed spec fails here, before any episode
+        for key, value, low in (("top_logprobs", top_logprobs, 1), ("max_prompt_chars", max_prompt_chars, 2 * HEAD_CHARS),
+                                ("max_think_tokens", max_think_tokens, 1), ("max_line_tokens", max_line_tokens, 4)):
+            if not isinstance(value, int) or value < low:
+                raise SteerEnvsError(f"ServedSteerer {key} must be an integer >= {low}, got {value!r}")
+        if temperature < 0:
+            raise SteerEnvsError(f"ServedSteerer temperature must be >= 0 (0 = greedy), got {temperature!r}")
+        self.model_spec, self.top_logprobs, self.max_prompt_chars = model, top_logprobs, max_prompt_chars
+        self.max_think_tokens, self.max_line_tokens, self.temperature = max_think_tokens, max_line_tokens, temperature
+        self.max_arguments, self.allow_pass, self.timeout, self.api, self.seed = max_arguments, allow_pass, timeout, api, seed
+        self.decision_log = None if decision_log is None else Path(decision_log)
+        self.names = [o.name for o in self.options] + ([PASS_NAME] if allow_pass else [])
+        self.stats = ServedStats()
+        self._backend = None
+        self._log_lock = threading.Lock()
+
+    # -- plumbing -------------------------------------------------------------------------------------------
+    @property
+    def backend(self):
+        """The HTTP client, built on first use (and again after unpickling: it holds threads and a pool)."""
+        if self._backend is None:
+            from steer_envs.llm.registry import make_backend
+
+            self._backend = make_backend(self.model_spec, shared=False, logprobs_k=self.top_logprobs,
+                                         timeout=self.timeout, api=self.api)
+        return self._backend
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_backend"] = None
+        state["_log_lock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._log_lock = threading.Lock()
+
+    def build_spec(self) -> dict[str, Any]:
+        return {"model": self.model_spec, "top_logprobs": self.top_logprobs, "max_prompt_chars": self.max_prompt_chars,
+                "max_think_tokens": self.max_think_tokens, "max_line_tokens": self.max_line_tokens,
+                "temperature": self.temperature, "max_arguments": self.max_arguments, "allow_pass": self.allow_pass,
+                "timeout": self.timeout, "api": self.api, "seed": self.seed}
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        raise _no_training("training")
+
+    def train(self, mode: bool = True) -> "ServedSteerer":
+        if mode:
+            raise _no_training("train()")
+        return super().train(False)
+
+    def _log(self, row: dict[str, Any]) -> None:
+        if self.decision_log is None:
+            return
+        line = json.dumps(row, sort_keys=True) + "\n"
+        with self._log_lock:
+            self.decision_log.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.decision_log, "a", encoding="utf-8") as fh:  # one whole line per write, then fsync
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    def prompt_text(self, observation: Any, suffix: str) -> str:
+        """Observation text (cut in the middle to ``max_prompt_chars``) + ``suffix``."""
+        from steer_envs.envs import observation_text
+
+        text = observation_text(observation) if isinstance(observation, dict) else str(observation)
+        if len(text) > self.max_prompt_chars:
+            text = text[:HEAD_CHARS] + "\n...\n" + text[len(text) - (self.max_prompt_chars - HEAD_CHARS):]
+        return text + suffix
+
+    # -- fast path ------------------------------------------------------------------------------------------
+    def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
+        """``z = log P(yes) − log P(no)`` of the first generated token, one request per observation (sent
+        concurrently). No gradient: the tensor is a constant."""
+        from steer_envs.llm.base import match_candidates
+
+        prompts = [self.prompt_text(o, FAST_QUESTION) for o in observations]
+        tables = self.backend.top_logprobs(prompts, self.top_logprobs) if prompts else []
+        zs = []
+        for table in tables:
+            found = match_candidates(table, [YES, NO])
+            missing = [c.strip() for c in (YES, NO) if not any(t.strip() == c.strip() for t in table)]
+            z = found[YES] - found[NO]
+            if not torch.isfinite(torch.tensor(z)):  # an empty table: no evidence either way
+                z = 0.0
+            self.stats.fast_scores += 1
+            self.stats.fast_candidate_missing += len(missing)
+            self._log({"path": "fast", "z": z, "yes": found[YES], "no": found[NO], "missing": missing})
+            zs.append(z)
+        return torch.tensor(zs, dtype=torch.float32)
+
+    # -- slow path ------------------------------------------------------------------------------------------
+    def _sampling(self, max_new_tokens: int, stop: tuple[str, ...], seed: int, greedy: bool):
+        from steer_envs.llm.base import GenerationConfig
+
+        return GenerationConfig(max_new_tokens=max_new_tokens, temperature=0.0 if greedy else self.temperature,
+                                stop=stop, seed=seed)
+
+    def sample_slow(self, observation: Any, n: int, generator: torch.Generator, greedy: bool = False) -> list[SlowSample]:
+        prompt = self.prompt_text(observation, SLOW_INSTRUCTION.format(names=", ".join(self.names)))
+        seeds = [int(s) for s in torch.randint(0, 2**31 - 1, (n,), generator=generator)]
+        # one request per sample, each with its own seed: n copies of one request under one seed would be n
+        # identical samples on servers that seed per request (vLLM); evaluation draws n = 1
+        thinks = [self.backend.generate([prompt], self._sampling(self.max_think_tokens, (THINK_END,), s, greedy))[0]
+                  for s in seeds]
+        outputs = []
+        for seed, gen in zip(seeds, thinks):
+            output = gen.text
+            if not _LINE.search(output):  # no intervention line yet: close the reasoning, ask for the line
+                head = output + THINK_END + GRAMMAR_HEAD
+                line = self.backend.generate([prompt + head], self._sampling(self.max_line_tokens, ("\n",), seed + 1,
+                                                                             greedy))[0]
+                output = head + line.text
+                self.stats.slow_requests += 1
+            self.stats.slow_requests += 1
+            outputs.append(output)
+        return [self._sample(observation, output) for output in outputs]
+
+    def _sample(self, observation: Any, output: str) -> SlowSample:
+        parsed = parse_intervention(output, self.names)
+        self.stats.slow_samples += 1
+        if not parsed.ok:
+            self.stats.parse_failures += 1
+        option = next((o for o in self.options if o.name == parsed.name), None)
+        argument = ""
+        if option is not None and option.needs_argument and self.choose_arguments:
+            argument = parsed.argument or argument_candidates(observation, self.max_arguments)[0]
+        rationale = output.split(THINK_END, 1)[0].strip() if THINK_END in output else ""
+        text = option.render(observation, argument) if option is not None else PASS_NAME
+        self._log({"path": "slow", "output": output, "name": parsed.name or PASS_NAME, "argument": argument,
+                   "parsed": parsed.ok, "failure": parsed.failure})
+        return SlowSample(option, argument, text, rationale,
+                          {"output": f"<think>{output}", "parsed": parsed.ok, "failure": parsed.failure})
+
+    def slow_logprobs(self, observation: Any, samples: Sequence[SlowSample]) -> torch.Tensor:
+        raise _no_training("slow_logprobs (GRPO's re-scoring)")
