@@ -8,8 +8,13 @@ truncated bodies, HTTP 408/429/5xx and malformed replies; other HTTP errors (a w
 fail at once. After the retries a :class:`OpenAIBackendError` names the URL, the number of attempts and the last
 failure; an executor records it on the episode (``info["failure"]``) and the run goes on.
 
-Plain ``urllib`` from the standard library does the HTTP: no client-library version drift, and full control of
-timeouts and retries. Prompts of a batch are sent concurrently (one request each, which every server accepts).
+Plain ``http.client`` from the standard library does the HTTP: no client-library version drift, and full control
+of timeouts and retries. Prompts of a batch are sent concurrently (one request each, which every server accepts).
+Connections are kept alive and reused (a small pool per backend: at most one per request in flight), and
+``max_in_flight`` bounds the requests in flight to the server process-wide: envs built on one spec share one
+backend (:func:`~steer_envs.llm.registry.make_backend`), so a concurrent vector env of 256 episodes
+(:mod:`steer_envs.vector`) never opens more than ``max_in_flight`` sockets nor queues more than that many
+requests on the server.
 """
 from __future__ import annotations
 
@@ -20,7 +25,6 @@ import random
 import socket
 import threading
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import SteerEnvsError
-from ..httpio import read_body
+from ..httpio import KeepAlivePool
 from .base import BackendStats, Generation, GenerationConfig, LLMBackendError, check_prompts, match_candidates
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -45,9 +49,12 @@ class _Retryable(Exception):
 @dataclass(frozen=True)
 class OpenAIOptions:
     """How to talk to the server. ``api``: ``completions`` (raw text continuation, the natural fit for an
-    executor's growing transcript) or ``chat`` (for chat-only servers: the prompt is sent as one user message).
+    executor's growing transcript) or ``chat`` (for chat-only servers: the prompt is sent as one user message;
+    executors in chat mode send :meth:`OpenAIBackend.generate_chat` conversations whatever ``api`` says).
     ``timeout`` bounds each request (connecting, and the whole reply), in seconds; backoff doubles from
-    ``backoff`` up to ``max_backoff``."""
+    ``backoff`` up to ``max_backoff``. ``concurrency``: threads one ``generate`` call sends a batch's prompts
+    with; ``max_in_flight``: requests this backend has in flight at once over all threads of the process (the
+    rest wait for a slot; also the most keep-alive connections it holds)."""
 
     api: Literal["completions", "chat"] = "completions"
     timeout: float = 60.0
@@ -57,14 +64,16 @@ class OpenAIOptions:
     concurrency: int = 8
     api_key: str | None = None
     logprobs_k: int = 20
+    max_in_flight: int = 64
 
     def __post_init__(self) -> None:
         if self.api not in ("completions", "chat"):
             raise SteerEnvsError(f"openai api must be 'completions' or 'chat', got {self.api!r}")
-        if self.timeout <= 0 or self.max_retries < 0 or self.concurrency < 1:
+        if self.timeout <= 0 or self.max_retries < 0 or self.concurrency < 1 or self.max_in_flight < 1:
             raise SteerEnvsError(
-                f"openai options need timeout > 0, max_retries >= 0, concurrency >= 1; got timeout={self.timeout}, "
-                f"max_retries={self.max_retries}, concurrency={self.concurrency}"
+                f"openai options need timeout > 0, max_retries >= 0, concurrency >= 1, max_in_flight >= 1; got "
+                f"timeout={self.timeout}, max_retries={self.max_retries}, concurrency={self.concurrency}, "
+                f"max_in_flight={self.max_in_flight}"
             )
 
 
@@ -95,37 +104,27 @@ class OpenAIBackend:
         self._stats_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._api_key = self.options.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        #: keep-alive connections, at most ``max_in_flight`` requests at once (process-wide for a shared backend)
+        self.http = KeepAlivePool(self.base_url, self.options.timeout, self.options.max_in_flight)
 
     # -- HTTP ----------------------------------------------------------------------------------------------
     def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         url = f"{self.base_url}{path}"
-        request = urllib.request.Request(
-            url,
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"},
-            method="POST",
-        )
-        deadline = time.monotonic() + self.options.timeout
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"}
         try:
-            with urllib.request.urlopen(request, timeout=self.options.timeout) as response:
-                raw = read_body(response, deadline)
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode(errors="replace").strip()
-            message = f"HTTP {exc.code} {exc.reason}" + (f": {detail}" if detail else "")
-            if exc.code in RETRY_STATUS:
-                raise _Retryable(message) from exc
-            raise OpenAIBackendError(f"{self.name}: POST {url} failed with {message} (not retried)") from exc
+            status, reason, raw = self.http.request("POST", path, json.dumps(body).encode(), headers)
         except (TimeoutError, socket.timeout) as exc:
             raise _Retryable(f"timed out after {self.options.timeout:g} s") from exc
         except http.client.IncompleteRead as exc:
             raise _Retryable(f"truncated reply: {len(exc.partial)} bytes, {exc.expected} more announced") from exc
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                raise _Retryable(f"timed out after {self.options.timeout:g} s") from exc
-            raise _Retryable(f"connection failed: {reason}") from exc
-        except (http.client.HTTPException, ConnectionError, OSError) as exc:
+        except (http.client.HTTPException, OSError) as exc:
             raise _Retryable(f"connection failed: {type(exc).__name__}: {exc}") from exc
+        if not 200 <= status < 300:
+            detail = raw[:300].decode(errors="replace").strip()
+            message = f"HTTP {status} {reason}" + (f": {detail}" if detail else "")
+            if status in RETRY_STATUS:
+                raise _Retryable(message)
+            raise OpenAIBackendError(f"{self.name}: POST {url} failed with {message} (not retried)")
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -183,10 +182,12 @@ class OpenAIBackend:
             body["seed"] = config.seed
         return body
 
-    def _generate_one(self, prompt: str, config: GenerationConfig) -> Generation:
+    def _generate_one(self, prompt: str | list[dict[str, str]], config: GenerationConfig) -> Generation:
+        """One request: a text ``prompt`` (a completion, or one user message when ``api=chat``) or a conversation
+        (always the chat API; see :meth:`generate_chat`)."""
         body = self._sampling(config)
-        if self.options.api == "chat":
-            body["messages"] = [{"role": "user", "content": prompt}]
+        if not isinstance(prompt, str) or self.options.api == "chat":
+            body.update(chat_request_fields(prompt))
             path = "/chat/completions"
 
             def text_of(choice):
@@ -215,6 +216,25 @@ class OpenAIBackend:
     def generate(self, prompts: Sequence[str], config: GenerationConfig) -> list[Generation]:
         items = check_prompts(prompts)
         results = self._map(lambda p: self._generate_one(p, config), items)
+        with self._stats_lock:
+            self.stats.calls += 1
+            self.stats.prompts += len(items)
+            self.stats.generated_tokens += sum(g.tokens for g in results)
+        return results
+
+    def generate_chat(self, conversations: Sequence[Sequence[dict[str, str]]], config: GenerationConfig
+                      ) -> list[Generation]:
+        """One chat completion per conversation (lists of ``{"role", "content"}`` messages), sent concurrently.
+
+        A conversation that ends with an assistant message is *continued*: that message is the assistant's
+        unfinished turn (an executor's transcript), sent with ``continue_final_message: true,
+        add_generation_prompt: false``, extra fields that vLLM and SGLang honour (the reply's text is what comes
+        after it). Others end with the generation prompt as usual.
+        """
+        items = [list(c) for c in conversations]
+        if not items or not all(c and all(isinstance(m, dict) for m in c) for c in items):
+            raise SteerEnvsError("generate_chat needs a list of non-empty conversations of {role, content} messages")
+        results = self._map(lambda c: self._generate_one(c, config), items)
         with self._stats_lock:
             self.stats.calls += 1
             self.stats.prompts += len(items)
@@ -265,6 +285,17 @@ class OpenAIBackend:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
+        self.http.close()
+
+
+def chat_request_fields(prompt: str | Sequence[dict[str, str]]) -> dict[str, Any]:
+    """The ``messages`` of a chat request, and the fields that continue a final assistant message (vLLM's and
+    SGLang's ``continue_final_message`` / ``add_generation_prompt``); a bare string is one user message."""
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+    fields: dict[str, Any] = {"messages": messages}
+    if messages[-1].get("role") == "assistant":
+        fields.update(continue_final_message=True, add_generation_prompt=False)
+    return fields
 
 
 def load_openai_backend(arg: str, **options: Any) -> OpenAIBackend:
