@@ -22,8 +22,9 @@ _TRAIN = train_options()
 _TRAIN_ONE_DECISION = {**_TRAIN, "bank_tasks": "1000", "m": "16", "k": "64", "N": "8"}
 #: an untrained steerer: the architecture of the RL config (``config``), initialised with ``seed``
 _UNTRAINED = {"tau": "0.5", "seed": "0", "config": ""}
-#: the zero-shot LLM steerer; top_logprobs and prompt_chars apply to served (openai:) models only
-_ZERO_SHOT = {"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0", "top_logprobs": "20", "prompt_chars": "6000"}
+#: the zero-shot LLM steerer; top_logprobs, prompt_chars and think_tokens apply to served (openai:) models only
+_ZERO_SHOT = {"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0", "top_logprobs": "20", "prompt_chars": "6000",
+              "think_tokens": "48"}
 
 for method in (
     Method("no_supervision", "the frozen executor alone (always pass); the reference row", STEERING_ENV,
@@ -50,7 +51,8 @@ for method in (
     Method("steering_zero_shot", "zero-shot steering as in the paper: a prompted LLM steerer, no training; `model`: "
            "a local hf:<folder> / hf:gemma-3-270m (CausalLMSteerer; slow on a CPU, use with --limit) or a served "
            "openai:<name>@<base_url> (vLLM, SGLang, llama.cpp server: fast path from the first token's top "
-           "`top_logprobs`, slow path generated; `prompt_chars` caps its observation text)", STEERING_ENV,
+           "`top_logprobs`, slow path generated: up to `think_tokens` of reasoning, then the intervention line; `prompt_chars` "
+           "caps its observation text)", STEERING_ENV,
            "baselines.steering:build_zero_shot_llm", options=_ZERO_SHOT, group="steering", rate_knob="tau"),
     Method("steering_llm_zero_shot", "deprecated name of steering_zero_shot (the same steerer and options)",
            STEERING_ENV, "baselines.steering:build_zero_shot_llm_deprecated", options=_ZERO_SHOT, group="steering",

@@ -188,9 +188,10 @@ def test_steering_zero_shot_runs_a_served_steerer_and_logs_its_decisions(tiny_se
     from steer_envs.data import load_tasks
 
     context = MethodContext(benchmarks=("nq",), workdir=tmp_path / "ckpt")
-    agent = build_policy(f"steering_zero_shot:model={tiny_server.spec},tau=0.05,prompt_chars=2000", context)
+    spec = f"steering_zero_shot:model={tiny_server.spec},tau=0.05,prompt_chars=2000,think_tokens=8"
+    agent = build_policy(spec, context)
     assert agent.run_info == {"backbone": "served", "model": tiny_server.spec, "trained": False}
-    assert agent.tau == 0.05 and agent.steerer.max_prompt_chars == 2000
+    assert agent.tau == 0.05 and agent.steerer.max_prompt_chars == 2000 and agent.steerer.max_think_tokens == 8
     env = context.make_env(split="dev")
     task = load_tasks("nq", "dev")[0].id
     first = run_episode(env, agent, episode_seed(task, 0), task, "served", 0)
@@ -219,10 +220,10 @@ def test_eval_cli_runs_steering_zero_shot_against_served_gemma(tmp_path):
     gemma = make_backend("hf:gemma-3-270m")  # the shared instance; tests/conftest.py releases it after the module
     out = tmp_path / "run"
     with OpenAICompatibleServer(gemma, model_name="gemma-3-270m") as server:
-        spec = f"steering_zero_shot:model=openai:gemma-3-270m@{server.base_url},tau=0.02,prompt_chars=1500"
+        spec = f"steering_zero_shot:model=openai:gemma-3-270m@{server.base_url},tau=0.02,prompt_chars=1500,think_tokens=16"
         proc = subprocess.run(
             [sys.executable, "-m", "steer_envs.cli.main", "eval", "--method", spec, "--out", str(out),
-             "--benchmarks", "nq", "--split", "dev", "--limit", "2", "--seeds", "1", "--max-turns", "3",
+             "--benchmarks", "nq", "--split", "dev", "--limit", "2", "--seeds", "1", "--max-turns", "2",
              "--no-progress"],
             capture_output=True, text=True, env=dict(os.environ), timeout=900)
         served = server.requests_served
@@ -233,8 +234,8 @@ def test_eval_cli_runs_steering_zero_shot_against_served_gemma(tmp_path):
     episodes = [json.loads(line) for line in (out / "episodes" / f"{label_filename(label)}.jsonl").read_text().splitlines()]
     assert len(episodes) == 2 and all(e["decisions"] >= 1 and e["failure"] is None for e in episodes)
     decisions = sum(e["decisions"] for e in episodes)
-    rows = [json.loads(line) for line in
-            (out / "checkpoints" / label_filename(label) / "decisions.jsonl").read_text().splitlines()]
+    [log] = (out / "checkpoints").glob("*/decisions.jsonl")  # keyed by the training label (tau dropped)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
     fast = [r for r in rows if r["path"] == "fast"]
     slow = [r for r in rows if r["path"] == "slow"]
     assert len(fast) == decisions and all(math.isfinite(r["z"]) for r in fast)
