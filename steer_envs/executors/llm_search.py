@@ -8,7 +8,11 @@ enters the context as text (``render_guidance`` / ``render_rejection``), exactly
 Specs (``make_executor``): ``hf:<folder|gemma-3-270m>``, ``llamacpp:<file.gguf|gemma-3-270m>``,
 ``openai:<model>@<base_url>``. Settings may follow a ``?`` as ``key=value`` pairs, e.g.
 ``hf:gemma-3-270m?max_new_tokens=48&template=few-shot`` or ``openai:qwen@http://127.0.0.1:8000/v1?timeout=30``;
-keys are :class:`LLMSearchSettings` fields or options of the backend. ``ExecutorContext.extra`` may carry the
+keys are :class:`LLMSearchSettings` fields or options of the backend. Instruct models get their chat template
+(``chat_template=auto|on|off``, :mod:`steer_envs.executors.chat`): the prompt is the user message and the
+transcript continues as the assistant's unfinished message, as in Search-R1's inference; base models keep the raw
+text. A served instruct model: ``openai:Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1?chat_template=on`` (vLLM /
+SGLang render it), or ``...?tokenizer=/models/Qwen2.5-7B-Instruct`` (rendered here, sent as a completion). ``ExecutorContext.extra`` may carry the
 same keys (the spec wins), and ``extra["backend"]`` may hold a ready :class:`~steer_envs.llm.base.LLMBackend`.
 
 A backend that fails after its retries ends the episode as ``failed`` with the reason (the env records it),
@@ -26,6 +30,7 @@ from ..llm.base import Generation, GenerationConfig, LLMBackend, LLMBackendError
 from ..llm.registry import make_backend
 from ..retrieval.base import Retriever
 from .base import Executor, ExecutorContext, Intervention, TurnResult
+from .chat import CHAT_TEMPLATE_MODES, ChatFormat, resolve_chat_format
 from .prompts import get_prompt_template
 from .protocol import (
     ANSWER_STOP,
@@ -42,26 +47,42 @@ from .protocol import (
 @dataclass(frozen=True)
 class LLMSearchSettings:
     """How the executor prompts and samples. ``temperature`` 0 is greedy; forks given a new seed diverge only
-    when sampling."""
+    when sampling.
+
+    ``chat_template``: ``auto`` (the model's chat template when its tokenizer has one, else the raw text), ``on``
+    or ``off`` (``true`` / ``false`` read as on / off); ``tokenizer``: a local folder whose tokenizer's template
+    renders the chat (a served model's tokenizer, for ``openai:``). See :mod:`steer_envs.executors.chat`."""
 
     template: str = "search-r1"
     max_new_tokens: int = 256
     temperature: float = 0.7
     top_p: float = 0.95
+    chat_template: str = "auto"
+    tokenizer: str | None = None
 
     def __post_init__(self) -> None:
         get_prompt_template(self.template)  # fail fast on an unknown template, listing the valid ones
+        if isinstance(self.chat_template, bool):  # ?chat_template=true arrives as a bool
+            object.__setattr__(self, "chat_template", "on" if self.chat_template else "off")
+        if self.chat_template not in CHAT_TEMPLATE_MODES:
+            raise SteerEnvsError(
+                f"chat_template must be one of {', '.join(CHAT_TEMPLATE_MODES)}, got {self.chat_template!r}")
+        if self.tokenizer is not None:
+            object.__setattr__(self, "tokenizer", str(self.tokenizer))
         GenerationConfig(self.max_new_tokens, self.temperature, self.top_p)  # same checks as generation
 
 
-#: defaults for packaged models (a 270M base model needs demonstrations and short turns on CPU)
-PACKAGED_DEFAULTS: dict[str, dict[str, Any]] = {"gemma-3-270m": {"template": "few-shot", "max_new_tokens": 64}}
+#: defaults for packaged models (a 270M base model needs demonstrations and short turns on CPU, and the raw text)
+PACKAGED_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma-3-270m": {"template": "few-shot", "max_new_tokens": 64, "chat_template": "off"}}
 
 _SETTING_KEYS = {f.name for f in fields(LLMSearchSettings)}
 
 
 class LLMSearchExecutor(Executor):
-    """The search loop around an :class:`LLMBackend`; forks share the backend and retriever, not the context."""
+    """The search loop around an :class:`LLMBackend`; forks share the backend, retriever and chat format, not the
+    context. ``chat_format`` (how prompt and transcript reach the model) is resolved from the settings when not
+    given."""
 
     deterministic = False
 
@@ -74,11 +95,13 @@ class LLMSearchExecutor(Executor):
         data_dir: str | None = None,
         max_turns: int = 10,
         topk: int = 3,
+        chat_format: ChatFormat | None = None,
     ) -> None:
         super().__init__(spec, max_turns=max_turns)
         self.backend = backend
         self.settings = settings
         self.template = get_prompt_template(settings.template)
+        self.chat_format = chat_format or resolve_chat_format(settings.chat_template, backend, settings.tokenizer)
         self.topk = topk
         self._retriever = retriever
         self._data_dir = data_dir
@@ -95,8 +118,9 @@ class LLMSearchExecutor(Executor):
 
     @property
     def context(self) -> str:
-        """What the model reads next: the prompt, then everything generated and inserted so far."""
-        return self.prompt + self.transcript
+        """What the model reads next: the prompt, then everything generated and inserted so far (in chat mode,
+        rendered with the chat template: the prompt as the user message, the transcript as the open assistant turn)."""
+        return self.chat_format.context(self.prompt, self.transcript)
 
     def reseed(self, seed: int) -> None:
         """Re-seed future sampling (independent continuations of forks)."""
@@ -115,7 +139,7 @@ class LLMSearchExecutor(Executor):
 
     def _turn(self) -> TurnResult:
         try:
-            gen = self.backend.generate([self.context], self._generation_config())[0]
+            gen = self.chat_format.generate(self.backend, self.prompt, self.transcript, self._generation_config())
         except LLMBackendError as exc:
             return TurnResult("failed", segment="", error=str(exc))
         segment = gen.text + closing_tag(gen)
@@ -137,7 +161,7 @@ class LLMSearchExecutor(Executor):
 
     def _blank_copy(self) -> "LLMSearchExecutor":
         return LLMSearchExecutor(self.spec, self.backend, self.settings, self._retriever, self._data_dir,
-                                 self.max_turns, self.topk)
+                                 self.max_turns, self.topk, self.chat_format)
 
     def _get_impl_state(self) -> Any:
         return {"seed": self._seed}

@@ -274,10 +274,17 @@ class HFBackend:
             return torch.stack([t.mean() for t in per_item])
         return torch.stack([t.sum() for t in per_item])
 
-    def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
-        """Turn chat messages into one prompt: the tokenizer's chat template when it has one."""
+    def render_chat(self, messages: Sequence[dict[str, str]], continue_final_message: bool = False) -> str:
+        """Turn chat messages into one prompt: the tokenizer's chat template when it has one.
+
+        The template ends with the generation prompt (a new assistant turn), or with ``continue_final_message``
+        leaves the last message (an assistant's unfinished turn) open for the model to continue, as vLLM's
+        ``continue_final_message`` does. Without a template the contents are joined (the last one then continues).
+        """
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(list(messages), tokenize=False,
+                                                      add_generation_prompt=not continue_final_message,
+                                                      continue_final_message=continue_final_message)
         return "\n\n".join(m.get("content", "") for m in messages)
 
     def count_tokens(self, text: str) -> int:

@@ -58,6 +58,9 @@ class CompletionRequest(_SamplingFields):
 
 class ChatRequest(_SamplingFields):
     messages: list[ChatMessage] | None = None
+    #: vLLM's / SGLang's extra fields: continue the final (assistant) message instead of opening a new turn
+    continue_final_message: bool | None = None
+    add_generation_prompt: bool | None = None
 
 
 #: what a validation error of each field means, in the words the old handler used
@@ -192,8 +195,16 @@ class OpenAICompatibleServer:
             isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages
         ):
             raise BadRequest("'messages' must be a non-empty list of {role, content} objects with string content")
+        continued = bool(body.get("continue_final_message"))
+        if continued and body.get("add_generation_prompt"):
+            raise BadRequest("set at most one of 'continue_final_message' and 'add_generation_prompt' (as vLLM)")
+        if continued and messages[-1].get("role") != "assistant":
+            raise BadRequest("'continue_final_message' continues the last message, which must be the assistant's")
         render = getattr(self.backend, "render_chat", None)
-        prompt = render(messages) if render else "\n\n".join(m["content"] for m in messages)
+        if render is None:
+            prompt = "\n\n".join(m["content"] for m in messages)
+        else:
+            prompt = render(messages, continue_final_message=True) if continued else render(messages)
         choices, usage = self._complete([prompt], body)
         for c in choices:
             lp = c.pop("logprobs")
