@@ -6,6 +6,9 @@ on, guided when a hint was shown) and both views of the state (``info["unguided_
 
 A group starts from one env state (a fresh reset, or a prefix state a probe forks from) copied ``n`` times, so
 members differ only by the policy's sampling: the GRPO group of PAPERS.md B.
+
+A text learner's action is a :class:`TextAction`: the text the env reads, carrying the token ids the policy sampled,
+so the losses score those ids rather than a re-tokenisation of the text.
 """
 from __future__ import annotations
 
@@ -16,13 +19,41 @@ from typing import Any, Protocol
 import torch
 
 from steer_envs.envs.guided import GuidedSearchEnv
+from steer_envs.errors import SteerEnvsError
+
+
+class TextAction(str):
+    """A text action together with the token ids that spell it for the policy.
+
+    It is a ``str`` (its text), so the env, the transcript and every text consumer take it unchanged; a learner
+    scores ``token_ids``. For a sampled action those are the sampled ids, which need not be what the text
+    re-tokenises to (a BPE merge across the stop, a re-added closing tag, an end-of-sequence token). Equality and
+    hashing are the text's. Pickles and deep-copies with its ids (trajectories and env states stay serialisable).
+    """
+
+    token_ids: tuple[int, ...]
+
+    def __new__(cls, text: str, token_ids: Sequence[int]) -> "TextAction":
+        ids = tuple(int(t) for t in token_ids)
+        if not ids:
+            raise SteerEnvsError(f"TextAction {text!r} has no token ids; give the ids the policy sampled (at least one)")
+        obj = super().__new__(cls, text)
+        obj.token_ids = ids
+        return obj
+
+    def __getnewargs__(self) -> tuple[str, tuple[int, ...]]:  # pickle / copy rebuild with the ids
+        return str(self), self.token_ids
+
+    def __repr__(self) -> str:
+        return f"TextAction({str(self)!r}, token_ids={list(self.token_ids)!r})"
 
 
 @dataclass
 class StepRecord:
     """One decision. ``view`` / ``unguided_view``: what the policy needs to score an action in each view
-    (discrete: ``(features, mask)``; text: the context string). ``old_logp``: per-token log-probs under the
-    behaviour policy of the view acted on (1 token for a discrete action)."""
+    (discrete: ``(features, mask)``; text: the context string). ``action``: an index, or a :class:`TextAction`
+    (text plus the sampled token ids). ``old_logp``: per-token log-probs under the behaviour policy of the view
+    acted on (1 token for a discrete action), on the learner's device."""
 
     view: Any
     unguided_view: Any
@@ -43,10 +74,17 @@ class Trajectory:
     f1: float = 0.0
     env_steps: int = 0
     turns: int = 0
+    #: set when a service (the retriever) failed after its retries: the trajectory has no outcome, and the trainer
+    #: drops it from its group instead of reading its 0 as a reward (``steer_envs.failures``)
+    failure: str | None = None
 
     @property
     def success(self) -> bool:
         return self.reward > 0
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
 
     @property
     def guided(self) -> bool:
@@ -61,11 +99,13 @@ class RolloutPolicy(Protocol):
     def view(self, obs: dict) -> Any: ...
 
     def act(self, views: Sequence[Any], generator: torch.Generator) -> tuple[list[Any], list[torch.Tensor]]:
-        """Sample one action per view; return the actions and their per-token log-probs (no gradient)."""
+        """Sample one action per view; return the actions (a text learner's are :class:`TextAction`, keeping the
+        sampled token ids) and their per-token log-probs (no gradient, on the learner's device)."""
         ...
 
     def token_logprobs(self, views: Sequence[Any], actions: Sequence[Any]) -> list[torch.Tensor]:
-        """Per-token log-probs of ``actions[i]`` in ``views[i]`` (with gradient)."""
+        """Per-token log-probs of ``actions[i]`` in ``views[i]`` (with gradient, on the learner's device); a text
+        learner scores a :class:`TextAction`'s ids and tokenises a plain string once."""
         ...
 
 
@@ -110,6 +150,9 @@ def run_group(
                 trajs[i].f1 = float(info["f1"])
                 trajs[i].turns = int(info["turns"])
         alive = [i for i in alive if not envs[i].state.done]
+    for traj, e in zip(trajs, envs):
+        if e.state.failure_source is not None:  # failed during this group, or already in its start state
+            traj.failure = f"{e.state.failure_source}: {e.state.failure}"
     return trajs
 
 

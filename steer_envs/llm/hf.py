@@ -11,6 +11,7 @@ import inspect
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +41,21 @@ def _stop_criteria(tokenizer: Any, stops: Sequence[str], prompt_len: int):
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return StopOnStrings()
+
+
+@dataclass(frozen=True)
+class SampledGeneration:
+    """One sampled continuation with the ids that produced it (:meth:`HFBackend.generate_with_ids`).
+
+    ``prompt_ids``: the prompt as the model read it (after truncation, without padding). ``token_ids``: the sampled
+    tokens up to and including the one that completed the stop string, or the end-of-sequence token the model
+    chose (``generation.text`` is their decoded text cut at the stop). A trainer scores these ids, not a
+    re-tokenisation of the text, which can differ (BPE merges across the cut, special tokens, a stop string that
+    ends inside a token)."""
+
+    generation: Generation
+    prompt_ids: list[int]
+    token_ids: list[int]
 
 
 class HFBackend:
@@ -106,6 +122,14 @@ class HFBackend:
         )
         return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
 
+    def encode_prompts(self, prompts: Sequence[str], room: int) -> list[list[int]]:
+        """Token ids of each prompt exactly as :meth:`generate` feeds them with ``max_new_tokens=room`` (special
+        tokens added, truncated from the left to leave ``room``), without padding: the ids to score a sampled
+        continuation after (:meth:`token_logprobs`)."""
+        items = check_prompts(prompts)
+        enc = self.tokenizer(items, truncation=True, max_length=max(8, self.max_context - room))
+        return [list(ids) for ids in enc["input_ids"]]
+
     @staticmethod
     def _positions(attention_mask):
         return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
@@ -135,7 +159,39 @@ class HFBackend:
         self.stats.generated_tokens += sum(g.tokens for g in results)
         return results
 
+    def generate_with_ids(self, prompts: Sequence[str], config: GenerationConfig) -> list[SampledGeneration]:
+        """:meth:`generate`, keeping each continuation's prompt ids and sampled token ids (see
+        :class:`SampledGeneration`): what an RL trainer needs to score exactly the tokens it sampled."""
+        items = check_prompts(prompts)
+        results: list[SampledGeneration] = []
+        with self.lock:
+            for batch in self._batches(items):
+                results.extend(self._sample_batch(batch, config))
+        self.stats.calls += 1
+        self.stats.prompts += len(items)
+        self.stats.generated_tokens += sum(r.generation.tokens for r in results)
+        return results
+
     def _generate_batch(self, prompts: list[str], config: GenerationConfig) -> list[Generation]:
+        return [r.generation for r in self._sample_batch(prompts, config)]
+
+    def _stop_cut(self, row: list[int], stops: Sequence[str]) -> int:
+        """The fewest leading tokens of ``row`` whose text already contains a stop string (binary search: once a
+        prefix's text holds one, every longer prefix's does)."""
+        def has_stop(k: int) -> bool:
+            text = self.tokenizer.decode(row[:k], skip_special_tokens=True)
+            return any(s and s in text for s in stops)
+
+        lo, hi = 1, len(row)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if has_stop(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _sample_batch(self, prompts: list[str], config: GenerationConfig) -> list[SampledGeneration]:
         import torch
         from transformers import GenerationConfig as HFGenerationConfig
         from transformers import StoppingCriteriaList
@@ -159,13 +215,18 @@ class HFBackend:
             )
         ends = self._eos_ids | {self.tokenizer.pad_token_id}
         gens = []
-        for row in out[:, prompt_len:].tolist():
+        mask = enc["attention_mask"].bool()
+        for r, row in enumerate(out[:, prompt_len:].tolist()):
             n = next((i for i, t in enumerate(row) if t in ends), len(row))
             ended_by_eos = n < len(row)
             text = self.tokenizer.decode(row[:n], skip_special_tokens=True)
             text, stop = truncate_at_stop(text, config.stop)
             reason = "stop" if (stop is not None or ended_by_eos) else "length"
-            gens.append(Generation(text=text, tokens=n, finish_reason=reason, stop_sequence=stop))
+            # the sampled ids: through the token that completed the stop, else through the end token the model chose
+            cut = self._stop_cut(row[:n], config.stop) if stop is not None else min(n + 1, len(row))
+            gens.append(SampledGeneration(
+                Generation(text=text, tokens=n, finish_reason=reason, stop_sequence=stop),
+                enc["input_ids"][r][mask[r]].tolist(), row[:cut]))
         return gens
 
     def _candidate_ids(self, candidate: str) -> list[int]:
@@ -232,47 +293,80 @@ class HFBackend:
         ``"none"`` a list of 1-D tensors of per-token log-probs. Not serialised by the lock: the caller owns
         the model while training.
         """
-        import contextlib
-
         import torch
 
         items, conts = check_prompts(prompts), check_prompts(continuations)
         if len(items) != len(conts):
             raise SteerEnvsError(f"got {len(items)} prompts but {len(conts)} continuations; pass one per prompt")
+        p_ids = [self.tokenizer.encode(p, add_special_tokens=True) for p in items]
+        c_ids = [self.tokenizer.encode(c, add_special_tokens=False) for c in conts]
+        if not all(c_ids):
+            raise SteerEnvsError("a continuation is empty; continuation_logprobs scores at least one token")
+        per_item = self.token_logprobs(p_ids, c_ids, grad=grad, micro_batch=max(1, len(items)))
+        if reduce == "none":
+            return per_item
+        if reduce == "mean":
+            return torch.stack([t.mean() for t in per_item])
+        return torch.stack([t.sum() for t in per_item])
+
+    def token_logprobs(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        response_ids: Sequence[Sequence[int]],
+        grad: bool = True,
+        micro_batch: int | None = None,
+    ):
+        """Per-token log-probs (fp32, on the model's device) of ``response_ids[i]`` after ``prompt_ids[i]``.
+
+        Ids rather than text, so a sampled response is scored as it was sampled (see :class:`SampledGeneration`).
+        Sequences go through the model ``micro_batch`` at a time (default ``max_batch``), right-padded; with
+        ``grad=True`` every micro-batch keeps its graph for the caller's backward. Returns a list of 1-D tensors,
+        one per response. Not serialised by the lock: the caller owns the model while training.
+        """
+        if len(prompt_ids) != len(response_ids):
+            raise SteerEnvsError(f"got {len(prompt_ids)} prompts but {len(response_ids)} responses; pass one per prompt")
+        for what, seqs in (("prompt", prompt_ids), ("response", response_ids)):
+            if any(len(s) == 0 for s in seqs):
+                raise SteerEnvsError(f"token_logprobs got an empty {what}; every {what} needs at least one token id "
+                                     "(a response is scored after its prompt's last token)")
+        step = int(micro_batch or self.max_batch)
+        if step < 1:
+            raise SteerEnvsError(f"micro_batch must be a positive number of sequences, got {micro_batch}")
+        out = []
+        for i in range(0, len(prompt_ids), step):
+            out.extend(self._score_ids(prompt_ids[i : i + step], response_ids[i : i + step], grad))
+        return out
+
+    def _score_ids(self, prompt_ids, response_ids, grad: bool):
+        import contextlib
+
+        import torch
+
+        device = self.model.device
         pad = self.tokenizer.pad_token_id
-        seqs, spans = [], []
-        for p, c in zip(items, conts):
-            p_ids = self.tokenizer.encode(p, add_special_tokens=True)
-            c_ids = self.tokenizer.encode(c, add_special_tokens=False)
-            if not c_ids:
-                raise SteerEnvsError("a continuation is empty; continuation_logprobs scores at least one token")
-            seqs.append(p_ids + c_ids)
-            spans.append((len(p_ids), len(c_ids)))
+        seqs = [[int(t) for t in p] + [int(t) for t in c] for p, c in zip(prompt_ids, response_ids)]
+        spans = [(len(p), len(c)) for p, c in zip(prompt_ids, response_ids)]
         width = max(len(s) for s in seqs)
         ids = torch.full((len(seqs), width), pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for r, s in enumerate(seqs):  # right padding: positions are then plain 0..n-1
             ids[r, : len(s)] = torch.tensor(s)
             mask[r, : len(s)] = 1
+        ids, mask = ids.to(device), mask.to(device)
         ctx = contextlib.nullcontext() if grad else torch.no_grad()
         with ctx:
-            # only the positions that predict a continuation token need logits: with a 262k-token vocabulary the
+            # only the positions that predict a response token need logits: with a 262k-token vocabulary the
             # prompt's logits would be most of a training step's memory
             keep = width - (min(start for start, _ in spans) - 1)
             kwargs = {"logits_to_keep": keep} if self._keeps_logits else {}
-            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device), **kwargs).logits
+            logits = self.model(input_ids=ids, attention_mask=mask, **kwargs).logits
             offset = width - logits.shape[1]
-            logp = torch.log_softmax(logits.float(), dim=-1)
             per_item = []
             for r, (start, n) in enumerate(spans):
-                targets = ids[r, start : start + n].to(self.device)
-                rows = logp[r, start - 1 - offset : start - 1 - offset + n]
-                per_item.append(rows.gather(-1, targets[:, None]).squeeze(-1))
-        if reduce == "none":
-            return per_item
-        if reduce == "mean":
-            return torch.stack([t.mean() for t in per_item])
-        return torch.stack([t.sum() for t in per_item])
+                rows = logits[r, start - 1 - offset : start - 1 - offset + n].float()
+                targets = ids[r, start : start + n]
+                per_item.append(rows.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(rows, dim=-1))
+        return per_item
 
     def render_chat(self, messages: Sequence[dict[str, str]], continue_final_message: bool = False) -> str:
         """Turn chat messages into one prompt: the tokenizer's chat template when it has one.
