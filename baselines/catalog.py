@@ -12,7 +12,7 @@ from .registry import PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV, Method, regi
 
 from .handoff import DEPLOY_OPTIONS as _HANDOFF_DEPLOY
 from .handoff import HANDOFF_ENV, handoff_train_options
-from .steering import train_options
+from .steering import SERVED_ONLY_OPTIONS, train_options
 
 _TRAIN = train_options()
 #: planning decides once per task and verification about once per proposed answer, so their state banks hold
@@ -23,8 +23,7 @@ _TRAIN_ONE_DECISION = {**_TRAIN, "bank_tasks": "1000", "m": "16", "k": "64", "N"
 #: an untrained steerer: the architecture of the RL config (``config``), initialised with ``seed``
 _UNTRAINED = {"tau": "0.5", "seed": "0", "config": ""}
 #: the zero-shot LLM steerer; top_logprobs, prompt_chars and think_tokens apply to served (openai:) models only
-_ZERO_SHOT = {"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0", "top_logprobs": "20", "prompt_chars": "6000",
-              "think_tokens": "48"}
+_ZERO_SHOT = {"tau": "0.5", "model": "hf:gemma-3-270m", "seed": "0", **SERVED_ONLY_OPTIONS}
 
 for method in (
     Method("no_supervision", "the frozen executor alone (always pass); the reference row", STEERING_ENV,

@@ -90,6 +90,8 @@ def build_untrained_verification(context: MethodContext) -> SteeringAgent:
 DECISION_LOG = "decisions.jsonl"
 ZERO_SHOT = "steering_zero_shot"
 DEPRECATED_ZERO_SHOT = "steering_llm_zero_shot"
+#: the zero-shot method's options that only a served steerer reads, with their defaults (catalog.py shows them)
+SERVED_ONLY_OPTIONS = {"top_logprobs": "20", "prompt_chars": "6000", "think_tokens": "48"}
 
 
 def build_zero_shot_llm(context: MethodContext, name: str = ZERO_SHOT) -> SteeringAgent:
@@ -100,6 +102,10 @@ def build_zero_shot_llm(context: MethodContext, name: str = ZERO_SHOT) -> Steeri
     model = context.option("model", "hf:gemma-3-270m", str)
     backbone = backbone_for_model(model)
     args: dict[str, Any] = {"model": model}
+    served_only = {k: v for k, v in SERVED_ONLY_OPTIONS.items() if context.options.get(k, v) != v}
+    if backbone != "served" and served_only:
+        raise SteerEnvsError(f"{name}: option(s) {', '.join(sorted(served_only))} apply to served models only "
+                             f"(model=openai:<name>@<base_url>), not to the local model {model!r}; drop them")
     if backbone == "served":
         args.update(top_logprobs=context.option("top_logprobs", 20, int),
                     max_prompt_chars=context.option("prompt_chars", 6000, int),

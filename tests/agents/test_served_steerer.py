@@ -208,6 +208,8 @@ def test_steering_zero_shot_runs_a_served_steerer_and_logs_its_decisions(tiny_se
         old = build_policy(f"steering_llm_zero_shot:model={tiny_server.spec}", MethodContext(benchmarks=("nq",)))
     assert any(issubclass(w.category, FutureWarning) and "steering_zero_shot" in str(w.message) for w in caught)
     assert old.name == "steering_llm_zero_shot" and old.run_info["backbone"] == "served"
+    with pytest.raises(SteerEnvsError, match="served models only"):
+        build_policy("steering_zero_shot:model=hf:/nowhere,think_tokens=8", MethodContext(benchmarks=("nq",)))
 
 
 # -- the acceptance command, against the packaged Gemma ---------------------------------------------------------
