@@ -11,6 +11,8 @@ from .envs.registration import register_envs as _register_envs
 
 _register_envs()
 
+from .vector import ConcurrentVectorEnv, make_concurrent_vec  # noqa: E402  (needs the ids registered)
+
 
 def _torch_single_threaded_after_fork() -> None:
     """A forked worker (an async ``make_vec`` env, a process pool) must not use the parent's OpenMP thread team:
@@ -25,4 +27,4 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_torch_single_threaded_after_fork)
 
 __version__ = "0.1.0"
-__all__ = ["SteerEnvsError", "__version__"]
+__all__ = ["ConcurrentVectorEnv", "SteerEnvsError", "__version__", "make_concurrent_vec"]

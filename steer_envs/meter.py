@@ -8,17 +8,24 @@ rollout pools add what their worker processes / actors counted while running an 
 """
 from __future__ import annotations
 
+import threading
+
 _STEPS = [0]
+#: envs step in several threads at once (the concurrent vector env, the thread rollout pool); ``+=`` on a shared
+#: counter is not atomic, so without the lock a step could be lost
+_LOCK = threading.Lock()
 
 
 def count_step(n: int = 1) -> None:
     """Called by the envs on every ``step()``."""
-    _STEPS[0] += n
+    with _LOCK:
+        _STEPS[0] += n
 
 
 def add_env_steps(n: int) -> None:
     """Add steps counted elsewhere (a worker process or Ray actor, reported with its item's result)."""
-    _STEPS[0] += int(n)
+    with _LOCK:
+        _STEPS[0] += int(n)
 
 
 def env_steps() -> int:

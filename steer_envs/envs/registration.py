@@ -36,10 +36,17 @@ def env_ids() -> list[str]:
 def register_envs() -> None:
     """Register every id once (re-imports are harmless). The supervision envs default to the simulated executor
     (deterministic under a seed; pass ``executor=`` to ``gymnasium.make`` for another); GuidedSearch has no
-    executor: the learner is the searcher."""
+    executor: the learner is the searcher.
+
+    Each id's ``vector_entry_point`` is the concurrent vector env (:mod:`steer_envs.vector`), so
+    ``gymnasium.make_vec(id, n)`` (no mode, or ``vectorization_mode="vector_entry_point"``) steps ``openai:``
+    episodes concurrently and everything else serially, as SyncVectorEnv does; ``"sync"`` and ``"async"`` still
+    give gymnasium's own classes (and accept ``wrappers=`` / ``vector_kwargs=``)."""
+    from ..vector import VectorEntryPoint
+
     for entry in ENVS:
         env_id = f"{NAMESPACE}/{entry.name}"
         if env_id in gym.registry:
             continue
         gym.register(id=env_id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs),
-                     nondeterministic=False)
+                     nondeterministic=False, vector_entry_point=VectorEntryPoint(env_id))

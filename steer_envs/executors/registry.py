@@ -2,7 +2,8 @@
 
 Kinds register a factory; factories import their dependencies lazily. An unknown kind lists the valid ones.
 Installed packages add kinds through the ``steer_envs.executors`` entry-point group (docs/extending.md); a
-plugin factory may carry ``deterministic = True`` (default: False, the safe assumption for envs and checks).
+plugin factory may carry ``deterministic = True`` (default: False, the safe assumption for envs and checks) and
+``io_bound = True`` (its episodes mostly wait on a server: run many at once in threads, :mod:`steer_envs.vector`).
 """
 from __future__ import annotations
 
@@ -19,18 +20,24 @@ ENTRY_POINT_GROUP = "steer_envs.executors"
 EXECUTORS: LazyRegistry[ExecutorFactory] = LazyRegistry("executor", SPEC_HELP, entry_point_group=ENTRY_POINT_GROUP)
 #: whether executors of a kind are deterministic under a seed (for env registration and checks)
 DETERMINISTIC_KINDS: dict[str, bool] = {}
+#: whether an episode of a kind spends its time waiting on another process (a model server): such episodes run
+#: many at once in threads of one process (the concurrent vector env, the thread rollout pool); CPU-bound kinds
+#: (the simulator, a model in this process) would only contend for the interpreter lock
+IO_BOUND_KINDS: dict[str, bool] = {}
 
 
-def register_executor(kind: str, factory: ExecutorFactory | str, deterministic: bool) -> None:
+def register_executor(kind: str, factory: ExecutorFactory | str, deterministic: bool, io_bound: bool = False) -> None:
     """Register a kind. ``factory`` may be ``"module:function"``, imported on first use (keeps imports light)."""
     EXECUTORS.register(kind, factory)
     DETERMINISTIC_KINDS[kind] = deterministic
+    IO_BOUND_KINDS[kind] = io_bound
 
 
 register_executor("sim", "steer_envs.executors.sim:make_sim_executor", deterministic=True)
 register_executor("hf", "steer_envs.executors.llm_search:make_hf_executor", deterministic=False)
 register_executor("llamacpp", "steer_envs.executors.llm_search:make_llamacpp_executor", deterministic=False)
-register_executor("openai", "steer_envs.executors.llm_search:make_openai_executor", deterministic=False)
+register_executor("openai", "steer_envs.executors.llm_search:make_openai_executor", deterministic=False,
+                  io_bound=True)
 register_executor("replay", "steer_envs.executors.replay:make_replay_executor", deterministic=True)
 
 
@@ -50,3 +57,20 @@ def is_deterministic(spec: str) -> bool:
     if kind not in DETERMINISTIC_KINDS:  # a plugin's kind: what its factory declares
         DETERMINISTIC_KINDS[kind] = bool(getattr(EXECUTORS.resolve(kind), "deterministic", False))
     return DETERMINISTIC_KINDS[kind]
+
+
+def is_io_bound(spec: str | None) -> bool:
+    """Whether episodes on executor ``spec`` mostly wait on a server (``openai:``; a plugin's factory may say
+    ``io_bound = True``); False for no executor (``GuidedSearch-v0``) or an unparsable spec (its env reports it)."""
+    if not spec:
+        return False
+    try:
+        kind = parse_spec(spec)[0]
+    except Exception:  # noqa: BLE001 - the env that uses the spec gives the clear error
+        return False
+    if kind not in IO_BOUND_KINDS:
+        try:
+            IO_BOUND_KINDS[kind] = bool(getattr(EXECUTORS.resolve(kind), "io_bound", False))
+        except Exception:  # noqa: BLE001 - as above
+            return False
+    return IO_BOUND_KINDS[kind]

@@ -7,6 +7,7 @@ stays fast and optional extras stay optional.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,6 +35,9 @@ ENTRY_POINT_GROUP = "steer_envs.retrievers"
 RETRIEVERS: LazyRegistry[RetrieverFactory] = LazyRegistry("retriever", "bm25s, lucene, http:<url>",
                                                           entry_point_group=ENTRY_POINT_GROUP)
 _INSTANCES: dict[tuple, Retriever] = {}
+#: envs built or stepping in several threads must share one index, not each load their own (re-entrant: a
+#: ``batched:`` retriever builds its inner one through make_retriever)
+_LOCK = threading.RLock()
 
 
 def register_retriever(kind: str, factory: RetrieverFactory | str) -> None:
@@ -52,12 +56,13 @@ def make_retriever(
     if kind not in RETRIEVERS:
         raise unknown_name("retriever kind", kind, list(RETRIEVERS), hint="a spec looks like 'bm25s' or 'http:URL'")
     key = (spec, str(corpus_path), str(data_dir))
-    if shared and key in _INSTANCES:
-        return _INSTANCES[key]
-    retriever = RETRIEVERS.resolve(kind)(arg, RetrieverContext(corpus_path, data_dir))
-    if shared:
-        _INSTANCES[key] = retriever
-    return retriever
+    with _LOCK:
+        if shared and key in _INSTANCES:
+            return _INSTANCES[key]
+        retriever = RETRIEVERS.resolve(kind)(arg, RetrieverContext(corpus_path, data_dir))
+        if shared:
+            _INSTANCES[key] = retriever
+        return retriever
 
 
 def _bm25s(arg: str, ctx: RetrieverContext) -> Retriever:

@@ -6,6 +6,7 @@ search, and read :data:`STATS` for the share of time spent inside the retriever.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ class RetrievalStats:
 STATS = RetrievalStats()
 _CACHE: OrderedDict[tuple[str, str, int], tuple[Hit, ...]] = OrderedDict()
 _ENABLED = [True]
+#: envs in several threads share the cache (the concurrent vector env): an OrderedDict's move_to_end / popitem are
+#: not safe against each other; the search itself runs outside the lock
+_LOCK = threading.Lock()
 
 
 def set_enabled(enabled: bool) -> None:
@@ -38,19 +42,21 @@ def set_enabled(enabled: bool) -> None:
 
 
 def cached_search(retriever: Retriever, key: str, query: str, k: int) -> tuple[Hit, ...]:
-    STATS.calls += 1
     cache_key = (key, query, k)
-    if _ENABLED[0]:
-        hit = _CACHE.get(cache_key)
-        if hit is not None:
-            _CACHE.move_to_end(cache_key)
-            return hit
-    STATS.misses += 1
+    with _LOCK:
+        STATS.calls += 1
+        if _ENABLED[0]:
+            hit = _CACHE.get(cache_key)
+            if hit is not None:
+                _CACHE.move_to_end(cache_key)
+                return hit
+        STATS.misses += 1
     start = time.perf_counter()
     result = tuple(retriever.search(query, k))
-    STATS.seconds += time.perf_counter() - start
-    if _ENABLED[0]:
-        _CACHE[cache_key] = result
-        if len(_CACHE) > MAX_ENTRIES:
-            _CACHE.popitem(last=False)
+    with _LOCK:
+        STATS.seconds += time.perf_counter() - start
+        if _ENABLED[0]:
+            _CACHE[cache_key] = result
+            if len(_CACHE) > MAX_ENTRIES:
+                _CACHE.popitem(last=False)
     return result

@@ -1,0 +1,220 @@
+"""A loopback OpenAI-compatible completions server that answers every request after a fixed latency.
+
+Why: the client side of serving (the ``openai:`` backend, the concurrent vector env, thread rollout pools) is
+measured and tested against a real HTTP server whose only behaviour is "a GPU server answers in ``latency``
+seconds, and takes as many requests at once as it is sent" — which no model on a CPU can imitate. It counts
+what the client-side claims are about: requests, TCP connections opened, and the most requests in flight at
+once. Built on the standard library's ``ThreadingHTTPServer`` (a thread per connection, HTTP/1.1 keep-alive),
+so the server costs little CPU beside the client it measures.
+
+``reply(prompt) -> text`` gives the completion; the default one runs a Search-R1 episode: a search on the first
+turn, then an answer (the executor closes the tags from the reported stop string, as with vLLM).
+
+In a thread of the caller (:class:`LatencyServer`) the server shares the caller's interpreter lock, which is
+what a test wants (counters read directly); :class:`LatencyServerProcess` runs it as its own process, as a real
+model server is (``python -m steer_envs.llm.latency_server --latency 0.1``; counters at ``GET /stats``), so a
+benchmark measures the client alone.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def search_then_answer(prompt: str) -> tuple[str, str]:
+    """``(text, stop string)``: a search while the prompt holds no retrieved information yet, then an answer."""
+    if "<information>" not in prompt:
+        return "<think> I should look this up. </think>\n<search> first nobel prize in physics", "</search>"
+    return "<think> The documents answer it. </think>\n<answer> Wilhelm Conrad Röntgen", "</answer>"
+
+
+class LatencyServer:
+    """Serve ``POST /v1/completions`` (and ``/v1/chat/completions``) after ``latency`` seconds each, on
+    ``127.0.0.1`` (any free port). Use as a context manager; :attr:`spec` is the ``openai:`` spec that reaches it.
+
+    Counters (thread-safe): :attr:`requests`, :attr:`connections` (TCP connections accepted),
+    :attr:`peak_in_flight` (the most requests being answered at once)."""
+
+    def __init__(self, latency: float = 0.1, reply: Callable[[str], tuple[str, str | None]] = search_then_answer,
+                 model_name: str = "fake") -> None:
+        self.latency = float(latency)
+        self.reply = reply
+        self.model_name = model_name
+        self.requests = 0
+        self.connections = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def setup(self) -> None:
+                super().setup()
+                # headers and body go out in two writes; with Nagle's algorithm the body would wait for the
+                # client's delayed ACK of the headers (~40 ms a reply). Real servers (uvicorn, vLLM) set it too.
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with server._lock:
+                    server.connections += 1
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                if not self.path.startswith("/stats"):
+                    self.send_error(404, "only GET /stats (and POST /v1/completions, /v1/chat/completions)")
+                    return
+                body = json.dumps(server.counters(reset="reset=1" in self.path)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with server._lock:
+                    server.requests += 1
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    time.sleep(server.latency)
+                    body = json.dumps(server._answer(self.path, json.loads(raw))).encode()
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.request_queue_size = 1024  # hundreds of clients connect at once
+        self._thread: threading.Thread | None = None
+
+    def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        chat = path.endswith("/chat/completions")
+        prompt = "".join(m.get("content", "") for m in body.get("messages", [])) if chat else str(body.get("prompt"))
+        text, stop = self.reply(prompt)
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "stop_reason": stop}
+        choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+        return {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": self.model_name,
+                "choices": [choice], "usage": {"completion_tokens": max(1, len(text.split()))}}
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def spec(self) -> str:
+        return f"openai:{self.model_name}@{self.base_url}"
+
+    def counters(self, reset: bool = False) -> dict[str, int]:
+        """``requests``, ``connections``, ``peak_in_flight`` so far (since the last reset); ``reset`` zeroes them
+        (connections already open stay open: later requests on them count, their opening does not)."""
+        with self._lock:
+            out = {"requests": self.requests, "connections": self.connections, "peak_in_flight": self.peak_in_flight}
+            if reset:
+                self.requests = self.connections = self.peak_in_flight = 0
+        return out
+
+    def reset_counters(self) -> None:
+        self.counters(reset=True)
+
+    def start(self) -> "LatencyServer":
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="latency-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "LatencyServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class LatencyServerProcess:
+    """:class:`LatencyServer` in a child process (``python -m steer_envs.llm.latency_server``); same
+    :attr:`base_url` / :attr:`spec`, counters through :meth:`counters` (``GET /stats``)."""
+
+    def __init__(self, latency: float = 0.1, model_name: str = "fake") -> None:
+        self.latency = latency
+        self.model_name = model_name
+        self.base_url = ""
+        self._proc: Any = None
+
+    @property
+    def spec(self) -> str:
+        return f"openai:{self.model_name}@{self.base_url}"
+
+    def start(self) -> "LatencyServerProcess":
+        import subprocess
+        import sys
+
+        self._proc = subprocess.Popen([sys.executable, "-m", "steer_envs.llm.latency_server", "--latency",
+                                       str(self.latency), "--model-name", self.model_name],
+                                      stdout=subprocess.PIPE, text=True)
+        line = self._proc.stdout.readline().strip()
+        if not line.startswith("serving "):
+            self.stop()
+            raise RuntimeError(f"the latency server did not start (it printed {line!r})")
+        self.base_url = line.split(" ", 1)[1]
+        return self
+
+    def counters(self, reset: bool = False) -> dict[str, int]:
+        import urllib.request
+
+        url = self.base_url.removesuffix("/v1") + "/stats" + ("?reset=1" if reset else "")
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
+            self._proc = None
+
+    def __enter__(self) -> "LatencyServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.1, help="seconds before every answer (default 0.1)")
+    parser.add_argument("--model-name", default="fake")
+    args = parser.parse_args(argv)
+    server = LatencyServer(args.latency, model_name=args.model_name)
+    print(f"serving {server.base_url}", flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+__all__ = ["LatencyServer", "LatencyServerProcess", "search_then_answer"]
