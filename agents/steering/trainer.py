@@ -97,6 +97,9 @@ def save_model(steerer: Steerer, path: Path, tau: float, extra: dict[str, Any] |
         "extra": extra or {},
     }
     save_checkpoint(payload, path)
+    artifacts = getattr(steerer, "save_artifacts", None)  # e.g. a LoRA steerer's peft adapter folder beside it
+    if artifacts is not None:
+        artifacts(path)
 
 
 def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
@@ -183,6 +186,7 @@ class SteeringTrainer:
         return ids
 
     def _refresh_priorities(self, steerer: Steerer, bank: list[BankState], batch: int = 256) -> np.ndarray:
+        # fast_scores scores each slice in padded batches (the LLM steerer's batch_size), not one state at a time
         with torch.no_grad():
             zs = []
             for i in range(0, len(bank), batch):

@@ -121,3 +121,146 @@ def test_the_update_step_keeps_no_activations_in_the_autograd_graph(tiny_dir):
     assert sum(saved) < 1_000_000, f"{sum(saved) / 1e6:.1f} MB saved for backward"
     loss.backward()  # and the gradients still arrive
     assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in st.trainable_parameters())
+
+
+# -- at scale: backend loading, batched fast path, generate-based slow path, peft adapters --------------------------
+OBSERVATIONS = [OBS, OBS2] + [{**OBS, "transcript": OBS["transcript"][: 37 * i]} for i in range(1, 6)]
+
+
+@pytest.fixture(scope="module")
+def qwen_dir(tmp_path_factory):
+    from steer_envs.llm.qwen_shaped import build_random_qwen2
+
+    return str(build_random_qwen2(tmp_path_factory.mktemp("qwen") / "lm", hidden_size=64, layers=2))
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_batched_fast_path_equals_one_at_a_time(tiny_dir, qwen_dir, arch, side):
+    """Padded batches (chunks of batch_size, prompts of 7 different lengths) give the z of each prompt alone."""
+    st = _steerer(tiny_dir if arch == "llama" else qwen_dir, batch_size=3, padding_side=side)
+    with torch.no_grad():
+        batched = st.fast_scores(OBSERVATIONS)
+        alone = torch.cat([st.fast_scores([o]) for o in OBSERVATIONS])
+    assert len({len(st._prompt_ids(o, "")) for o in OBSERVATIONS}) == len(OBSERVATIONS)
+    assert batched.shape == (len(OBSERVATIONS),)
+    assert float((batched - alone).abs().max()) <= 1e-4
+    assert float(alone.std()) > 1e-3  # the prompts really differ, so the equality is not vacuous
+    # with gradients (ranking loss): micro-batches of micro_batch under checkpointing, same values
+    st.micro_batch = 2
+    assert float((st.fast_scores(OBSERVATIONS).detach() - alone).abs().max()) <= 1e-4
+
+
+def _argument_steerer(path, **kw):
+    """Only the option with a free slot and no pass: every sample goes through NAME and ARGUMENT choices."""
+    options = [o for o in options_from_catalogue(STEERING) if o.needs_argument]
+    return CausalLMSteerer(options, model=path, max_think_tokens=6, allow_pass=False, **kw)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_logprob_at_sampling_equals_logprob_at_update(tiny_dir, qwen_dir, arch):
+    """generate's own distributions over the sampled ids (+ the grammar choices) == the batched re-scoring, in
+    micro-batches, with and without gradients: GRPO's ratio starts at exactly 1."""
+    st = _argument_steerer(tiny_dir if arch == "llama" else qwen_dir, micro_batch=3, batch_size=5)
+    samples = st.sample_slow(OBS, 8, torch.Generator().manual_seed(0))
+    assert all(s.payload["arg_pos"] >= 0 and s.argument for s in samples)
+    assert all(0 < len(s.payload["think"]) <= 6 for s in samples)
+    assert len({tuple(s.payload["think"]) for s in samples}) > 1  # G different samples from one generate call
+    at_sampling = torch.tensor([s.payload["logp"] for s in samples])
+    with torch.no_grad():
+        rescored = st.slow_logprobs(OBS, samples)
+    with_grad = st.slow_logprobs(OBS, samples)
+    assert with_grad.requires_grad
+    assert float((rescored - at_sampling).abs().max()) <= 1e-4
+    assert float((with_grad.detach() - at_sampling).abs().max()) <= 1e-4
+
+
+def test_slow_path_is_seeded_by_the_generator_and_leaves_the_global_rng_alone(tiny_dir):
+    st = _steerer(tiny_dir)
+    before = torch.get_rng_state()
+    a = st.sample_slow(OBS, 4, torch.Generator().manual_seed(7))
+    assert torch.equal(torch.get_rng_state(), before)
+    b = st.sample_slow(OBS, 4, torch.Generator().manual_seed(7))
+    c = st.sample_slow(OBS, 4, torch.Generator().manual_seed(8))
+    ids = lambda samples: [s.payload["think"] for s in samples]  # noqa: E731
+    assert ids(a) == ids(b) and ids(a) != ids(c)
+
+
+def test_micro_batched_gradients_equal_one_pass_and_model_checkpointing(tiny_dir):
+    """The update's gradient does not depend on micro_batch nor on the model's own gradient checkpointing."""
+    def grads(**kw):
+        st = _argument_steerer(tiny_dir, **kw)
+        samples = st.sample_slow(OBS, 3, torch.Generator().manual_seed(0))
+        st.train()
+        (-st.slow_logprobs(OBS, samples).sum() + st.fast_scores(OBSERVATIONS).sum()).backward()
+        return torch.cat([p.grad.flatten() for p in st.trainable_parameters()]), st
+
+    whole, _ = grads(micro_batch=64)
+    small, _ = grads(micro_batch=2)
+    layered, st = grads(micro_batch=4, gradient_checkpointing=True)
+    assert st.lm.is_gradient_checkpointing
+    assert float(whole.abs().max()) > 0
+    assert float((whole - small).abs().max()) <= 1e-5
+    assert float((whole - layered).abs().max()) <= 1e-5
+
+
+def test_device_and_dtype_go_through_the_backend_and_into_the_spec(tiny_dir):
+    st = _steerer(tiny_dir, dtype="bfloat16", device="auto")
+    assert next(st.lm.parameters()).dtype == torch.bfloat16
+    spec = st.build_spec()
+    assert spec["dtype"] == "bfloat16" and spec["device"] == "auto"
+    with torch.no_grad():
+        assert torch.isfinite(st.fast_scores([OBS, OBS2])).all()
+    samples = st.sample_slow(OBS, 2, torch.Generator().manual_seed(0))
+    assert torch.isfinite(st.slow_logprobs(OBS, samples)).all()
+    with pytest.raises(Exception, match="floating-point torch dtype"):
+        _steerer(tiny_dir, dtype="int8")
+    with pytest.raises(Exception, match="not a torch device"):
+        _steerer(tiny_dir, device="tpu-please")
+    if not torch.cuda.is_available():
+        with pytest.raises(Exception, match="sees no CUDA GPU"):
+            _steerer(tiny_dir, device="cuda")
+
+
+def test_qlora_needs_a_gpu_and_bitsandbytes(tiny_dir):
+    try:
+        import bitsandbytes  # noqa: F401
+        has_bnb = True
+    except ImportError:
+        has_bnb = False
+    if torch.cuda.is_available() and has_bnb:
+        pytest.skip("this machine can run QLoRA")
+    with pytest.raises(Exception, match="qlora=True needs (a CUDA GPU|bitsandbytes)"):
+        _steerer(tiny_dir, qlora=True, device="auto")
+
+
+def test_trained_lora_steerer_is_a_peft_adapter_folder_that_peft_reloads(tiny_dir, tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from agents.steering.trainer import save_model
+
+    st = _steerer(tiny_dir, lora=True)
+    with torch.no_grad():  # B starts at zero (the adapter would be a no-op): give it a trained-looking value
+        g = torch.Generator().manual_seed(0)
+        for name, p in st.lm.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    save_model(st, tmp_path / "model.pt", tau=0.0)  # what the trainer calls every round
+    folder = tmp_path / "adapter"
+    assert (folder / "adapter_config.json").is_file() and (folder / "adapter_model.safetensors").is_file()
+    base = AutoModelForCausalLM.from_pretrained(tiny_dir, dtype=torch.float32)
+    plain = _steerer(tiny_dir)
+    with torch.no_grad():
+        z_base = plain.fast_scores(OBSERVATIONS)
+        plain.lm = PeftModel.from_pretrained(base, str(folder))
+        reloaded = plain.fast_scores(OBSERVATIONS)
+        trained = st.fast_scores(OBSERVATIONS)
+        via_option = _steerer(tiny_dir, adapter=str(folder)).fast_scores(OBSERVATIONS)
+    assert float((reloaded - trained).abs().max()) <= 1e-5
+    assert float((via_option - trained).abs().max()) <= 1e-5
+    assert float((trained - z_base).abs().max()) > 1e-3  # the adapter changes the scores
+    save_model(st, tmp_path / "model.pt", tau=0.0)  # rewriting swaps the folder in whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter", "model.pt"]
+    with pytest.raises(Exception, match="no LoRA adapter"):
+        _steerer(tiny_dir).save_adapter(tmp_path / "x")
