@@ -7,8 +7,10 @@ envs in subprocesses). Endpoints: ``GET /v1/models``, ``POST /v1/completions``, 
 ``GET /health``, ``GET /docs`` (OpenAPI). Request bodies are validated by pydantic models
 (:class:`CompletionRequest`, :class:`ChatRequest`); errors come back OpenAI-style (``{"error": {...}}``, 400 /
 401 / 404 / 500). Log-probabilities (``logprobs`` / ``top_logprobs``) are reported for the first generated token
-only, which is what next-token scoring needs. Binds to 127.0.0.1 unless told otherwise; with an API key
-(``--api-key`` or ``$STEER_ENVS_API_KEY``) requests need ``Authorization: Bearer KEY`` (OpenAI clients send it).
+only, which is what next-token scoring needs. Chat requests honour vLLM's ``continue_final_message`` /
+``add_generation_prompt`` fields (an executor's transcript continued as the assistant's unfinished message).
+Binds to 127.0.0.1 unless told otherwise; with an API key (``--api-key`` or ``$STEER_ENVS_API_KEY``) requests
+need ``Authorization: Bearer KEY`` (OpenAI clients send it).
 """
 from __future__ import annotations
 
