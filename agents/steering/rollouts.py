@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from steer_envs.errors import SteerEnvsError
-from steer_envs.rollouts import Job, env_setup, using_pool
+from steer_envs.rollouts import Job, concurrent_pool, env_setup, executor_of, using_pool
 
 PASS_ACTIONS = {"discrete": 0, "text": "pass"}
 
@@ -82,7 +82,7 @@ def collect_state_bank(env, task_ids: Sequence[str], seed: int, action_mode: str
 
     Task ``i`` uses seed ``seed + i`` whoever runs it, so any ``pool`` gives the same bank in the same order."""
     items = [(task_id, seed + i, action_mode) for i, task_id in enumerate(task_ids)]
-    with using_pool(pool) as pool:
+    with using_pool(concurrent_pool(pool, executor_of(env))) as pool:  # openai: many rollouts in flight
         episodes = pool.map(Job(env_setup(env, pool), bank_episode), items, progress=progress)
     bank = [state for episode in episodes for state in episode]
     if not bank:
@@ -161,7 +161,8 @@ def measure_states(env, requests: Sequence[tuple[BankState, Sequence[Any], Seque
     """:func:`measure_state` for every ``(state, actions, seeds)``, on ``pool`` (default: here), in order.
 
     Each measurement depends only on its snapshot, actions and seeds, so the labels are identical whichever
-    worker measures which state."""
+    worker measures which state. The default pool becomes a thread pool for an I/O-bound executor
+    (:func:`~steer_envs.rollouts.concurrent_pool`): an ``openai:`` executor's continuations wait on the server."""
     items = [(state, list(actions), list(seeds), action_mode) for state, actions, seeds in requests]
-    with using_pool(pool) as pool:
+    with using_pool(concurrent_pool(pool, executor_of(env))) as pool:
         return pool.map(Job(env_setup(env, pool), measure_item), items, progress=progress)

@@ -21,7 +21,16 @@ from agents.base import play_episode
 from baselines.registry import MethodContext, get_method, parse_method
 from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
-from steer_envs.rollouts import GivenState, Job, LocalPool, replica_factory, using_pool
+from steer_envs.rollouts import (
+    GivenState,
+    Job,
+    LocalPool,
+    concurrent_pool,
+    executor_of,
+    make_pool,
+    replica_factory,
+    using_pool,
+)
 from steer_envs.rollouts.base import job_bytes
 
 from .budget import build_measured
@@ -75,15 +84,23 @@ def episode_item(worker: tuple[Any, Any], item: tuple[str, int, str, int]) -> Ep
     return run_episode(env, policy, seed, task_id, label, seed_index)
 
 
+#: the largest pickled (env, policy) job copied into every thread of a ``threads`` pool (a local LLM policy is not)
+THREAD_JOB_BYTES = 64 * 2**20
+
+
 def _episode_job(env: Any, policy: Any, pool: Any, log: Callable[[str], None]):
     """The evaluation job on ``pool``; a policy that cannot travel to workers runs here instead (with a note)."""
     if pool.kind == "local":
         return pool, Job(GivenState((env, policy)), episode_item)
     job = Job(dataclasses.replace(replica_factory(env), companion=policy), episode_item)
     try:
-        job_bytes(job)
+        size = len(job_bytes(job)[1])
     except SteerEnvsError as exc:
         log(f"[{getattr(policy, 'name', 'policy')}] runs in this process: {exc}")
+        return LocalPool(), Job(GivenState((env, policy)), episode_item)
+    if pool.kind == "threads" and size > THREAD_JOB_BYTES:  # every thread would unpickle its own copy
+        log(f"[{getattr(policy, 'name', 'policy')}] runs one episode at a time: the policy is "
+            f"{size / 2**20:.0f} MB, too large to copy into each of {pool.workers} threads")
         return LocalPool(), Job(GivenState((env, policy)), episode_item)
     return pool, job
 
@@ -163,7 +180,9 @@ def evaluate(
         action_mode = getattr(policy, "action_mode", method.action_mode)
         env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode,
                                task_ids=[t.id for t in tasks])
-        run_pool, job = _episode_job(env, policy, own_pool, log)
+        # an I/O-bound executor (openai:) runs many episodes in flight on threads unless a pool was asked for
+        episode_pool = make_pool(concurrent_pool(own_pool, executor_of(env)))
+        run_pool, job = _episode_job(env, policy, episode_pool, log)
         items = [(task.id, episode_seed(task.id, seed_index), label, seed_index) for task, seed_index in todo]
         ran = 0
         try:
@@ -178,6 +197,8 @@ def evaluate(
                         break
         finally:
             env.close()
+            if episode_pool is not own_pool:
+                episode_pool.close()
             if ran:
                 record_run(folder.root, label, cfg.split, ran)
     return EvalOutcome(label, ran, skipped, episodes.records)

@@ -27,8 +27,9 @@ from typing import Any
 
 
 def search_then_answer(prompt: str) -> tuple[str, str]:
-    """``(text, stop string)``: a search while the prompt holds no retrieved information yet, then an answer."""
-    if "<information>" not in prompt:
+    """``(text, stop string)``: a search while the prompt holds no retrieved passage yet (Search-R1's template
+    names the ``<information>`` tag once; a search result opens with ``<information>Doc 1``), then an answer."""
+    if "<information>Doc 1" not in prompt:
         return "<think> I should look this up. </think>\n<search> first nobel prize in physics", "</search>"
     return "<think> The documents answer it. </think>\n<answer> Wilhelm Conrad Röntgen", "</answer>"
 

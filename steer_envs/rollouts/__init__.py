@@ -6,12 +6,16 @@
 
 ``my_rollout(env, item)`` is a module-level function; each item carries what its result depends on (an env
 snapshot from ``get_state``, actions, seeds), so the results are those of the local loop, in item order, for
-any number of workers. See :mod:`steer_envs.rollouts.base` for the contract.
+any number of workers. See :mod:`steer_envs.rollouts.base` for the contract. ``threads`` runs items on threads
+of this process (each with its own replica): :func:`concurrent_pool` chooses it in place of the default for an
+I/O-bound executor (``openai:``), which is how ``steer-envs eval`` and the trainers' counterfactual
+continuations keep many LLM episodes in flight.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from .base import KILL_ONCE_ENV, POOL_KINDS, Job, PoolConfig, PoolError, RolloutPool
 from .envs import EnvFactory, GivenState, env_setup, replica_factory
@@ -37,9 +41,16 @@ def _ray(config: PoolConfig) -> RolloutPool:
     return RayPool(config)
 
 
+def _threads(config: PoolConfig) -> RolloutPool:
+    from .threads import ThreadPool
+
+    return ThreadPool(config)
+
+
 register_pool("local", LocalPool)
 register_pool("processes", _processes)
 register_pool("ray", _ray)
+register_pool("threads", _threads)
 
 
 def make_pool(config: PoolConfig | RolloutPool | None = None) -> RolloutPool:
@@ -48,6 +59,31 @@ def make_pool(config: PoolConfig | RolloutPool | None = None) -> RolloutPool:
         return config
     config = config or PoolConfig()
     return POOLS[config.kind](config)
+
+
+def executor_of(env: Any) -> str | None:
+    """The executor spec ``env`` was built with (None for an env without one)."""
+    spec = getattr(env, "spec", None) or getattr(getattr(env, "unwrapped", None), "spec", None)
+    if spec is not None and "executor" in (spec.kwargs or {}):
+        return spec.kwargs["executor"]
+    config = getattr(getattr(env, "unwrapped", env), "config", None)
+    return getattr(config, "executor", None)
+
+
+def concurrent_pool(spec: PoolConfig | RolloutPool | None, executor: str | None,
+                    threads: int | None = None) -> PoolConfig | RolloutPool | None:
+    """``spec``, except that the default (None, a ``local`` config or a :class:`LocalPool`) becomes a
+    ``threads`` pool when ``executor`` is I/O-bound (``openai:``: its episodes wait on a model server, so many
+    run at once in this process). Deterministic executors keep the serial path, so their results stay those of
+    the local loop by construction; a pool asked for explicitly (processes, ray, threads) is kept as it is."""
+    from ..executors.registry import is_io_bound
+
+    default = spec is None or getattr(spec, "kind", None) == "local"
+    if not default or not is_io_bound(executor):
+        return spec
+    from .threads import AUTO_THREADS
+
+    return PoolConfig("threads", workers=threads or AUTO_THREADS)
 
 
 @contextmanager
@@ -64,5 +100,5 @@ def using_pool(spec: PoolConfig | RolloutPool | None = None) -> Iterator[Rollout
 
 __all__ = [
     "EnvFactory", "GivenState", "Job", "KILL_ONCE_ENV", "LocalPool", "POOL_KINDS", "PoolConfig", "PoolError",
-    "RolloutPool", "add_pool_arguments", "env_setup", "replica_factory", "make_pool", "pool_config_from_args", "register_pool", "using_pool",
+    "RolloutPool", "add_pool_arguments", "concurrent_pool", "env_setup", "executor_of", "replica_factory", "make_pool", "pool_config_from_args", "register_pool", "using_pool",
 ]

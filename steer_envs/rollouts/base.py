@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import SteerEnvsError
 
-POOL_KINDS = ("local", "processes", "ray")
+POOL_KINDS = ("local", "processes", "ray", "threads")
 #: fault injection for the replacement tests: ``"N:MARKER"`` makes the first worker process that runs its N-th
 #: item while MARKER does not exist yet create MARKER and SIGKILL itself (a real hard kill at a reproducible
 #: point, the same idea as the harness's STEER_ENVS_KILL_AFTER_EPISODES)
@@ -40,9 +40,10 @@ class Job:
 
 @dataclass(frozen=True)
 class PoolConfig:
-    """``kind``: local (in this process), processes (standard-library worker processes on this machine) or ray
-    (actors on a Ray cluster: a local one started for the run, or ``ray_address``). ``workers``: worker count
-    (for ray without a count: one per CPU of the cluster)."""
+    """``kind``: local (in this process), processes (standard-library worker processes on this machine), ray
+    (actors on a Ray cluster: a local one started for the run, or ``ray_address``) or threads (threads of this
+    process, for executors that wait on a model server). ``workers``: worker count (for ray without a count:
+    one per CPU of the cluster; for threads: 16)."""
 
     kind: str = "local"
     workers: int = 1

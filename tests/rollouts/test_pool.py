@@ -63,7 +63,7 @@ def test_a_killed_worker_is_replaced_and_the_result_is_the_same(monkeypatch, tmp
 
 def test_pool_settings_are_checked_and_the_cli_options_map_to_them():
     with pytest.raises(SteerEnvsError, match="unknown pool kind"):
-        PoolConfig("threads")
+        PoolConfig("fibers")
     with pytest.raises(SteerEnvsError, match="local pool runs in this process"):
         PoolConfig("local", workers=2)
     with pytest.raises(SteerEnvsError, match="only used by the ray pool"):

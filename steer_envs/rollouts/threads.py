@@ -1,0 +1,66 @@
+"""The ``threads`` pool: items run on threads of this process, each thread with its own env replica.
+
+Why: an episode on an ``openai:`` executor spends nearly all its time waiting on the model server, so the
+evaluation's episodes and the trainers' counterfactual continuations should be many in flight at once; worker
+processes would each load the corpus, the BM25 index and the tasks to do it, threads share them (and the model
+backend with its keep-alive connections and its ``max_in_flight`` bound). CPU-bound executors (the simulator, a
+model in this process) gain nothing from threads, so :func:`~steer_envs.rollouts.concurrent_pool` picks this pool
+only for I/O-bound executor kinds.
+
+Every thread unpickles the job itself, as a worker process would, so its env replica and companion (a policy)
+are its own and the results equal the local pool's, in item order, for any number of threads.
+"""
+from __future__ import annotations
+
+import pickle
+import threading
+import traceback
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from .base import Job, PoolConfig, PoolError, RolloutPool, WorkerCache, job_bytes
+
+#: threads of a pool chosen automatically for an I/O-bound executor (the backend's own ``max_in_flight`` bounds
+#: what reaches the server)
+AUTO_THREADS = 16
+
+
+class ThreadPool(RolloutPool):
+    kind = "threads"
+
+    def __init__(self, config: PoolConfig | None = None) -> None:
+        super().__init__(config or PoolConfig("threads", workers=AUTO_THREADS))
+        self._threads = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="steer-rollout")
+        self._local = threading.local()
+
+    def _run(self, key: str, data: bytes, item: Any) -> Any:
+        local = self._local
+        if not hasattr(local, "jobs"):
+            local.jobs, local.cache = {}, WorkerCache()
+        if key not in local.jobs:
+            local.jobs[key] = pickle.loads(data)
+        job = local.jobs[key]
+        return job.run(local.cache.state(key, job), item)
+
+    def _unordered(self, job: Job, items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        key, data = job_bytes(job)
+        pending: dict[Future, int] = {self._threads.submit(self._run, key, data, item): position
+                                      for position, item in enumerate(items)}
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=pending.__getitem__):
+                    position = pending.pop(future)
+                    try:
+                        result = future.result()
+                    except Exception as exc:  # noqa: BLE001 - reported with the item and its traceback
+                        raise PoolError(f"item {position} failed in a rollout thread:\n"
+                                        + "".join(traceback.format_exception(exc))) from exc
+                    yield position, result
+        finally:  # stopped early (an error, the caller broke off): items not started yet never start
+            for future in pending:
+                future.cancel()
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,78 @@
+"""The ``threads`` pool: the same results as the local pool in item order (a toy job, q(s) labels, evaluation
+records on the deterministic simulator), failures reported with the item; the default pool becomes a thread pool
+for an I/O-bound executor (openai:), whose evaluation episodes then reach a real loopback server concurrently."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from agents.steering.rollouts import measure_states
+from benchmarks.harness.config import EvalConfig
+from benchmarks.harness.runfolder import RunFolder
+from benchmarks.harness.runner import evaluate
+from steer_envs.llm.latency_server import LatencyServer
+from steer_envs.meter import env_steps
+from steer_envs.rollouts import Job, LocalPool, PoolConfig, PoolError, concurrent_pool, make_pool
+
+from .support import Offset, add_after_a_nap, bank_and_requests, labels, records_without_time
+
+ITEMS = list(range(30))
+
+
+def add_and_name_the_thread(offset: int, item: int) -> tuple[int, str]:
+    value, _ = add_after_a_nap(offset, item)
+    return value, threading.current_thread().name
+
+
+def test_threads_match_local_in_item_order():
+    job = Job(Offset(100), add_and_name_the_thread)
+    local = [value for value, _ in make_pool().map(job, ITEMS)]
+    with make_pool(PoolConfig("threads", 4)) as pool:
+        got = pool.map(job, ITEMS)
+        assert [v for v, _ in pool.imap(job, ITEMS)] == local
+        with pytest.raises(PoolError, match="(?s)item 3 failed.*ValueError: negative item -1"):
+            pool.map(job, [0, 1, 2, -1, 4])
+        assert [v for v, _ in pool.map(job, [1, 2])] == [101, 102]  # usable afterwards
+    assert [value for value, _ in got] == local == [i + 100 for i in ITEMS]
+    names = {name for _, name in got}
+    assert len(names) > 1 and all(name.startswith("steer-rollout") for name in names)
+    assert not any(t.name.startswith("steer-rollout") and t.is_alive() for t in threading.enumerate())  # closed
+
+
+def test_q_labels_and_step_counts_are_identical_on_threads():
+    env, _, requests = bank_and_requests(n_states=4, G=2, N=2)
+    before = env_steps()
+    local = labels(measure_states(env, requests, "text"))
+    here = env_steps() - before
+    before = env_steps()
+    threaded = labels(measure_states(env, requests, "text", pool=PoolConfig("threads", 3)))
+    assert threaded == local and env_steps() - before == here > 0
+
+
+def test_evaluation_records_are_identical_on_threads(tmp_path):
+    config = EvalConfig(benchmarks=("nq", "hotpotqa"), split="dev", seeds=2, limit=2)
+    runs = {}
+    for name, pool in [("local", None), ("threads", PoolConfig("threads", 3))]:
+        folder = RunFolder(tmp_path / name, config)
+        runs[name] = [records_without_time(evaluate(folder, spec, progress=False, pool=pool, log=lambda _: None).records)
+                      for spec in ("random:p=0.3", "no_supervision")]
+    assert runs["threads"] == runs["local"] and len(runs["local"][0]) == 8
+
+
+def test_the_default_pool_becomes_threads_for_an_io_bound_executor_only():
+    openai = "openai:m@http://127.0.0.1:9/v1"
+    assert concurrent_pool(None, openai) == PoolConfig("threads", 16)
+    assert concurrent_pool(LocalPool(), openai).kind == "threads"
+    assert concurrent_pool(None, "sim:default") is None
+    explicit = PoolConfig("processes", 2)
+    assert concurrent_pool(explicit, openai) is explicit
+
+
+def test_evaluation_on_an_openai_executor_keeps_episodes_in_flight(tmp_path):
+    with LatencyServer(0.05) as server:
+        config = EvalConfig(executor=server.spec, benchmarks=("nq",), split="dev", seeds=1, limit=6, max_turns=3)
+        outcome = evaluate(RunFolder(tmp_path / "run", config), "no_supervision", progress=False, log=lambda _: None)
+        counts = server.counters()
+    assert outcome.ran == 6 and all(r.failure is None for r in outcome.records)
+    assert counts["requests"] >= 12 and counts["peak_in_flight"] >= 3  # 6 episodes in flight, not one at a time
