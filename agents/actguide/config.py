@@ -14,7 +14,8 @@ from typing import Any
 
 from steer_envs.errors import SteerEnvsError, unknown_name
 
-from ..configio import config_fingerprint, config_from_dict, load_config
+from ..configio import config_from_dict, load_config
+from ..trainer_base import ACCELERATION_FIELDS, acceleration_checks, fingerprint_without_defaults
 
 LEARNERS = ("admissible", "causal_lm")
 
@@ -71,6 +72,10 @@ class ActGuideConfig:
     learner: str = "admissible"  # "admissible" (CPU network over the admissible set) | "causal_lm"
     learner_args: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    # -- acceleration (agents/trainer_base.py; the defaults are the CPU run of earlier versions) -----------------
+    device: str = "cpu"  # "cpu" | "cuda" | "auto" (accelerate's choice: each process's GPU)
+    mixed_precision: str = "no"  # "no" | "bf16" (autocast around the loss)
+    micro_batch: int = 0  # trajectory steps per backward pass (gradient accumulation, same gradient); 0 = all in one
 
     def __post_init__(self) -> None:
         checks = [
@@ -90,6 +95,7 @@ class ActGuideConfig:
             (self.kl_coef >= 0, "kl_coef must be >= 0"),
             (self.sft_epochs >= 0, "sft_epochs must be >= 0"),
             (self.max_turns >= 1, "max_turns must be >= 1"),
+            *acceleration_checks(self),
         ]
         for ok, message in checks:
             if not ok:
@@ -116,7 +122,9 @@ class ActGuideConfig:
         return asdict(self)
 
     def fingerprint(self) -> str:
-        return config_fingerprint(self)
+        """A hash of everything that shapes the run; the acceleration fields enter it only away from their
+        defaults, so run folders of earlier versions keep their fingerprints and resume."""
+        return fingerprint_without_defaults(self, ACCELERATION_FIELDS)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> "ActGuideConfig":

@@ -19,6 +19,8 @@ Every rollout counts against ``budget`` (unguided, probes, guided), so variants 
 Run folder: ``config.json`` (config + fingerprint), ``log.jsonl`` (one row per iteration), ``checkpoint.pt``
 (tensors only: weights, optimiser, torch RNG; loads with ``weights_only=True``) with ``checkpoint.json`` (progress,
 numpy RNG, counters), both rewritten atomically after every iteration; ``model.pt`` + ``model.json`` (the learner).
+The folder, the accelerator (device, ``mixed_precision``, ``micro_batch``, several processes through
+``accelerate launch``) and the micro-batched backward pass come from :mod:`agents.trainer_base`.
 """
 from __future__ import annotations
 
@@ -35,15 +37,17 @@ import torch
 from steer_envs.errors import SteerEnvsError
 
 from ..grpo import clipped_surrogate_terms, group_advantages, kl_k3, shaped_weight
-from ..steering.checkpoint import append_jsonl, atomic_torch_save, atomic_write_json, read_jsonl, truncate_jsonl
+from ..steering.checkpoint import atomic_torch_save, atomic_write_json
+from ..trainer_base import CONFIG_FILE, LOG_FILE, TrainerBase
 from .config import ActGuideConfig
 from .learners import build_learner, frozen_copy
 from .rollout import Trajectory, reset_task, run_group
 from .search import ForkProbes, ProbeCost, make_probes, minimal_k
 from .tasks import make_env, training_pool
 
-CONFIG_FILE = "config.json"
-LOG_FILE = "log.jsonl"
+__all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "LOG_FILE", "MODEL_FILE", "MODEL_META", "PROGRESS_FILE", "ActGuideTrainer",
+           "TrainResult", "UpdateBatch", "load_learner", "save_learner", "start_from"]
+
 CHECKPOINT_FILE = "checkpoint.pt"
 PROGRESS_FILE = "checkpoint.json"
 MODEL_FILE = "model.pt"
@@ -90,40 +94,40 @@ def start_from(learner, base) -> None:
     learner.load_state_dict({k: (own[k] if k in keep else v) for k, v in base.state_dict().items()})
 
 
-class ActGuideTrainer:
+@dataclass
+class UpdateBatch:
+    """One iteration's trajectory steps, flattened to tokens once for every epoch of the update. ``offsets[i]`` is
+    the first token of step ``i`` (``offsets[-1]`` = all tokens), so a micro-batch of steps is a slice of tokens."""
+
+    views: list
+    actions: list
+    old: torch.Tensor  # behaviour log-probs per token
+    adv: torch.Tensor  # the step's group advantage on each of its tokens
+    guided: torch.Tensor  # whether the token was acted under guidance
+    ref: torch.Tensor  # π_ref's log-probs on the (unguided where mixed) prompt
+    offsets: list[int]
+
+    @property
+    def trained(self) -> torch.Tensor:
+        return self.adv != 0
+
+
+class ActGuideTrainer(TrainerBase):
+    checkpoint_marker = PROGRESS_FILE
+    config_what = "actguide config"
+
     def __init__(self, config: ActGuideConfig, run_dir: str | Path, resume: bool = False, progress: bool = False,
                  on_iteration_end: Callable[[int, dict[str, Any]], None] = _noop, learner=None) -> None:
-        self.config = config
-        self.run_dir = Path(run_dir)
-        self.resume = resume
-        self.progress = progress
+        super().__init__(config, run_dir, resume=resume, progress=progress)
         self.on_iteration_end = on_iteration_end
         self._learner = learner
 
-    # -- run folder -----------------------------------------------------------------------------------------------
-    def _prepare_run_dir(self) -> bool:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        config_path = self.run_dir / CONFIG_FILE
-        has_checkpoint = (self.run_dir / PROGRESS_FILE).exists()
-        if config_path.exists():
-            saved = json.loads(config_path.read_text())
-            if saved.get("fingerprint") != self.config.fingerprint():
-                diff = sorted(k for k, v in self.config.to_dict().items() if saved.get("config", {}).get(k) != v)
-                raise SteerEnvsError(
-                    f"run folder {str(self.run_dir)!r} belongs to a different actguide config (differs in: "
-                    f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"
-                )
-            if has_checkpoint and not self.resume:
-                raise SteerEnvsError(f"run folder {str(self.run_dir)!r} already holds a checkpoint; pass --resume to "
-                                     "continue it, or choose a new --out folder")
-        else:
-            atomic_write_json({"fingerprint": self.config.fingerprint(), "config": self.config.to_dict()}, config_path)
-        return self.resume and has_checkpoint
-
     def _checkpoint(self, learner, optimizer, generator, progress: dict[str, Any]) -> None:
-        atomic_torch_save({"learner": learner.state_dict(), "optimizer": optimizer.state_dict(),
-                           "generator": generator.get_state()}, self.run_dir / CHECKPOINT_FILE)
-        atomic_write_json(progress, self.run_dir / PROGRESS_FILE)
+        if not self.is_main_process:  # every process holds the same state; one writes it
+            return
+        self.folder.save_tensors(CHECKPOINT_FILE, {"learner": learner.state_dict(), "optimizer": optimizer.state_dict(),
+                                                   "generator": generator.get_state()})
+        self.folder.write_json(PROGRESS_FILE, progress)
         save_learner(learner, self.config, self.run_dir, {"iterations": progress["iteration"],
                                                           "budget_used": progress["budget_used"]})
 
@@ -139,22 +143,23 @@ class ActGuideTrainer:
         if c.init_from and self._learner is None:
             base, _ = load_learner(c.init_from)
             start_from(learner, base)
+        learner = self.place(learner)
         reference = frozen_copy(learner)  # π_ref = the initial policy (rebuilt identically on resume)
         # per-tensor updates (foreach=False): the fused path allocates temporaries the size of all the weights,
         # which for a language-model learner is a large share of a laptop's memory
         optimizer = torch.optim.Adam([p for p in learner.parameters() if p.requires_grad], lr=c.lr,
                                      weight_decay=c.weight_decay, foreach=False)
-        log_path = self.run_dir / LOG_FILE
+        folder = self.folder
         generator = torch.Generator().manual_seed(c.seed)
         if resuming:
-            ckpt = torch.load(self.run_dir / CHECKPOINT_FILE, map_location="cpu", weights_only=True)
+            ckpt = folder.load_tensors(CHECKPOINT_FILE)
             learner.load_state_dict(ckpt["learner"])
             optimizer.load_state_dict(ckpt["optimizer"])
             generator.set_state(ckpt["generator"])
-            progress = json.loads((self.run_dir / PROGRESS_FILE).read_text())
-            truncate_jsonl(log_path, progress["iteration"])
+            progress = folder.read_json(PROGRESS_FILE)
+            folder.resume_log(progress["iteration"])
         else:
-            log_path.unlink(missing_ok=True)
+            folder.start_log()
             progress = {"iteration": 0, "budget_used": 0, "cursor": 0, "wall_s": 0.0, "sft": None,
                         "probe_env_steps": 0, "probe_restart_env_steps": 0, "probe_rollouts": 0}
             if c.sft_epochs > 0:
@@ -163,11 +168,7 @@ class ActGuideTrainer:
                 progress["sft"] = supervised_finetune(learner, env, pool, c)
             self._checkpoint(learner, optimizer, generator, {**progress, "wall_s": time.time() - start})
         elapsed_before = float(progress["wall_s"])
-        bar = None
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=c.budget, initial=progress["budget_used"], desc="rollouts", dynamic_ncols=True)
+        bar = self.progress_bar(c.budget, "rollouts", initial=progress["budget_used"])
         while progress["budget_used"] < c.budget:
             it = progress["iteration"]
             order = np.random.default_rng([c.seed, 17]).permutation(len(pool))
@@ -181,16 +182,13 @@ class ActGuideTrainer:
             progress["probe_rollouts"] += record["probe_rollouts"]
             progress["wall_s"] = round(elapsed_before + time.time() - start, 2)
             record.update(budget_used=progress["budget_used"], wall_s=progress["wall_s"])
-            append_jsonl(record, log_path)
+            folder.append_log(record)
             self._checkpoint(learner, optimizer, generator, progress)
-            if bar is not None:
-                bar.update(record["rollouts"])
-                bar.set_postfix(success=f"{record['unguided_success']:.2f}", hard=record["hard_groups"], refresh=False)
+            bar.update(record["rollouts"], success=f"{record['unguided_success']:.2f}", hard=record["hard_groups"])
             self.on_iteration_end(it, record)
-        if bar is not None:
-            bar.close()
+        bar.close()
         return TrainResult(self.run_dir, progress["iteration"], progress["budget_used"],
-                           float(progress["wall_s"]), read_jsonl(log_path))
+                           float(progress["wall_s"]), folder.read_log())
 
     # -- one iteration ------------------------------------------------------------------------------------------------
     def _choose_k(self, env, learner, task_id: str, seed: int, length: int, generator, stats: dict) -> tuple[int | None, Any]:
@@ -264,6 +262,26 @@ class ActGuideTrainer:
     def _update(self, learner, reference, optimizer, groups: list[list[Trajectory]]) -> dict[str, float]:
         """GRPO advantages per group, then ``update_epochs`` steps on the mixed-policy clipped loss + KL."""
         c = self.config
+        batch = self._update_batch(learner, reference, groups)
+        if batch is None:
+            return {"loss": 0.0, "loss_pg": 0.0, "loss_kl": 0.0, "tokens": 0, "r_mix": 0.0, "clip_frac": 0.0}
+        params = [p for p in learner.parameters() if p.requires_grad]
+        first: dict[str, float] = {}
+        for epoch in range(c.update_epochs):
+            optimizer.zero_grad()
+            stats, carried = self._gradients(learner, batch, epoch)
+            if epoch == 0:
+                first = stats
+            if not carried:
+                break
+            self.sync_gradients(params)
+            torch.nn.utils.clip_grad_norm_(params, c.grad_clip)
+            optimizer.step()
+        return first
+
+    def _update_batch(self, learner, reference, groups: list[list[Trajectory]]) -> UpdateBatch | None:
+        """The iteration's steps as one token batch (advantages per group; π_ref's log-probs taken once)."""
+        c = self.config
         views, actions, olds, advs, acted_guided = [], [], [], [], []
         for group in groups:
             adv = group_advantages([t.reward for t in group])
@@ -276,29 +294,50 @@ class ActGuideTrainer:
                     advs.append(float(a))
                     acted_guided.append(step.guided)
         if not views:
-            return {"loss": 0.0, "loss_pg": 0.0, "loss_kl": 0.0, "tokens": 0, "r_mix": 0.0, "clip_frac": 0.0}
+            return None
         lengths = [int(o.numel()) for o in olds]
         old = torch.cat([o.reshape(-1) for o in olds])
-        adv_tok = torch.repeat_interleave(torch.tensor(advs, dtype=torch.float32), torch.tensor(lengths))
-        guided_tok = torch.repeat_interleave(torch.tensor(acted_guided), torch.tensor(lengths))
-        with torch.no_grad():
-            ref = torch.cat([r.reshape(-1) for r in reference.token_logprobs(views, actions)])
-        trained = adv_tok != 0
-        first: dict[str, float] = {}
-        for epoch in range(c.update_epochs):
-            optimizer.zero_grad()
-            new = torch.cat([t.reshape(-1) for t in learner.token_logprobs(views, actions)])
-            if trained.any():
-                old_used, adv_used = old, adv_tok
-                if c.ratio_shaping == "luffy" and c.mixed_policy:  # guided tokens: ratio 1, advantage · r/(r+γ)
-                    old_used = torch.where(guided_tok, new.detach(), old)
-                    adv_used = torch.where(guided_tok, adv_tok * shaped_weight(new, old, c.luffy_gamma), adv_tok)
-                terms = clipped_surrogate_terms(new[trained], old_used[trained], adv_used[trained], c.clip_eps)
-                loss_pg = -terms.mean()
-            else:
-                loss_pg = new.sum() * 0.0
-            loss_kl = kl_k3(new, ref).mean()
-            loss = loss_pg + c.kl_coef * loss_kl
+        dev = old.device  # the learner's log-prob device: advantages and masks are built where they are mixed
+        adv_tok = torch.repeat_interleave(torch.as_tensor(advs, dtype=torch.float32, device=dev),
+                                          torch.as_tensor(lengths, device=dev))
+        guided_tok = torch.repeat_interleave(torch.as_tensor(acted_guided, device=dev), torch.as_tensor(lengths, device=dev))
+        size = c.micro_batch or len(views)  # π_ref in micro-batches too: no more activations than one backward's
+        with torch.no_grad(), self.autocast():
+            ref = torch.cat([r.reshape(-1).float() if c.mixed_precision != "no" else r.reshape(-1)
+                             for i in range(0, len(views), size)
+                             for r in reference.token_logprobs(views[i : i + size], actions[i : i + size])])
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(int).tolist()
+        return UpdateBatch(views, actions, old, adv_tok, guided_tok, ref.to(dev), offsets)
+
+    def _gradients(self, learner, batch: UpdateBatch, epoch: int) -> tuple[dict[str, float], bool]:
+        """Backward of one epoch's loss into ``.grad``; returns the loss parts (for the log) and whether any gradient
+        flowed. Both terms are token means over the whole batch, so a micro-batch of steps backs its token sum over
+        the batch's token count: the micro-batches' gradients add up to the full batch's."""
+        c = self.config
+        old, adv_tok, guided_tok, ref = batch.old, batch.adv, batch.guided, batch.ref
+        trained = batch.trained
+
+        def pg_terms(new, old, adv_tok, guided_tok, trained):
+            old_used, adv_used = old, adv_tok
+            if c.ratio_shaping == "luffy" and c.mixed_policy:  # guided tokens: ratio 1, advantage · r/(r+γ)
+                old_used = torch.where(guided_tok, new.detach(), old)
+                adv_used = torch.where(guided_tok, adv_tok * shaped_weight(new, old, c.luffy_gamma), adv_tok)
+            return clipped_surrogate_terms(new[trained], old_used[trained], adv_used[trained], c.clip_eps)
+
+        def logprobs(a: int, b: int) -> torch.Tensor:
+            new = torch.cat([t.reshape(-1) for t in learner.token_logprobs(batch.views[a:b], batch.actions[a:b])])
+            return new.float() if c.mixed_precision != "no" else new
+
+        if self.num_processes == 1 and not c.micro_batch:  # the whole batch in one pass (the earlier computation)
+            with self.autocast():
+                new = logprobs(0, len(batch.views))
+                if trained.any():
+                    loss_pg = -pg_terms(new, old, adv_tok, guided_tok, trained).mean()
+                else:
+                    loss_pg = new.sum() * 0.0
+                loss_kl = kl_k3(new, ref).mean()
+                loss = loss_pg + c.kl_coef * loss_kl
+            first: dict[str, float] = {}
             if epoch == 0:
                 with torch.no_grad():
                     ratio = torch.exp(new - old)
@@ -309,9 +348,35 @@ class ActGuideTrainer:
                         "r_mix": float(ratio[g].mean()) if g.any() else 0.0,
                         "clip_frac": float(((ratio[trained] - 1).abs() > c.clip_eps).float().mean()) if trained.any() else 0.0,
                     }
-            if not loss.requires_grad:
-                break
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_([p for p in learner.parameters() if p.requires_grad], c.grad_clip)
-            optimizer.step()
-        return first
+            if loss.requires_grad:
+                self.backward(loss)
+            return first, bool(loss.requires_grad)
+
+        n_tokens, n_trained = int(old.numel()), int(trained.sum())
+        # sums over this process's micro-batches: pg, kl, r_mix over guided trained tokens (sum, count), clipped
+        sums = np.zeros(5)
+        for chunk in self.micro_batches(len(batch.views)):
+            a, b = batch.offsets[chunk.start], batch.offsets[chunk.stop]
+            with self.autocast():
+                new = logprobs(chunk.start, chunk.stop)
+                tr = trained[a:b]
+                if n_trained:
+                    pg = -pg_terms(new, old[a:b], adv_tok[a:b], guided_tok[a:b], tr).sum() / n_trained
+                else:
+                    pg = new.sum() * 0.0
+                kl = kl_k3(new, ref[a:b]).sum() / n_tokens
+                loss = pg + c.kl_coef * kl
+            if loss.requires_grad:
+                self.backward(loss)
+            if epoch == 0:
+                with torch.no_grad():
+                    ratio = torch.exp(new - old[a:b])
+                    g = guided_tok[a:b] & tr
+                    sums += [float(pg.detach()), float(kl.detach()), float(ratio[g].sum()), float(g.sum()),
+                             float(((ratio[tr] - 1).abs() > c.clip_eps).sum())]
+        first = {}
+        if epoch == 0:
+            pg_v, kl_v, r_sum, r_n, clipped = self.reduce_sum(sums.tolist())
+            first = {"loss": pg_v + c.kl_coef * kl_v, "loss_pg": pg_v, "loss_kl": kl_v, "tokens": n_trained,
+                     "r_mix": r_sum / r_n if r_n else 0.0, "clip_frac": clipped / n_trained if n_trained else 0.0}
+        return first, any(p.requires_grad for p in learner.parameters())

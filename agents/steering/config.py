@@ -15,13 +15,14 @@ from typing import Any
 from steer_envs.errors import SteerEnvsError
 
 from ..configio import config_from_dict, load_config
+from ..trainer_base import ACCELERATION_FIELDS, acceleration_checks
 from .objectives import Q_TARGETS
 
 
 RANK_PAIRS = ("same_task", "any")
 #: fields added after run folders of earlier versions existed: they enter the fingerprint only when set away from
 #: their default, so those folders still resume (and their fingerprints are unchanged)
-_LATE_FIELDS = ("rank_pairs", "rank_max_pairs", "q_target", "env_id")
+_LATE_FIELDS = ("rank_pairs", "rank_max_pairs", "q_target", "env_id", *ACCELERATION_FIELDS)
 
 
 @dataclass
@@ -65,6 +66,10 @@ class SteeringConfig:
     # -- backbone -----------------------------------------------------------------------------------------
     backbone: str = "encoder"  # "encoder" | "causal_lm"
     backbone_args: dict[str, Any] = field(default_factory=dict)
+    # -- acceleration (agents/trainer_base.py; the defaults are the CPU run of earlier versions) -----------------
+    device: str = "cpu"  # "cpu" | "cuda" | "auto" (accelerate's choice: each process's GPU)
+    mixed_precision: str = "no"  # "no" | "bf16" (autocast around the losses)
+    micro_batch: int = 0  # states per backward pass (gradient accumulation, same gradient); 0 = all in one pass
 
     def __post_init__(self) -> None:
         checks = [
@@ -84,6 +89,7 @@ class SteeringConfig:
             (self.q_target in Q_TARGETS, f"q_target must be one of {Q_TARGETS}"),
             (self.backbone in ("encoder", "causal_lm"), "backbone must be 'encoder' or 'causal_lm'"),
             (self.continuation == "pass", "continuation must be 'pass' (the frozen executor alone)"),
+            *acceleration_checks(self),
         ]
         for ok, message in checks:
             if not ok:

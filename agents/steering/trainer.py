@@ -12,11 +12,12 @@
 
 Run folder: ``config.json``, ``log.jsonl`` (one record per round), ``checkpoint.pt`` (model, optimiser, RNGs,
 state bank, next round) rewritten atomically after every round, ``model.pt`` (weights + spec + τ, for
-evaluation). ``resume=True`` continues from the checkpoint with the same state bank.
+evaluation). ``resume=True`` continues from the checkpoint with the same state bank. The folder, the accelerator
+(device, ``mixed_precision``, ``micro_batch``, several processes through ``accelerate launch``) and the
+micro-batched backward pass come from :mod:`agents.trainer_base`.
 """
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,8 +30,9 @@ import torch
 from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
 
+from ..trainer_base import CONFIG_FILE, LOG_FILE, Progress, TrainerBase
 from .backbones import build_steerer
-from .checkpoint import append_jsonl, atomic_write_json, load_checkpoint, read_jsonl, save_checkpoint, truncate_jsonl
+from .checkpoint import load_checkpoint, save_checkpoint
 from .config import SteeringConfig
 from .gate import gate_probability
 from .interventions import options_from_catalogue
@@ -47,8 +49,9 @@ from .rollouts import BankState, collect_state_bank, continuation_seeds, make_st
 from .selection import epsilon_greedy_select, random_subset
 from .steerer import Steerer
 
-CONFIG_FILE = "config.json"
-LOG_FILE = "log.jsonl"
+__all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "LOG_FILE", "MODEL_FILE", "SteeringTrainer", "TrainResult", "load_model",
+           "save_model"]
+
 CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "model.pt"
 
@@ -65,25 +68,7 @@ def _noop(*_args, **_kwargs) -> None:
     return None
 
 
-class _Progress:
-    """tqdm when asked for, silent otherwise."""
-
-    def __init__(self, enabled: bool, total: int, desc: str, initial: int = 0) -> None:
-        self.bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, desc=desc, initial=initial, dynamic_ncols=True)
-
-    def update(self, n: int = 1, **postfix: Any) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-            if postfix:
-                self.bar.set_postfix(postfix, refresh=False)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+_Progress = Progress  # the earlier private name
 
 
 def save_model(steerer: Steerer, path: Path, tau: float, extra: dict[str, Any] | None = None) -> None:
@@ -119,7 +104,10 @@ def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
     return steerer, payload
 
 
-class SteeringTrainer:
+class SteeringTrainer(TrainerBase):
+    checkpoint_marker = CHECKPOINT_FILE
+    config_what = "config"
+
     def __init__(
         self,
         config: SteeringConfig,
@@ -131,40 +119,13 @@ class SteeringTrainer:
         steerer: Steerer | None = None,
         pool=None,
     ) -> None:
-        self.config = config
-        self.run_dir = Path(run_dir)
-        self.resume = resume
-        self.progress = progress
+        super().__init__(config, run_dir, resume=resume, progress=progress)
         self.on_round_end = on_round_end
         self._env = env
         self._steerer = steerer
         #: where bank rollouts and q(s) continuations run (a PoolConfig, a RolloutPool, or None = this process);
         #: not part of the config fingerprint: every pool gives the same run
         self.pool = pool
-
-    # -- run folder -------------------------------------------------------------------------------------------
-    def _prepare_run_dir(self) -> bool:
-        """Create or check the folder; return whether a checkpoint should be resumed."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        config_path = self.run_dir / CONFIG_FILE
-        has_checkpoint = (self.run_dir / CHECKPOINT_FILE).exists()
-        if config_path.exists():
-            saved = json.loads(config_path.read_text())
-            saved_fp = saved.get("fingerprint")
-            if saved_fp != self.config.fingerprint():
-                diff = sorted(k for k, v in self.config.to_dict().items() if saved.get("config", {}).get(k) != v)
-                raise SteerEnvsError(
-                    f"run folder {str(self.run_dir)!r} belongs to a different config (differs in: "
-                    f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"
-                )
-            if has_checkpoint and not self.resume:
-                raise SteerEnvsError(
-                    f"run folder {str(self.run_dir)!r} already holds a checkpoint; pass --resume to continue it, "
-                    "or choose a new --out folder"
-                )
-        else:
-            atomic_write_json({"fingerprint": self.config.fingerprint(), "config": self.config.to_dict()}, config_path)
-        return self.resume and has_checkpoint
 
     # -- building blocks ------------------------------------------------------------------------------------
     def _build_env(self):
@@ -190,7 +151,7 @@ class SteeringTrainer:
         with torch.no_grad():
             zs = []
             for i in range(0, len(bank), batch):
-                zs.append(steerer.fast_scores([s.observation for s in bank[i : i + batch]]).float().numpy())
+                zs.append(steerer.fast_scores([s.observation for s in bank[i : i + batch]]).float().cpu().numpy())
         z = np.concatenate(zs)
         for state, value in zip(bank, z):
             state.priority = float(value)
@@ -210,14 +171,14 @@ class SteeringTrainer:
         resuming = self._prepare_run_dir()
         env = self._build_env()
         options = options_from_catalogue(env.unwrapped.catalogue)
-        steerer = self._steerer or build_steerer(c.backbone, options, dict(c.backbone_args))
+        steerer = self.place(self._steerer or build_steerer(c.backbone, options, dict(c.backbone_args)))
         steerer.set_action_mode(c.action_mode)
         params = steerer.trainable_parameters()
         optimizer = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay)
-        log_path = self.run_dir / LOG_FILE
+        folder = self.folder
 
         if resuming:
-            ckpt = load_checkpoint(self.run_dir / CHECKPOINT_FILE)
+            ckpt = folder.load_checkpoint(CHECKPOINT_FILE)
             steerer.load_checkpoint_state_dict(ckpt["steerer"])
             optimizer.load_state_dict(ckpt["optimizer"])
             bank: list[BankState] = ckpt["bank"]
@@ -228,13 +189,13 @@ class SteeringTrainer:
             generator.set_state(ckpt["torch_generator"])
             torch.set_rng_state(ckpt["torch_global"])
             elapsed_before = ckpt.get("wall_s", 0.0)
-            truncate_jsonl(log_path, first_round)  # drop a log row of a round that never checkpointed
+            folder.resume_log(first_round)  # drop a log row of a round that never checkpointed
         else:
-            log_path.unlink(missing_ok=True)
+            folder.start_log()
             # each task rolled out bank_rollouts times (seeds differ): its states, from every rollout, are the
             # "states of the same task" the ranking loss compares
             ids = self._bank_task_ids() * c.bank_rollouts
-            bar = _Progress(self.progress, len(ids), "state bank")
+            bar = self.progress_bar(len(ids), "state bank")
             bank = collect_state_bank(env, ids, c.bank_seed * 1_000_003, c.action_mode, bar.update, pool=pool)
             bar.close()
             first_round = 0
@@ -245,20 +206,24 @@ class SteeringTrainer:
             self._refresh_priorities(steerer, bank)
             self._checkpoint(steerer, optimizer, bank, 0, rng, generator, time.time() - start)
 
-        rounds_bar = _Progress(self.progress, c.m, "rounds", initial=first_round)
+        rounds_bar = self.progress_bar(c.m, "rounds", initial=first_round)
         for round_index in range(first_round, c.m):
             record = self._round(round_index, env, steerer, optimizer, bank, rng, generator, pool)
             record["wall_s"] = round(elapsed_before + time.time() - start, 2)
-            append_jsonl(record, log_path)
+            folder.append_log(record)
             self._checkpoint(steerer, optimizer, bank, round_index + 1, rng, generator, elapsed_before + time.time() - start)
             rounds_bar.update(1, loss=f"{record['loss']:.3f}", q=f"{record['mean_q']:.3f}")
             self.on_round_end(round_index, record)
         rounds_bar.close()
-        save_model(steerer, self.run_dir / MODEL_FILE, c.tau, {"config": c.to_dict(), "rounds": c.m})
-        return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, read_jsonl(log_path))
+        if self.is_main_process:
+            save_model(steerer, self.run_dir / MODEL_FILE, c.tau, {"config": c.to_dict(), "rounds": c.m})
+        return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, folder.read_log())
 
     def _checkpoint(self, steerer, optimizer, bank, next_round, rng, generator, wall_s) -> None:
-        save_checkpoint(
+        if not self.is_main_process:  # every process holds the same state; one writes it
+            return
+        self.folder.save_checkpoint(
+            CHECKPOINT_FILE,
             {
                 "steerer": steerer.checkpoint_state_dict(),
                 "optimizer": optimizer.state_dict(),
@@ -270,9 +235,85 @@ class SteeringTrainer:
                 "fingerprint": self.config.fingerprint(),
                 "wall_s": wall_s,
             },
-            self.run_dir / CHECKPOINT_FILE,
         )
         save_model(steerer, self.run_dir / MODEL_FILE, self.config.tau, {"config": self.config.to_dict(), "rounds": next_round})
+
+    # -- the update ---------------------------------------------------------------------------------------------
+    def _update(self, steerer, optimizer, learn, old_logp, rank_states, pairs, n_measured) -> tuple[dict[str, float], float]:
+        """``update_epochs`` optimiser steps on ``L = L_GRPO + L_rank``: GRPO's policy gradient on fresh samples in
+        the first epoch, its clipped surrogate after; returns the first epoch's losses and the last gradient norm."""
+        c = self.config
+        params = steerer.trainable_parameters()
+        first: dict[str, float] = {}
+        grad_norm = 0.0
+        for epoch in range(c.update_epochs):
+            optimizer.zero_grad()
+            losses, carried = self._gradients(steerer, learn, old_logp, rank_states, pairs, n_measured, epoch)
+            if epoch == 0:
+                first = losses
+            if not carried:
+                break
+            self.sync_gradients(params)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, c.grad_clip))
+            optimizer.step()
+        return first, grad_norm
+
+    def _gradients(self, steerer, learn, old_logp, rank_states, pairs, n_measured, epoch) -> tuple[dict[str, float], bool]:
+        """Backward of one epoch's loss into the parameters' ``.grad``; returns its parts and whether any gradient
+        flowed. ``L_GRPO`` sums per-state terms over ``n_measured``, so a micro-batch of states backs its own sum (its
+        share). ``L_rank`` is a mean over pairs that couples states, so it is micro-batched the gradient-cache way:
+        scores of every involved state without a graph, ``dL/dz`` from them, then each micro-batch of states is
+        re-scored and backs ``sum(z · dL/dz)``. Both give the full batch's gradient (up to float rounding)."""
+        c = self.config
+        denom = max(1, n_measured)
+
+        def grpo_term(i: int) -> torch.Tensor:
+            state, samples, adv = learn[i]
+            logp = steerer.slow_logprobs(state.observation, samples)
+            return grpo_loss(logp, adv) if epoch == 0 else grpo_clipped_loss(logp, old_logp[i], adv, c.clip_eps)
+
+        involved = sorted({i for p in pairs for i in p})
+        where = {i: j for j, i in enumerate(involved)}
+        local_pairs = [(where[a], where[b]) for a, b in pairs]
+        observations = [rank_states[i].observation for i in involved]
+        if self.num_processes == 1 and not c.micro_batch:  # the whole batch in one pass (the earlier computation)
+            with self.autocast():
+                grpo_total = torch.zeros(())
+                for i in range(len(learn)):
+                    grpo_total = grpo_total + grpo_term(i)
+                l_grpo = grpo_total / denom
+                l_rank = ranking_loss(steerer.fast_scores(observations), local_pairs) if pairs else torch.zeros(())
+                loss = c.grpo_weight * l_grpo + c.rank_weight * l_rank
+            if loss.requires_grad:
+                self.backward(loss)
+            return ({"loss": float(loss.detach()), "loss_grpo": float(l_grpo.detach()),
+                     "loss_rank": float(l_rank.detach())}, bool(loss.requires_grad))
+
+        grpo_value = 0.0
+        for chunk in self.micro_batches(len(learn)):
+            with self.autocast():
+                part = sum((grpo_term(i) for i in chunk), torch.zeros(())) / denom
+            self.backward(c.grpo_weight * part)
+            grpo_value += float(part.detach())
+        (grpo_value,) = self.reduce_sum([grpo_value])
+        rank_value = 0.0
+        if pairs:
+            size = c.micro_batch or len(observations)
+            with torch.no_grad(), self.autocast():  # every process scores every involved state (no graph kept)
+                z_all = torch.cat([steerer.fast_scores(observations[i : i + size]).reshape(-1)
+                                   for i in range(0, len(observations), size)])
+            z_leaf = z_all.detach().float().requires_grad_(True)
+            l_rank = ranking_loss(z_leaf, local_pairs)
+            (dz,) = torch.autograd.grad(c.rank_weight * l_rank, z_leaf)
+            rank_value = float(l_rank.detach())
+            for chunk in self.micro_batches(len(observations)):
+                with self.autocast():
+                    z = steerer.fast_scores(observations[chunk.start : chunk.stop]).reshape(-1)
+                    surrogate = (z.float() * dz[chunk.start : chunk.stop].to(z.device)).sum()
+                self.backward(surrogate)
+        losses = {"loss": c.grpo_weight * grpo_value + c.rank_weight * rank_value, "loss_grpo": grpo_value,
+                  "loss_rank": rank_value}
+        return losses, bool(learn) or bool(pairs)
 
     def _round(self, round_index, env, steerer, optimizer, bank, rng, generator, pool) -> dict[str, Any]:
         c = self.config
@@ -320,30 +361,7 @@ class SteeringTrainer:
         with torch.no_grad():
             old_logp = [steerer.slow_logprobs(state.observation, samples) for state, samples, _ in learn]
         steerer.train()
-        first: dict[str, float] = {}
-        grad_norm = 0.0
-        for epoch in range(c.update_epochs):
-            optimizer.zero_grad()
-            grpo_total = torch.zeros(())
-            for (state, samples, adv), old in zip(learn, old_logp):
-                logp = steerer.slow_logprobs(state.observation, samples)
-                grpo_total = grpo_total + (grpo_loss(logp, adv) if epoch == 0 else grpo_clipped_loss(logp, old, adv, c.clip_eps))
-            l_grpo = grpo_total / max(1, len(measured))
-            if pairs:
-                involved = sorted({i for p in pairs for i in p})
-                where = {i: j for j, i in enumerate(involved)}
-                z = steerer.fast_scores([rank_states[i].observation for i in involved])
-                l_rank = ranking_loss(z, [(where[a], where[b]) for a, b in pairs])
-            else:
-                l_rank = torch.zeros(())
-            loss = c.grpo_weight * l_grpo + c.rank_weight * l_rank
-            if epoch == 0:
-                first = {"loss": float(loss.detach()), "loss_grpo": float(l_grpo.detach()), "loss_rank": float(l_rank.detach())}
-            if not loss.requires_grad:
-                break
-            loss.backward()
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(steerer.trainable_parameters(), c.grad_clip))
-            optimizer.step()
+        first, grad_norm = self._update(steerer, optimizer, learn, old_logp, rank_states, pairs, len(measured))
         steerer.eval()
 
         adv_arr = np.asarray(advantages_all) if advantages_all else np.zeros(1)

@@ -1,0 +1,326 @@
+"""One trainer base for the trainers in ``agents``: the run folder written once, and the update step on ``accelerate``.
+
+Why one base: the steering trainer and the ACTGUIDE-RL trainer each wrote their own run folder (fingerprint, refusal
+of a different config, atomic checkpoints, resume, log, progress) and their own backward pass. Both now share
+:class:`RunFolder` and :class:`TrainerBase`, so a fix to resuming or to the update reaches both.
+
+What the base owns
+
+* :class:`RunFolder`: ``config.json`` (config + fingerprint; a different config is refused with the keys that
+  differ), ``log.jsonl`` (one row per round/iteration, appended and fsync'ed; truncated to the checkpointed rows on
+  resume), atomic writes of checkpoints and JSON cards (a kill mid-write leaves the previous file).
+* :class:`TrainerBase`: an :class:`accelerate.Accelerator` for device placement (``device``), ``mixed_precision``
+  (``"no"`` | ``"bf16"``: autocast around the loss), gradient accumulation over micro-batches (``micro_batch``
+  units per backward pass, each loss scaled by its share of the batch, then one optimiser step: the same gradient
+  as the full batch) and data parallelism over processes: every process computes the same rollouts (they are
+  seeded), takes its share of the micro-batches (``split_between_processes``), and the summed gradients are
+  all-reduced (``accelerator.reduce``) before every process takes the same optimiser step. Only the main process
+  writes the run folder.
+
+The config fields (in ``SteeringConfig`` and ``ActGuideConfig``) and their defaults, which keep the earlier
+behaviour exactly (and the fingerprints of earlier run folders: the fields enter a fingerprint only when set away
+from their default):
+
+* ``device = "cpu"`` (``"cpu"`` | ``"cuda"`` | ``"auto"``: accelerate's choice, the local GPU of each process);
+* ``mixed_precision = "no"`` (``"no"`` | ``"bf16"``);
+* ``micro_batch = 0`` (units per backward pass: steering states, ACTGUIDE-RL trajectory steps; 0 = the whole batch
+  in one pass, or an equal share per process when several run).
+
+Multi-GPU / multi-process (data parallel, gradients all-reduced; the model is not wrapped, so every process holds a
+full copy: DDP's memory profile)::
+
+    # one node, 8 GPUs (device = "auto" in the config; each process takes its local GPU)
+    accelerate launch --multi_gpu --num_processes 8 -m steer_envs.cli.main train steering --config run.toml --out runs/s
+    accelerate launch --multi_gpu --num_processes 8 -m steer_envs.cli.main train actguide --config run.toml --out runs/a
+    # two CPU processes (gloo; device = "cpu"): on a machine without GPUs --multi_gpu starts them through torchrun.
+    # `--cpu` alone starts a single process unless an MPI hostfile is given (accelerate's simple launcher)
+    accelerate launch --multi_gpu --num_processes 2 -m steer_envs.cli.main train steering --config run.toml --out runs/s
+
+``accelerate config`` writes accelerate's own config file, which ``accelerate launch`` reads (process count, mixed
+precision); the trainer's ``mixed_precision`` field must then agree with it. FSDP / DeepSpeed sharding is not
+supported: the steerers and learners are trained through their own methods (``fast_scores``, ``slow_logprobs``,
+``token_logprobs``), not through a wrapped ``forward``. Rollouts are replicated in every process (seeded, so
+identical): the processes share the update's compute, not the rollouts'.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from steer_envs.errors import SteerEnvsError
+
+from .steering.checkpoint import (
+    append_jsonl,
+    atomic_torch_save,
+    atomic_write_json,
+    load_checkpoint,
+    read_jsonl,
+    save_checkpoint,
+    truncate_jsonl,
+)
+
+CONFIG_FILE = "config.json"
+LOG_FILE = "log.jsonl"
+
+DEVICES = ("cpu", "cuda", "auto")
+MIXED_PRECISIONS = ("no", "bf16")
+#: the acceleration fields every trainer config carries; they enter a fingerprint only away from their default
+ACCELERATION_FIELDS = ("device", "mixed_precision", "micro_batch")
+
+
+def acceleration_checks(config: Any) -> list[tuple[bool, str]]:
+    """The validity checks of the acceleration fields (for a config's ``__post_init__``)."""
+    return [
+        (config.device in DEVICES, f"device must be one of {DEVICES} (got {config.device!r})"),
+        (config.mixed_precision in MIXED_PRECISIONS,
+         f"mixed_precision must be one of {MIXED_PRECISIONS} (got {config.mixed_precision!r})"),
+        (isinstance(config.micro_batch, int) and config.micro_batch >= 0,
+         "micro_batch must be an integer >= 0 (0 = the whole batch in one backward pass)"),
+    ]
+
+
+def fingerprint_without_defaults(config: Any, late_fields: Iterable[str]) -> str:
+    """The config's hash with ``late_fields`` left out where they hold their default: fields added after run folders
+    existed keep those folders' fingerprints (and so their resumability)."""
+    data = asdict(config)
+    defaults = {f.name: f.default for f in fields(config)}
+    for name in late_fields:
+        if name in data and data[name] == defaults.get(name):
+            del data[name]
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class Progress:
+    """tqdm when asked for (main process only), silent otherwise."""
+
+    def __init__(self, enabled: bool, total: int, desc: str, initial: int = 0) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, initial=initial, dynamic_ncols=True)
+
+    def update(self, n: int = 1, **postfix: Any) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+            if postfix:
+                self.bar.set_postfix(postfix, refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class RunFolder:
+    """A trainer's run folder. ``marker`` is the file whose presence means "a checkpoint exists"; ``what`` names the
+    config in messages. Writes happen only where ``writer`` is true (the main process)."""
+
+    def __init__(self, path: str | Path, config: Any, marker: str, what: str = "config", writer: bool = True) -> None:
+        self.path = Path(path)
+        self.config = config
+        self.marker = marker
+        self.what = what
+        self.writer = writer
+
+    @property
+    def log_path(self) -> Path:
+        return self.path / LOG_FILE
+
+    def prepare(self, resume: bool) -> bool:
+        """Create or check the folder; return whether a checkpoint should be resumed."""
+        if self.writer:
+            self.path.mkdir(parents=True, exist_ok=True)
+        config_path = self.path / CONFIG_FILE
+        has_checkpoint = (self.path / self.marker).exists()
+        fingerprint = self.config.fingerprint()
+        if config_path.exists():
+            saved = json.loads(config_path.read_text())
+            if saved.get("fingerprint") != fingerprint:
+                diff = sorted(k for k, v in self.config.to_dict().items() if saved.get("config", {}).get(k) != v)
+                raise SteerEnvsError(
+                    f"run folder {str(self.path)!r} belongs to a different {self.what} (differs in: "
+                    f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"
+                )
+            if has_checkpoint and not resume:
+                raise SteerEnvsError(
+                    f"run folder {str(self.path)!r} already holds a checkpoint; pass --resume to continue it, "
+                    "or choose a new --out folder"
+                )
+        elif self.writer:
+            atomic_write_json({"fingerprint": fingerprint, "config": self.config.to_dict()}, config_path)
+        return resume and has_checkpoint
+
+    # -- the log ------------------------------------------------------------------------------------------------
+    def start_log(self) -> None:
+        if self.writer:
+            self.log_path.unlink(missing_ok=True)
+
+    def resume_log(self, keep: int) -> None:
+        """Drop log rows of rounds that never checkpointed."""
+        if self.writer:
+            truncate_jsonl(self.log_path, keep)
+
+    def append_log(self, record: dict[str, Any]) -> None:
+        if self.writer:
+            append_jsonl(record, self.log_path)
+
+    def read_log(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.log_path)
+
+    # -- atomic files -----------------------------------------------------------------------------------------------
+    def save_checkpoint(self, name: str, payload: dict[str, Any]) -> None:
+        """Tensors + plain data (:mod:`steer_envs.checkpoints`), atomically."""
+        if self.writer:
+            save_checkpoint(payload, self.path / name)
+
+    def load_checkpoint(self, name: str) -> Any:
+        return load_checkpoint(self.path / name)
+
+    def save_tensors(self, name: str, obj: Any) -> None:
+        """A tensors-only payload (loads with ``weights_only=True``), atomically."""
+        if self.writer:
+            atomic_torch_save(obj, self.path / name)
+
+    def load_tensors(self, name: str) -> Any:
+        return torch.load(self.path / name, map_location="cpu", weights_only=True)
+
+    def write_json(self, name: str, obj: Any) -> None:
+        if self.writer:
+            atomic_write_json(obj, self.path / name)
+
+    def read_json(self, name: str) -> Any:
+        return json.loads((self.path / name).read_text())
+
+
+def build_accelerator(device: str = "cpu", mixed_precision: str = "no"):
+    """An :class:`accelerate.Accelerator` for these settings. accelerate keeps one process-wide state; a trainer asking
+    for another mixed precision than the one already set (tests, notebooks) resets that state first (the process
+    group, if any, is kept)."""
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+
+    state = AcceleratorState._shared_state
+    if state and (state.get("_mixed_precision") != mixed_precision
+                  or (device == "cpu") != (getattr(state.get("device"), "type", "cpu") == "cpu")):
+        AcceleratorState._reset_state()
+    return Accelerator(cpu=device == "cpu", mixed_precision=mixed_precision)
+
+
+class TrainerBase:
+    """What a trainer shares: its run folder, its accelerator and the micro-batched, data-parallel update step.
+
+    Subclasses set :attr:`checkpoint_marker` and :attr:`config_what`, and use :meth:`micro_batches`,
+    :meth:`backward`, :meth:`sync_gradients` and :meth:`reduce_sum` in their update."""
+
+    checkpoint_marker = "checkpoint.pt"
+    config_what = "config"
+
+    def __init__(self, config: Any, run_dir: str | Path, resume: bool = False, progress: bool = False) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.resume = resume
+        self.progress = progress
+        self._accelerator = None
+        self._folder: RunFolder | None = None
+
+    # -- accelerate -----------------------------------------------------------------------------------------------
+    @property
+    def accelerator(self):
+        if self._accelerator is None:
+            self._accelerator = build_accelerator(getattr(self.config, "device", "cpu"),
+                                                  getattr(self.config, "mixed_precision", "no"))
+        return self._accelerator
+
+    @property
+    def num_processes(self) -> int:
+        return int(self.accelerator.num_processes)
+
+    @property
+    def is_main_process(self) -> bool:
+        return bool(self.accelerator.is_main_process)
+
+    @property
+    def device(self) -> torch.device:
+        return self.accelerator.device
+
+    def place(self, model: Any) -> Any:
+        """Move a model (anything with ``.to``) to the accelerator's device; a CPU run leaves it untouched."""
+        if self.device.type != "cpu" and hasattr(model, "to"):
+            moved = model.to(self.device)
+            return model if moved is None else moved
+        return model
+
+    def autocast(self):
+        """Mixed precision around a loss computation (a no-op with ``mixed_precision="no"``)."""
+        if getattr(self.config, "mixed_precision", "no") == "no":
+            return nullcontext()
+        return self.accelerator.autocast()
+
+    # -- the run folder -------------------------------------------------------------------------------------------
+    @property
+    def folder(self) -> RunFolder:
+        if self._folder is None:
+            self._folder = RunFolder(self.run_dir, self.config, self.checkpoint_marker, self.config_what,
+                                     writer=self.is_main_process)
+        return self._folder
+
+    def _prepare_run_dir(self) -> bool:
+        """Create or check the folder; return whether a checkpoint should be resumed."""
+        return self.folder.prepare(self.resume)
+
+    def progress_bar(self, total: int, desc: str, initial: int = 0) -> Progress:
+        return Progress(self.progress and self.is_main_process, total, desc, initial)
+
+    # -- micro-batches and gradients -----------------------------------------------------------------------------
+    def micro_batches(self, n: int) -> list[range]:
+        """This process's micro-batches of ``n`` units, as index ranges. ``micro_batch = 0``: one range of ``n``
+        (split in equal shares when several processes run). Every process sees the same global list of ranges and
+        takes a contiguous share of it (``split_between_processes``), so the union over processes is the batch."""
+        if n <= 0:
+            return []
+        size = getattr(self.config, "micro_batch", 0) or -(-n // self.num_processes)
+        chunks = [range(i, min(n, i + size)) for i in range(0, n, size)]
+        if self.num_processes == 1:
+            return chunks
+        with self.accelerator.split_between_processes(chunks) as mine:
+            return list(mine)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.accelerator.backward(loss)
+
+    def sync_gradients(self, params: Sequence[torch.nn.Parameter]) -> None:
+        """Sum every parameter's gradient over processes (a parameter that no process touched keeps ``grad=None``,
+        as a single process would leave it: the optimiser then skips it). A no-op in a single process."""
+        if self.num_processes == 1 or not params:
+            return
+        params = list(params)
+        device = params[0].device
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float() for p in params]
+                         + [torch.tensor([float(p.grad is not None) for p in params], device=device)])
+        total = self.accelerator.reduce(flat.to(self.device), reduction="sum").to(device)
+        touched = total[-len(params):]
+        offset = 0
+        for p, hit in zip(params, touched.tolist()):
+            size = p.numel()
+            if hit > 0:
+                p.grad = total[offset : offset + size].view_as(p).to(p.dtype).clone()
+            offset += size
+
+    def reduce_sum(self, values: Sequence[float]) -> list[float]:
+        """Sum plain numbers over processes (loss parts and counters for the log); identity in one process."""
+        if self.num_processes == 1:
+            return [float(v) for v in values]
+        t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)
+        return [float(v) for v in self.accelerator.reduce(t, reduction="sum").cpu()]
+
+    @contextmanager
+    def main_process_first(self):
+        with self.accelerator.main_process_first():
+            yield

@@ -1,0 +1,45 @@
+"""Runs a tiny steering and ACTGUIDE-RL training in this process, or in each process of an ``accelerate launch``;
+the main process writes the logged losses to ``OUT`` (JSON). Used by tests/agents/test_trainer_base.py.
+
+    python tests/agents/_trainer_worker.py RUN_DIR OUT [micro_batch]
+    accelerate launch --multi_gpu --num_processes 2 tests/agents/_trainer_worker.py RUN_DIR OUT [micro_batch]
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from agents.actguide.config import ActGuideConfig
+from agents.actguide.trainer import ActGuideTrainer
+from agents.steering.config import SteeringConfig
+from agents.steering.trainer import SteeringTrainer
+
+STEERING = dict(m=2, k=6, G=4, N=2, bank_tasks=8, benchmarks=["nq", "hotpotqa"], eps_sel=0.5)
+ACTGUIDE = dict(benchmarks=["musique", "nq"], tasks_per_benchmark=4, budget=48, batch_tasks=3, group_size=4,
+                max_turns=4, update_epochs=2)
+KEYS = {"steering": ("loss", "loss_grpo", "loss_rank", "grad_norm", "mean_q"),
+        "actguide": ("loss", "loss_pg", "loss_kl", "r_mix", "clip_frac", "tokens", "unguided_success")}
+
+
+def main(run_dir: str, out: str, micro_batch: int = 0) -> None:
+    root = Path(run_dir)
+    steering = SteeringTrainer(SteeringConfig(**STEERING, micro_batch=micro_batch), root / "steering")
+    s_log = steering.run().log
+    actguide = ActGuideTrainer(ActGuideConfig(**ACTGUIDE, micro_batch=micro_batch), root / "actguide")
+    a_log = actguide.run().log
+    from accelerate.utils import gather_object
+
+    # which units of a 10-unit batch each process backs (every process calls the gather)
+    shares = gather_object([[i for r in steering.micro_batches(10) for i in r]])
+    if steering.is_main_process:
+        Path(out).write_text(json.dumps({
+            "processes": steering.num_processes,
+            "shares": shares,
+            "steering": [{k: r[k] for k in KEYS["steering"]} for r in s_log],
+            "actguide": [{k: r[k] for k in KEYS["actguide"]} for r in a_log],
+        }))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0)
