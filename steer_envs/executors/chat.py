@@ -3,8 +3,9 @@
 Search-R1's inference wraps the question prompt in the model's chat template when its tokenizer has one
 (``tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
 tokenize=False)``) and then appends every generated turn and ``<information>`` block to that text: the whole
-search runs inside one *unfinished* assistant message, never closed by an end-of-turn token. Executors get the
-same through the setting ``chat_template`` (:class:`~steer_envs.executors.llm_search.LLMSearchSettings`):
+search runs inside one *unfinished* assistant message, never closed by an end-of-turn token (the recorded
+Search-R1 instruct rollouts in the shared data, ``search_r1_instruct``, start with exactly that text). Executors
+get the same through the setting ``chat_template`` (:class:`~steer_envs.executors.llm_search.LLMSearchSettings`):
 
 * ``auto`` (the default): chat mode when the model's tokenizer has a chat template (instruct models), completions
   mode (the raw prompt, as today) otherwise (base models). An ``openai:`` executor cannot read the server's

@@ -125,6 +125,21 @@ def test_first_turn_on_a_real_model_reads_the_templates_generation_prompt(mini_d
     assert backend.prompts == [expected]  # what the model was given, not only what the executor shows
 
 
+def test_chat_mode_reproduces_search_r1s_recorded_instruct_prompts(shared_data_dir, chat_tokenizer):
+    """Search-R1's instruct checkpoint was run with Qwen2.5's chat template: its 125 recorded prompts are exactly
+    what the executor's chat mode renders from the search-r1 template, byte for byte."""
+    from steer_envs.data import load_rollouts
+    from steer_envs.executors.prompts import get_prompt_template
+
+    fmt = resolve_chat_format("auto", ScriptedChat(["x"], chat_tokenizer))
+    rows = list(load_rollouts("search_r1_instruct", data_dir=shared_data_dir))
+    assert len(rows) == 125 and isinstance(fmt, TemplateFormat)
+    for row in rows:
+        prompt = get_prompt_template("search-r1").render(row.question)
+        assert fmt.context(prompt, "") == row.prompt
+        assert fmt.context(prompt, row.response) == row.prompt + row.response  # the search, one open turn
+
+
 def test_after_a_search_information_and_an_intervention_the_prompt_is_the_templates_output(
         mini_data_dir, task, chat_tokenizer):
     backend = ScriptedChat([SEARCH, ANSWER, ANSWER], chat_tokenizer)
