@@ -21,10 +21,14 @@ def build_random_qwen2(
     intermediate_size: int | None = None,
     max_positions: int = 4096,
     seed: int = 0,
+    dtype: str = "float32",
+    device: str = "cpu",
 ) -> Path:
     """Write a random Qwen2ForCausalLM and the tiny BPE tokenizer to ``path``; return the folder.
 
-    Deterministic for a given ``seed``. Loads with ``make_backend(f"hf:{path}")`` like any other folder.
+    Deterministic for a given ``seed`` (on one device). Loads with ``make_backend(f"hf:{path}")`` like any other
+    folder. ``device="cuda"`` initialises the weights on the GPU (an 8B model in seconds rather than minutes on
+    CPU) and ``dtype="bfloat16"`` writes half the bytes; the GPU check uses both.
     """
     import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
@@ -52,9 +56,11 @@ def build_random_qwen2(
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=True,
     )
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(config)
+        if device != "cpu":
+            torch.cuda.manual_seed_all(seed)
+        model = Qwen2ForCausalLM(config).to(getattr(torch, dtype))
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)

@@ -1,0 +1,329 @@
+"""``python -m benchmarks.gpu_check``: the paper-scale check that fits a short GPU slot (issue 18, item 9).
+
+Why it exists: the suite's CI machine has no GPU, so the LLM steerer, the ACTGUIDE-RL LLM learner and the
+concurrent vector env are tested there on tiny models; this script runs the same code at the papers' shapes on
+one GPU and writes the figures BENCHMARKS.md reports. Nothing is downloaded: the models are random-initialised
+Qwen2-architecture networks built from configs (the papers' steerer is Qwen3-8B-shaped, the learner smaller), with
+the tiny model's BPE tokenizer, so text quality is meaningless but every tensor shape, memory and throughput
+figure is real.
+
+Sections (each timed on its own, its peak GPU memory measured from a reset, and written to the JSON as soon as it
+ends, so a slot that runs out keeps what finished):
+
+* ``steerer_<size>``: fast-path scoring of padded batches (observations/s), slow-path sampling through
+  ``generate`` with G return sequences (generated tokens/s), then a few steering-trainer rounds with the LLM
+  steerer in bf16 + LoRA (iterations/min);
+* ``actguide``: a few ACTGUIDE-RL iterations with the causal-LM learner (iterations/min, generated tokens/s);
+* ``vector``: the concurrent vector env with 256 episodes in flight against a loopback OpenAI-compatible server
+  answering every request after 100 ms (requests/s against the 2,560/s the server can take).
+
+``--smoke`` runs every section on CPU at toy sizes (a minute here): what a machine without a GPU can check, and
+what the test suite runs so this script cannot rot. It is never a GPU figure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A Qwen2-architecture shape (the vocabulary is the tiny tokenizer's, so parameters are a little fewer)."""
+
+    name: str
+    hidden_size: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate_size: int
+
+
+#: the papers' shapes: Qwen2.5-0.5B and Qwen3-8B (hidden, layers, heads, kv heads, MLP width)
+SHAPES = {
+    "0.5b": ModelShape("0.5b", 896, 24, 14, 2, 4864),
+    "8b": ModelShape("8b", 4096, 36, 32, 8, 12288),
+    "smoke": ModelShape("smoke", 64, 2, 4, 2, 128),
+}
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """What one run measures; ``gpu()`` and ``smoke()`` are the two plans."""
+
+    device: str
+    dtype: str
+    mixed_precision: str
+    steerer_shapes: tuple[str, ...]
+    learner_shape: str
+    observations: int  # fast path: observations scored per measurement
+    slow_states: int  # slow path: states sampled, G samples each
+    G: int
+    think_tokens: int
+    steering_rounds: int
+    steering_k: int
+    actguide_iterations: int
+    actguide_batch_tasks: int
+    actguide_group: int
+    vector_envs: int
+    vector_steps: int
+    latency_s: float = 0.1
+
+    @classmethod
+    def gpu(cls) -> "CheckPlan":
+        return cls("cuda", "bfloat16", "bf16", ("0.5b", "8b"), "0.5b", observations=256, slow_states=16, G=8,
+                   think_tokens=64, steering_rounds=3, steering_k=8, actguide_iterations=3, actguide_batch_tasks=8,
+                   actguide_group=8, vector_envs=256,
+                   vector_steps=8)
+
+    @classmethod
+    def smoke(cls) -> "CheckPlan":
+        return cls("cpu", "float32", "no", ("smoke",), "smoke", observations=8, slow_states=2, G=2, think_tokens=4,
+                   steering_rounds=1, steering_k=2, actguide_iterations=1, actguide_batch_tasks=2, actguide_group=2,
+                   vector_envs=16, vector_steps=3,
+                   latency_s=0.05)
+
+
+# -- measuring ---------------------------------------------------------------------------------------------------
+def _cuda() -> Any:
+    import torch
+
+    return torch.cuda if torch.cuda.is_available() else None
+
+
+def _sync() -> None:
+    cuda = _cuda()
+    if cuda is not None:
+        cuda.synchronize()
+
+
+class Section:
+    """Times a section and reads its peak GPU memory (from a reset at its start)."""
+
+    def __init__(self) -> None:
+        cuda = _cuda()
+        if cuda is not None:
+            cuda.empty_cache()
+            cuda.reset_peak_memory_stats()
+        self.start = time.perf_counter()
+
+    def close(self, figures: dict[str, Any]) -> dict[str, Any]:
+        _sync()
+        figures["wall_s"] = round(time.perf_counter() - self.start, 2)
+        cuda = _cuda()
+        figures["peak_gpu_memory_gb"] = round(cuda.max_memory_allocated() / 2**30, 2) if cuda is not None else None
+        return figures
+
+
+def build_model(shape: ModelShape, folder: Path, plan: CheckPlan) -> Path:
+    """A random Qwen2-architecture model of ``shape``, written in the plan's dtype (built on the plan's device:
+    initialising 8B parameters on a GPU takes seconds, on CPU minutes)."""
+    from steer_envs.llm.qwen_shaped import build_random_qwen2
+
+    if not (folder / "config.json").is_file():
+        build_random_qwen2(folder, hidden_size=shape.hidden_size, layers=shape.layers, heads=shape.heads,
+                           kv_heads=shape.kv_heads, intermediate_size=shape.intermediate_size,
+                           dtype=plan.dtype, device=plan.device)
+    return folder
+
+
+def parameter_count(model: Any) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def sample_observations(n: int) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Observations of SearchSteering-v0 on the embedded default after one or two executor turns (real text), and
+    the env's intervention catalogue."""
+    import gymnasium as gym
+
+    import steer_envs  # noqa: F401 - registers the ids
+
+    env = gym.make("steer_envs/SearchSteering-v0", executor="sim:default", split="dev", action_mode="text")
+    out: list[dict[str, Any]] = []
+    seed = 0
+    while len(out) < n:
+        obs, _ = env.reset(seed=seed)
+        seed += 1
+        for _ in range(2):
+            obs, _, terminated, truncated, _ = env.step("pass")
+            if terminated or truncated:
+                break
+            out.append(obs)
+    catalogue = list(env.unwrapped.catalogue)
+    env.close()
+    return out[:n], catalogue
+
+
+def check_steerer(shape: ModelShape, plan: CheckPlan, work: Path) -> dict[str, Any]:
+    import torch
+
+    from agents.steering.config import SteeringConfig
+    from agents.steering.trainer import SteeringTrainer
+
+    folder = build_model(shape, work / f"qwen2-{shape.name}", plan)
+    backbone_args = {"model": f"hf:{folder}", "lora": True, "lora_rank": 16, "device": plan.device,
+                     "dtype": plan.dtype, "gradient_checkpointing": plan.device != "cpu",
+                     "max_think_tokens": plan.think_tokens, "batch_size": 32, "micro_batch": 4}
+    figures: dict[str, Any] = {"shape": asdict(shape)}
+    section = Section()
+    from agents.steering.causal_lm import CausalLMSteerer
+    from agents.steering.interventions import options_from_catalogue
+
+    observations, catalogue = sample_observations(plan.observations)
+    steerer = CausalLMSteerer(options_from_catalogue(catalogue), **backbone_args)
+    figures["parameters_b"] = round(parameter_count(steerer.lm) / 1e9, 3)
+    with torch.no_grad():
+        steerer.fast_scores(observations[:4])  # warm-up (kernels, allocator)
+        _sync()
+        start = time.perf_counter()
+        steerer.fast_scores(observations)
+        _sync()
+        figures["fast_path_observations_per_s"] = round(len(observations) / (time.perf_counter() - start), 1)
+    generator = torch.Generator().manual_seed(0)
+    tokens, start = 0, time.perf_counter()
+    for obs in observations[: plan.slow_states]:
+        samples = steerer.sample_slow(obs, plan.G, generator)
+        tokens += sum(len(s.payload["think"]) for s in samples)
+    _sync()
+    figures["slow_path_generated_tokens_per_s"] = round(tokens / (time.perf_counter() - start), 1)
+    figures["slow_path_G"] = plan.G
+    del steerer
+    figures = section.close(figures)
+
+    section = Section()
+    config = SteeringConfig(backbone="causal_lm", backbone_args=backbone_args, device=plan.device,
+                            mixed_precision=plan.mixed_precision, micro_batch=2, m=plan.steering_rounds,
+                            k=plan.steering_k, G=4, N=2, bank_tasks=4 * plan.steering_k, bank_rollouts=1,
+                            update_epochs=1, lr=1e-4)
+    start = time.perf_counter()
+    SteeringTrainer(config, work / f"steer-{shape.name}").run()
+    minutes = (time.perf_counter() - start) / 60
+    train = section.close({"rounds": plan.steering_rounds, "iterations_per_min": round(plan.steering_rounds / minutes, 2)})
+    figures["training"] = train
+    return figures
+
+
+def check_actguide(shape: ModelShape, plan: CheckPlan, work: Path) -> dict[str, Any]:
+    from agents.actguide.config import ActGuideConfig
+    from agents.actguide.trainer import ActGuideTrainer
+
+    folder = build_model(shape, work / f"qwen2-{shape.name}", plan)
+    batch_tasks, group = plan.actguide_batch_tasks, plan.actguide_group
+    config = ActGuideConfig(learner="causal_lm", learner_args={"model": f"hf:{folder}", "device": plan.device,
+                                                               "dtype": plan.dtype, "micro_batch": 8,
+                                                               "max_new_tokens": plan.think_tokens},
+                            device=plan.device, mixed_precision=plan.mixed_precision, micro_batch=16,
+                            tasks_per_benchmark=2, batch_tasks=batch_tasks, group_size=group,
+                            budget=plan.actguide_iterations * batch_tasks * group, lr=1e-5, update_epochs=1)
+    section = Section()
+    start = time.perf_counter()
+    result = ActGuideTrainer(config, work / f"actguide-{shape.name}").run()
+    minutes = (time.perf_counter() - start) / 60
+    return section.close({"shape": asdict(shape), "iterations": result.iterations, "rollouts": result.budget_used,
+                          "iterations_per_min": round(result.iterations / minutes, 2)})
+
+
+def check_vector(plan: CheckPlan) -> dict[str, Any]:
+    import numpy as np
+
+    from steer_envs.llm.latency_server import LatencyServer
+    from steer_envs.vector import make_concurrent_vec
+
+    section = Section()
+    with LatencyServer(latency=plan.latency_s) as server:
+        envs = make_concurrent_vec("steer_envs/SearchSteering-v0", plan.vector_envs, max_in_flight=plan.vector_envs,
+                                   executor=server.spec, split="dev", action_mode="discrete")
+        try:
+            envs.reset(seed=0)
+            server.counters(reset=True)
+            actions = np.zeros(plan.vector_envs, dtype=np.int64)
+            start = time.perf_counter()
+            for _ in range(plan.vector_steps):
+                envs.step(actions)
+            seconds = time.perf_counter() - start
+            requests = server.counters()["requests"]
+        finally:
+            envs.close()
+    ceiling = plan.vector_envs / plan.latency_s
+    return section.close({"episodes_in_flight": plan.vector_envs, "latency_s": plan.latency_s,
+                          "requests_per_s": round(requests / seconds, 1), "ceiling_requests_per_s": ceiling,
+                          "share_of_ceiling": round(requests / seconds / ceiling, 3)})
+
+
+# -- the run -----------------------------------------------------------------------------------------------------
+def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = ()) -> dict[str, Any]:
+    import torch
+
+    from steer_envs.atomic import atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"plan": asdict(plan), "torch": torch.__version__,
+                               "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"}
+    sections: list[tuple[str, Callable[[Path], dict[str, Any]]]] = [
+        *((f"steerer_{name}", lambda work, name=name: check_steerer(SHAPES[name], plan, work)) for name in plan.steerer_shapes),
+        ("actguide", lambda work: check_actguide(SHAPES[plan.learner_shape], plan, work)),
+        ("vector", lambda work: check_vector(plan)),
+    ]
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        for name, run in sections:
+            if only and name not in only:
+                continue
+            print(f"[gpu_check] {name} ...", flush=True)
+            try:
+                results[name] = run(Path(tmp))
+            except Exception as exc:  # noqa: BLE001 - one failed section must not lose the others' figures
+                results[name] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-2000:]}
+            print(f"[gpu_check] {name}: {json.dumps(results[name])[:600]}", flush=True)
+            atomic_write_text(out / "gpu_check.json", json.dumps(results, indent=2))
+    atomic_write_text(out / "gpu_check.md", markdown(results))
+    return results
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The BENCHMARKS.md rows of a run."""
+    rows = [f"GPU check on {results['device_name']} (torch {results['torch']})", "",
+            "| section | figure | value |", "| --- | --- | --- |"]
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key not in ("traceback", "shape"):
+                    walk(f"{prefix}.{key}" if prefix else key, inner)
+        else:
+            section, _, figure = prefix.partition(".")
+            rows.append(f"| {section} | {figure} | {value} |")
+
+    for name, value in results.items():
+        if name not in ("plan", "torch", "device_name"):
+            walk(name, value)
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/gpu_check"), help="folder for gpu_check.json/.md")
+    parser.add_argument("--smoke", action="store_true", help="toy sizes on CPU (no GPU figures): checks the code runs")
+    parser.add_argument("--only", nargs="*", default=(), help="run only these sections (steerer_0.5b, steerer_8b, "
+                                                               "actguide, vector)")
+    args = parser.parse_args(argv)
+    import torch
+
+    if not args.smoke and not torch.cuda.is_available():
+        print("gpu_check: no CUDA device; run on a GPU machine, or pass --smoke for the CPU run of the same code",
+              file=sys.stderr)
+        return 2
+    results = run_check(CheckPlan.smoke() if args.smoke else CheckPlan.gpu(), args.out, tuple(args.only))
+    print(markdown(results))
+    failed = [name for name, value in results.items() if isinstance(value, dict) and "error" in value]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
