@@ -171,14 +171,14 @@ def test_chat_continuation_keeps_the_transcript_in_the_assistant_turn(mini_data_
     while not ex.done:
         transcripts.append(ex.transcript)
         ex.step()
-        if len(transcripts) == 1:  # a note before the second turn: it stays in the assistant's turn too
-            ex.intervene(Intervention("note", "Search for the second entity."))
+        if len(transcripts) == 1:  # a note before the second turn (a rejection, had it answered): it stays in the
+            ex.intervene(Intervention("reject" if ex.done else "note", "Search for the second entity."))  # turn too
     assert len(backend.prompts) == len(transcripts) >= 2
     for sent, transcript in zip(backend.prompts, transcripts):
         assert sent == opening + transcript  # the transcript verbatim, right after the assistant header
         assert sent.count(END_OF_TURN) == 2  # system and user turns closed; the assistant's never
         assert not sent.endswith(END_OF_TURN + "\n")
-    assert "<guidance> Search for the second entity. </guidance>" in backend.prompts[1]
+    assert "Search for the second entity." in backend.prompts[1]
     # the old api=chat way (prompt + transcript as one user message) would have closed the turn and opened a new one
     wrong = chat_backend.render_chat([{"role": "user", "content": ex.prompt + transcripts[1]}])
     assert wrong != backend.prompts[1] and wrong.endswith("<|im_start|>assistant\n")
