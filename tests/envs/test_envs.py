@@ -7,6 +7,7 @@ import pytest
 import steer_envs  # noqa: F401
 from steer_envs.data import f1
 from steer_envs.envs import STEERING, observation_text
+from steer_envs.envs.catalogue import CATALOGUES
 
 
 def run(env, policy, seed, task_id=None):
@@ -45,9 +46,11 @@ def test_intervention_cost_is_charged_per_intervention():
         assert r_cost == pytest.approx(r_free - 0.25)
 
 
-def test_catalogue_has_pass_and_six_filled_templates():
+def test_catalogue_is_pass_then_note_templates_and_the_action_space_covers_it():
     env = gym.make("steer_envs/SearchSteering-v0", split="test").unwrapped
-    assert env.catalogue is STEERING and env.catalogue[0].name == "pass" and len(env.catalogue) >= 7
+    assert env.catalogue is STEERING is CATALOGUES["steering"]
+    assert [t.kind for t in env.catalogue] == ["pass"] + ["note"] * (len(STEERING) - 1)
+    assert env.action_space.n == len(STEERING)  # every template is an action, and nothing else is
     assert len({t.name for t in env.catalogue}) == len(env.catalogue)
     env.reset(seed=3)
     env.step(0)
