@@ -35,10 +35,21 @@ def test_non_integer_discrete_action_is_refused(discrete_env, action):
         discrete_env.step(action)
 
 
-def test_numpy_integer_actions_are_accepted(discrete_env):
-    discrete_env.reset(seed=0)
-    discrete_env.step(np.int64(0))
-    discrete_env.step(np.array(0))
+@pytest.mark.parametrize("as_numpy", [np.int64, np.array], ids=["int64", "0-d array"])
+def test_numpy_integer_actions_are_the_same_action_as_the_int(discrete_env, as_numpy):
+    def first_steps(wrap):
+        discrete_env.reset(seed=0)
+        out = []
+        for action in (1, 0):  # answer_now, then pass: an index read wrongly changes the episode
+            obs, reward, term, trunc, info = discrete_env.step(wrap(action))
+            out.append((obs["transcript"], int(obs["turn"]), reward, term, info["interventions"]))
+            if term:
+                break
+        return out
+
+    expected = first_steps(int)
+    assert expected[0][4] == 1  # answer_now is an intervention
+    assert first_steps(as_numpy) == expected
 
 
 @pytest.mark.parametrize("action", [3, None, b"pass", ["pass"]])
