@@ -131,6 +131,8 @@ class ServedSteerer(Steerer):
     path's sampling temperature (each sample's server seed is drawn from the agent's generator, so a seeded
     episode asks for the same samples); ``greedy`` calls use 0. ``decision_log``: a JSONL file that receives one
     line per decision (fast ``z`` and its table's yes/no log-probs; slow raw output and what was parsed).
+    ``seed`` is accepted like every backbone's (trainer configs pass one) and recorded; sampling itself is seeded
+    by the generator ``sample_slow`` receives.
     """
 
     kind = "served"
