@@ -1,6 +1,8 @@
 """sim:default against the real Search-R1 (base) rollouts, within the stated tolerance; the calibrate command."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from steer_envs.cli.main import main
@@ -27,13 +29,17 @@ def test_sim_default_is_calibrated_to_search_r1_base():
     assert not all(r.within(TOLERANCE) for r in calibrate("sim:loopy", "search_r1_base", limit=150))
 
 
-def test_calibrate_command_prints_the_table(capsys):
-    code = main(["calibrate", "--profile", "sim:default", "--limit", "20"])
+def test_calibrate_command_prints_the_table(capsys, tmp_path):
+    report = tmp_path / "calibration.json"
+    code = main(["calibrate", "--profile", "sim:default", "--limit", "20", "--json", str(report)])
     out = capsys.readouterr().out
     assert "| benchmark | n | searches/task real / sim" in out
     for bench in ("nq", "triviaqa", "popqa", "bamboogle"):
         assert f"| {bench} |" in out
-    assert code in (0, 1)
+    rows = json.loads(report.read_text())["rows"]
+    assert sorted(r["benchmark"] for r in rows) == ["bamboogle", "nq", "popqa", "triviaqa"]
+    # the exit status says whether every benchmark is within the tolerance: 0 if all are, else 1
+    assert code == (0 if all(r["within"] for r in rows) else 1), [(r["benchmark"], r["within"]) for r in rows]
 
 
 def test_calibrate_command_bad_profile(capsys):
