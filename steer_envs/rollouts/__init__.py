@@ -7,9 +7,9 @@
 ``my_rollout(env, item)`` is a module-level function; each item carries what its result depends on (an env
 snapshot from ``get_state``, actions, seeds), so the results are those of the local loop, in item order, for
 any number of workers. See :mod:`steer_envs.rollouts.base` for the contract. ``threads`` runs items on threads
-of this process (each with its own replica): :func:`concurrent_pool` chooses it in place of the default for an
-I/O-bound executor (``openai:``), which is how ``steer-envs eval`` and the trainers' counterfactual
-continuations keep many LLM episodes in flight.
+of this process (each with its own replica): :func:`concurrent_pool` chooses it in place of an ``auto`` pool (the
+command line's default) for an I/O-bound executor (``openai:``), which is how ``steer-envs eval``, ``compare``
+and ``train`` keep many LLM episodes and counterfactual continuations in flight.
 """
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def _threads(config: PoolConfig) -> RolloutPool:
 
 
 register_pool("local", LocalPool)
+register_pool("auto", LocalPool)  # serial here; concurrent_pool swaps it for threads where the executor waits
 register_pool("processes", _processes)
 register_pool("ray", _ray)
 register_pool("threads", _threads)
@@ -72,14 +73,15 @@ def executor_of(env: Any) -> str | None:
 
 def concurrent_pool(spec: PoolConfig | RolloutPool | None, executor: str | None,
                     threads: int | None = None) -> PoolConfig | RolloutPool | None:
-    """``spec``, except that the default (None, a ``local`` config or a :class:`LocalPool`) becomes a
-    ``threads`` pool when ``executor`` is I/O-bound (``openai:``: its episodes wait on a model server, so many
-    run at once in this process). Deterministic executors keep the serial path, so their results stay those of
-    the local loop by construction; a pool asked for explicitly (processes, ray, threads) is kept as it is."""
+    """``spec``, except that an ``auto`` pool (the command line's default: a ``PoolConfig("auto")`` or the pool
+    made from one) becomes a ``threads`` pool when ``executor`` is I/O-bound (``openai:``: its episodes wait on
+    a model server, so many run at once in this process). Other executors keep the serial path, so their
+    results stay those of the local loop by construction; any other pool (None and ``local`` included: one
+    episode at a time, in order, as a test against a dying server needs) is kept as it is."""
     from ..executors.registry import is_io_bound
 
-    default = spec is None or getattr(spec, "kind", None) == "local"
-    if not default or not is_io_bound(executor):
+    config = spec if isinstance(spec, PoolConfig) else getattr(spec, "config", None)
+    if getattr(config, "kind", None) != "auto" or not is_io_bound(executor):
         return spec
     from .threads import AUTO_THREADS
 

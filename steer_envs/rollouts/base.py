@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import SteerEnvsError
 
-POOL_KINDS = ("local", "processes", "ray", "threads")
+POOL_KINDS = ("auto", "local", "processes", "ray", "threads")
 #: fault injection for the replacement tests: ``"N:MARKER"`` makes the first worker process that runs its N-th
 #: item while MARKER does not exist yet create MARKER and SIGKILL itself (a real hard kill at a reproducible
 #: point, the same idea as the harness's STEER_ENVS_KILL_AFTER_EPISODES)
@@ -41,9 +41,10 @@ class Job:
 @dataclass(frozen=True)
 class PoolConfig:
     """``kind``: local (in this process), processes (standard-library worker processes on this machine), ray
-    (actors on a Ray cluster: a local one started for the run, or ``ray_address``) or threads (threads of this
-    process, for executors that wait on a model server). ``workers``: worker count (for ray without a count:
-    one per CPU of the cluster; for threads: 16)."""
+    (actors on a Ray cluster: a local one started for the run, or ``ray_address``), threads (threads of this
+    process, for executors that wait on a model server) or auto (the command line's default: threads where the
+    executor is I/O-bound, ``openai:``, else local; see :func:`~steer_envs.rollouts.concurrent_pool`).
+    ``workers``: worker count (for ray without a count: one per CPU of the cluster; for threads: 16)."""
 
     kind: str = "local"
     workers: int = 1
@@ -60,7 +61,7 @@ class PoolConfig:
             raise SteerEnvsError(f"unknown pool kind {self.kind!r}; valid kinds: {', '.join(POOL_KINDS)}")
         if not isinstance(self.workers, int) or self.workers < 0:
             raise SteerEnvsError(f"pool workers must be a non-negative integer (0 = one per CPU), got {self.workers!r}")
-        if self.kind == "local" and self.workers > 1:
+        if self.kind in ("local", "auto") and self.workers > 1:
             raise SteerEnvsError(f"the local pool runs in this process (1 worker), got workers={self.workers}; "
                                  "use --pool processes or --ray for more")
         if not self.cpus_per_worker > 0:

@@ -9,8 +9,9 @@ from .base import POOL_KINDS, PoolConfig
 def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("rollout pool (where the expensive loops run; results do not depend on it)")
     group.add_argument("--pool", choices=POOL_KINDS, default=None,
-                       help="local (this process, default; threads for an openai: executor), processes (worker processes on "
-                            "this machine), ray, or threads (many episodes in flight in this process)")
+                       help="auto (default: threads for an openai: executor, else local), local (this process, one episode at "
+                            "a time), processes (worker processes on this machine), ray, or threads (many episodes in "
+                            "flight in this process)")
     group.add_argument("--workers", type=int, default=None,
                        help="worker count (default 1 for local, 2 for processes; ray: one per cluster CPU)")
     group.add_argument("--ray", action="store_true", help="run the pool on Ray (a local Ray started for the run)")
@@ -23,11 +24,11 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
 def pool_config_from_args(args: argparse.Namespace) -> PoolConfig:
     kind = args.pool or ("ray" if (args.ray or args.ray_address) else None)
     if kind is None:
-        kind = "processes" if (args.workers or 1) > 1 else "local"
+        kind = "processes" if (args.workers or 1) > 1 else "auto"
     if (args.ray or args.ray_address) and kind != "ray":
         from ..errors import SteerEnvsError
 
         raise SteerEnvsError(f"--ray/--ray-address and --pool {kind} contradict each other; drop one")
-    defaults = {"local": 1, "processes": 2, "ray": 0, "threads": 16}
+    defaults = {"auto": 1, "local": 1, "processes": 2, "ray": 0, "threads": 16}
     workers = defaults[kind] if args.workers is None else args.workers
     return PoolConfig(kind=kind, workers=workers, ray_address=args.ray_address, cpus_per_worker=args.worker_cpus)

@@ -76,7 +76,8 @@ def test_pool_settings_are_checked_and_the_cli_options_map_to_them():
     def config(*argv):
         return pool_config_from_args(parser.parse_args(list(argv)))
 
-    assert config() == PoolConfig("local", 1)
+    assert config() == PoolConfig("auto", 1)
+    assert config("--pool", "local") == PoolConfig("local", 1)
     assert config("--workers", "2") == PoolConfig("processes", 2)
     assert config("--ray") == PoolConfig("ray", 0)
     assert config("--ray-address", "ray://head:10001", "--workers", "8") == PoolConfig("ray", 8, "ray://head:10001")

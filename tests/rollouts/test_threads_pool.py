@@ -1,6 +1,7 @@
 """The ``threads`` pool: the same results as the local pool in item order (a toy job, q(s) labels, evaluation
-records on the deterministic simulator), failures reported with the item; the default pool becomes a thread pool
-for an I/O-bound executor (openai:), whose evaluation episodes then reach a real loopback server concurrently."""
+records on the deterministic simulator), failures reported with the item; the ``auto`` pool (the command line's
+default) becomes a thread pool for an I/O-bound executor (openai:), whose evaluation episodes then reach a real
+loopback server concurrently."""
 from __future__ import annotations
 
 import threading
@@ -60,19 +61,21 @@ def test_evaluation_records_are_identical_on_threads(tmp_path):
     assert runs["threads"] == runs["local"] and len(runs["local"][0]) == 8
 
 
-def test_the_default_pool_becomes_threads_for_an_io_bound_executor_only():
+def test_the_auto_pool_becomes_threads_for_an_io_bound_executor_only():
     openai = "openai:m@http://127.0.0.1:9/v1"
-    assert concurrent_pool(None, openai) == PoolConfig("threads", 16)
-    assert concurrent_pool(LocalPool(), openai).kind == "threads"
-    assert concurrent_pool(None, "sim:default") is None
-    explicit = PoolConfig("processes", 2)
-    assert concurrent_pool(explicit, openai) is explicit
+    assert concurrent_pool(PoolConfig("auto"), openai) == PoolConfig("threads", 16)
+    assert concurrent_pool(make_pool(PoolConfig("auto")), openai).kind == "threads"  # the pool made from it too
+    auto = PoolConfig("auto")
+    assert concurrent_pool(auto, "sim:default") is auto and make_pool(auto).kind == "local"
+    for kept in (None, LocalPool(), PoolConfig("local"), PoolConfig("processes", 2)):
+        assert concurrent_pool(kept, openai) is kept
 
 
 def test_evaluation_on_an_openai_executor_keeps_episodes_in_flight(tmp_path):
     with LatencyServer(0.05) as server:
         config = EvalConfig(executor=server.spec, benchmarks=("nq",), split="dev", seeds=1, limit=6, max_turns=3)
-        outcome = evaluate(RunFolder(tmp_path / "run", config), "no_supervision", progress=False, log=lambda _: None)
+        outcome = evaluate(RunFolder(tmp_path / "run", config), "no_supervision", progress=False, log=lambda _: None,
+                           pool=PoolConfig("auto"))  # the command line's default
         counts = server.counters()
     assert outcome.ran == 6 and all(r.failure is None for r in outcome.records)
     assert counts["requests"] >= 12 and counts["peak_in_flight"] >= 3  # 6 episodes in flight, not one at a time
