@@ -379,11 +379,13 @@ class CausalLMSteerer(Steerer):
             return torch.zeros(0, device=self.device)
         size = self._chunk()
         left = self.padding_side == "left"
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
         parts = []
-        for c in range(0, len(prompts), size):
-            ids, mask, positions = self._pad(prompts[c : c + size], left=left)
+        for c in range(0, len(order), size):
+            ids, mask, positions = self._pad([prompts[i] for i in order[c : c + size]], left=left)
             parts.append(self._checkpointed(self._yes_no_logits, ids, mask, positions))
-        return torch.cat(parts)
+        out = torch.cat(parts)
+        return out[torch.argsort(torch.tensor(order, device=out.device))]
 
     def _yes_no_logits(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """``logit(yes) − logit(no)`` after each row's last real token."""
@@ -432,6 +434,7 @@ class CausalLMSteerer(Steerer):
         with torch.random.fork_rng(devices=cuda), torch.no_grad():
             torch.manual_seed(seed)
             out = self.lm.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                   cache=self._prompt_cache(ids, settings["num_return_sequences"]),
                                    generation_config=GenerationConfig(**settings),
                                    logits_processor=LogitsProcessorList([recorder]), tokenizer=self.tokenizer)
         step_logp = recorder.finish(out)
@@ -449,6 +452,20 @@ class CausalLMSteerer(Steerer):
         if greedy:
             thinks, logps = thinks * n, logps * n
         return thinks, logps
+
+    def _prompt_cache(self, ids: torch.Tensor, rows: int):
+        """The KV cache of the prompt (all but its last token) computed once and repeated for the ``rows`` samples:
+        ``num_return_sequences`` alone would run the prompt through the model once per sample. generate then
+        starts from the prompt's last token (its expansion of the inputs leaves a given cache as it is)."""
+        if ids.shape[1] < 2:
+            return None
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.lm.config)
+        self.lm(input_ids=ids[:, :-1], cache=cache, use_cache=True, logits_to_keep=1)
+        if rows > 1:
+            cache.batch_repeat_interleave(rows)
+        return cache
 
     def _grammar(self, prompt: list[int], think: list[int]) -> list[int]:
         """Prefix up to the NAME choice: prompt + think + the forced ``</think>`` (if missing) + grammar head."""

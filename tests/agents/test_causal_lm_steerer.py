@@ -198,7 +198,7 @@ def test_micro_batched_gradients_equal_one_pass_and_model_checkpointing(tiny_dir
     whole, _ = grads(micro_batch=64)
     small, _ = grads(micro_batch=2)
     layered, st = grads(micro_batch=4, gradient_checkpointing=True)
-    assert st.lm.is_gradient_checkpointing
+    assert st.lm.is_activation_checkpointing
     assert float(whole.abs().max()) > 0
     assert float((whole - small).abs().max()) <= 1e-5
     assert float((whole - layered).abs().max()) <= 1e-5
