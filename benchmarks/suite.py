@@ -182,6 +182,29 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
         ratio = f"async, 2 envs ÷ 1 env = {two / one:.2f}×"
     section("`gymnasium.make_vec`", "`pytest benchmarks/test_perf_vector.py --benchmark-enable`: pass actions, test "
             "split, retrieval cache on.", ["mode", "envs", "env steps/s"], rows, ratio)
+    rows, by_kind = [], {}
+    for setting in ("concurrent-64", "sync-32"):
+        e = x.get(f"test_openai_requests_per_second[{setting}]")
+        if e:
+            by_kind[e["vector_env"]] = e
+            rows.append([{"concurrent": "`ConcurrentVectorEnv` (steer_envs.vector)", "sync": "`SyncVectorEnv`"}[e["vector_env"]],
+                         str(e["num_envs"]), _fmt(e["requests_per_second"]), f"{100 * e['share_of_ceiling']:.0f} %",
+                         str(e["peak_in_flight"]), str(e["new_connections"]), str(e["requests"])])
+    note = ""
+    if len(by_kind) == 2:
+        c, s_ = by_kind["concurrent"], by_kind["sync"]
+        note = (f"Concurrent at N = 64 ÷ sync at N = 32: {c['requests_per_second'] / s_['requests_per_second']:.0f}× the "
+                f"requests/s. Target: ≥ 80 % of N / latency at N = 64 from one process "
+                f"({'met' if c['share_of_ceiling'] >= 0.8 else 'not met in this run'}: "
+                f"{100 * c['share_of_ceiling']:.0f} %). Client CPU (env step, BM25 search, HTTP) is serial under the "
+                "interpreter lock, so the share falls as the machine's load rises.")
+    section("Many episodes in flight: `openai:` executors, 100 ms server latency",
+            "`pytest benchmarks/test_perf_vector.py -k openai --benchmark-enable`: SearchSteering-v0 envs (pass "
+            "actions, same-step autoreset, test split) on `openai:` executors against a loopback OpenAI-compatible "
+            "server in its own process that answers every request after 100 ms (a search, then an answer, per "
+            "episode: real BM25 searches in between); share = requests/s ÷ (N / 0.1 s).",
+            ["vector env", "envs (N)", "requests/s", "share of N / latency", "peak in flight", "new connections",
+             "requests"], rows, note)
     rows = []
     for setting in ("local-1", "processes-2"):
         e = x.get(f"test_trainer_wall_time[{setting}]")

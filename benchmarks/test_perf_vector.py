@@ -1,5 +1,8 @@
 """``gymnasium.make_vec`` of SearchSteering-v0 with 1 and 2 envs, sync and async: env steps per second under a
-pass policy (pytest-benchmark; run through ``python -m benchmarks.suite``)."""
+pass policy; and ``openai:`` executor envs against a loopback server that answers every request after 100 ms:
+requests per second of the concurrent vector env (``steer_envs.vector``) at N = 64 beside gymnasium's
+SyncVectorEnv at N = 32, as a share of the ceiling N / latency (pytest-benchmark; run through
+``python -m benchmarks.suite``)."""
 from __future__ import annotations
 
 import time
@@ -36,3 +39,58 @@ def test_make_vec_steps_per_second(benchmark, num_envs, mode):
         envs.close()
     benchmark.extra_info.update({"num_envs": num_envs, "mode": mode, "vector_steps": n,
                                  "env_steps_per_second": n * num_envs / seconds})
+
+
+# -- many episodes in flight: openai: executors against a loopback server answering every request in 100 ms -------
+LATENCY = 0.1
+#: (vector env, envs): the concurrent vector env at N = 64 beside gymnasium's SyncVectorEnv at N = 32
+OPENAI_SETTINGS = [("concurrent", 64), ("sync", 32)]
+#: timed vector steps per setting (quick, full): SyncVectorEnv makes one request at a time, ~3 s a vector step
+OPENAI_STEPS = {"concurrent": (10, 40), "sync": (2, 4)}
+
+
+@pytest.fixture(scope="module")
+def latency_server():
+    """The server in its own process, as a model server is: the benchmark measures the client alone."""
+    from steer_envs.llm.latency_server import LatencyServerProcess
+
+    with LatencyServerProcess(LATENCY) as server:
+        yield server
+
+
+def _openai_envs(kind: str, n: int, spec: str):
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    from steer_envs.vector import make_concurrent_vec
+
+    # same-step autoreset: a finished episode restarts inside the step, so every vector step is n requests
+    kw = dict(executor=f"{spec}?max_in_flight=256", split="test", max_turns=8)
+    if kind == "sync":
+        return SyncVectorEnv([lambda: gym.make("steer_envs/SearchSteering-v0", **kw)] * n,
+                             autoreset_mode=AutoresetMode.SAME_STEP)
+    return make_concurrent_vec("steer_envs/SearchSteering-v0", n, autoreset_mode=AutoresetMode.SAME_STEP, **kw)
+
+
+@pytest.mark.parametrize("kind,num_envs", OPENAI_SETTINGS, ids=[f"{k}-{n}" for k, n in OPENAI_SETTINGS])
+def test_openai_requests_per_second(benchmark, latency_server, kind, num_envs):
+    envs = _openai_envs(kind, num_envs, latency_server.spec)
+    steps = OPENAI_STEPS[kind][current().name == "full"]
+    try:
+        envs.reset(seed=0)
+        _steps(envs, 2, num_envs)  # connections, BM25 index, tasks
+        latency_server.counters(reset=True)
+        start = time.perf_counter()
+        benchmark.pedantic(_steps, args=(envs, steps, num_envs), rounds=1, iterations=1)
+        seconds = time.perf_counter() - start
+        counts = latency_server.counters()
+    finally:
+        envs.close()
+    rate = counts["requests"] / seconds
+    ceiling = num_envs / LATENCY
+    assert counts["requests"] == steps * num_envs  # one request per env and vector step
+    if kind == "concurrent":
+        assert counts["peak_in_flight"] > num_envs // 2 and counts["connections"] < counts["requests"]
+    benchmark.extra_info.update({"vector_env": kind, "num_envs": num_envs, "latency_s": LATENCY, "vector_steps": steps,
+                                 "requests": counts["requests"], "requests_per_second": rate,
+                                 "share_of_ceiling": rate / ceiling, "new_connections": counts["connections"],
+                                 "peak_in_flight": counts["peak_in_flight"]})
