@@ -275,6 +275,13 @@ class TrainerBase:
         """Create or check the folder; return whether a checkpoint should be resumed."""
         return self.folder.prepare(self.resume)
 
+    def finished_log(self) -> list[dict[str, Any]]:
+        """The whole log once every process is done: the main process writes it, the others wait for its last row
+        (without the barrier a second process could return before the main one appended the final round)."""
+        if self.num_processes > 1:
+            self.accelerator.wait_for_everyone()
+        return self.folder.read_log()
+
     def progress_bar(self, total: int, desc: str, initial: int = 0) -> Progress:
         return Progress(self.progress and self.is_main_process, total, desc, initial)
 

@@ -188,7 +188,7 @@ class ActGuideTrainer(TrainerBase):
             self.on_iteration_end(it, record)
         bar.close()
         return TrainResult(self.run_dir, progress["iteration"], progress["budget_used"],
-                           float(progress["wall_s"]), folder.read_log())
+                           float(progress["wall_s"]), self.finished_log())
 
     # -- one iteration ------------------------------------------------------------------------------------------------
     def _choose_k(self, env, learner, task_id: str, seed: int, length: int, generator, stats: dict) -> tuple[int | None, Any]:

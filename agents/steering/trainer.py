@@ -217,7 +217,7 @@ class SteeringTrainer(TrainerBase):
         rounds_bar.close()
         if self.is_main_process:
             save_model(steerer, self.run_dir / MODEL_FILE, c.tau, {"config": c.to_dict(), "rounds": c.m})
-        return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, folder.read_log())
+        return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, self.finished_log())
 
     def _checkpoint(self, steerer, optimizer, bank, next_round, rng, generator, wall_s) -> None:
         if not self.is_main_process:  # every process holds the same state; one writes it

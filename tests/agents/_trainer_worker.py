@@ -1,5 +1,5 @@
 """Runs a tiny steering and ACTGUIDE-RL training in this process, or in each process of an ``accelerate launch``;
-the main process writes the logged losses to ``OUT`` (JSON). Used by tests/agents/test_trainer_base.py.
+every process writes the logged losses its trainers returned to ``OUT`` (the main process) or ``OUT.<index>``. Used by tests/agents/test_trainer_base.py.
 
     python tests/agents/_trainer_worker.py RUN_DIR OUT [micro_batch]
     accelerate launch --multi_gpu --num_processes 2 tests/agents/_trainer_worker.py RUN_DIR OUT [micro_batch]
@@ -32,13 +32,14 @@ def main(run_dir: str, out: str, micro_batch: int = 0) -> None:
 
     # which units of a 10-unit batch each process backs (every process calls the gather)
     shares = gather_object([[i for r in steering.micro_batches(10) for i in r]])
-    if steering.is_main_process:
-        Path(out).write_text(json.dumps({
-            "processes": steering.num_processes,
-            "shares": shares,
-            "steering": [{k: r[k] for k in KEYS["steering"]} for r in s_log],
-            "actguide": [{k: r[k] for k in KEYS["actguide"]} for r in a_log],
-        }))
+    index = steering.accelerator.process_index
+    # every process writes what its trainers returned (the main process to OUT, process i to OUT.i)
+    Path(out if index == 0 else f"{out}.{index}").write_text(json.dumps({
+        "processes": steering.num_processes,
+        "shares": shares,
+        "steering": [{k: r[k] for k in KEYS["steering"]} for r in s_log],
+        "actguide": [{k: r[k] for k in KEYS["actguide"]} for r in a_log],
+    }))
 
 
 if __name__ == "__main__":

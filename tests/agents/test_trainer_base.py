@@ -252,6 +252,8 @@ def test_two_processes_through_accelerate_launch_log_the_losses_of_one(tmp_path)
     two = json.loads((tmp_path / "two.json").read_text())
     assert one["processes"] == 1 and two["processes"] == 2
     assert two["shares"] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]  # each process backs half of a batch
+    second = json.loads((tmp_path / "two.json.1").read_text())  # the other process returns the whole log too
+    assert {k: second[k] for k in ("steering", "actguide")} == {k: two[k] for k in ("steering", "actguide")}
     for trainer in ("steering", "actguide"):
         assert len(one[trainer]) == len(two[trainer]) >= 2
         for a, b in zip(one[trainer], two[trainer]):
