@@ -44,8 +44,17 @@ def test_baselines_and_zero_shot_operating_points(folder):
 def test_best_fixed_rule_is_chosen_on_dev(folder):
     evaluate(folder, "handoff_best_fixed_rule:max_at=1,dev_tasks=1", progress=False)
     selection = json.loads(next(folder.root.glob("checkpoints/handoff_best_fixed_rule*/selection.json")).read_text())
-    assert selection["split"] == "dev" and selection["chosen"]["at"] in (0, 1)
-    assert len(selection["scores"]) == 2 * (len(__import__("steer_envs.envs.catalogue", fromlist=["HANDOFF"]).HANDOFF) - 1)
+    from steer_envs.envs.catalogue import HANDOFF
+
+    scores = selection["scores"]
+    # every non-pass option of the hand-off catalogue at every index 0..max_at, nothing else
+    assert [(r["option"], r["at"]) for r in scores] == [(t.name, at) for t in HANDOFF[1:] for at in (0, 1)]
+    # the chosen rule is the first in grid order with the best dev F1, ties broken towards fewer interventions
+    top = max(r["f1"] for r in scores)
+    fewest = min(r["interventions"] for r in scores if r["f1"] == top)
+    best = next(r for r in scores if (r["f1"], r["interventions"]) == (top, fewest))
+    assert selection["split"] == "dev"
+    assert selection["chosen"] == {"option": best["option"], "at": best["at"]}, scores
 
 
 @pytest.mark.slow
@@ -60,3 +69,25 @@ def test_rl_trains_with_the_unchanged_trainer_on_the_handoff_env(folder):
 
     steerer, payload = load_model(run_dir)
     assert steerer.features == "handoff" and payload["spec"]["features"] == "handoff"
+
+
+def test_best_fixed_rule_picks_the_best_dev_f1_then_the_fewest_interventions(tmp_path, monkeypatch):
+    """The choice itself, on dev scores that differ (the real run above scores every rule alike on 2 tasks): the
+    real catalogue and selection file, with ``score_rules`` replaced by a table where the answer is known."""
+    from baselines import fixed_rule
+    from baselines.registry import MethodContext
+    from steer_envs.envs.catalogue import HANDOFF
+
+    grid = [(t.name, at) for t in HANDOFF[1:] for at in (0, 1)]
+    f1 = {rule: 40.0 for rule in grid} | {grid[3]: 55.0, grid[5]: 55.0, grid[8]: 50.0}
+    rate = {rule: 1.0 for rule in grid} | {grid[3]: 1.0, grid[5]: 0.5}
+
+    def scored(context, rules, tasks_per_benchmark, seeds, env_id):
+        assert list(rules) == grid and env_id == HANDOFF_ENV
+        return [fixed_rule.RuleScore(o, at, f1[(o, at)], f1[(o, at)] - 40.0, rate[(o, at)]) for o, at in rules]
+
+    monkeypatch.setattr(fixed_rule, "score_rules", scored)
+    context = MethodContext(benchmarks=("nq",), workdir=tmp_path, options={"max_at": "1"}, progress=False)
+    rule = fixed_rule.build_best_fixed_rule(context, HANDOFF_ENV)
+    assert (rule.option.name, rule.at) == grid[5]  # F1 55 at half the interventions of the other F1 55
+    assert json.loads((tmp_path / fixed_rule.SELECTION_FILE).read_text())["chosen"] == {"option": grid[5][0], "at": grid[5][1]}
