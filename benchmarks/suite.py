@@ -183,12 +183,13 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
     section("`gymnasium.make_vec`", "`pytest benchmarks/test_perf_vector.py --benchmark-enable`: pass actions, test "
             "split, retrieval cache on.", ["mode", "envs", "env steps/s"], rows, ratio)
     rows, by_kind = [], {}
-    for setting in ("concurrent-64", "sync-32"):
+    for setting in ("concurrent-64", "sync-32", "concurrent-64-answer"):
         e = x.get(f"test_openai_requests_per_second[{setting}]")
         if e:
-            by_kind[e["vector_env"]] = e
+            by_kind.setdefault(e["vector_env"], e)
             rows.append([{"concurrent": "`ConcurrentVectorEnv` (steer_envs.vector)", "sync": "`SyncVectorEnv`"}[e["vector_env"]],
-                         str(e["num_envs"]), _fmt(e["requests_per_second"]), f"{100 * e['share_of_ceiling']:.0f} %",
+                         str(e["num_envs"]), {"search": "search, answer", "answer": "answer (no search)"}[e.get("reply", "search")],
+                         _fmt(e["requests_per_second"]), f"{100 * e['share_of_ceiling']:.0f} %",
                          str(e["peak_in_flight"]), str(e["new_connections"]), str(e["requests"])])
     note = ""
     if len(by_kind) == 2:
@@ -201,10 +202,11 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
     section("Many episodes in flight: `openai:` executors, 100 ms server latency",
             "`pytest benchmarks/test_perf_vector.py -k openai --benchmark-enable`: SearchSteering-v0 envs (pass "
             "actions, same-step autoreset, test split) on `openai:` executors against a loopback OpenAI-compatible "
-            "server in its own process that answers every request after 100 ms (a search, then an answer, per "
-            "episode: real BM25 searches in between); share = requests/s ÷ (N / 0.1 s).",
-            ["vector env", "envs (N)", "requests/s", "share of N / latency", "peak in flight", "new connections",
-             "requests"], rows, note)
+            "server in its own process that answers every request after 100 ms: episodes of a search then an answer "
+            "(real BM25 searches between the requests), and one-answer episodes (no search: HTTP and env work "
+            "alone); share = requests/s ÷ (N / 0.1 s).",
+            ["vector env", "envs (N)", "episode", "requests/s", "share of N / latency", "peak in flight",
+             "new connections", "requests"], rows, note)
     rows = []
     for setting in ("local-1", "processes-2"):
         e = x.get(f"test_trainer_wall_time[{setting}]")

@@ -43,19 +43,21 @@ def test_make_vec_steps_per_second(benchmark, num_envs, mode):
 
 # -- many episodes in flight: openai: executors against a loopback server answering every request in 100 ms -------
 LATENCY = 0.1
-#: (vector env, envs): the concurrent vector env at N = 64 beside gymnasium's SyncVectorEnv at N = 32
-OPENAI_SETTINGS = [("concurrent", 64), ("sync", 32)]
+#: (vector env, envs, reply): the concurrent vector env at N = 64 beside gymnasium's SyncVectorEnv at N = 32, episodes
+#: of a search then an answer (real BM25 between the requests); and N = 64 with one-answer episodes (no search: the
+#: client's HTTP and env work alone)
+OPENAI_SETTINGS = [("concurrent", 64, "search"), ("sync", 32, "search"), ("concurrent", 64, "answer")]
 #: timed vector steps per setting (quick, full): SyncVectorEnv makes one request at a time, ~3 s a vector step
 OPENAI_STEPS = {"concurrent": (10, 40), "sync": (2, 4)}
 
 
 @pytest.fixture(scope="module")
-def latency_server():
-    """The server in its own process, as a model server is: the benchmark measures the client alone."""
+def latency_servers():
+    """The servers in their own processes, as model servers are: the benchmark measures the client alone."""
     from steer_envs.llm.latency_server import LatencyServerProcess
 
-    with LatencyServerProcess(LATENCY) as server:
-        yield server
+    with LatencyServerProcess(LATENCY, reply="search") as search, LatencyServerProcess(LATENCY, reply="answer") as answer:
+        yield {"search": search, "answer": answer}
 
 
 def _openai_envs(kind: str, n: int, spec: str):
@@ -71,8 +73,10 @@ def _openai_envs(kind: str, n: int, spec: str):
     return make_concurrent_vec("steer_envs/SearchSteering-v0", n, autoreset_mode=AutoresetMode.SAME_STEP, **kw)
 
 
-@pytest.mark.parametrize("kind,num_envs", OPENAI_SETTINGS, ids=[f"{k}-{n}" for k, n in OPENAI_SETTINGS])
-def test_openai_requests_per_second(benchmark, latency_server, kind, num_envs):
+@pytest.mark.parametrize("kind,num_envs,reply", OPENAI_SETTINGS,
+                         ids=[f"{k}-{n}" + ("" if r == "search" else f"-{r}") for k, n, r in OPENAI_SETTINGS])
+def test_openai_requests_per_second(benchmark, latency_servers, kind, num_envs, reply):
+    latency_server = latency_servers[reply]
     envs = _openai_envs(kind, num_envs, latency_server.spec)
     steps = OPENAI_STEPS[kind][current().name == "full"]
     try:
@@ -90,7 +94,8 @@ def test_openai_requests_per_second(benchmark, latency_server, kind, num_envs):
     assert counts["requests"] == steps * num_envs  # one request per env and vector step
     if kind == "concurrent":
         assert counts["peak_in_flight"] > num_envs // 2 and counts["connections"] < counts["requests"]
-    benchmark.extra_info.update({"vector_env": kind, "num_envs": num_envs, "latency_s": LATENCY, "vector_steps": steps,
+    benchmark.extra_info.update({"vector_env": kind, "num_envs": num_envs, "reply": reply, "latency_s": LATENCY,
+                                 "vector_steps": steps,
                                  "requests": counts["requests"], "requests_per_second": rate,
                                  "share_of_ceiling": rate / ceiling, "new_connections": counts["connections"],
                                  "peak_in_flight": counts["peak_in_flight"]})

@@ -34,6 +34,16 @@ def search_then_answer(prompt: str) -> tuple[str, str]:
     return "<think> The documents answer it. </think>\n<answer> Wilhelm Conrad Röntgen", "</answer>"
 
 
+def answer_at_once(prompt: str) -> tuple[str, str]:
+    """``(text, stop string)``: an answer on the first turn (one request an episode, no search: isolates the
+    client's HTTP and env work from the retriever's)."""
+    return "<think> I know this one. </think>\n<answer> Wilhelm Conrad Röntgen", "</answer>"
+
+
+#: the replies :class:`LatencyServerProcess` and the command line can name
+REPLIES: dict[str, Callable[[str], tuple[str, str | None]]] = {"search": search_then_answer, "answer": answer_at_once}
+
+
 class LatencyServer:
     """Serve ``POST /v1/completions`` (and ``/v1/chat/completions``) after ``latency`` seconds each, on
     ``127.0.0.1`` (any free port). Use as a context manager; :attr:`spec` is the ``openai:`` spec that reaches it.
@@ -153,9 +163,12 @@ class LatencyServerProcess:
     """:class:`LatencyServer` in a child process (``python -m steer_envs.llm.latency_server``); same
     :attr:`base_url` / :attr:`spec`, counters through :meth:`counters` (``GET /stats``)."""
 
-    def __init__(self, latency: float = 0.1, model_name: str = "fake") -> None:
+    def __init__(self, latency: float = 0.1, model_name: str = "fake", reply: str = "search") -> None:
+        if reply not in REPLIES:
+            raise ValueError(f"reply must be one of {sorted(REPLIES)}, got {reply!r}")
         self.latency = latency
         self.model_name = model_name
+        self.reply = reply
         self.base_url = ""
         self._proc: Any = None
 
@@ -168,7 +181,7 @@ class LatencyServerProcess:
         import sys
 
         self._proc = subprocess.Popen([sys.executable, "-m", "steer_envs.llm.latency_server", "--latency",
-                                       str(self.latency), "--model-name", self.model_name],
+                                       str(self.latency), "--model-name", self.model_name, "--reply", self.reply],
                                       stdout=subprocess.PIPE, text=True)
         line = self._proc.stdout.readline().strip()
         if not line.startswith("serving "):
@@ -203,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.1, help="seconds before every answer (default 0.1)")
     parser.add_argument("--model-name", default="fake")
+    parser.add_argument("--reply", choices=sorted(REPLIES), default="search",
+                        help="search: a search, then an answer, per episode (default); answer: an answer at once")
     args = parser.parse_args(argv)
-    server = LatencyServer(args.latency, model_name=args.model_name)
+    server = LatencyServer(args.latency, reply=REPLIES[args.reply], model_name=args.model_name)
     print(f"serving {server.base_url}", flush=True)
     try:
         server.httpd.serve_forever()
@@ -218,4 +233,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     raise SystemExit(main())
 
-__all__ = ["LatencyServer", "LatencyServerProcess", "search_then_answer"]
+__all__ = ["LatencyServer", "LatencyServerProcess", "REPLIES", "answer_at_once", "search_then_answer"]
