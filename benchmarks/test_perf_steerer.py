@@ -10,7 +10,10 @@ BPE tokenizer's vocabulary), built from a config, on CPU. Observations: 32 state
   ``num_return_sequences=8``, the prompt's KV cache computed once) vs 8 runs of the token-at-a-time loop the
   steerer had before (``_sample_think``, copied below verbatim).
 
-Both ratios are measured side by side in one run; the reference runs first, then the new path.
+Both ratios are measured side by side in one run; the reference runs first, then the new path. Each runs with
+1 torch thread (what the trainers set on CPU) and with 2: on a loaded 2-core machine two threads per call contend
+with other work, which penalises many small calls far more than a few large ones, so read the 1-thread rows as
+the batching effect and the 2-thread rows as what contention adds.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from agents.steering.interventions import options_from_catalogue
 from steer_envs.envs.catalogue import STEERING
 
 G = 8
+THREADS = [1, 2]
 OBSERVATIONS = 32
 THINK_TOKENS = 32
 
@@ -94,7 +98,16 @@ def _timed(fn, *args):
     return result, time.perf_counter() - start
 
 
-def test_fast_path_batched_vs_one_at_a_time(benchmark, steerer, observations):
+@pytest.fixture
+def threads(request):
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("threads", THREADS, indirect=True, ids=lambda n: f"{n}-thread")
+def test_fast_path_batched_vs_one_at_a_time(benchmark, steerer, observations, threads):
     """32 observations: one forward each (before) vs padded batches of 16 (now); the same z asserted."""
     with torch.no_grad():
         steerer.fast_scores(observations[:2])  # warm-up
@@ -113,7 +126,8 @@ def test_fast_path_batched_vs_one_at_a_time(benchmark, steerer, observations):
     })
 
 
-def test_slow_path_generate_vs_token_loop(benchmark, steerer, observations):
+@pytest.mark.parametrize("threads", THREADS, indirect=True, ids=lambda n: f"{n}-thread")
+def test_slow_path_generate_vs_token_loop(benchmark, steerer, observations, threads):
     """G = 8 reasoning samples of one observation: 8 token loops (before) vs one generate call (now)."""
     obs = observations[-1]
     prompt = steerer._slow_prompt(obs)
