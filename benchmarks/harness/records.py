@@ -28,6 +28,9 @@ class EpisodeRecord:
     seconds: float = 0.0
     #: why the episode ended early, when a service it needed failed after retries (``info["failure"]``)
     failure: str | None = None
+    #: a service failure truncated the episode (``steer_envs.failures``): it has no outcome, so the summaries
+    #: count it and leave it (and its pair in every other method) out of the means and intervals
+    failed: bool = False
 
     @property
     def key(self) -> tuple[str, int, str]:

@@ -21,6 +21,7 @@ from agents.base import play_episode
 from baselines.registry import MethodContext, get_method, parse_method
 from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
+from steer_envs.failures import episode_failed
 from steer_envs.rollouts import (
     GivenState,
     Job,
@@ -72,7 +73,7 @@ def run_episode(env: Any, policy: Any, seed: int, task_id: str, label: str, seed
         interventions=int(info.get("interventions", 0)), executor_turns=int(info.get("executor_turns", 0)),
         decisions=decisions, tokens=int(info.get("tokens", 0)),
         answer=None if info.get("answer") is None else str(info.get("answer")),
-        seconds=round(time.perf_counter() - start, 4), failure=info.get("failure"),
+        seconds=round(time.perf_counter() - start, 4), failure=info.get("failure"), failed=episode_failed(info),
     )
 
 
@@ -265,6 +266,7 @@ def _summary_json(s: MethodSummary) -> dict:
         "em": s.em, "avg_em": s.avg_em, "interventions_per_task": s.interventions_per_task,
         "turns_per_task": s.turns_per_task, "gain": {b: interval(i) for b, i in s.gain.items()},
         "avg_gain": interval(s.avg_gain), "gain_per_intervention": s.gain_per_intervention,
+        "failed": s.failed, "dropped_pairs": s.dropped_pairs,
     }
 
 

@@ -63,6 +63,8 @@ class MethodSummary:
     gain_per_intervention: float | None = None
     n_train_seeds: int = 1                        # runs (training seeds) averaged in this row
     labels: list[str] = field(default_factory=list)   # the run folder labels of those runs
+    failed: int = 0                               # this row's episodes a service failure truncated (excluded)
+    dropped_pairs: int = 0                        # (task, seed) pairs left out of every row: some row failed there
 
 
 def _keys(records: Sequence[EpisodeRecord]) -> set[tuple[str, int]]:
@@ -86,6 +88,25 @@ def check_pairing(by_method: dict[str, Sequence[EpisodeRecord]]) -> None:
             )
 
 
+def failed_pairs(records: Sequence[EpisodeRecord]) -> set[tuple[str, int]]:
+    """The (task, seed) pairs on which some episode failed (a service failure truncated it: no outcome)."""
+    return {(r.task_id, r.seed) for r in records if getattr(r, "failed", False)}
+
+
+def without_pairs(records: Sequence[EpisodeRecord], pairs: set[tuple[str, int]]) -> list[EpisodeRecord]:
+    return [r for r in records if (r.task_id, r.seed) not in pairs] if pairs else list(records)
+
+
+def without_failed_rows(rows: Sequence["RowRuns"]) -> tuple[list["RowRuns"], set[tuple[str, int]]]:
+    """Failures are not rewards (``steer_envs.failures``): every (task, seed) pair on which any run of any row
+    failed leaves every row, so means stay over real outcomes and paired differences stay paired."""
+    dropped = failed_pairs([r for row in rows for recs in row.runs.values() for r in recs])
+    if not dropped:
+        return list(rows), dropped
+    return [RowRuns(row.name, {label: without_pairs(recs, dropped) for label, recs in row.runs.items()})
+            for row in rows], dropped
+
+
 def _per_task(records: Sequence[EpisodeRecord], attr: str) -> dict[str, tuple[str, float]]:
     """task -> (benchmark, mean over seeds of ``attr``)."""
     acc: dict[str, list[float]] = defaultdict(list)
@@ -98,9 +119,9 @@ def _per_task(records: Sequence[EpisodeRecord], attr: str) -> dict[str, tuple[st
 
 def macro_mean(records: Sequence[EpisodeRecord], benchmarks: Sequence[str], attr: str = "f1") -> float:
     """The suite's one average (a fraction, not x100): evaluation seeds averaged per task, tasks per benchmark,
-    then the plain mean over the benchmarks of ``benchmarks`` that have records."""
+    then the plain mean over the benchmarks of ``benchmarks`` that have records. Failed episodes are left out."""
     groups: dict[str, list[float]] = defaultdict(list)
-    for bench, value in _per_task(records, attr).values():
+    for bench, value in _per_task(without_pairs(records, failed_pairs(records)), attr).values():
         groups[bench].append(value)
     means = [float(np.mean(groups[b])) for b in benchmarks if b in groups]
     return float(np.mean(means)) if means else 0.0
@@ -134,6 +155,7 @@ class HierarchicalBootstrap:
     def __init__(self, rows: Sequence[RowRuns], benchmarks: Sequence[str], attr: str = "f1", resamples: int = 2000,
                  seed: int = 0) -> None:
         check_pairing({label: recs for row in rows for label, recs in row.runs.items()})
+        rows, self.dropped_pairs = without_failed_rows(rows)
         self.rows = {row.name: row for row in rows}
         if len(self.rows) != len(rows):
             raise SteerEnvsError("two rows share a name; give every row its own name")
@@ -234,6 +256,8 @@ def summarize_rows(
     boot = boot or HierarchicalBootstrap(rows, benchmarks, resamples=resamples)
     ems = HierarchicalBootstrap(rows, benchmarks, attr="em", resamples=1) if rows else None
     names = [row.name for row in rows]
+    failed = {row.name: len([r for r in row.records() if getattr(r, "failed", False)]) for row in rows}
+    rows, dropped = without_failed_rows(rows)  # the per-task counters below leave failed pairs out too
     out = []
     for row in rows:
         records = row.records()
@@ -249,6 +273,8 @@ def summarize_rows(
             turns_per_task=sum(r.executor_turns for r in records) / max(n, 1),
             n_train_seeds=len(row.runs),
             labels=list(row.runs),
+            failed=failed[row.name],
+            dropped_pairs=len(dropped),
         )
         if reference in names and row.name != reference:
             summary.gain, summary.avg_gain = boot.gain(row.name, reference)

@@ -80,6 +80,9 @@ class SearchEnv(gym.Env):
         "score": "the reward metric's value (final step)",
         "failure": "why the episode ended early: a service that failed after retries, or a recording that ends "
                    "(final step, only when it happened)",
+        "failure_source": "what failed (`backend`, `retrieval`, `service`) when a service failed after its retries: "
+                          "the episode is then truncated (terminated=False) with reward 0 for that step, a failure "
+                          "and not an outcome (final step, only when it happened; `steer_envs.failures`)",
     }
     option_docs: dict[str, str] = {
         "executor": "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ...",
@@ -152,6 +155,7 @@ class SearchEnv(gym.Env):
         self.task: Task | None = None
         self.interventions = 0
         self._decisions = 0
+        self._failure_reported = False
 
     @property
     def metric_fn(self):
@@ -219,6 +223,8 @@ class SearchEnv(gym.Env):
             info["score"] = self.metric_fn(ex.answer, task.golden_answers)
             if ex.failure:
                 info["failure"] = ex.failure
+            if getattr(ex, "failure_source", None) is not None:
+                info["failure_source"] = ex.failure_source
         return info
 
     # -- gymnasium API ---------------------------------------------------------------------------------------------
@@ -240,22 +246,37 @@ class SearchEnv(gym.Env):
         self.executor.reset(self.task, seed=executor_seed)
         self.interventions = 0
         self._decisions = 0
+        self._failure_reported = False
         self._after_reset()
         return self._observation(), self._info(final=False)
 
     def step(self, action):
         if self.task is None:
             raise SteerEnvsError("call reset() before step()")
-        if self._finished():
+        if self._finished() and not self._failure_pending():
             raise SteerEnvsError("the episode has ended; call reset() to start another")
         template, text = self._decode(action)
         self._decisions += 1
         count_step()  # the budget meter (steer_envs.meter): forks and pool workers count too
+        if self._failure_pending():  # a service failed before this decision (during reset): nothing to act on
+            return self._truncate()
         reward = self._apply(template, text)
+        if self._failure_pending():
+            return self._truncate()
         terminated = self._finished()
         if terminated:
             reward += self.metric_fn(self.executor.answer, self.task.golden_answers)
         return self._observation(), float(reward), terminated, False, self._info(final=terminated)
+
+    def _failure_pending(self) -> bool:
+        """A service failed after its retries and the episode has not reported it yet."""
+        return getattr(self.executor, "failure_source", None) is not None and not self._failure_reported
+
+    def _truncate(self):
+        """Failures are not rewards (``steer_envs.failures``): the episode ends as truncated, reward 0 for the step,
+        the reason in ``info["failure"]`` and ``info["failure_source"]``."""
+        self._failure_reported = True
+        return self._observation(), 0.0, False, True, self._info(final=True)
 
     def render(self):
         if self.render_mode is None or self.task is None:
@@ -321,6 +342,7 @@ class SearchEnv(gym.Env):
             "decisions": self._decisions,
             "executor": self.executor.get_state(),
             "np_random": copy.deepcopy(self.np_random),
+            "failure_reported": self._failure_reported,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -329,6 +351,7 @@ class SearchEnv(gym.Env):
         self._decisions = state["decisions"]
         self.executor.set_state(state["executor"])
         self._np_random = copy.deepcopy(state["np_random"])
+        self._failure_reported = state.get("failure_reported", False)
 
     def fork(self, seed: int | None = None) -> "SearchEnv":
         """An independent env continuing from this exact state. With ``seed``, the executor's (and the env's)

@@ -31,7 +31,8 @@ from gymnasium import spaces
 from ..data.records import Task
 from ..data.scoring import get_metric, squad_em
 from ..data.tasks import load_tasks
-from ..errors import InvalidActionError, SteerEnvsError, unknown_name
+from ..errors import InvalidActionError, ServiceError, SteerEnvsError, unknown_name
+from ..failures import failure_source
 from ..executors.prompts import get_prompt_template
 from ..executors.protocol import INVALID_ACTION_REPLY, parse_action, render_answer, render_information, render_search
 from ..executors.sim.retrieval_cache import cached_search
@@ -94,12 +95,22 @@ class EpisodeState:
     answer: str | None = None
     done: bool = False
     env_steps: int = 0  # searches/answers the env carried out since reset (prefix included): the probe cost unit
+    #: a retrieval service that failed after its retries ends the episode as truncated (``steer_envs.failures``)
+    failure: str | None = None
+    failure_source: str | None = None
+    failure_reported: bool = False
 
     def copy(self) -> "EpisodeState":
         """An independent copy (lists copied; the task, reference and documents are immutable and shared)."""
         return EpisodeState(self.task, self.reference, self.k, self.mode, self.shuffle_seed, self.transcript,
                             list(self.searched), list(self.docs), list(self.taken), self.turns, self.prefix_executed,
-                            self.answer, self.done, self.env_steps)
+                            self.answer, self.done, self.env_steps, self.failure, self.failure_source,
+                            self.failure_reported)
+
+    @property
+    def failure_pending(self) -> bool:
+        """A service failed and no step has reported it yet."""
+        return self.failure_source is not None and not self.failure_reported
 
 
 class GuidedSearchEnv(gym.Env):
@@ -135,6 +146,9 @@ class GuidedSearchEnv(gym.Env):
         "f1": "token F1 of the answer (final step)",
         "em": "exact match of the answer (final step)",
         "score": "the reward metric's value (final step)",
+        "failure": "the message, when the retriever failed after its retries (final step, only when it happened)",
+        "failure_source": "what failed (`retrieval`, ...): the episode is then truncated (terminated=False) with "
+                          "reward 0, a failure and not an outcome (final step, only when it happened)",
     }
     option_docs: dict[str, str] = {
         "benchmarks": "benchmarks to draw tasks from (default: all seven)",
@@ -317,13 +331,17 @@ class GuidedSearchEnv(gym.Env):
                 self._search(action.text)
                 s.env_steps += 1
                 ran += 1
+                if s.failure is not None:
+                    break
         self._candidates = None
         return ran
 
     def step(self, action):
         s = self._require_state()
-        if s.done:
+        if s.done and not s.failure_pending:
             raise SteerEnvsError("the episode has ended; call reset() to start another")
+        if s.failure_pending:  # the retriever failed before this step (a prefix search at reset)
+            return self._truncate()
         kind, text = self._decode(action)
         # text mode keeps the policy's own words in the transcript (it reads them next turn); discrete mode writes
         # the protocol's canonical segment
@@ -344,8 +362,16 @@ class GuidedSearchEnv(gym.Env):
         if s.turns >= self.config.max_turns:
             s.done = True
         self._candidates = None
+        if s.failure_pending:
+            return self._truncate()
         reward = self.score() if s.done else 0.0
         return self._observation(), float(reward), s.done, False, self._info(final=s.done)
+
+    def _truncate(self):
+        """Failures are not rewards: truncated, reward 0, the reason in ``info`` (``steer_envs.failures``)."""
+        s = self._require_state()
+        s.failure_reported = True
+        return self._observation(), 0.0, False, True, self._info(final=True)
 
     def score(self) -> float:
         s = self._require_state()
@@ -370,7 +396,15 @@ class GuidedSearchEnv(gym.Env):
     def _search(self, query: str, written: str | None = None) -> None:
         """Run one search and append the segment (``written``, else the canonical one) and its results."""
         s = self._require_state()
-        hits = cached_search(self.retriever, self.config.retriever, query, self.config.topk)
+        try:
+            hits = cached_search(self.retriever, self.config.retriever, query, self.config.topk)
+        except ServiceError as exc:  # failed after its retries: the episode stops here, truncated
+            s.failure = f"retrieval failed for query {query!r}: {exc}"
+            s.failure_source = failure_source(exc)
+            s.transcript += written if written is not None else render_search(query)
+            s.turns += 1
+            s.done = True
+            return
         block = len(s.searched)
         s.searched.append(query)
         s.docs.extend(RetrievedDoc(block, rank, h.title, h.text) for rank, h in enumerate(hits, 1))
@@ -471,6 +505,9 @@ class GuidedSearchEnv(gym.Env):
             info["f1"] = float(get_metric("f1")(s.answer, s.task.golden_answers))
             info["em"] = float(squad_em(s.answer, s.task.golden_answers))
             info["score"] = self.score()
+            if s.failure is not None:
+                info["failure"] = s.failure
+                info["failure_source"] = s.failure_source
         return info
 
     # -- forking (GEM-style get_state / set_state) -----------------------------------------------------------------

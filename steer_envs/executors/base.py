@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..data.records import Task
 from ..errors import ServiceError, SteerEnvsError
+from ..failures import failure_source
 
 InterventionKind = Literal["note", "reject"]
 
@@ -42,6 +43,9 @@ class TurnResult:
     answer: str | None = None
     tokens: int = 0
     error: str | None = None
+    #: for a ``failed`` turn caused by a service (``steer_envs.failures.FAILURE_SOURCES``); None for an outcome
+    #: such as a recording that ends
+    source: str | None = None
 
 
 @dataclass
@@ -77,6 +81,8 @@ class Executor(ABC):
         self.answer: str | None = None
         self.done: bool = False
         self.failure: str | None = None
+        #: what failed when ``failure`` is a service failure (the env then truncates the episode), else None
+        self.failure_source: str | None = None
         self.stats = ExecutorStats()
         self.history: list[TurnResult] = []
 
@@ -88,6 +94,7 @@ class Executor(ABC):
         self.answer = None
         self.done = False
         self.failure = None
+        self.failure_source = None
         self.stats = ExecutorStats()
         self.history = []
         self._reset(task, seed)
@@ -105,7 +112,7 @@ class Executor(ABC):
         try:
             result = self._turn()
         except ServiceError as exc:  # a server the turn needed failed after its retries: end this episode only
-            result = TurnResult("failed", "", error=str(exc))
+            result = TurnResult("failed", "", error=str(exc), source=failure_source(exc))
         self.history.append(result)
         self.transcript += result.segment + result.observation
         self.stats.turns += 1
@@ -119,6 +126,7 @@ class Executor(ABC):
             self.done = True
         elif result.kind == "failed":
             self.failure = result.error or "executor failed"
+            self.failure_source = result.source
             self.done = True
         if self.stats.turns >= self.max_turns:
             self.done = True
@@ -166,6 +174,7 @@ class Executor(ABC):
             "answer": self.answer,
             "done": self.done,
             "failure": self.failure,
+            "failure_source": self.failure_source,
             "stats": ExecutorStats(**vars(self.stats)),
             "history": list(self.history),
             "max_turns": self.max_turns,
@@ -179,6 +188,7 @@ class Executor(ABC):
         self.answer = state["answer"]
         self.done = state["done"]
         self.failure = state["failure"]
+        self.failure_source = state.get("failure_source")  # snapshots from before failure sources: None
         self.stats = ExecutorStats(**vars(state["stats"]))
         self.history = list(state["history"])
         self.max_turns = state["max_turns"]

@@ -15,8 +15,9 @@ text. A served instruct model: ``openai:Qwen2.5-7B-Instruct@http://127.0.0.1:800
 SGLang render it), or ``...?tokenizer=/models/Qwen2.5-7B-Instruct`` (rendered here, sent as a completion). ``ExecutorContext.extra`` may carry the
 same keys (the spec wins), and ``extra["backend"]`` may hold a ready :class:`~steer_envs.llm.base.LLMBackend`.
 
-A backend that fails after its retries ends the episode as ``failed`` with the reason (the env records it),
-rather than crashing a long vectorised run.
+A backend (or retriever) that fails after its retries ends the episode as ``failed`` with the reason and its
+source; the env truncates the episode and records both (:mod:`steer_envs.failures`), rather than crashing a long
+vectorised run or scoring the failure as a 0 answer.
 """
 from __future__ import annotations
 
@@ -141,7 +142,7 @@ class LLMSearchExecutor(Executor):
         try:
             gen = self.chat_format.generate(self.backend, self.prompt, self.transcript, self._generation_config())
         except LLMBackendError as exc:
-            return TurnResult("failed", segment="", error=str(exc))
+            return TurnResult("failed", segment="", error=str(exc), source="backend")
         segment = gen.text + closing_tag(gen)
         action = parse_action(segment)
         if action.kind == "search":
@@ -149,7 +150,7 @@ class LLMSearchExecutor(Executor):
                 hits = self.retriever.search(action.query, k=self.topk)
             except SteerEnvsError as exc:
                 return TurnResult("failed", segment, query=action.query, tokens=gen.tokens,
-                                  error=f"retrieval failed for query {action.query!r}: {exc}")
+                                  error=f"retrieval failed for query {action.query!r}: {exc}", source="retrieval")
             return TurnResult("search", segment, render_information(hits), query=action.query, tokens=gen.tokens)
         if action.kind == "answer":
             return TurnResult("answer", segment, answer=action.answer, tokens=gen.tokens)

@@ -25,7 +25,8 @@ import numpy as np
 
 from ...data.records import Task
 from ...data.scoring import f1 as f1_score
-from ...errors import SteerEnvsError, unknown_name
+from ...errors import ServiceError, SteerEnvsError, unknown_name
+from ...failures import failure_source
 from ...notes import Reading, shared_reader
 from ..base import ExecutorContext, ExecutorStats, Intervention
 from ..sim.hops import Hop, build_hops, is_choice
@@ -80,6 +81,7 @@ class Pipeline(SimResources):
         self.answer: str | None = None
         self.done = False
         self.failure: str | None = None
+        self.failure_source: str | None = None
         self.stats = ExecutorStats()
         self.last_titles: list[str] = []
 
@@ -230,12 +232,21 @@ class Pipeline(SimResources):
         if role in self.external:
             self.awaiting, self.pending = (role, inbox, retry), None
             return
-        if role in self.role_specs:
-            text, fields = self.llm_role(role).turn(self, inbox)
-        else:
-            fields = SIM_ROLES[role](self, inbox)
-            text = render_message(fields)
+        try:
+            if role in self.role_specs:
+                text, fields = self.llm_role(role).turn(self, inbox)
+            else:
+                fields = SIM_ROLES[role](self, inbox)
+                text = render_message(fields)
+        except ServiceError as exc:  # a model or retrieval server failed after its retries: end this episode only
+            self._fail(exc)
+            return
         self._record(role, text, fields, retry)
+
+    def _fail(self, exc: ServiceError) -> None:
+        """The episode stops here with the reason; the env truncates it (``steer_envs.failures``)."""
+        self.failure, self.failure_source = str(exc), failure_source(exc)
+        self.pending, self.awaiting, self.done = None, None, True
 
     def submit(self, text: str | None = None, fields: dict[str, Any] | None = None) -> Handoff:
         """Complete the turn of the external role the pipeline is waiting for, with its message (text, parsed as
@@ -245,7 +256,11 @@ class Pipeline(SimResources):
         role, inbox, retry = self.awaiting
         self.awaiting = None
         if fields is None:
-            text, fields = self.fields_from_text(role, text or "")
+            try:
+                text, fields = self.fields_from_text(role, text or "")
+            except ServiceError as exc:  # the retriever behind a learning searcher failed after its retries
+                self._fail(exc)
+                return Handoff(len(self.handoffs), role, USER, text or "")  # not recorded: the episode ended
         self._record(role, text if text is not None else render_message(fields), fields, retry)
         return self.handoffs[-1]
 
@@ -343,6 +358,7 @@ class Pipeline(SimResources):
             "task": self.task, "params": self.params, "state": self._s, "handoffs": self.handoffs, "pending": self.pending,
             "inboxes": self.inboxes, "awaiting": self.awaiting, "turns_by_role": self.turns_by_role, "answer": self.answer, "done": self.done,
             "failure": self.failure, "stats": self.stats, "last_titles": self.last_titles, "max_turns": self.max_turns,
+            "failure_source": self.failure_source,
         })
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -352,6 +368,7 @@ class Pipeline(SimResources):
         self.awaiting = state["awaiting"]
         self.turns_by_role, self.answer, self.done = state["turns_by_role"], state["answer"], state["done"]
         self.failure, self.stats, self.last_titles = state["failure"], state["stats"], state["last_titles"]
+        self.failure_source = state.get("failure_source")
         self.max_turns = state["max_turns"]
 
     def fork(self) -> "Pipeline":
