@@ -94,6 +94,22 @@ def start_from(learner, base) -> None:
     learner.load_state_dict({k: (own[k] if k in keep else v) for k, v in base.state_dict().items()})
 
 
+def drop_failed(groups: list[list[Trajectory]]) -> tuple[list[list[Trajectory]], int]:
+    """Failures are not rewards (``steer_envs.failures``): a trajectory a service failure cut short leaves its
+    group, and a group that lost trajectories and keeps fewer than 2 is dropped (its advantages would be
+    meaningless). Groups without failures are untouched. Returns the groups kept and how many were dropped."""
+    kept, dropped = [], 0
+    for group in groups:
+        finished = [t for t in group if not t.failed]
+        if len(finished) == len(group):
+            kept.append(group)
+        elif len(finished) >= 2:
+            kept.append(finished)
+        else:
+            dropped += 1
+    return kept, dropped
+
+
 @dataclass
 class UpdateBatch:
     """One iteration's trajectory steps, flattened to tokens once for every epoch of the update. ``offsets[i]`` is
@@ -217,13 +233,16 @@ class ActGuideTrainer(TrainerBase):
                                  "search_steps": [], "searches_found": 0}
         groups: list[list[Trajectory]] = []
         rollouts, hard, rescued, unguided_success, ks = 0, 0, 0, [], []
+        failed_trajectories = 0
         for j, task_id in enumerate(task_ids):
             seed = int(np.random.default_rng([c.seed, it, j]).integers(2**31 - 1))
             reset_task(env, task_id, seed, 0, c.guidance_mode)
             group = run_group(env, learner, c.group_size, generator)
             rollouts += len(group)
-            unguided_success.extend(t.success for t in group)
-            is_hard = all(t.reward <= c.hard_threshold for t in group)
+            failed_trajectories += sum(t.failed for t in group)
+            finished = [t for t in group if not t.failed]  # a failed trajectory's 0 is not a reward
+            unguided_success.extend(t.success for t in finished)
+            is_hard = bool(finished) and all(t.reward <= c.hard_threshold for t in finished)
             hard += int(is_hard)
             if c.guidance and is_hard:
                 length = len(env.state.reference) if env.state.reference is not None else 0
@@ -236,12 +255,14 @@ class ActGuideTrainer(TrainerBase):
                         state = env.get_state()
                     group = run_group(env, learner, c.group_size, generator, start=state)
                     rollouts += len(group)
-                    rescued += any(t.success for t in group)
+                    failed_trajectories += sum(t.failed for t in group)
+                    rescued += any(t.success for t in group if not t.failed)
                     ks.append(k)
             groups.append(group)
         rollouts += stats["probe_rollouts"]
-        loss_stats = self._update(learner, reference, optimizer, groups)
         guided_groups = sum(1 for g in groups if g and g[0].guided)
+        groups, dropped_groups = drop_failed(groups)
+        loss_stats = self._update(learner, reference, optimizer, groups)
         return {
             "iteration": it,
             "rollouts": rollouts,
@@ -255,6 +276,8 @@ class ActGuideTrainer(TrainerBase):
             "probe_rollouts": stats["probe_rollouts"],
             "probe_env_steps": stats["probe_env_steps"],
             "probe_restart_env_steps": stats["probe_restart_env_steps"],
+            "failed_trajectories": failed_trajectories,
+            "dropped_groups": dropped_groups,
             **loss_stats,
             "iteration_s": round(time.time() - t0, 2),
         }

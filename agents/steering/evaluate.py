@@ -102,8 +102,9 @@ def fast_path_spearman(env, steerer: Steerer, task_ids: Sequence[str], G: int = 
         requests = [(state, [s.to_action(action_mode) for s in steerer.sample_slow(state.observation, G, gen)],
                      continuation_seeds([seed, j], N)) for j, state in enumerate(bank)]
     measured = measure_states(env, requests, action_mode, pool=pool)
-    q = [intervention_effect(m.returns, m.baseline) for m in measured]
-    return {**spearman_summary(z, q, [s.task_id for s in bank], seed=seed), "G": G, "N": N}
+    keep = [i for i, m in enumerate(measured) if m.usable]  # a state whose continuations all failed has no label
+    q = [intervention_effect([measured[i].returns[j] for j in measured[i].valid], measured[i].baseline) for i in keep]
+    return {**spearman_summary(z[keep], q, [bank[i].task_id for i in keep], seed=seed), "G": G, "N": N}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

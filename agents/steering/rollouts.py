@@ -16,9 +16,13 @@ from typing import Any
 import numpy as np
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.failures import failure_of
 from steer_envs.rollouts import Job, concurrent_pool, env_setup, executor_of, using_pool
 
 PASS_ACTIONS = {"discrete": 0, "text": "pass"}
+#: a continuation that a service failure cut short (``steer_envs.failures``) is rerun this many times with a fresh
+#: seed, then dropped: its 0 is not a return and must never enter ``R̄_{s,j}``, ``b_s``, q(s) or the advantages
+CONTINUATION_RETRIES = 2
 
 
 @dataclass
@@ -90,22 +94,47 @@ def collect_state_bank(env, task_ids: Sequence[str], seed: int, action_mode: str
     return bank
 
 
-def continuation_return(env, state: BankState, first_action, seed: int, action_mode: str) -> float:
-    """One rollout: restore ``state``, fork with ``seed``, take ``first_action``, then pass to the end."""
+@dataclass(frozen=True)
+class Continuation:
+    """One continuation's return, or the failure that cut it short (then ``total`` is no return at all)."""
+
+    total: float
+    failure: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+
+def continuation_outcome(env, state: BankState, first_action, seed: int, action_mode: str) -> Continuation:
+    """One rollout: restore ``state``, fork with ``seed``, take ``first_action``, then pass to the end; a rollout a
+    service failure truncated comes back with its ``failure`` (``steer_envs.failures``)."""
     base = env.unwrapped
     base.set_state(state.env_state)
     branch = base.fork(seed=seed)
     pass_action = PASS_ACTIONS[action_mode]
     total = 0.0
-    _, reward, terminated, truncated, _ = branch.step(first_action)
+    _, reward, terminated, truncated, info = branch.step(first_action)
     total += float(reward)
     while not (terminated or truncated):
-        _, reward, terminated, truncated, _ = branch.step(pass_action)
+        _, reward, terminated, truncated, info = branch.step(pass_action)
         total += float(reward)
     close = getattr(branch, "close", None)
     if close:
         close()
-    return total
+    return Continuation(total, failure_of(info))
+
+
+def continuation_return(env, state: BankState, first_action, seed: int, action_mode: str) -> float:
+    """The return of :func:`continuation_outcome`; NaN when a service failure cut the rollout short (a failed
+    rollout has no return, and a NaN cannot be averaged into a label unnoticed the way a 0 can)."""
+    outcome = continuation_outcome(env, state, first_action, seed, action_mode)
+    return float("nan") if outcome.failed else outcome.total
+
+
+def retry_seed(seed: int, attempt: int) -> int:
+    """The fresh seed of retry ``attempt`` (1, 2, ...) of the continuation seeded ``seed`` (the same in any process)."""
+    return int(np.random.default_rng([int(seed), int(attempt), 9173]).integers(0, 2**31 - 1))
 
 
 def continuation_seeds(key: Sequence[int], n: int) -> list[int]:
@@ -116,38 +145,70 @@ def continuation_seeds(key: Sequence[int], n: int) -> list[int]:
 
 @dataclass
 class StateMeasurement:
-    """Step 3 for one state: ``b_s`` and ``R̄_{s,j}`` for its ``G`` samples."""
+    """Step 3 for one state: ``b_s`` and ``R̄_{s,j}`` for its ``G`` samples, each the mean over the continuations
+    that finished. ``None`` marks a mean with no finished continuation at all (every try failed).
 
-    baseline: float
-    returns: list[float]
+    ``failed_continuations`` counts every rollout a service failure cut short (retries included);
+    ``dropped_continuations`` the continuations given up after :data:`CONTINUATION_RETRIES` retries."""
+
+    baseline: float | None
+    returns: list[float | None]
     rollouts: int = 0
     cache_hits: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    failed_continuations: int = 0
+    dropped_continuations: int = 0
+
+    @property
+    def usable(self) -> bool:
+        """Whether the state can be learned from this round: its baseline and at least one sample were measured."""
+        return self.baseline is not None and any(r is not None for r in self.returns)
+
+    @property
+    def valid(self) -> list[int]:
+        """Indices of the samples whose return was measured."""
+        return [j for j, r in enumerate(self.returns) if r is not None]
 
 
-def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence[int], action_mode: str) -> StateMeasurement:
+def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence[int], action_mode: str,
+                  retries: int = CONTINUATION_RETRIES) -> StateMeasurement:
     """Average ``N`` continuations (``seeds``) for pass and each action; identical actions share rollouts.
 
     Sharing is exact because the branches of one state use the same seeds and the simulated executor is
     deterministic given its seed; for a nondeterministic executor it is still an unbiased estimate.
-    """
-    cache: dict[Any, float] = {}
-    rollouts = hits = 0
 
-    def mean_return(action) -> float:
-        nonlocal rollouts, hits
+    A continuation a service failure truncated is rerun up to ``retries`` times with a fresh seed
+    (:func:`retry_seed`), then dropped: means are over the continuations that finished, never over a failure's 0.
+    """
+    cache: dict[Any, float | None] = {}
+    rollouts = hits = failed = dropped = 0
+
+    def one(action, seed: int) -> float | None:
+        nonlocal rollouts, failed, dropped
+        for attempt in range(retries + 1):
+            outcome = continuation_outcome(env, state, action, seed if attempt == 0 else retry_seed(seed, attempt),
+                                           action_mode)
+            rollouts += 1
+            if not outcome.failed:
+                return outcome.total
+            failed += 1
+        dropped += 1
+        return None
+
+    def mean_return(action) -> float | None:
+        nonlocal hits
         key = (type(action).__name__, action)
         if key in cache:
             hits += 1
             return cache[key]
-        values = [continuation_return(env, state, action, s, action_mode) for s in seeds]
-        rollouts += len(values)
-        cache[key] = float(np.mean(values))
+        values = [v for v in (one(action, s) for s in seeds) if v is not None]
+        cache[key] = float(np.mean(values)) if values else None
         return cache[key]
 
     baseline = mean_return(PASS_ACTIONS[action_mode])
     returns = [mean_return(a) for a in actions]
-    return StateMeasurement(baseline, returns, rollouts, hits)
+    return StateMeasurement(baseline, returns, rollouts, hits, failed_continuations=failed,
+                            dropped_continuations=dropped)
 
 
 def measure_item(env, item: tuple[BankState, Sequence[Any], Sequence[int], str]) -> StateMeasurement:

@@ -329,6 +329,7 @@ class SteeringTrainer(TrainerBase):
         picked = [eligible[j] for j in epsilon_greedy_select([bank[i].priority for i in eligible], c.k, c.eps_sel, rng)]
 
         advantages_all, qs, rollouts, hits, slow_pass = [], [], 0, 0, 0
+        failed_continuations = dropped_continuations = skipped_states = 0
         measured: list[tuple[BankState, list, np.ndarray]] = []
         # slow samples first (in state order, one generator), then every state's continuations on the pool
         sampled = [(idx, steerer.sample_slow(bank[idx].observation, c.G, generator)) for idx in picked]
@@ -338,12 +339,23 @@ class SteeringTrainer(TrainerBase):
             state = bank[idx]
             rollouts += m.rollouts
             hits += m.cache_hits
-            q = intervention_effect(m.returns, m.baseline, c.q_target)
-            adv = grpo_advantages(m.returns, m.baseline)
+            slow_pass += sum(s.is_pass for s in samples)
+            # failures are not rewards (steer_envs.failures): continuations a service failure cut short were
+            # retried or dropped by measure_states; a sample with none left leaves the group, and a state whose
+            # baseline or every sample is unmeasured is skipped this round (its q and `used` stay as they were)
+            failed_continuations += m.failed_continuations
+            dropped_continuations += m.dropped_continuations
+            if not m.usable:
+                skipped_states += 1
+                continue
+            valid = m.valid
+            returns = [m.returns[j] for j in valid]
+            samples = [samples[j] for j in valid]
+            q = intervention_effect(returns, m.baseline, c.q_target)
+            adv = grpo_advantages(returns, m.baseline)
             state.q, state.measured_round, state.used = q, round_index, True
             qs.append(q)
             advantages_all.extend(adv.tolist())
-            slow_pass += sum(s.is_pass for s in samples)
             measured.append((state, samples, adv))
 
         # -- losses: L = L_GRPO + L_rank, update_epochs optimiser steps on this round's samples ----------------
@@ -383,5 +395,8 @@ class SteeringTrainer(TrainerBase):
             "grad_norm": grad_norm,
             "rollouts": rollouts,
             "rollout_cache_hits": hits,
+            "failed_continuations": failed_continuations,
+            "dropped_continuations": dropped_continuations,
+            "skipped_states": skipped_states,
             "round_s": round(time.time() - t0, 2),
         }
