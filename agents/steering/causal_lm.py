@@ -428,7 +428,7 @@ class CausalLMSteerer(Steerer):
         else:  # the model's own sampling defaults (top-k, top-p...) would make the log-probs not the policy's
             settings.update(do_sample=True, num_return_sequences=n, temperature=1.0, top_k=0, top_p=1.0,
                             typical_p=1.0, repetition_penalty=1.0, no_repeat_ngram_size=0)
-        seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device))
         recorder = _StepLogProbs()
         cuda = [device.index or 0] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda), torch.no_grad():
