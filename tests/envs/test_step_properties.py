@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from steer_envs.data import f1
 from steer_envs.envs.cards import registered_ids
 from steer_envs.errors import InvalidActionError
 from tests.hostile import hostile_text, megabyte_text
@@ -43,7 +44,10 @@ def _play(env, notes: list[str], seed: int) -> None:
         assert env.observation_space.contains(obs), "the observation left its space"
         assert isinstance(reward, float) and math.isfinite(reward) and isinstance(info, dict)
         if terminated or truncated:
-            assert 0.0 <= info["f1"] <= 1.0 if "f1" in info else True
+            assert "f1" in info, f"the episode ended without an f1 in info: {sorted(info)}"
+            # the F1 is the answer's, against the golden answers of the task the info names
+            task = next(t for t in env.unwrapped.tasks if t.id == info["task_id"])
+            assert info["f1"] == pytest.approx(f1(info["answer"] or "", task.golden_answers)), (info["answer"], task.golden_answers)
             return
     raise AssertionError("no episode end after 64 steps of notes")
 
