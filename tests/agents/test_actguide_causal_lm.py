@@ -13,14 +13,8 @@ from agents.actguide.rollout import reset_task, run_group
 from agents.actguide.tasks import make_env
 from agents.actguide.trainer import ActGuideTrainer, load_learner
 from steer_envs.guidance import HINT_HEADER
-from steer_envs.llm.tiny import build_tiny_causal_lm
 
 TASK = "musique/2hop__574419_270105"
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    return str(build_tiny_causal_lm(tmp_path_factory.mktemp("tiny") / "lm"))
 
 
 def config(model: str, **kw) -> ActGuideConfig:

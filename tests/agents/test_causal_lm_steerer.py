@@ -13,7 +13,6 @@ from agents.steering.interventions import options_from_catalogue
 from agents.steering.objectives import grpo_loss, ranking_loss
 from agents.steering.trainer import SteeringTrainer, load_model
 from steer_envs.envs.catalogue import STEERING
-from steer_envs.llm.tiny import build_tiny_causal_lm
 
 OBS = {
     "goal": "Who directed the film Jaws?",
@@ -23,11 +22,6 @@ OBS = {
     "interventions": np.int64(0),
 }
 OBS2 = {**OBS, "transcript": "", "turn": np.int64(0)}
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    return str(build_tiny_causal_lm(tmp_path_factory.mktemp("tiny") / "lm"))
 
 
 def _steerer(path, **kw):

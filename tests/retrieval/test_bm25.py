@@ -7,15 +7,10 @@ import pytest
 
 from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
-from steer_envs.retrieval import Retriever, make_retriever
+from steer_envs.retrieval import Retriever
 from steer_envs.retrieval.bm25 import BM25sRetriever
 from steer_envs.retrieval.evaluation import supporting_recall
 from steer_envs.data import load_corpus
-
-
-@pytest.fixture(scope="module")
-def bm25(shared_data_dir):
-    return make_retriever("bm25s", data_dir=shared_data_dir)
 
 
 def test_protocol_and_first_nobel_prize(bm25):

@@ -8,14 +8,8 @@ import requests
 
 from benchmarks.retrieval_load import run_load
 from steer_envs.data import load_corpus, load_tasks
-from steer_envs.retrieval import make_retriever
 from steer_envs.retrieval.base import Hit
 from steer_envs.retrieval.server import ServerConfig, start_server
-
-
-@pytest.fixture(scope="module")
-def bm25(shared_data_dir):
-    return make_retriever("bm25s", data_dir=shared_data_dir)
 
 
 @pytest.fixture(scope="module")
