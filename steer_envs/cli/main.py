@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (each registers its commands)
     data_commands,
     guidance_command,
     serve_command,
+    serve_env_command,
 )
 from .registry import COMMANDS, Command, load_plugins
 

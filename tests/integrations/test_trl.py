@@ -1,0 +1,228 @@
+"""The TRL environments: episodes equal gymnasium's, and real GRPOTrainer steps reach the envs and learn from them."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+
+import steer_envs  # noqa: F401 - registers the ids
+from steer_envs.errors import SteerEnvsError
+from steer_envs.integrations.trl import (
+    GuidedSearchTools,
+    HandoffSteeringTools,
+    SearchSteeringTools,
+    episode_seed,
+    make_environment_factory,
+    task_dataset,
+)
+
+ANSWER_NOW = "You already have enough evidence. Give your final answer now."
+
+
+def _gym_episode(env_id, seed, task_id, actions, **kwargs):
+    env = gym.make(env_id, action_mode="text", **kwargs)
+    obs, info = env.reset(seed=seed, options={"task_id": task_id})
+    rewards = []
+    for action in actions:
+        obs, reward, terminated, truncated, info = env.step(action)
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+    return rewards, obs, info
+
+
+def test_guided_search_episode_equals_gymnasium():
+    row = task_dataset(limit=3)[2]
+    tools = GuidedSearchTools()
+    first = tools.reset(**row)
+    assert row["question"] in first
+    result = tools.search("first nobel prize physics")
+    assert "<information>" in result
+    tools.answer("Wilhelm Conrad Röntgen")
+    rewards, obs, info = _gym_episode("steer_envs/GuidedSearch-v0", row["seed"], row["task_id"],
+                                      tools.actions + ["<answer> never reached </answer>"])
+    assert tools.actions == ["<search> first nobel prize physics </search>", "<answer> Wilhelm Conrad Röntgen </answer>"]
+    assert rewards == tools.rewards and tools.get_reward() == sum(rewards)
+    assert obs["transcript"] == tools.unwrapped.state.transcript
+    assert info["answer"] == tools.last_info["answer"]
+    assert tools.search("more") == "The episode is over; no further actions are taken." and len(tools.actions) == 2
+
+
+@pytest.mark.parametrize("cls, actions", [
+    (SearchSteeringTools, [("intervene", ANSWER_NOW), ("pass_turn",)]),
+    (HandoffSteeringTools, [("note", "Check the dates."), ("reject", "Use the second passage."), ("pass_handoff",)]),
+])
+def test_supervision_episode_equals_gymnasium(cls, actions):
+    row = task_dataset(cls.env_id, limit=2)[1]
+    tools = cls()
+    tools.reset(**row)
+    for name, *args in actions:
+        getattr(tools, name)(*args)
+    reward = tools.get_reward()  # silence = pass: the episode is played out
+    assert tools.done and len(tools.actions) >= len(actions)
+    rewards, obs, info = _gym_episode(cls.env_id, row["seed"], row["task_id"], tools.actions, executor="sim:default")
+    assert rewards == tools.rewards and math.isclose(reward, sum(rewards))
+    assert info["answer"] == tools.last_info["answer"] and info["f1"] == tools.last_info["f1"]
+
+
+def test_dataset_rows_are_deterministic_and_from_the_split():
+    a = task_dataset("steer_envs/SearchSteering-v0", split="dev", limit=5, seed=3)
+    b = task_dataset("steer_envs/SearchSteering-v0", split="dev", limit=5, seed=3)
+    assert a.to_dict() == b.to_dict()
+    assert a["seed"] == [episode_seed(3, i) for i in range(5)] and len(set(a["seed"])) == 5
+    env = gym.make("steer_envs/SearchSteering-v0", split="dev")
+    assert a["task_id"] == [t.id for t in env.unwrapped.tasks[:5]]
+    assert a[0]["prompt"][0]["role"] == "user"
+
+
+def test_bad_options_and_arguments_are_clear_errors():
+    with pytest.raises(SteerEnvsError, match="env_id"):
+        make_environment_factory("steer_envs/Nope-v0")
+    with pytest.raises(SteerEnvsError, match="action_mode"):
+        make_environment_factory("steer_envs/GuidedSearch-v0", action_mode="discrete")
+    tools = SearchSteeringTools(max_argument_chars=10)
+    with pytest.raises(SteerEnvsError, match="reset"):
+        tools.pass_turn()
+    tools.reset(**task_dataset("steer_envs/SearchSteering-v0", limit=1)[0])
+    with pytest.raises(SteerEnvsError, match="limit is 10"):
+        tools.intervene("x" * 11)
+    with pytest.raises(SteerEnvsError, match="pass_turn"):
+        tools.intervene("pass")
+    handoff = HandoffSteeringTools()
+    handoff.reset(**task_dataset("steer_envs/HandoffSteering-v0", limit=1)[0])
+    with pytest.raises(SteerEnvsError, match="reject"):
+        handoff.note("Reject: no")
+
+
+def test_importing_the_integrations_loads_neither_trl_nor_openenv():
+    code = ("import sys, steer_envs, steer_envs.integrations.trl, steer_envs.integrations.openenv; "
+            "print([m for m in ('trl', 'openenv', 'datasets') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(),
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# -- real GRPOTrainer steps ------------------------------------------------------------------------------------
+
+def _recording(cls):
+    """A test env recording every tool action and every reward TRL collects, across TRL's pooled instances."""
+
+    class Recording(cls):
+        log: list = []  # the actions the model's tool calls sent to the env
+        returns: list = []
+        _finishing = False
+
+        def _act(self, action):
+            if not self._finishing and not self.done:
+                Recording.log.append(action)
+            return super()._act(action)
+
+        def get_reward(self):
+            self._finishing = True  # the passes that play out an unfinished episode are not tool calls
+            try:
+                value = super().get_reward()
+            finally:
+                self._finishing = False
+            Recording.returns.append(value)
+            return value
+
+    Recording.__name__ = "Recording" + cls.__name__
+    return Recording
+
+
+def _prompt(cls, row):
+    probe = cls()
+    text = row["prompt"][0]["content"] + probe.reset(**row)
+    tools = [getattr(probe, name) for name in sorted(cls.__dict__) if not name.startswith("_")
+             and callable(cls.__dict__[name])]
+    return text, tools
+
+
+def _steering_row():
+    """A SearchSteering row where the two warmed-up calls lead to different returns (so a group can differ)."""
+    rows = task_dataset("steer_envs/SearchSteering-v0", limit=12)
+    for i in range(len(rows)):
+        row = rows[i]
+        returns = []
+        for first in ("pass", ANSWER_NOW):
+            t = SearchSteeringTools()
+            t.reset(**row)
+            t.pass_turn() if first == "pass" else t.intervene(first)
+            returns.append(t.get_reward())
+        if returns[0] != returns[1]:
+            return rows.select([i])
+    raise AssertionError("no row of the first 12 separates passing from answering now")
+
+
+@pytest.fixture(scope="module")
+def grpo_setup():
+    pytest.importorskip("trl")
+    from tests.integrations.tool_model import cached_tool_model
+
+    guided = task_dataset(limit=1)
+    gold = GuidedSearchTools().unwrapped.tasks[0].golden_answers[0]
+    steering = _steering_row()
+    g_text, g_tools = _prompt(GuidedSearchTools, guided[0])
+    s_text, s_tools = _prompt(SearchSteeringTools, steering[0])
+    path = cached_tool_model([
+        (g_text, g_tools, [("answer", {"text": gold}), ("answer", {"text": "Paris"}),
+                           ("search", {"query": "first nobel prize"})]),
+        (s_text, s_tools, [("pass_turn", {}), ("intervene", {"note": ANSWER_NOW})]),
+    ])
+    return path, {"guided": guided, "steering": steering}
+
+
+def _train(path, dataset, env_cls, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    args = GRPOConfig(output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=4, num_generations=4,
+                      max_steps=2, max_completion_length=256, max_tool_calling_iterations=2, learning_rate=1e-3,
+                      logging_steps=1, report_to=[], use_cpu=True, bf16=False, save_strategy="no", seed=0)
+    trainer = GRPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                          environment_factory=env_cls)
+    trainer.train()
+    changed = any(not torch.equal(before[n], p) for n, p in model.named_parameters())
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    return logs, changed
+
+
+def _check_rewards(logs, env_cls, changed):
+    assert len(logs) == 2 and len(env_cls.returns) == 8  # 2 steps x 4 rollouts, one get_reward each
+    for step, log in enumerate(logs):
+        chunk = env_cls.returns[4 * step: 4 * step + 4]
+        assert math.isclose(log[f"rewards/{env_cls.__name__}/mean"], sum(chunk) / 4, abs_tol=1e-6)
+        assert math.isclose(log["reward"], sum(chunk) / 4, abs_tol=1e-6)
+    differed = [len(set(env_cls.returns[4 * s: 4 * s + 4])) > 1 for s in range(2)]
+    assert any(differed), f"no group's rewards differed: {env_cls.returns}"
+    assert changed  # a group with different rewards has a non-zero advantage: the update moves the parameters
+
+
+@pytest.mark.slow
+def test_grpo_trainer_steps_on_guided_search(grpo_setup, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    path, data = grpo_setup
+    env_cls = _recording(GuidedSearchTools)
+    logs, changed = _train(path, data["guided"], env_cls, tmp_path)
+    assert env_cls.log and all(a.startswith(("<search> ", "<answer> ")) for a in env_cls.log)
+    _check_rewards(logs, env_cls, changed)
+
+
+@pytest.mark.slow
+def test_grpo_trainer_steps_on_search_steering(grpo_setup, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    path, data = grpo_setup
+    env_cls = _recording(SearchSteeringTools)
+    logs, changed = _train(path, data["steering"], env_cls, tmp_path)
+    assert env_cls.log and set(env_cls.log) <= {"pass", ANSWER_NOW}
+    _check_rewards(logs, env_cls, changed)
