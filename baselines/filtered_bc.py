@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from agents.steering.features import split_observation
 from steer_envs.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.rollouts import Job, env_setup, using_pool
 from steer_envs.wrappers import TextFeaturizer
 
@@ -113,7 +114,7 @@ def train_classifier(examples: list[BCExample], n_actions: int, epochs: int, see
     """Step 3: cross-entropy on the kept labels (full-batch Adam; the data set is small)."""
     import torch
 
-    torch.set_num_threads(1)
+    cpu_thread_default()
     torch.manual_seed(seed)
     x = torch.tensor(np.stack([e.features for e in examples]), dtype=torch.float32)
     y = torch.tensor([e.label for e in examples], dtype=torch.long)

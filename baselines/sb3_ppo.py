@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.wrappers import FeatureObservation
 
 from .registry import MethodContext
@@ -128,7 +129,7 @@ def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: in
     import torch
     from stable_baselines3.common.logger import Logger
 
-    torch.set_num_threads(1)
+    cpu_thread_default()
     env = make_training_env(context, buckets=buckets, cost=cost)
     env.reset(seed=seed)
     model = _new_ppo(env, seed)

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from steer_envs.cpu_threads import cpu_thread_default
+
 BARE_RETRY = "Reject:"
 
 
@@ -87,9 +89,9 @@ def credit(split: str = "dev", per_benchmark: int = 10, seeds: int = 4, options:
 
 def torch_threads() -> None:
     try:
-        import torch
+        import torch  # noqa: F401 - the ImportError below is the check
 
-        torch.set_num_threads(1)
+        cpu_thread_default()
     except ImportError:  # pragma: no cover
         pass
 

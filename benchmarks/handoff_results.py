@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from steer_envs.cpu_threads import cpu_thread_default
+
 from .harness.config import EvalConfig, episode_seed
 from .harness.records import EpisodeLog, EpisodeRecord
 from .harness.runfolder import RunFolder
@@ -233,12 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--train-options", default="", help="extra handoff_rl options, e.g. m=8,k=32")
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-    except ImportError:  # pragma: no cover
-        pass
+    cpu_thread_default()
     report = run(args.out, args.split, args.limit, args.seeds, args.train_seeds, args.coverage, args.max_turns,
                  args.executor, args.train_options, args.progress)
     print(render(report))

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.envs.guided import GuidedSearchEnv
 
 from .rollout import reset_task, run_group
@@ -78,7 +79,7 @@ def _potential_along(env: GuidedSearchEnv, learner, task_id: str, seed: int, K: 
 
 def diagnose(learner, env: GuidedSearchEnv, task_ids: Sequence[str], label: str, K: int = 8, max_k: int = 4,
              horizon: int = 4, seed: int = 0) -> BarrierReport:
-    torch.set_num_threads(1)
+    cpu_thread_default(getattr(learner, "device", "cpu"))
     generator = torch.Generator().manual_seed(seed)
     report = BarrierReport(label, len(task_ids), K)
     prefix: dict[int, list[float]] = defaultdict(list)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.envs.guided import GuidedSearchEnv
 
 from .rollout import reset_task, run_group
@@ -38,7 +39,7 @@ class EvalEpisode:
 def evaluate(learner, env: GuidedSearchEnv, task_ids: Sequence[str], n: int, method: str, seed: int = 0,
              seed_offset: int = 0, k: int = 0) -> list[EvalEpisode]:
     """``n`` rollouts per task with guidance ``k`` (0: none); record seeds ``seed_offset + 0..n-1``."""
-    torch.set_num_threads(1)
+    cpu_thread_default(getattr(learner, "device", "cpu"))
     generator = torch.Generator().manual_seed(seed)
     out: list[EvalEpisode] = []
     for i, task_id in enumerate(task_ids):

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.errors import SteerEnvsError
 
 from ..grpo import clipped_surrogate_terms, group_advantages, kl_k3, shaped_weight
@@ -149,8 +150,8 @@ class ActGuideTrainer(TrainerBase):
 
     # -- the loop ---------------------------------------------------------------------------------------------------
     def run(self) -> TrainResult:
-        torch.set_num_threads(1)
         c = self.config
+        cpu_thread_default(c.device, c.learner_args.get("device"))
         start = time.time()
         resuming = self._prepare_run_dir()
         env = make_env(c)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import load_tasks
 from steer_envs.data.tasks import BENCHMARKS
 
@@ -104,7 +105,7 @@ def fast_path_spearman(env, steerer: Steerer, task_ids: Sequence[str], G: int = 
     measured = measure_states(env, requests, action_mode, pool=pool)
     keep = [i for i, m in enumerate(measured) if m.usable]  # a state whose continuations all failed has no label
     q = [intervention_effect([measured[i].returns[j] for j in measured[i].valid], measured[i].baseline) for i in keep]
-    return {**spearman_summary(z[keep], q, [bank[i].task_id for i in keep], seed=seed), "G": G, "N": N}
+    return {**spearman_summary(-z[keep], q, [bank[i].task_id for i in keep], seed=seed), "G": G, "N": N}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,8 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--N", type=int, default=None, help="continuations per branch (default: the run's N)")
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
     steerer, payload = load_model(args.run_dir)
+    cpu_thread_default(getattr(steerer, "device", "cpu"))
     config = payload["extra"]["config"]
     env = make_steering_env(config["executor"], args.split, action_mode=config["action_mode"], data_dir=args.data_dir,
                             max_turns=config["max_turns"], metric=config["metric"])

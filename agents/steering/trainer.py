@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
 
@@ -165,8 +166,8 @@ class SteeringTrainer(TrainerBase):
             return self._run(pool)
 
     def _run(self, pool) -> TrainResult:
-        torch.set_num_threads(1)
         c = self.config
+        cpu_thread_default(c.device, c.backbone_args.get("device"))
         start = time.time()
         resuming = self._prepare_run_dir()
         env = self._build_env()

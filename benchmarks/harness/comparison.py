@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.registry import MethodContext, get_method, parse_method
+from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import BENCHMARKS
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import using_pool
@@ -338,7 +339,7 @@ class Comparison:
         from baselines.steering import steering_config
 
         p = self.plan
-        torch.set_num_threads(1)
+        cpu_thread_default()
         tasks = self.report.config.tasks()
         per_bench: dict[str, list[str]] = {}
         for t in tasks:
