@@ -229,27 +229,35 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
             "`pytest benchmarks/test_perf_notes.py --benchmark-enable`: the simulator's reader on notes it has not "
             "seen (one MiniLM forward each), on a cached note, and cold.", ["read", "ms (mean)", "ms (median)"], rows,
             "Target: a warm read of a new note under 5 ms.")
+    from benchmarks.test_perf_steerer import SETTING_IDS
+
     rows = []
-    for threads in (1, 2):
-        fast = x.get(f"test_fast_path_batched_vs_one_at_a_time[{threads}-thread]")
+    for row in SETTING_IDS:
+        fast = x.get(f"test_fast_path_batched_vs_one_at_a_time[{row}]")
         if fast:
             rows.append([f"fast path: {fast['observations']} observations (mean {fast['prompt_tokens_mean']:.0f} prompt "
-                         "tokens)", str(threads), f"{_fmt(fast['one_at_a_time_s'], 2)} s (one forward each)",
+                         "tokens)", f"{fast['model']} (hidden {fast['hidden_size']}, {fast['layers']} layers)",
+                         str(fast["threads"]), f"{_fmt(fast['one_at_a_time_s'], 2)} s (one forward each)",
                          f"{_fmt(fast['batched_s'], 2)} s (batches of {fast['batch_size']})", f"{fast['speedup']:.2f}×"])
-    for threads in (1, 2):
-        slow = x.get(f"test_slow_path_generate_vs_token_loop[{threads}-thread]")
+    for row in SETTING_IDS:
+        slow = x.get(f"test_slow_path_generate_vs_token_loop[{row}]")
         if slow:
             rows.append([f"slow path: G = {slow['G']} samples of {slow['max_think_tokens']} reasoning tokens "
-                         f"({slow['prompt_tokens']}-token prompt)", str(threads), f"{_fmt(slow['token_loop_s'], 2)} s "
+                         f"({slow['prompt_tokens']}-token prompt)", f"{slow['model']} (hidden {slow['hidden_size']}, "
+                         f"{slow['layers']} layers)", str(slow["threads"]), f"{_fmt(slow['token_loop_s'], 2)} s "
                          "(token loop)", f"{_fmt(slow['generate_s'], 2)} s (one generate call)", f"{slow['speedup']:.2f}×"])
-    section("LLM steerer: batched vs one at a time (random Qwen2, hidden 256, 4 layers, CPU)",
+    section("LLM steerer: batched vs one at a time (random Qwen2 models, CPU)",
             "`pytest benchmarks/test_perf_steerer.py --benchmark-enable`: `CausalLMSteerer.fast_scores` on 32 bank-like "
             "states of `sim:default` vs the former one-forward-per-observation loop (equal z asserted), and "
             "`_sample_thinks` (generate, `num_return_sequences=8`, the prompt's KV cache computed once) vs 8 runs of "
             "the former token-at-a-time `_sample_think` loop (copied in the benchmark file).",
-            ["workload", "torch threads", "before", "now", "speed-up"], rows,
-            "Targets: fast path ≥ 4×, slow path ≥ 3×. One torch thread is what the trainers set on CPU; with two on "
-            "a loaded machine, contention penalises the many small calls of the old paths.")
+            ["workload", "model", "torch threads", "before", "now", "speed-up"], rows,
+            "Targets (on the tiny model, as the issue sets them): fast path ≥ 4×, slow path ≥ 3×. The tiny model's "
+            "forward pass is dominated by per-call overhead, as a large model's is on a GPU at small batch, so it "
+            "shows what batching removes; the small model is compute-bound on one CPU core, where a padded batch "
+            "costs as much arithmetic as its rows one by one (no gain is expected there). One torch thread is what "
+            "the trainers set on CPU; with two on a loaded machine, contention penalises the many small calls of "
+            "the old paths.")
     return "\n".join(lines)
 
 

@@ -1,7 +1,9 @@
 """The LLM steerer's two paths, batched vs one at a time (pytest-benchmark; run through ``python -m benchmarks.suite``).
 
-Model: a random-initialised Qwen2-architecture causal LM (hidden 256, 4 layers, 4 heads / 2 KV heads, the tiny
-BPE tokenizer's vocabulary), built from a config, on CPU. Observations: 32 states of pass rollouts of
+Models: random-initialised Qwen2-architecture causal LMs built from a config, with the tiny BPE tokenizer's
+vocabulary, on CPU: ``tiny`` (hidden 64, 2 layers: the issue's acceptance model, whose forward pass costs what a
+large model's costs on a GPU at small batch, i.e. mostly per-call overhead) and ``small`` (hidden 256, 4 layers,
+4 heads / 2 KV heads: compute-bound on a CPU core, where batching saves no arithmetic). Observations: 32 states of pass rollouts of
 ``sim:default`` (dev split), every turn, as a state bank holds them.
 
 * fast path: :meth:`CausalLMSteerer.fast_scores` on the 32 observations (padded batches of ``batch_size``) vs
@@ -27,18 +29,31 @@ from agents.steering.interventions import options_from_catalogue
 from steer_envs.envs.catalogue import STEERING
 
 G = 8
-THREADS = [1, 2]
 OBSERVATIONS = 32
 THINK_TOKENS = 32
+MODELS = {"tiny": {"hidden_size": 64, "layers": 2, "heads": 4, "kv_heads": 2},
+          "small": {"hidden_size": 256, "layers": 4, "heads": 4, "kv_heads": 2}}
+#: (model, torch threads) rows: every model at 1 thread (what the trainers set on CPU), the small one at 2 too
+SETTINGS = [("tiny", 1), ("small", 1), ("small", 2)]
+SETTING_IDS = [f"{model}-{threads}-thread" for model, threads in SETTINGS]
+
+_STEERERS: dict[str, CausalLMSteerer] = {}
 
 
 @pytest.fixture(scope="module")
-def steerer(tmp_path_factory):
+def steerers(tmp_path_factory):
+    """Builds each model once for the module (on first use)."""
     from steer_envs.llm.qwen_shaped import build_random_qwen2
 
-    folder = build_random_qwen2(tmp_path_factory.mktemp("qwen") / "lm", hidden_size=256, layers=4, heads=4, kv_heads=2)
-    return CausalLMSteerer(options_from_catalogue(STEERING), model=str(folder), max_think_tokens=THINK_TOKENS,
-                           batch_size=16)
+    def get(name: str) -> CausalLMSteerer:
+        if name not in _STEERERS:
+            folder = build_random_qwen2(tmp_path_factory.mktemp(f"qwen-{name}") / "lm", **MODELS[name])
+            _STEERERS[name] = CausalLMSteerer(options_from_catalogue(STEERING), model=str(folder),
+                                              max_think_tokens=THINK_TOKENS, batch_size=16)
+        return _STEERERS[name]
+
+    yield get
+    _STEERERS.clear()
 
 
 @pytest.fixture(scope="module")
@@ -99,16 +114,19 @@ def _timed(fn, *args):
 
 
 @pytest.fixture
-def threads(request):
+def setting(request, steerers):
+    """``(steerer, threads)`` of one row, with torch's thread count set for the test and restored after."""
+    model, threads = request.param
     before = torch.get_num_threads()
-    torch.set_num_threads(request.param)
-    yield request.param
+    torch.set_num_threads(threads)
+    yield steerers(model), model
     torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("threads", THREADS, indirect=True, ids=lambda n: f"{n}-thread")
-def test_fast_path_batched_vs_one_at_a_time(benchmark, steerer, observations, threads):
+@pytest.mark.parametrize("setting", SETTINGS, indirect=True, ids=SETTING_IDS)
+def test_fast_path_batched_vs_one_at_a_time(benchmark, setting, observations):
     """32 observations: one forward each (before) vs padded batches of 16 (now); the same z asserted."""
+    steerer, model = setting
     with torch.no_grad():
         steerer.fast_scores(observations[:2])  # warm-up
         old_fast_scores(steerer, observations[:2])
@@ -122,13 +140,14 @@ def test_fast_path_batched_vs_one_at_a_time(benchmark, steerer, observations, th
         "observations": len(observations), "batch_size": steerer.batch_size, "prompt_tokens_mean": sum(lengths) / len(lengths),
         "prompt_tokens_max": max(lengths), "one_at_a_time_s": old_s, "batched_s": new_s,
         "one_at_a_time_obs_per_s": len(observations) / old_s, "batched_obs_per_s": len(observations) / new_s,
-        "speedup": old_s / new_s, "threads": torch.get_num_threads(),
+        "speedup": old_s / new_s, "threads": torch.get_num_threads(), "model": model, **MODELS[model],
     })
 
 
-@pytest.mark.parametrize("threads", THREADS, indirect=True, ids=lambda n: f"{n}-thread")
-def test_slow_path_generate_vs_token_loop(benchmark, steerer, observations, threads):
+@pytest.mark.parametrize("setting", SETTINGS, indirect=True, ids=SETTING_IDS)
+def test_slow_path_generate_vs_token_loop(benchmark, setting, observations):
     """G = 8 reasoning samples of one observation: 8 token loops (before) vs one generate call (now)."""
+    steerer, model = setting
     obs = observations[-1]
     prompt = steerer._slow_prompt(obs)
     with torch.no_grad():
@@ -148,4 +167,5 @@ def test_slow_path_generate_vs_token_loop(benchmark, steerer, observations, thre
         "token_loop_tokens": old_tokens, "generate_tokens": new_tokens, "token_loop_tokens_per_s": old_tokens / old_s,
         "generate_tokens_per_s": new_tokens / new_s, "speedup": old_s / new_s,
         "tokens_per_s_speedup": (new_tokens / new_s) / (old_tokens / old_s), "threads": torch.get_num_threads(),
+        "model": model, **MODELS[model],
     })

@@ -24,6 +24,7 @@ def test_smoke_plan_runs_every_section_and_writes_its_figures(tmp_path):
         assert "error" not in results[name], results[name]
     steerer = results["steerer_smoke"]
     assert steerer["fast_path_observations_per_s"] > 0 and steerer["slow_path_generated_tokens_per_s"] > 0
+    assert steerer["fast_path_one_at_a_time_observations_per_s"] > 0 and steerer["fast_path_batching_speedup"] > 0
     assert steerer["training"]["rounds"] == plan.steering_rounds and steerer["training"]["iterations_per_min"] > 0
     assert results["actguide"]["iterations"] >= 1 and results["actguide"]["rollouts"] >= plan.actguide_group
     vector = results["vector"]
