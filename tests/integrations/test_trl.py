@@ -98,9 +98,9 @@ def test_bad_options_and_arguments_are_clear_errors():
         handoff.note("Reject: no")
 
 
-def test_importing_the_integrations_loads_neither_trl_nor_openenv():
-    code = ("import sys, steer_envs, steer_envs.integrations.trl, steer_envs.integrations.openenv; "
-            "print([m for m in ('trl', 'openenv', 'datasets') if m in sys.modules])")
+def test_the_package_the_cli_and_the_trl_module_import_neither_trl_nor_openenv():
+    code = ("import sys, steer_envs, steer_envs.integrations.trl; from steer_envs.cli.main import build_parser; "
+            "build_parser(); print([m for m in ('trl', 'openenv', 'datasets') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(),
                          timeout=120)
     assert out.returncode == 0, out.stderr
