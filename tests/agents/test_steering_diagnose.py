@@ -22,14 +22,36 @@ def test_q_values_and_between_task_share_hand_computed():
 
 
 @pytest.mark.slow
-def test_small_diagnosis_is_deterministic_and_consistent():
+def test_small_diagnosis_is_deterministic_and_consistent(monkeypatch):
+    from scipy import stats
+
+    from agents.steering import diagnose as module
+    from steer_envs.envs.catalogue import STEERING
+
+    banks = []
+    real_measure_bank = module.measure_bank
+
+    def measure_and_keep(*args, **kwargs):  # the real measurement, its states kept (train, then test, per run)
+        banks.append(real_measure_bank(*args, **kwargs))
+        return banks[-1]
+
+    monkeypatch.setattr(module, "measure_bank", measure_and_keep)
     a = diagnose(train_tasks=4, rollouts=2, test_tasks=7, N=2, progress=False)
     b = diagnose(train_tasks=4, rollouts=2, test_tasks=7, N=2, progress=False)
-    for label in ("q_all", "q_search"):
+    train, test = banks[0], banks[1]
+    search = [t.name for t in STEERING[1:]].index("search_question")
+    for label, option in (("q_all", None), ("q_search", search)):
         assert a[label] == b[label]  # same seed, same measurements
         r = a[label]
-        assert -1.0 <= r["reliability_spearman"] <= 1.0 and 0.0 <= r["between_task_share_test"] <= 1.0 + 1e-9
-        assert sum(t["test_states"] for t in r["types"].values()) == a["test_states"]
-        assert sum(t["train_states"] for t in r["types"].values()) == a["train_states"]
-        assert r["mean_test"] >= 0.0
+
+        def q(seed_set: int) -> np.ndarray:  # q(s) recomputed from the measured returns and baselines
+            return np.array([np.mean(np.abs(np.asarray(s.returns[seed_set], dtype=float) - s.baselines[seed_set]))
+                             if option is None else abs(s.returns[seed_set][option] - s.baselines[seed_set]) for s in test])
+
+        assert r["mean_test"] == pytest.approx(float(q(0).mean()))
+        expected = float(stats.spearmanr(q(0), q(1))[0])  # test-retest: two independent seed sets
+        assert r["reliability_spearman"] == pytest.approx(expected, nan_ok=True)
+        assert r["between_task_share_test"] == pytest.approx(between_task_share([s.task_id for s in test], q(0)), nan_ok=True)
+        assert sum(t["test_states"] for t in r["types"].values()) == a["test_states"] == len(test)
+        assert sum(t["train_states"] for t in r["types"].values()) == a["train_states"] == len(train)
     assert a["test_tasks"] == 14 and "| q_all |" in a["markdown"]
