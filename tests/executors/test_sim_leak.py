@@ -10,9 +10,19 @@ from steer_envs.executors.sim.searcher import SimSearcher
 
 @pytest.mark.slow
 def test_thoughts_do_not_reveal_hidden_state():
-    results = measure(collect("sim:default", "train", 3000, seed=0), collect("sim:default", "test", 2000, seed=1))
+    train, held = collect("sim:default", "train", 3000, seed=0), collect("sim:default", "test", 2000, seed=1)
+    results = measure(train, held)
     by_target = {r.target: r for r in results}
-    assert by_target["any drift"].heldout == 2000 and by_target["any drift"].positives > 100
+    # each result counts its positives among the held-out steps' hidden labels: any drift, or one drift mode
+    assert by_target["any drift"].positives == sum(s.label is not None for s in held) > 100
+    for r in results:
+        assert r.heldout == len(held)
+        if r.target != "any drift":
+            assert r.positives == sum(s.label == r.target for s in held), r
+    # every drift mode frequent enough on both sides (20 train, 10 held-out positives) is a target
+    frequent = {m for m in {s.label for s in train if s.label} if sum(s.label == m for s in train) >= 20
+                and sum(s.label == m for s in held) >= 10}
+    assert set(by_target) == {"any drift"} | frequent
     assert all(r.difference <= MAX_DIFFERENCE for r in results), results
 
 
