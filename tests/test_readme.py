@@ -2,6 +2,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -46,3 +48,21 @@ def test_every_command_is_in_the_command_table_with_its_memory_and_disk():
         assert f"`steer-envs {name}" in table, f"steer-envs {name} is missing from the README's command table"
         assert f"| `{name}" in memory, f"steer-envs {name} is missing from the README's memory and disk table"
     assert "python -m pytest" in memory
+
+
+@pytest.mark.slow
+def test_trl_quick_start_runs_as_written(capsys, tmp_path, monkeypatch):
+    """The README's TRL block, exec'd as written; ``STEER_ENVS_TRL_MODEL`` points it at the tiny tool-calling model
+    of tests/integrations (no network: the block's default is a Hub id)."""
+    pytest.importorskip("trl")
+    from tests.integrations.test_trl import tool_model_and_data
+
+    path, _ = tool_model_and_data()
+    monkeypatch.setenv("STEER_ENVS_TRL_MODEL", str(path))
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    monkeypatch.chdir(tmp_path)  # the block's output_dir is relative
+    example = re.search(r"## Training with TRL, serving with OpenEnv\n.*?```python\n(.*?)```", README, re.S).group(1)
+    exec(compile(example, "README.md", "exec"), {})
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("rewards:")][-1]
+    rewards = eval(line.removeprefix("rewards:"))  # noqa: S307 - a list of floats printed by the block
+    assert len(rewards) == 2 and all(0.0 <= r <= 1.0 for r in rewards)

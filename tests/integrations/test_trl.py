@@ -159,9 +159,9 @@ def _steering_row():
     raise AssertionError("no row of the first 12 separates passing from answering now")
 
 
-@pytest.fixture(scope="module")
-def grpo_setup():
-    pytest.importorskip("trl")
+def tool_model_and_data():
+    """The warmed-up tool model (cached) and the one-row datasets it was warmed up on (also used by the README's
+    TRL block test)."""
     from tests.integrations.tool_model import cached_tool_model
 
     guided = task_dataset(limit=1)
@@ -175,6 +175,12 @@ def grpo_setup():
         (s_text, s_tools, [("pass_turn", {}), ("intervene", {"note": ANSWER_NOW})]),
     ])
     return path, {"guided": guided, "steering": steering}
+
+
+@pytest.fixture(scope="module")
+def grpo_setup():
+    pytest.importorskip("trl")
+    return tool_model_and_data()
 
 
 def _train(path, dataset, env_cls, tmp_path):
