@@ -197,7 +197,16 @@ class _Guard:
             if scope["type"] == "http" and length and length.isdigit() and int(length) > self.max_body_bytes:
                 return await _error(413, f"request body of {length} bytes exceeds the limit of "
                                          f"{self.max_body_bytes} bytes")(scope, receive, send)
-        return await self.app(scope, receive, send)
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        from starlette.websockets import WebSocketDisconnect
+
+        try:
+            await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            # OpenEnv's /ws handler closes a socket the client already closed after its "close" message: not an
+            # error (it printed a traceback for every session a client ended)
+            pass
 
 
 def _validation_message(exc: ValidationError) -> str:
