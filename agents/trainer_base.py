@@ -257,6 +257,15 @@ class TrainerBase:
             return model if moved is None else moved
         return model
 
+    def model_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A backbone's or learner's arguments with ``device="auto"`` made this process's accelerator device when
+        the trainer itself runs on an accelerator: with several processes each loads its model straight onto its
+        own GPU, instead of every process loading onto the first GPU and moving it afterwards."""
+        out = dict(args)
+        if out.get("device") == "auto" and self.device.type != "cpu":
+            out["device"] = str(self.device)
+        return out
+
     def autocast(self):
         """Mixed precision around a loss computation (a no-op with ``mixed_precision="no"``)."""
         if getattr(self.config, "mixed_precision", "no") == "no":

@@ -156,7 +156,7 @@ class ActGuideTrainer(TrainerBase):
         resuming = self._prepare_run_dir()
         env = make_env(c)
         pool = training_pool(env, c)
-        learner = self._learner or build_learner(c.learner, c.learner_args, c.seed)
+        learner = self._learner or build_learner(c.learner, self.model_args(c.learner_args), c.seed)
         if c.init_from and self._learner is None:
             base, _ = load_learner(c.init_from)
             start_from(learner, base)

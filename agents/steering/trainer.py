@@ -172,7 +172,7 @@ class SteeringTrainer(TrainerBase):
         resuming = self._prepare_run_dir()
         env = self._build_env()
         options = options_from_catalogue(env.unwrapped.catalogue)
-        steerer = self.place(self._steerer or build_steerer(c.backbone, options, dict(c.backbone_args)))
+        steerer = self.place(self._steerer or build_steerer(c.backbone, options, self.model_args(c.backbone_args)))
         steerer.set_action_mode(c.action_mode)
         params = steerer.trainable_parameters()
         optimizer = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay)

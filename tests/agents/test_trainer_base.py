@@ -78,6 +78,18 @@ def test_acceleration_fields_keep_earlier_fingerprints_and_bad_values_are_clear(
         ActGuideConfig(device="tpu")
 
 
+def test_auto_model_device_becomes_the_processs_accelerator_device(monkeypatch):
+    """With several GPU processes each must load its model onto its own GPU: ``device="auto"`` in the backbone's
+    arguments becomes the trainer's device when that is an accelerator, and stays as given on a CPU run."""
+    args = {"model": "hf:x", "device": "auto", "lora": True}
+    base = TrainerBase(SteeringConfig(), "unused")
+    assert base.model_args(args) == args  # a CPU run: the backbone's own "auto" rule applies
+    monkeypatch.setattr(TrainerBase, "device", property(lambda self: torch.device("cuda", 3)))
+    assert base.model_args(args) == {"model": "hf:x", "device": "cuda:3", "lora": True}
+    assert base.model_args({"device": "cpu"}) == {"device": "cpu"}  # an explicit device is kept
+    assert args["device"] == "auto"  # the config's dict is not changed
+
+
 def test_micro_batches_cover_the_batch_in_order():
     base = TrainerBase(SteeringConfig(micro_batch=3), "unused")
     assert [list(r) for r in base.micro_batches(7)] == [[0, 1, 2], [3, 4, 5], [6]]
