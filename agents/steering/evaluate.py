@@ -105,7 +105,7 @@ def fast_path_spearman(env, steerer: Steerer, task_ids: Sequence[str], G: int = 
     measured = measure_states(env, requests, action_mode, pool=pool)
     keep = [i for i, m in enumerate(measured) if m.usable]  # a state whose continuations all failed has no label
     q = [intervention_effect([measured[i].returns[j] for j in measured[i].valid], measured[i].baseline) for i in keep]
-    return {**spearman_summary(-z[keep], q, [bank[i].task_id for i in keep], seed=seed), "G": G, "N": N}
+    return {**spearman_summary(z[keep], q, [bank[i].task_id for i in keep], seed=seed), "G": G, "N": N}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
