@@ -66,3 +66,19 @@ def test_trl_quick_start_runs_as_written(capsys, tmp_path, monkeypatch):
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("rewards:")][-1]
     rewards = eval(line.removeprefix("rewards:"))  # noqa: S307 - a list of floats printed by the block
     assert len(rewards) == 2 and all(0.0 <= r <= 1.0 for r in rewards)
+
+
+def test_the_gpu_training_config_is_a_valid_steering_config(tmp_path):
+    """The GPU block cannot run here, but its config must stay one the trainer accepts, with backbone options the
+    LLM steerer takes."""
+    import inspect
+
+    from agents.steering.causal_lm import CausalLMSteerer
+    from agents.steering.config import SteeringConfig
+
+    toml = re.search(r"cat > steer-llm.toml <<'TOML'\n(.*?)\nTOML\n", README, re.S).group(1)
+    (tmp_path / "steer-llm.toml").write_text(toml, encoding="utf-8")
+    config = SteeringConfig.load(tmp_path / "steer-llm.toml")
+    assert (config.backbone, config.device, config.mixed_precision) == ("causal_lm", "auto", "bf16")
+    accepted = set(inspect.signature(CausalLMSteerer.__init__).parameters)
+    assert set(config.backbone_args) <= accepted, set(config.backbone_args) - accepted
