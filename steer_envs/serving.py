@@ -45,6 +45,19 @@ def exposure_warning(host: str, api_key: str | None, what: str) -> str | None:
             f"{guard}. Bind 127.0.0.1 unless other machines must reach it.\n{bar}")
 
 
+def serve_until_stopped(server) -> int:
+    """Serve until Ctrl-C (or SIGTERM turned into KeyboardInterrupt), then close the socket: the command's exit
+    status (0: stopping is the normal end of a server)."""
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        print("stopped", file=sys.stderr)
+    return 0
+
+
 def warn_if_exposed(host: str, api_key: str | None, what: str) -> None:
     message = exposure_warning(host, api_key, what)
     if message:

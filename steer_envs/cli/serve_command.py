@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from ..retrieval import MAX_K, make_retriever
 from ..retrieval.registry import RetrieverContext
 from ..retrieval.server import ServerConfig, build_server
-from ..serving import API_KEY_ENV, resolve_api_key, warn_if_exposed
+from ..serving import API_KEY_ENV, resolve_api_key, serve_until_stopped, warn_if_exposed
 from .common import add_data_dir
 from .registry import Command, register_command
 
@@ -56,14 +55,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"serving {args.backend} over {len(corpus)} passages at {server.url} "
           f"(POST /retrieve, POST /access, GET /health, GET /docs{'; API key required' if api_key else ''}; "
           f"ready in {time.perf_counter() - start:.1f}s). Ctrl-C stops.", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-        print("stopped", file=sys.stderr)
-    return 0
+    return serve_until_stopped(server)
 
 
 register_command(Command("serve-retriever", "serve the corpus over HTTP (Search-R1 / ASearcher API)", _configure, _run))

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
-from ..serving import API_KEY_ENV, resolve_api_key, warn_if_exposed
+from ..serving import API_KEY_ENV, resolve_api_key, serve_until_stopped, warn_if_exposed
 from .common import add_data_dir
 from .registry import Command, register_command
 
@@ -80,14 +79,7 @@ def _run(args: argparse.Namespace) -> int:
           f"HTTP sessions: POST /sessions; up to {args.max_sessions} sessions, idle ones closed after "
           f"{args.idle_timeout:g} s{'; API key required' if api_key else ''}; ready in "
           f"{time.perf_counter() - start:.1f}s). Ctrl-C stops.", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-        print("stopped", file=sys.stderr)
-    return 0
+    return serve_until_stopped(server)
 
 
 register_command(Command("serve-env", "serve an env over OpenEnv's reset/step/state API (WebSocket and HTTP)",
