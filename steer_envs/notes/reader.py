@@ -84,6 +84,7 @@ class NoteReader:
         self._cache: OrderedDict[str, Reading] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._fit_lock = threading.Lock()
 
     @property
     def encoder(self) -> MiniLMEncoder:
@@ -98,7 +99,13 @@ class NoteReader:
         self.__init__(state["intent_set"], None, state["cache_size"])
 
     def _fit(self) -> None:
-        if self._prototypes is None:
+        """Fit the probe once. Why the lock and the local build: threads reading a fresh reader at once must never
+        see the prototypes without the probe (double-checked: after the first fit, no lock is taken)."""
+        if self._probe is not None:
+            return
+        with self._fit_lock:
+            if self._probe is not None:
+                return
             from sklearn.linear_model import LogisticRegression
 
             vectors, labels = [], []
@@ -106,8 +113,10 @@ class NoteReader:
                 for sentence in spec.prototypes:
                     vectors.append(self.encoder.encode(sentence))
                     labels.append(spec.name)
-            self._prototypes = np.stack(vectors)
-            self._probe = LogisticRegression(C=PROBE_C, max_iter=5000).fit(self._prototypes, labels)
+            prototypes = np.stack(vectors)
+            probe = LogisticRegression(C=PROBE_C, max_iter=5000).fit(prototypes, labels)
+            self._prototypes = prototypes
+            self._probe = probe  # assigned last: a reader that sees the probe sees the prototypes too
 
     def probabilities(self, text: str) -> tuple[dict[str, float], float]:
         """(probability of each intent, best cosine similarity to any prototype).

@@ -109,3 +109,32 @@ def test_lean_encoder_matches_sentence_transformers():
     expected = reference.encode(texts, normalize_embeddings=True)
     ours = shared_encoder().encode_many(texts)
     assert np.allclose(ours, expected, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_threads_reading_a_fresh_reader_at_once_all_get_readings():
+    """8 threads' first reads of one fresh reader: none may see the prototypes without the probe (it crashed with
+    "'NoneType' object has no attribute 'classes_'" when the fit assigned them one after the other unlocked)."""
+    import threading
+    import time
+
+    fresh = NoteReader("searcher", encoder=shared_encoder())
+    n = 8
+    barrier, errors, intents = threading.Barrier(n), [], {}
+
+    def work(i: int) -> None:
+        barrier.wait()
+        time.sleep(0.01 * i)  # staggered: later threads arrive while the first fit is under way
+        try:
+            intents[i] = [fresh.read(f"search for item {i} {j}").intent for j in range(10)]
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(intents) == list(range(n)) and all(len(v) == 10 for v in intents.values())
+    assert fresh.read("search for item 0 0") is fresh.read("search for item 0 0")
