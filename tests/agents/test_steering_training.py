@@ -255,3 +255,53 @@ def test_fast_path_spearman_on_held_out_states_of_a_tiny_run(one_round_run, monk
         assert rep["across"] == pytest.approx(float(stats.spearmanr(z, q)[0]))
     else:
         assert np.isnan(rep["across"])
+
+
+def test_encoder_steerer_builds_its_inputs_on_its_parameters_device():
+    """The trainer's ``place`` moves the steerer to a GPU; every input tensor must follow it. The "meta" device
+    stands in for CUDA here: a tensor built on the CPU meets the moved parameters and raises a device mismatch."""
+    from agents.steering.steerer import SlowSample
+
+    for fast_input in ("encoder", "stats"):
+        steerer = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 10, span_hash_dim=1 << 8,
+                                 fast_input=fast_input).to("meta")
+        assert steerer.device.type == "meta"
+        z = steerer.fast_scores([OBS, OBS])
+        assert z.device.type == "meta" and tuple(z.shape) == (2,)
+    h = steerer.hidden_states([OBS])
+    assert h.device.type == "meta" and tuple(h.shape) == (1, steerer.hidden)
+    pos = next(i for i, o in enumerate(steerer.options) if o.needs_argument)
+    spans = argument_candidates(OBS, steerer.max_arguments)
+    logits = steerer._argument_logits(OBS, h[0], pos, spans)
+    assert logits.device.type == "meta" and tuple(logits.shape) == (len(spans),)
+    sample = SlowSample(steerer.options[pos], spans[0], "", "", {"option_pos": pos, "arg_pos": 0, "spans": spans})
+    logp = steerer.slow_logprobs(OBS, [sample, sample])
+    assert logp.device.type == "meta" and tuple(logp.shape) == (2,)
+
+
+class _DeviceOnlyTensor(torch.Tensor):
+    """A tensor that, like a CUDA one, cannot become numpy before ``.cpu()``."""
+
+    def numpy(self, *args, **kwargs):
+        raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() first")
+
+    def cpu(self, *args, **kwargs):
+        return super().cpu(*args, **kwargs).as_subclass(torch.Tensor)
+
+
+def test_fast_path_spearman_reads_scores_of_a_steerer_on_an_accelerator():
+    from agents.steering.evaluate import fast_path_spearman, select_tasks
+    from agents.steering.rollouts import make_steering_env
+
+    steerer = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 10, span_hash_dim=1 << 8)
+    real_scores = steerer.fast_scores
+    steerer.fast_scores = lambda observations: real_scores(observations).as_subclass(_DeviceOnlyTensor)
+    with pytest.raises(TypeError, match="cpu"):  # the stand-in behaves like a CUDA tensor
+        steerer.fast_scores([OBS]).float().numpy()
+    ids = select_tasks("dev", benchmarks=["nq"], max_per_benchmark=1, seed=3)
+    env = make_steering_env("sim:default", "dev", action_mode="discrete", benchmarks=["nq"])
+    try:
+        rep = fast_path_spearman(env, steerer, ids, G=2, N=1, max_states=3)
+    finally:
+        env.close()
+    assert 0 < rep["states"] <= 3 and rep["tasks"] == 1
