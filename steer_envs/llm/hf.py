@@ -58,6 +58,17 @@ class SampledGeneration:
     token_ids: list[int]
 
 
+def forked_cuda_devices(device: Any) -> list[int]:
+    """The CUDA devices whose RNG a seeded ``generate`` on ``device`` draws from: ``fork_rng`` must save and restore
+    them too, or the seed replaces the caller's CUDA RNG state for good (``[]`` for a CPU model)."""
+    import torch
+
+    device = torch.device(device)
+    if device.type != "cuda":
+        return []
+    return [device.index if device.index is not None else torch.cuda.current_device()]
+
+
 class HFBackend:
     """A transformers causal LM on CPU (or ``device``). Thread-safe: calls are serialised by a lock."""
 
@@ -207,7 +218,7 @@ class HFBackend:
         if not config.greedy:
             settings.update(temperature=config.temperature, top_p=config.top_p, top_k=0)
         criteria = StoppingCriteriaList([_stop_criteria(self.tokenizer, config.stop, prompt_len)] if config.stop else [])
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
+        with torch.random.fork_rng(devices=forked_cuda_devices(self.model.device)), torch.no_grad():
             if config.seed is not None:
                 torch.manual_seed(config.seed)
             out = self.model.generate(

@@ -100,3 +100,27 @@ def test_continuation_logprobs_carry_gradients_and_agree_with_next_token(tiny_ba
     per_token = tiny_backend.continuation_logprobs([PROMPTS[1]], [" no answer here"], reduce="none", grad=False)
     assert per_token[0].sum().item() == pytest.approx(lp[1].item(), abs=1e-4)
     assert not per_token[0].requires_grad
+
+
+def test_seeded_sampling_forks_the_cuda_rng_of_a_model_on_cuda(tiny_backend, monkeypatch):
+    """A seeded generate on a CUDA model reseeds that device's RNG: fork_rng must cover it so the caller's CUDA RNG
+    comes back untouched. No GPU here: the model reports cuda:1 and the fork's arguments are read."""
+    from types import SimpleNamespace
+
+    from steer_envs.llm.hf import forked_cuda_devices
+
+    assert forked_cuda_devices("cpu") == [] and forked_cuda_devices(torch.device("cuda", 1)) == [1]
+    forks = []
+
+    class Stop(Exception):
+        pass
+
+    def fork_rng(devices=None, **kwargs):  # records what would be forked, then stops before generate
+        forks.append(list(devices))
+        raise Stop
+
+    monkeypatch.setattr(torch.random, "fork_rng", fork_rng)
+    monkeypatch.setattr(tiny_backend, "model", SimpleNamespace(device=torch.device("cuda", 1)))
+    with pytest.raises(Stop):
+        tiny_backend._sample_batch(PROMPTS[:1], GenerationConfig(max_new_tokens=4, temperature=1.0, seed=7))
+    assert forks == [[1]]
