@@ -13,8 +13,13 @@ are assembled in env order exactly as SyncVectorEnv assembles them: for a determ
 observations, rewards, flags and infos equal SyncVectorEnv's for the same seeds.
 
 >>> envs = make_concurrent_vec("steer_envs/SearchSteering-v0", 64, executor="openai:qwen@http://127.0.0.1:8000/v1")
->>> envs = gymnasium.make_vec("steer_envs/SearchSteering-v0", 64, vectorization_mode="vector_entry_point",
+>>> spec = dataclasses.replace(gymnasium.spec("steer_envs/SearchSteering-v0"),
+...                            vector_entry_point=VectorEntryPoint("steer_envs/SearchSteering-v0"))
+>>> envs = gymnasium.make_vec(spec, 64, vectorization_mode="vector_entry_point",
 ...                           executor="openai:qwen@http://127.0.0.1:8000/v1", max_in_flight=64)  # the same
+
+The registered ids carry no ``vector_entry_point`` (gymnasium would make it ``make_vec``'s default, which refuses
+``wrappers=`` / ``vector_kwargs=``): ``gymnasium.make_vec(id, n)`` stays SyncVectorEnv.
 
 ``max_in_flight=None`` (the default) picks by executor kind: every env at once for I/O-bound kinds (``openai:``;
 :func:`~steer_envs.executors.registry.is_io_bound`), one (serial, in the calling thread: SyncVectorEnv's
@@ -210,9 +215,11 @@ def make_concurrent_vec(env_id: str, num_envs: int, max_in_flight: int | None = 
 
 @dataclass(frozen=True)
 class VectorEntryPoint:
-    """The ``vector_entry_point`` of a registered id: ``gymnasium.make_vec(id, n,
-    vectorization_mode="vector_entry_point", max_in_flight=..., **env_kwargs)`` builds a
-    :class:`ConcurrentVectorEnv` (gymnasium passes ``num_envs`` and the env's keyword arguments)."""
+    """A ``vector_entry_point`` building a :class:`ConcurrentVectorEnv` (gymnasium passes ``num_envs`` and the
+    env's keyword arguments). Not registered on the ids (it would become ``make_vec``'s default and break
+    ``wrappers=`` / ``vector_kwargs=``); opt in per call with a spec that carries it:
+    ``gymnasium.make_vec(dataclasses.replace(gymnasium.spec(id), vector_entry_point=VectorEntryPoint(id)), n,
+    vectorization_mode="vector_entry_point", max_in_flight=..., **env_kwargs)``, or in a registration of your own."""
 
     env_id: str
 

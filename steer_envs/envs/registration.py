@@ -38,15 +38,13 @@ def register_envs() -> None:
     (deterministic under a seed; pass ``executor=`` to ``gymnasium.make`` for another); GuidedSearch has no
     executor: the learner is the searcher.
 
-    Each id's ``vector_entry_point`` is the concurrent vector env (:mod:`steer_envs.vector`), so
-    ``gymnasium.make_vec(id, n)`` (no mode, or ``vectorization_mode="vector_entry_point"``) steps ``openai:``
-    episodes concurrently and everything else serially, as SyncVectorEnv does; ``"sync"`` and ``"async"`` still
-    give gymnasium's own classes (and accept ``wrappers=`` / ``vector_kwargs=``)."""
-    from ..vector import VectorEntryPoint
-
+    No id registers a ``vector_entry_point``: gymnasium (1.x) makes a registered one the *default* of
+    ``gymnasium.make_vec(id, n)`` and that mode refuses ``wrappers=`` and ``vector_kwargs=``, so registering it
+    would break every existing ``make_vec`` call. ``make_vec(id, n)`` stays gymnasium's SyncVectorEnv; the
+    concurrent vector env is opt-in: ``steer_envs.make_concurrent_vec(id, n, ...)`` (or a spec carrying
+    :class:`~steer_envs.vector.VectorEntryPoint`, see there)."""
     for entry in ENVS:
         env_id = f"{NAMESPACE}/{entry.name}"
         if env_id in gym.registry:
             continue
-        gym.register(id=env_id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs),
-                     nondeterministic=False, vector_entry_point=VectorEntryPoint(env_id))
+        gym.register(id=env_id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs), nondeterministic=False)

@@ -1,8 +1,9 @@
 """The concurrent vector env (steer_envs.vector): the same results as SyncVectorEnv for the same seeds (the
-deterministic simulator, several steps through autoresets), gymnasium.make_vec wiring, clean close; and over real
+deterministic simulator, several steps through autoresets), gymnasium.make_vec wiring (its default stays SyncVectorEnv), clean close; and over real
 HTTP against a loopback server with latency: bounded requests in flight, reused connections."""
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import gymnasium as gym
@@ -11,9 +12,10 @@ import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import steer_envs
+from steer_envs.envs.registration import env_ids
 from steer_envs.errors import SteerEnvsError
 from steer_envs.llm.latency_server import LatencyServer
-from steer_envs.vector import ConcurrentVectorEnv, make_concurrent_vec
+from steer_envs.vector import ConcurrentVectorEnv, VectorEntryPoint, make_concurrent_vec
 
 ENV_ID = "steer_envs/SearchSteering-v0"
 KW = {"split": "test", "max_turns": 3, "executor": "sim:default"}
@@ -68,11 +70,40 @@ def test_results_equal_sync_vector_env_through_autoresets(mode):
         sync.close()
 
 
+def test_make_vec_without_a_mode_is_gymnasiums_sync_env_with_wrappers_and_vector_kwargs():
+    """The ids register no vector_entry_point: gymnasium would make it make_vec's default and then refuse
+    ``wrappers=`` and ``vector_kwargs=`` (a break of every existing call)."""
+    wrapped = []
+
+    class Marking(gym.Wrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            wrapped.append(True)
+
+    for env_id in env_ids():
+        assert gym.spec(env_id).vector_entry_point is None, env_id
+    envs = gym.make_vec(ENV_ID, num_envs=2, wrappers=[Marking],
+                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **KW)
+    try:
+        assert type(envs) is SyncVectorEnv and len(wrapped) == 2
+        assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+        assert all(isinstance(e, Marking) for e in envs.envs)
+        envs.reset(seed=0)
+        envs.step(np.zeros(2, dtype=np.int64))
+    finally:
+        envs.close()
+    plain = gym.make_vec(ENV_ID, num_envs=2, **KW)
+    assert type(plain) is SyncVectorEnv
+    plain.close()
+
+
 def test_make_vec_and_make_concurrent_vec_build_it():
-    envs = gym.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", max_in_flight=2, **KW)
+    # The concurrent env is opt-in through gymnasium too: a spec carrying VectorEntryPoint (not the registered one).
+    spec = dataclasses.replace(gym.spec(ENV_ID), vector_entry_point=VectorEntryPoint(ENV_ID))
+    envs = gym.make_vec(spec, num_envs=3, vectorization_mode="vector_entry_point", max_in_flight=2, **KW)
     assert isinstance(envs, ConcurrentVectorEnv) and envs.max_in_flight == 2 and envs.num_envs == 3
     envs.close()
-    serial = gym.make_vec(ENV_ID, num_envs=2, **KW)  # no mode: the entry point; the simulator steps serially
+    serial = steer_envs.make_concurrent_vec(ENV_ID, 2, **KW)  # the simulator steps serially by default
     assert isinstance(serial, ConcurrentVectorEnv) and serial.max_in_flight == 1
     serial.close()
     assert type(gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="sync", **KW)) is SyncVectorEnv
