@@ -31,7 +31,7 @@ from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.envs.guided import GuidedSearchEnv
 
 from .rollout import reset_task, run_group
-from .search import ForkProbes
+from .search import ForkProbes, probe_outcome
 
 EPS = 1e-3
 
@@ -49,6 +49,9 @@ class BarrierReport:
     delta_logit: dict[int, float] = field(default_factory=dict)
     fork_env_steps: int = 0
     restart_env_steps: int = 0
+    #: measurements left out because every rollout behind them failed on a service (``steer_envs.failures``): a
+    #: failure is no outcome, so it neither lowers a Pass@K nor enters M_t
+    unknown: int = 0
 
     @property
     def fork_ratio(self) -> float:
@@ -67,9 +70,10 @@ def _potential_along(env: GuidedSearchEnv, learner, task_id: str, seed: int, K: 
         state = env.get_state()
         episode = state["episode"]
         if episode.done:
-            values.append(float(env.score() > 0))
+            values.append(float("nan") if episode.failure_source is not None else float(env.score() > 0))
             continue
-        values.append(float(any(t.success for t in run_group(env, learner, K, generator, start=state))))
+        passed = probe_outcome(run_group(env, learner, K, generator, start=state))
+        values.append(float("nan") if passed is None else float(passed))
         env.set_state(state)
         obs = env._observation()
         (action,), _ = learner.act([learner.view(obs)], generator)
@@ -91,13 +95,22 @@ def diagnose(learner, env: GuidedSearchEnv, task_ids: Sequence[str], label: str,
         length = len(env.reference_for(task_id) or ())
         probes = ForkProbes(env, learner, task_id, task_seed, K, generator, "prefix")
         for k in range(max_k + 1):
-            prefix[k].append(float(probes.probe(min(k, length))))
+            passed = probes.probe(min(k, length))
+            if passed is None:
+                report.unknown += 1
+            else:
+                prefix[k].append(float(passed))
         report.fork_env_steps += probes.cost.env_steps
         report.restart_env_steps += probes.cost.restart_env_steps
         for k in range(max_k + 1):
             reset_task(env, task_id, task_seed, min(k, length), "prompt")
             group = run_group(env, learner, K, generator)
-            prompt[k].append(float(any(t.success for t in group)))
+            passed = probe_outcome(group)
+            if passed is None:
+                report.unknown += 1
+            else:
+                prompt[k].append(float(passed))
+            group = [t for t in group if not t.failed]
             if k > 0:
                 steps = [s for t in group for s in t.steps if s.guided]
                 if steps:
@@ -106,15 +119,23 @@ def diagnose(learner, env: GuidedSearchEnv, task_ids: Sequence[str], label: str,
                         u = torch.cat([x.reshape(-1) for x in learner.token_logprobs([s.unguided_view for s in steps], [s.action for s in steps])])
                     finite = torch.isfinite(g) & torch.isfinite(u)
                     dlogit[k].append(float((g - u)[finite].abs().mean()) if finite.any() else 0.0)
-        potentials.append(_potential_along(env, learner, task_id, task_seed, K, horizon, generator))
+        along = _potential_along(env, learner, task_id, task_seed, K, horizon, generator)
+        report.unknown += sum(math.isnan(v) for v in along)
+        potentials.append(along)
     report.prefix_pass = {k: float(np.mean(v)) for k, v in sorted(prefix.items())}
     report.prompt_pass = {k: float(np.mean(v)) for k, v in sorted(prompt.items())}
     base = report.prompt_pass.get(0, 0.0)
     report.B = {k: math.log((v + EPS) / (base + EPS)) for k, v in report.prompt_pass.items()}
     report.delta_logit = {k: float(np.mean(v)) for k, v in sorted(dlogit.items())}
-    report.M = [float(x) for x in np.mean(np.asarray(potentials), axis=0)] if potentials else []
+    report.M = [_nanmean(col) for col in np.asarray(potentials).T] if potentials else []
     report.kappa = [report.M[t + 1] / report.M[t] if report.M[t] > 0 else float("nan") for t in range(len(report.M) - 1)]
     return report
+
+
+def _nanmean(values) -> float:
+    """The mean of the measured values (NaN: every rollout behind it failed); NaN when none was measured."""
+    finite = [float(v) for v in values if not math.isnan(v)]
+    return float(np.mean(finite)) if finite else float("nan")
 
 
 def barrier_table(reports: Sequence[BarrierReport]) -> str:

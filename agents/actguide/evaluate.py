@@ -34,6 +34,9 @@ class EvalEpisode:
     interventions: int = 0
     executor_turns: int = 0
     decisions: int = 0
+    #: a service failed during the episode (``steer_envs.failures``): it has no outcome, and success_rate / pass_at_k
+    #: leave it out instead of counting its 0 as a miss
+    failed: bool = False
 
 
 def evaluate(learner, env: GuidedSearchEnv, task_ids: Sequence[str], n: int, method: str, seed: int = 0,
@@ -46,21 +49,25 @@ def evaluate(learner, env: GuidedSearchEnv, task_ids: Sequence[str], n: int, met
         reset_task(env, task_id, int(np.random.default_rng([seed, i]).integers(2**31 - 1)), k)
         for r, traj in enumerate(run_group(env, learner, n, generator)):
             out.append(EvalEpisode(method, task_id, traj.benchmark, seed_offset + r, traj.f1, traj.em, traj.reward,
-                                   0, traj.turns, len(traj.steps)))
+                                   0, traj.turns, len(traj.steps), traj.failed))
     return out
 
 
 def pass_at_k(episodes: Sequence[EvalEpisode]) -> dict[str, bool]:
-    """task -> whether any of its episodes succeeded."""
+    """task -> whether any of its finished episodes succeeded (failed episodes are left out; a task whose episodes
+    all failed has no entry)."""
     out: dict[str, bool] = defaultdict(bool)
     for e in episodes:
-        out[e.task_id] |= e.reward > 0
+        if not e.failed:
+            out[e.task_id] |= e.reward > 0
     return dict(out)
 
 
 def success_rate(episodes: Sequence[EvalEpisode]) -> dict[str, float]:
-    """task -> mean success over its episodes."""
+    """task -> mean success over its finished episodes (failed episodes are left out; a task whose episodes all
+    failed has no entry)."""
     acc: dict[str, list[float]] = defaultdict(list)
     for e in episodes:
-        acc[e.task_id].append(float(e.reward > 0))
+        if not e.failed:
+            acc[e.task_id].append(float(e.reward > 0))
     return {t: float(np.mean(v)) for t, v in acc.items()}

@@ -5,6 +5,10 @@ succeeds, ``hi = mid`` else ``lo = mid + 1``; at most ``max_steps`` probe steps;
 monotone success function this finds the minimal successful ``k`` in at most ``⌈log2(L + 1)⌉`` steps. The search
 *fails* when no probed ``k`` succeeded, and then the fallback guider (full guidance, ``k = L``) takes over.
 
+A probe whose rollouts all failed on a service (``steer_envs.failures``) says nothing about ``k``: it answers None,
+and the search stops with ``unknown`` set (the trainer then leaves the group unguided for that iteration and counts
+it); failed rollouts among finished ones are ignored (a failure is not a "no success").
+
 Probes run through a :class:`ProbeRunner`: in prefix mode the states after ``0..L`` reference actions are built
 once and every probe forks from one of them (:class:`ForkProbes`); a probe that restarts from the prompt
 (:class:`RestartProbes`, and every probe in prompt mode) pays for the prefix again each time. Both count env steps.
@@ -25,11 +29,13 @@ from .rollout import RolloutPolicy, Trajectory, reset_task, run_group
 @dataclass
 class SearchResult:
     """``k`` the search settled on (``lo``), whether any probe succeeded (else the search failed: every probed
-    ``k`` stayed behind the barrier), and the probes ``(k, success)`` in order."""
+    ``k`` stayed behind the barrier), and the probes ``(k, success)`` in order. ``unknown``: the last probe's
+    rollouts all failed on a service, so the search stopped without an answer (``k`` and ``found`` say nothing)."""
 
     k: int
     found: bool
     probes: list[tuple[int, bool]] = field(default_factory=list)
+    unknown: bool = False
 
     @property
     def steps(self) -> int:
@@ -41,13 +47,17 @@ def max_search_steps(length: int) -> int:
     return math.ceil(math.log2(length + 1)) if length > 0 else 0
 
 
-def minimal_k(success_at: Callable[[int], bool], length: int, max_steps: int = 5) -> SearchResult:
-    """Binary search over ``k ∈ [0, length]`` for the smallest ``k`` with ``success_at(k)``."""
+def minimal_k(success_at: Callable[[int], bool | None], length: int, max_steps: int = 5) -> SearchResult:
+    """Binary search over ``k ∈ [0, length]`` for the smallest ``k`` with ``success_at(k)``; ``success_at`` returning
+    None (every rollout of the probe failed on a service) stops the search as ``unknown``."""
     lo, hi = 0, int(length)
     probes: list[tuple[int, bool]] = []
     while lo < hi and len(probes) < max_steps:
         mid = (lo + hi) // 2
-        ok = bool(success_at(mid))
+        answer = success_at(mid)
+        if answer is None:
+            return SearchResult(lo, False, probes, unknown=True)
+        ok = bool(answer)
         probes.append((mid, ok))
         if ok:
             hi = mid
@@ -70,8 +80,18 @@ class ProbeCost:
         self.restart_env_steps += other.restart_env_steps
 
 
+def probe_outcome(trajectories: list[Trajectory]) -> bool | None:
+    """Whether any finished trajectory succeeded; None when every one failed on a service (no outcome: the probe
+    says nothing about ``k``). A failed trajectory's 0 is never read as "no success"."""
+    finished = [t for t in trajectories if not t.failed]
+    if not finished:
+        return None
+    return any(t.success for t in finished)
+
+
 class ProbeRunner:
-    """``probe(k)`` runs ``n`` rollouts with guidance ``k`` on one task and says whether any succeeded."""
+    """``probe(k)`` runs ``n`` rollouts with guidance ``k`` on one task and says whether any succeeded (None: all of
+    them failed on a service; see :func:`probe_outcome`)."""
 
     def __init__(self, env: GuidedSearchEnv, policy: RolloutPolicy, task_id: str, seed: int, n: int,
                  generator: torch.Generator, mode: str, reference=None) -> None:
@@ -80,7 +100,7 @@ class ProbeRunner:
         self.cost = ProbeCost()
         self.trajectories: list[Trajectory] = []
 
-    def probe(self, k: int) -> bool:
+    def probe(self, k: int) -> bool | None:
         raise NotImplementedError
 
     def start_state(self, k: int) -> tuple[dict, int]:
@@ -95,7 +115,7 @@ class RestartProbes(ProbeRunner):
         spent = reset_task(self.env, self.task_id, self.seed, k, self.mode, self.reference)
         return self.env.get_state(), spent
 
-    def probe(self, k: int) -> bool:
+    def probe(self, k: int) -> bool | None:
         trajs = []
         for _ in range(self.n):  # each probe is a fresh episode from the prompt
             state, spent = self.start_state(k)
@@ -105,7 +125,7 @@ class RestartProbes(ProbeRunner):
             trajs.extend(group)
         self.cost.rollouts += self.n
         self.trajectories.extend(trajs)
-        return any(t.success for t in trajs)
+        return probe_outcome(trajs)
 
 
 class ForkProbes(ProbeRunner):
@@ -131,7 +151,7 @@ class ForkProbes(ProbeRunner):
             self._states.append((state, self._states[-1][1] + ran))
         return self._states[k][0], 0
 
-    def probe(self, k: int) -> bool:
+    def probe(self, k: int) -> bool | None:
         state, _ = self.start_state(k)
         prefix_searches = self._states[k][1]
         trajs = run_group(self.env, self.policy, self.n, self.generator, start=state)
@@ -140,7 +160,7 @@ class ForkProbes(ProbeRunner):
             self.cost.restart_env_steps += prefix_searches + t.env_steps
         self.cost.rollouts += self.n
         self.trajectories.extend(trajs)
-        return any(t.success for t in trajs)
+        return probe_outcome(trajs)
 
 
 def make_probes(env: GuidedSearchEnv, policy: RolloutPolicy, task_id: str, seed: int, n: int,

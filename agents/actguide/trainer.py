@@ -223,6 +223,9 @@ class ActGuideTrainer(TrainerBase):
         stats["probe_restart_env_steps"] += cost.restart_env_steps
         stats["search_steps"].append(result.steps)
         stats["searches_found"] += int(result.found)
+        if result.unknown:  # every rollout of a probe failed on a service: k is unknown, the group stays unguided
+            stats["searches_unknown"] += 1
+            return None, probes
         if result.found:
             return result.k, probes
         return (length, probes) if c.fallback else (None, probes)
@@ -231,7 +234,7 @@ class ActGuideTrainer(TrainerBase):
         c = self.config
         t0 = time.time()
         stats: dict[str, Any] = {"probe_rollouts": 0, "probe_env_steps": 0, "probe_restart_env_steps": 0,
-                                 "search_steps": [], "searches_found": 0}
+                                 "search_steps": [], "searches_found": 0, "searches_unknown": 0}
         groups: list[list[Trajectory]] = []
         rollouts, hard, rescued, unguided_success, ks = 0, 0, 0, [], []
         failed_trajectories = 0
@@ -273,6 +276,7 @@ class ActGuideTrainer(TrainerBase):
             "rescued_groups": rescued,
             "mean_k": float(np.mean(ks)) if ks else 0.0,
             "searches_found": stats["searches_found"],
+            "searches_unknown": stats["searches_unknown"],
             "mean_search_steps": float(np.mean(stats["search_steps"])) if stats["search_steps"] else 0.0,
             "probe_rollouts": stats["probe_rollouts"],
             "probe_env_steps": stats["probe_env_steps"],

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..errors import SteerEnvsError, unknown_name
+from ..failures import episode_failed
 
 #: longest tool result handed back to the model (characters); the rest is cut with a marker. TRL drops a tool
 #: result that would push a rollout past ``max_completion_length``, so long search results must be bounded
@@ -90,14 +91,21 @@ class SteerToolEnv:
         self._seen = str(obs.get("transcript", ""))
         return self._first_observation(obs)
 
-    def get_reward(self) -> float:
+    def get_reward(self) -> float | None:
         """The episode's return under the env's own reward (an unfinished supervision episode is played out with
-        passes first: the executor continues unsteered)."""
+        passes first: the executor continues unsteered).
+
+        None when a service failed (``steer_envs.failures.episode_failed``: the episode was truncated without an
+        outcome): TRL 1.16's GRPOTrainer reads a reward function's None as NaN, leaves the completion out of its
+        group's nan-mean / nan-std baseline and sets its advantage to 0, so a failure never enters the update (a 0
+        here would be read as a real, bad return)."""
         if not self.done and self.finish_by_passing and self._gym is not None and self.last_info:
             for _ in range(MAX_FINISH_STEPS):
                 if self.done:
                     break
                 self._act(self.pass_action)
+        if episode_failed(self.last_info):
+            return None
         return float(sum(self.rewards))
 
     # -- internals -----------------------------------------------------------------------------------------------

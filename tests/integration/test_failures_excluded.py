@@ -1,0 +1,99 @@
+"""A service failure never enters a reward, a label or a decision (review group G3): TRL's reward, ACTGUIDE-RL's
+k-search probes, its barrier diagnostics and evaluation, the baselines' fork averages and the hand-off benchmarks.
+
+Real parts: the loopback ``/retrieve`` server of ``test_failures_as_truncations`` over the real BM25 index, killed
+before the run (every search then fails after its retries)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from agents.actguide.barrier import diagnose
+from agents.actguide.config import ActGuideConfig
+from agents.actguide.evaluate import EvalEpisode, evaluate, pass_at_k, success_rate
+from agents.actguide.learners import build_learner
+from agents.actguide.rollout import Trajectory
+from agents.actguide.search import RestartProbes, minimal_k, probe_outcome
+from agents.actguide.tasks import make_env
+from agents.actguide.trainer import ActGuideTrainer
+from tests.integration.test_failures_as_truncations import RetrievalServer, bm25  # noqa: F401 - the fixture
+
+TASK = "musique/2hop__574419_270105"
+
+
+def small(**kw) -> ActGuideConfig:
+    base = dict(benchmarks=["musique", "nq"], tasks_per_benchmark=4, budget=24, batch_tasks=3, group_size=2,
+                max_turns=4, update_epochs=1)
+    base.update(kw)
+    return ActGuideConfig(**base)
+
+
+@pytest.fixture()
+def dead_spec(bm25):  # noqa: F811
+    """A retriever spec whose server is already gone (every request fails after the retries)."""
+    server = RetrievalServer(bm25)
+    server.kill()
+    return server.spec.replace("retries=1", "retries=0")
+
+
+# -- TRL: a failed episode's reward is None, which GRPOTrainer leaves out of its advantages ------------------------
+def test_trl_reward_of_a_failed_episode_is_none(dead_spec):
+    from steer_envs.integrations.trl import GuidedSearchTools
+
+    tools = GuidedSearchTools(split="dev", benchmarks=["hotpotqa"], retriever=dead_spec)
+    tools.reset(seed=0, task_id=tools.unwrapped.tasks[0].id)
+    tools.search("a query the dead server never answers")
+    assert tools.done and tools.last_info["failure_source"] == "retrieval"
+    assert tools.get_reward() is None
+
+
+# -- ACTGUIDE-RL's k search -------------------------------------------------------------------------------------
+def _traj(reward: float, failure: str | None = None) -> Trajectory:
+    return Trajectory("t", "b", 0, "prompt", reward=reward, failure=failure)
+
+
+def test_probe_outcome_ignores_failed_trajectories_and_is_none_when_all_failed():
+    assert probe_outcome([_traj(0.0, "retrieval: down"), _traj(1.0)]) is True
+    assert probe_outcome([_traj(0.0, "retrieval: down"), _traj(0.0)]) is False
+    assert probe_outcome([_traj(0.0, "retrieval: down"), _traj(0.0, "retrieval: down")]) is None
+
+
+def test_minimal_k_stops_as_unknown_on_a_probe_without_outcome():
+    answers = {2: False, 3: None}
+    result = minimal_k(answers.__getitem__, 4)
+    assert result.unknown and not result.found and result.probes == [(2, False)]
+    assert not minimal_k(lambda k: k >= 1, 4).unknown
+
+
+def test_probes_on_a_dead_retriever_are_unknown_and_the_trainer_leaves_the_group_unguided(dead_spec, tmp_path):
+    config = small()
+    env = make_env(config, retriever=dead_spec)
+    learner = build_learner("admissible", {})
+    probes = RestartProbes(env, learner, TASK, 5, 2, torch.Generator().manual_seed(0), "prompt")
+    assert probes.probe(1) is None and probes.cost.rollouts == 2
+    trainer = ActGuideTrainer(config, tmp_path / "run")
+    stats = {"probe_rollouts": 0, "probe_env_steps": 0, "probe_restart_env_steps": 0, "search_steps": [],
+             "searches_found": 0, "searches_unknown": 0}
+    k, _ = trainer._choose_k(env, learner, TASK, 5, 3, torch.Generator().manual_seed(0), stats)
+    assert k is None and stats["searches_unknown"] == 1 and stats["searches_found"] == 0
+
+
+def test_barrier_leaves_out_measurements_whose_rollouts_all_failed(dead_spec):
+    env = make_env(small(), split="dev", retriever=dead_spec)
+    ids = [env.tasks[0].id]
+    report = diagnose(build_learner("admissible", {}), env, ids, "initial", K=2, max_k=2, horizon=1)
+    assert report.prefix_pass == {} and report.prompt_pass == {} and report.unknown > 0
+    assert all(math.isnan(m) for m in report.M)
+
+
+# -- ACTGUIDE-RL's evaluation ---------------------------------------------------------------------------------------
+def test_evaluation_flags_failed_episodes_and_leaves_them_out(dead_spec):
+    env = make_env(small(), split="dev", retriever=dead_spec)
+    ids = [env.tasks[0].id]
+    episodes = evaluate(build_learner("admissible", {}), env, ids, 2, "a")
+    assert len(episodes) == 2 and all(e.failed for e in episodes)
+    assert success_rate(episodes) == {} and pass_at_k(episodes) == {}
+    mixed = [EvalEpisode("a", "t", "b", 0, 0.0, 0.0, 0.0, failed=True), EvalEpisode("a", "t", "b", 1, 1.0, 1.0, 1.0)]
+    assert success_rate(mixed) == {"t": 1.0} and pass_at_k(mixed) == {"t": True}
