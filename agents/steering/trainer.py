@@ -160,17 +160,26 @@ class SteeringTrainer(TrainerBase):
 
     # -- the loop -----------------------------------------------------------------------------------------------
     def run(self) -> TrainResult:
+        from contextlib import ExitStack
+
         from steer_envs.rollouts import using_pool
 
-        with using_pool(self.pool) as pool:  # a pool handed in stays open: it belongs to the caller
-            return self._run(pool)
+        with ExitStack() as pools:
+            pool = pools.enter_context(using_pool(self.pool))  # a pool handed in stays open: it belongs to the caller
+            return self._run(pool, pools)
 
-    def _run(self, pool) -> TrainResult:
+    def _run(self, pool, pools=None) -> TrainResult:
+        from steer_envs.rollouts import concurrent_pool, executor_of, using_pool
+
         c = self.config
         cpu_thread_default(c.device, c.backbone_args.get("device"))
         start = time.time()
         resuming = self._prepare_run_dir()
         env = self._build_env()
+        if pools is not None:
+            # one pool for the whole run: an ``auto`` pool with an I/O-bound executor becomes a threads pool here,
+            # once, instead of a fresh one (its 16 env replicas rebuilt) on every collect/measure call
+            pool = pools.enter_context(using_pool(concurrent_pool(pool, executor_of(env))))
         options = options_from_catalogue(env.unwrapped.catalogue)
         steerer = self.place(self._steerer or build_steerer(c.backbone, options, self.model_args(c.backbone_args)))
         steerer.set_action_mode(c.action_mode)

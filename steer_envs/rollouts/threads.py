@@ -15,6 +15,7 @@ from __future__ import annotations
 import pickle
 import threading
 import traceback
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -37,9 +38,13 @@ class ThreadPool(RolloutPool):
     def _run(self, key: str, data: bytes, item: Any) -> Any:
         local = self._local
         if not hasattr(local, "jobs"):
-            local.jobs, local.cache = {}, WorkerCache()
-        if key not in local.jobs:
+            local.jobs, local.cache = OrderedDict(), WorkerCache()
+        if key in local.jobs:
+            local.jobs.move_to_end(key)
+        else:
             local.jobs[key] = pickle.loads(data)
+            while len(local.jobs) > local.cache.capacity:  # bounded as the setups are: a long-lived pool sees
+                local.jobs.popitem(last=False)  # many jobs (a trainer's every round), each holding its env
         job = local.jobs[key]
         return job.run(local.cache.state(key, job), item)
 

@@ -79,3 +79,38 @@ def test_evaluation_on_an_openai_executor_keeps_episodes_in_flight(tmp_path):
         counts = server.counters()
     assert outcome.ran == 6 and all(r.failure is None for r in outcome.records)
     assert counts["requests"] >= 12 and counts["peak_in_flight"] >= 3  # 6 episodes in flight, not one at a time
+
+
+def test_a_long_lived_threads_pool_keeps_a_bounded_number_of_jobs_per_thread():
+    from steer_envs.rollouts.threads import ThreadPool
+
+    with ThreadPool(PoolConfig("threads", 1)) as pool:
+        for offset in range(10):  # ten different jobs (a trainer's many rounds), one thread
+            assert pool.map(Job(Offset(offset), add_and_name_the_thread), [1])[0][0] == offset + 1
+        held = pool._threads.submit(lambda: (len(pool._local.jobs), pool._local.cache.capacity)).result()
+    assert held[0] == held[1] == 4  # as many jobs as setups are kept, not one per job ever seen
+
+
+def test_a_steering_run_on_an_io_bound_executor_opens_one_threads_pool(tmp_path, monkeypatch):
+    """The state bank and every round's continuations share one threads pool (not a fresh one, its 16 replicas
+    rebuilt, per call); the run's labels are those of the local pool."""
+    from agents.steering.config import SteeringConfig
+    from agents.steering.trainer import SteeringTrainer
+    from steer_envs.rollouts.threads import ThreadPool
+
+    opened = []
+    real_init = ThreadPool.__init__
+
+    def counting_init(self, *args, **kwargs):
+        opened.append(self)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadPool, "__init__", counting_init)
+    with LatencyServer(0.0) as server:
+        config = SteeringConfig(m=2, k=2, G=2, N=1, bank_tasks=2, benchmarks=["nq"], eps_sel=0.5,
+                                executor=server.spec)
+        runs = {kind: SteeringTrainer(config, tmp_path / kind, pool=PoolConfig(kind)).run().log
+                for kind in ("auto", "local")}
+    assert len(opened) == 1 and opened[0].workers == 16
+    keys = ("states", "rollouts", "mean_q")
+    assert [[r[k] for k in keys] for r in runs["auto"]] == [[r[k] for k in keys] for r in runs["local"]]
