@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from agents.steering.features import split_observation
 from steer_envs.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from steer_envs.cpu_threads import cpu_thread_default
+from steer_envs.failures import episode_failed
 from steer_envs.rollouts import Job, env_setup, using_pool
 from steer_envs.wrappers import TextFeaturizer
 
@@ -38,31 +39,40 @@ class BCExample:
     label: int
 
 
-def _continue_passing(env: Any) -> float:
-    """Run an env (a fork) to the end without intervening; the final metric."""
+def _continue_passing(env: Any) -> dict:
+    """Run an env (a fork) to the end without intervening; the final step's info."""
     info: dict = {}
     terminated = truncated = False
     while not (terminated or truncated):
         _, _, terminated, truncated, info = env.step(0)
-    return float(info.get("f1", 0.0))
+    return info
 
 
-def _outcome(base_env: Any, action: int, seeds: list[int]) -> float:
+def _outcome(base_env: Any, action: int, seeds: list[int]) -> float | None:
+    """Mean final F1 of ``action`` then passing over the forks that finished; a fork cut short by a service failure
+    (``steer_envs.failures``) has no outcome and is skipped; None when none finished."""
     scores = []
     for seed in seeds:
         fork = base_env.fork(seed=seed)
         _, _, terminated, truncated, info = fork.step(action)
-        scores.append(float(info.get("f1", 0.0)) if (terminated or truncated) else _continue_passing(fork))
-    return float(np.mean(scores))
+        if not (terminated or truncated):
+            info = _continue_passing(fork)
+        if not episode_failed(info):
+            scores.append(float(info.get("f1", 0.0)))
+    return float(np.mean(scores)) if scores else None
 
 
-def proposal_gain(env: Any, item: tuple[dict, int, list[int]]) -> float:
+def proposal_gain(env: Any, item: tuple[dict, int, list[int]]) -> float | None:
     """Pool work function: restore the snapshot of ``item = (env state, action, seeds)`` and return the paired
-    gain of the proposed action over passing (mean outcome after it minus mean outcome without it)."""
+    gain of the proposed action over passing (mean outcome after it minus mean outcome without it); None when
+    every fork of either branch failed on a service (the proposal is then dropped, not labelled)."""
     state, action, seeds = item
     base = env.unwrapped
     base.set_state(state)
-    return _outcome(base, action, seeds) - _outcome(base, 0, seeds)
+    with_action, without = _outcome(base, action, seeds), _outcome(base, 0, seeds)
+    if with_action is None or without is None:
+        return None
+    return with_action - without
 
 
 def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float, margin: float, seed: int,
@@ -78,7 +88,7 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
     rng = np.random.default_rng(seed)
     proposals: list[tuple[np.ndarray, int]] = []
     items: list[tuple[dict, int, list[int]]] = []
-    stats = {"states": 0, "proposed": 0, "kept": 0}
+    stats = {"states": 0, "proposed": 0, "kept": 0, "failed": 0}
     for episode in tqdm(range(tasks), desc="filtered_bc collect", unit="task", disable=not context.progress,
                         dynamic_ncols=True):
         obs, _ = env.reset(seed=int(rng.integers(2**31)))
@@ -98,6 +108,9 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
     env.close()
     examples: list[BCExample] = []
     for (features, action), gain in zip(proposals, gains):
+        if gain is None:  # every fork of a branch failed on a service: no label either way
+            stats["failed"] += 1
+            continue
         keep = gain > margin
         stats["kept"] += int(keep)
         examples.append(BCExample(features, action if keep else 0))

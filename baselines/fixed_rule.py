@@ -23,6 +23,7 @@ import numpy as np
 from agents.base import play_episode
 from agents.steering.interventions import InterventionOption
 from steer_envs.errors import SteerEnvsError
+from steer_envs.failures import episode_failed
 
 from .registry import STEERING_ENV, MethodContext
 from .simple import PASS, NoSupervision, catalogue_options
@@ -94,8 +95,13 @@ def score_rules(context: MethodContext, rules: Sequence[tuple[str, int]], tasks_
             interventions = []
             for task_id, seed in pairs:
                 _, _, info = play_episode(env, policy, seed, task_id)
+                if episode_failed(info):  # a service failure is no outcome: left out of the means
+                    continue
                 f1[bench_of[task_id]].append(float(info["f1"]))
                 interventions.append(int(info["interventions"]))
+            if not interventions:
+                raise SteerEnvsError("fixed_rule: every dev episode failed on a service (see the episodes' "
+                                     "info['failure']); check the model and retrieval servers and rerun")
             return 100 * float(np.mean([np.mean(v) for v in f1.values()])), float(np.mean(interventions))
 
         base, _ = evaluate(NoSupervision())

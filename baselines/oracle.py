@@ -21,6 +21,7 @@ import numpy as np
 
 from steer_envs.envs.catalogue import STEERING
 from steer_envs.errors import SteerEnvsError
+from steer_envs.failures import episode_failed
 
 from .registry import MethodContext
 from .simple import PASS, catalogue_options
@@ -90,10 +91,14 @@ class Oracle:
         actions = [PASS] + sorted(set(self.index.values()))
         table = self._from_table(self._observation, self._hidden)
         values = {a: self._value(a, seeds) for a in actions}
-        return max(actions, key=lambda a: (values[a], a == table, a == PASS))
+        measured = [a for a in actions if values[a] is not None]  # every fork failed on a service: no value
+        if not measured:
+            return table
+        return max(measured, key=lambda a: (values[a], a == table, a == PASS))
 
-    def _value(self, action: int, seeds: list[int]) -> float:
-        """Mean F1 of ``action`` now and the table oracle afterwards, over re-seeded forks."""
+    def _value(self, action: int, seeds: list[int]) -> float | None:
+        """Mean F1 of ``action`` now and the table oracle afterwards, over the re-seeded forks that finished (a fork
+        cut short by a service failure has no outcome); None when none finished."""
         outcomes = []
         for seed in seeds:
             branch = self.env.fork(seed=seed)
@@ -103,8 +108,9 @@ class Oracle:
                 capped = int(info["interventions"]) >= self.max_interventions or hidden["situation"] in FINE
                 follow = PASS if capped else self._from_table(observation, hidden)
                 observation, _, terminated, truncated, info = branch.step(follow)
-            outcomes.append(float(info["f1"]))
-        return float(np.mean(outcomes))
+            if not episode_failed(info):
+                outcomes.append(float(info["f1"]))
+        return float(np.mean(outcomes)) if outcomes else None
 
 
 def _new_title(observation: Any) -> str:

@@ -24,16 +24,23 @@ from typing import Any
 import numpy as np
 
 from steer_envs.cpu_threads import cpu_thread_default
+from steer_envs.failures import episode_failed
 
 BARE_RETRY = "Reject:"
 
 
-def _continue(branch, first_action) -> float:
-    """Take ``first_action`` then pass to the end; the final F1."""
-    _, _, done, _, info = branch.step(first_action)
-    while not done:
-        _, _, done, _, info = branch.step("pass" if branch.config.action_mode == "text" else 0)
-    return float(info["f1"])
+def _continue(branch, first_action) -> float | None:
+    """Take ``first_action`` then pass to the end (terminated or truncated); the final F1, or None when a service
+    failure cut the branch short (``steer_envs.failures``: no outcome, the pair is dropped)."""
+    _, _, terminated, truncated, info = branch.step(first_action)
+    while not (terminated or truncated):
+        _, _, terminated, truncated, info = branch.step("pass" if branch.config.action_mode == "text" else 0)
+    return None if episode_failed(info) else float(info["f1"])
+
+
+def _mean(values) -> float | None:
+    finished = [v for v in values if v is not None]
+    return float(np.mean(finished)) if finished else None
 
 
 def credit(split: str = "dev", per_benchmark: int = 10, seeds: int = 4, options: bool = False, executor: str = "sim:default",
@@ -53,6 +60,7 @@ def credit(split: str = "dev", per_benchmark: int = 10, seeds: int = 4, options:
     diffs: dict[str, list[float]] = defaultdict(list)
     handoffs: dict[str, int] = defaultdict(int)
     landscape: dict[tuple[str, str], list[float]] = defaultdict(list)
+    failed_pairs = 0
     start = time.time()
     for i, task_id in enumerate(ids):
         env.reset(seed=i, options={"task_id": task_id})
@@ -62,24 +70,32 @@ def credit(split: str = "dev", per_benchmark: int = 10, seeds: int = 4, options:
             handoffs[h.sender] += 1
             passed = [_continue(base.fork(seed=s), "pass") for s in range(seeds)]
             retried = [_continue(base.fork(seed=s), BARE_RETRY) for s in range(seeds)]
-            diffs[h.sender].extend(r - p for r, p in zip(retried, passed))
+            diffs[h.sender].extend(r - p for r, p in zip(retried, passed) if r is not None and p is not None)
+            failed_pairs += sum(r is None or p is None for r, p in zip(retried, passed))
             if options:
                 for template in HANDOFF[1:]:
                     action = template.fill(base.task.question, base.pipeline.transcript)
-                    outcome = [_continue(base.fork(seed=s), action) for s in range(seeds)]
-                    landscape[(kind, template.name)].append(float(np.mean(outcome) - np.mean(passed)))
-            env.step("pass")
+                    outcome = _mean(_continue(base.fork(seed=s), action) for s in range(seeds))
+                    if outcome is not None and _mean(passed) is not None:
+                        landscape[(kind, template.name)].append(outcome - _mean(passed))
+            _, _, terminated, truncated, _ = env.step("pass")
+            if terminated or truncated:  # a truncation (a service failure) ends the episode too
+                break
         if progress:
             print(f"\r{i + 1}/{len(ids)} tasks", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
     roles = {}
-    for role, d in diffs.items():
-        a = np.asarray(d)
+    for role in handoffs:
+        a = np.asarray(diffs[role])
+        if not a.size:  # every pair of this role failed on a service: nothing measured
+            roles[role] = {"handoffs": handoffs[role], "pairs": 0, "changes": float("nan"), "raises": float("nan"),
+                           "lowers": float("nan"), "mean_delta_f1": float("nan")}
+            continue
         roles[role] = {"handoffs": handoffs[role], "pairs": int(a.size), "changes": float((a != 0).mean()),
                        "raises": float((a > 0).mean()), "lowers": float((a < 0).mean()), "mean_delta_f1": float(100 * a.mean())}
     report: dict[str, Any] = {"split": split, "tasks": len(ids), "seeds": seeds, "executor": executor, "max_turns": max_turns,
-                              "roles": roles, "wall_s": round(time.time() - start, 1)}
+                              "roles": roles, "failed_pairs": failed_pairs, "wall_s": round(time.time() - start, 1)}
     if options:
         report["landscape"] = {f"{k}|{o}": {"n": len(v), "mean_delta_f1": float(100 * np.mean(v)),
                                             "helps": float(np.mean(np.asarray(v) > 0)), "hurts": float(np.mean(np.asarray(v) < 0))}

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from steer_envs.cpu_threads import cpu_thread_default
+from steer_envs.failures import episode_failed
 
 from .harness.config import EvalConfig, episode_seed
 from .harness.records import EpisodeLog, EpisodeRecord
@@ -66,12 +67,16 @@ def calibrate(config: EvalConfig) -> dict[str, Any]:
                    max_turns=config.max_turns, task_ids=[t.id for t in tasks], data_dir=config.data_dir)
     rows: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     by_role: dict[str, list[int]] = defaultdict(list)
+    failed = 0
     for seed_index in range(config.seeds):
         for task in tasks:
             env.reset(seed=episode_seed(task.id, seed_index), options={"task_id": task.id})
-            done = False
-            while not done:
-                _, _, done, _, info = env.step(0)
+            terminated = truncated = False
+            while not (terminated or truncated):  # a truncation (a service failure) ends the episode too
+                _, _, terminated, truncated, info = env.step(0)
+            if episode_failed(info):  # no outcome: left out of the calibration, counted
+                failed += 1
+                continue
             pv = info["privileged"]
             rows[task.benchmark].append((info["f1"], info["agent_turns"], float(pv["right_answer_rejected"]),
                                          float(info["answer"] in (None, "insufficient evidence")), float(pv["verifier_strict"])))
@@ -90,6 +95,7 @@ def calibrate(config: EvalConfig) -> dict[str, Any]:
         "no_answer": float(np.mean([r[3] for r in every])),
         "turns_by_role": {r: float(np.mean(v)) for r, v in by_role.items()},
         "episodes": len(every),
+        "failed_episodes": failed,
     }
 
 

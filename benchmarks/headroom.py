@@ -29,6 +29,7 @@ from baselines.fixed_rule import FixedRule
 from baselines.oracle import Oracle
 from baselines.simple import NoSupervision, RandomIntervention
 from steer_envs.data import BENCHMARKS
+from steer_envs.failures import episode_failed
 
 #: the acceptance bar of the testbed-validity issue
 MIN_ORACLE_GAIN = 15.0
@@ -40,6 +41,8 @@ class PolicyResult:
     f1: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     interventions: list[int] = field(default_factory=list)
     turns: list[int] = field(default_factory=list)
+    #: episodes cut short by a service failure (``steer_envs.failures``): no outcome, left out of every mean
+    failed: int = 0
 
     @property
     def mean_f1(self) -> float:
@@ -77,6 +80,9 @@ def run(executor: str = "sim:default", split: str = "dev", limit: int = 40, seed
             for s in range(seeds):
                 seed = (zlib.crc32(task.id.encode()) * 1009 + s) % (2**31 - 1)
                 _, _, info = play_episode(env, policy, seed, task.id)
+                if episode_failed(info):
+                    result.failed += 1
+                    continue
                 result.f1[task.benchmark].append(float(info["f1"]))
                 result.interventions.append(int(info["interventions"]))
                 result.turns.append(int(info["executor_turns"]))

@@ -97,3 +97,52 @@ def test_evaluation_flags_failed_episodes_and_leaves_them_out(dead_spec):
     assert success_rate(episodes) == {} and pass_at_k(episodes) == {}
     mixed = [EvalEpisode("a", "t", "b", 0, 0.0, 0.0, 0.0, failed=True), EvalEpisode("a", "t", "b", 1, 1.0, 1.0, 1.0)]
     assert success_rate(mixed) == {"t": 1.0} and pass_at_k(mixed) == {"t": True}
+
+
+# -- baselines and benchmarks: a failed fork or episode is skipped, never averaged as F1 = 0 -------------------------
+@pytest.fixture()
+def dead_make(dead_spec, monkeypatch):
+    """``gymnasium.make`` with every env's retriever behind the dead server (the env itself is real)."""
+    import gymnasium
+
+    real = gymnasium.make
+
+    def make(env_id, **kwargs):
+        return real(env_id, retriever=dead_spec, **kwargs)
+
+    monkeypatch.setattr(gymnasium, "make", make)
+    return make
+
+
+def test_filtered_bc_and_oracle_skip_failed_forks(dead_make):
+    from baselines.filtered_bc import _outcome, proposal_gain
+    from baselines.oracle import Oracle
+
+    env = dead_make("steer_envs/SearchSteering-v0", split="dev", benchmarks=["hotpotqa"], max_turns=4,
+                    action_mode="discrete")
+    env.reset(seed=0, options={"task_id": env.unwrapped.tasks[0].id})
+    base = env.unwrapped
+    assert _outcome(base, 0, [1, 2]) is None  # before: 0.0, read as a real (bad) outcome
+    assert proposal_gain(env, (base.get_state(), 1, [1, 2])) is None
+    oracle = Oracle({"verify": 1}, 3, lookahead=2)
+    oracle.bind(base)
+    assert oracle._value(0, [1, 2]) is None
+
+
+def test_headroom_counts_failed_episodes_and_leaves_them_out(dead_make):
+    from benchmarks.headroom import run
+
+    results = run(limit=1, benchmarks=("hotpotqa",), max_turns=3, rules=False, lookahead=1)
+    assert results["none"].failed == 1 and not any(results["none"].f1.values())
+
+
+def test_handoff_credit_and_calibration_end_truncated_episodes_and_drop_failed_runs(dead_make):
+    from benchmarks.handoff_credit import credit
+    from benchmarks.handoff_results import calibrate
+    from benchmarks.harness.config import EvalConfig
+
+    report = credit("dev", per_benchmark=1, seeds=2, benchmarks=["nq"], progress=False)  # before: step after truncation
+    assert report["roles"] and all(row["pairs"] == 0 for row in report["roles"].values())
+    assert report["failed_pairs"] == 2 * sum(row["handoffs"] for row in report["roles"].values())
+    cal = calibrate(EvalConfig(benchmarks=("nq",), split="dev", seeds=1, limit=2, max_turns=30))
+    assert cal["failed_episodes"] == 2 and cal["episodes"] == 0
