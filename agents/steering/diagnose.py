@@ -67,8 +67,13 @@ def state_type(privileged: dict[str, Any], turn: int) -> str:
 
 
 def measure_bank(env, task_ids: Sequence[str], seed: int, N: int, seed_sets: int,
-                 progress: Callable[[int], None] | None = None) -> list[MeasuredState]:
-    """No-intervention rollouts of ``task_ids``; every state measured for pass and each catalogue option."""
+                 progress: Callable[[int], None] | None = None, dropped: list[str] | None = None) -> list[MeasuredState]:
+    """No-intervention rollouts of ``task_ids``; every state measured for pass and each catalogue option.
+
+    A state is kept only when every seed set measured its baseline and every option: a mean over continuations
+    that all failed is ``None`` (:class:`~agents.steering.rollouts.StateMeasurement`), not a return, and these
+    diagnostics compare the same options across seed sets. The task id of each state left out is appended to
+    ``dropped``."""
     base = env.unwrapped
     options = list(range(1, len(base.catalogue)))
     out = []
@@ -79,9 +84,14 @@ def measure_bank(env, task_ids: Sequence[str], seed: int, N: int, seed_sets: int
         for k in range(seed_sets):
             seeds = continuation_seeds([seed, j, k], N)
             m = measure_state(env, state, options, seeds, ACTION_MODE)
+            if not m.usable or len(m.valid) < len(m.returns):  # a failed measurement has no q: skip the state
+                break
             baselines.append(m.baseline)
             returns.append(m.returns)
-        out.append(MeasuredState(state.task_id, state.turn, kind, baselines, returns))
+        else:
+            out.append(MeasuredState(state.task_id, state.turn, kind, baselines, returns))
+        if len(baselines) < seed_sets and dropped is not None:
+            dropped.append(state.task_id)
         if progress:
             progress(1)
     return out
@@ -122,12 +132,15 @@ def diagnose(train_tasks: int = 200, rollouts: int = 3, test_tasks: int = 140, N
 
     # the number of states is known only once the rollouts are done: the bar counts measured states
     bar = tqdm(desc="measured states", unit="state", disable=not progress, dynamic_ncols=True)
-    train = measure_bank(train_env, train_ids, seed * 1_000_003 + 101, N, 1, lambda n: bar.update(n))
-    test = measure_bank(test_env, test_ids, seed * 1_000_003 + 202, N, 2, lambda n: bar.update(n))
+    dropped_train: list[str] = []
+    dropped_test: list[str] = []
+    train = measure_bank(train_env, train_ids, seed * 1_000_003 + 101, N, 1, lambda n: bar.update(n), dropped_train)
+    test = measure_bank(test_env, test_ids, seed * 1_000_003 + 202, N, 2, lambda n: bar.update(n), dropped_test)
     bar.close()
 
     report: dict[str, Any] = {"executor": executor, "N": N, "train_states": len(train), "test_states": len(test),
-                              "train_tasks": train_tasks, "rollouts_per_train_task": rollouts, "test_tasks": len(test_ids)}
+                              "train_tasks": train_tasks, "rollouts_per_train_task": rollouts, "test_tasks": len(test_ids),
+                              "dropped_train_states": len(dropped_train), "dropped_test_states": len(dropped_test)}
     for label, which, option in (("q_all", "all", None), ("q_search", "one", search)):
         q_train = q_values(train, which, 0, option)
         q_test, q_retest = q_values(test, which, 0, option), q_values(test, which, 1, option)

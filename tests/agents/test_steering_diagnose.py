@@ -55,3 +55,36 @@ def test_small_diagnosis_is_deterministic_and_consistent(monkeypatch):
         assert sum(t["test_states"] for t in r["types"].values()) == a["test_states"] == len(test)
         assert sum(t["train_states"] for t in r["types"].values()) == a["train_states"] == len(train)
     assert a["test_tasks"] == 14 and "| q_all |" in a["markdown"]
+
+
+@pytest.mark.slow  # real continuations of every catalogue option (~40 s on a loaded 2-core machine)
+def test_measure_bank_skips_states_whose_measurement_failed(monkeypatch):
+    """A measurement whose continuations all failed has a ``None`` baseline or return, not a q: the state is left
+    out (and counted) instead of entering the q arrays; the other states are kept as measured (real env, real
+    measurements, a failure injected into one of them)."""
+    import dataclasses
+
+    from agents.steering import diagnose as module
+    from agents.steering.evaluate import select_tasks
+    from agents.steering.rollouts import make_steering_env
+
+    real_measure = module.measure_state
+    calls = []
+
+    def measure_with_failures(*args, **kwargs):  # the 2nd call (first state, 2nd seed set): one option failed
+        m = real_measure(*args, **kwargs)
+        calls.append(m)
+        return dataclasses.replace(m, returns=[None, *m.returns[1:]]) if len(calls) == 2 else m
+
+    monkeypatch.setattr(module, "measure_state", measure_with_failures)
+    ids = select_tasks("dev", benchmarks=["nq"], max_per_benchmark=1, seed=3)
+    env = make_steering_env("sim:default", "dev", action_mode="discrete", benchmarks=["nq"])
+    try:
+        dropped: list[str] = []
+        states = module.measure_bank(env, ids, seed=5, N=1, seed_sets=2, dropped=dropped)
+    finally:
+        env.close()
+    assert dropped == ids and len(states) >= 1 and len(calls) == 2 * (len(states) + 1)
+    for s in states:
+        assert all(b is not None for b in s.baselines) and all(r is not None for rs in s.returns for r in rs)
+    assert np.isfinite(q_values(states, "all", 1)).all()
