@@ -86,6 +86,24 @@ def acceleration_checks(config: Any) -> list[tuple[bool, str]]:
     ]
 
 
+def check_data_parallel(num_processes: int, executor: str | None) -> None:
+    """Refuse data parallelism over a nondeterministic executor. Why: every process rolls out the batch itself and
+    relies on the seeds making those rollouts identical (it then takes its share of the micro-batches); with an
+    ``openai:`` or ``hf:`` executor the processes' rollouts diverge, so their gradients would belong to different
+    batches. ``executor=None`` (a trainer without one) and a single process always pass."""
+    if num_processes <= 1 or executor is None:
+        return
+    from steer_envs.executors.registry import is_deterministic
+
+    if not is_deterministic(executor):
+        raise SteerEnvsError(
+            f"data parallelism over {num_processes} processes needs a deterministic executor, but {executor!r} is not "
+            "(each process rolls out the same batch itself, and this executor's rollouts differ between processes); "
+            "run one process (drop `accelerate launch --num_processes`), or use a deterministic executor such as "
+            "'sim:default' or 'replay:...'"
+        )
+
+
 def fingerprint_without_defaults(config: Any, late_fields: Iterable[str]) -> str:
     """The config's hash with ``late_fields`` left out where they hold their default: fields added after run folders
     existed keep those folders' fingerprints (and so their resumability)."""
@@ -281,7 +299,9 @@ class TrainerBase:
         return self._folder
 
     def _prepare_run_dir(self) -> bool:
-        """Create or check the folder; return whether a checkpoint should be resumed."""
+        """Create or check the folder; return whether a checkpoint should be resumed. Refuses first a data-parallel
+        run that cannot give every process the same batch (:func:`check_data_parallel`)."""
+        check_data_parallel(self.num_processes, getattr(self.config, "executor", None))
         return self.folder.prepare(self.resume)
 
     def finished_log(self) -> list[dict[str, Any]]:

@@ -273,3 +273,14 @@ def test_two_processes_through_accelerate_launch_log_the_losses_of_one(tmp_path)
             for key in a:
                 assert b[key] == pytest.approx(a[key], abs=1e-5), (trainer, key)
     assert any(r["loss_rank"] > 0 for r in one["steering"]) and any(r["tokens"] > 0 for r in one["actguide"])
+
+
+def test_data_parallelism_is_refused_for_a_nondeterministic_executor():
+    from agents.trainer_base import check_data_parallel
+
+    for executor in ("openai:m@http://127.0.0.1:9/v1", "hf:Qwen/Qwen2.5-0.5B-Instruct"):
+        with pytest.raises(SteerEnvsError, match="(?s)needs a deterministic executor.*run one process"):
+            check_data_parallel(2, executor)
+        check_data_parallel(1, executor)  # one process: nothing to diverge
+    check_data_parallel(8, "sim:default")  # seeded: every process rolls out the same batch
+    check_data_parallel(8, None)  # a trainer without an executor
