@@ -146,3 +146,13 @@ def test_handoff_credit_and_calibration_end_truncated_episodes_and_drop_failed_r
     assert report["failed_pairs"] == 2 * sum(row["handoffs"] for row in report["roles"].values())
     cal = calibrate(EvalConfig(benchmarks=("nq",), split="dev", seeds=1, limit=2, max_turns=30))
     assert cal["failed_episodes"] == 2 and cal["episodes"] == 0
+
+
+def test_fixed_rule_scores_leave_failed_episodes_out_and_say_when_none_finished(dead_make, tmp_path):
+    from baselines.fixed_rule import score_rules
+    from baselines.registry import MethodContext
+    from steer_envs.errors import SteerEnvsError
+
+    context = MethodContext(benchmarks=("nq",), workdir=tmp_path, progress=False, max_turns=3)
+    with pytest.raises(SteerEnvsError, match="every dev episode failed on a service"):  # before: F1 0 as a score
+        score_rules(context, [("verify", 0)], tasks_per_benchmark=1, seeds=1)
