@@ -74,6 +74,25 @@ def _http(url, method="GET", body=None, key=KEY, raw=None):
         return exc.code, json.loads(exc.read() or b"null")
 
 
+def _announce_oversized_body(url, length):
+    """POST whose headers announce ``length`` body bytes, without sending them: the server answers 413 from the
+    header, and a client still writing a body it refused would hit a broken pipe, depending on timing."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        conn.putrequest("POST", parts.path)
+        for name, value in (("Content-Type", "application/json"), ("X-API-Key", KEY), ("Content-Length", str(length))):
+            conn.putheader(name, value)
+        conn.endheaders()
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"null")
+    finally:
+        conn.close()
+
+
 def _policy(obs):
     return NOTE if int(obs["turn"]) == 1 else "pass"
 
@@ -137,7 +156,7 @@ def test_http_sessions_and_clear_4xx(steering_server):
     assert status == 401 and "API key" in body["detail"]
     status, body = _http(f"{url}/sessions/{sid}/step", "POST", {"action": "pass"}, key="wrong")
     assert status == 401
-    status, body = _http(url + "/sessions", "POST", raw=b"x" * (2 << 20))
+    status, body = _announce_oversized_body(url + "/sessions", 2 << 20)
     assert status == 413 and "exceeds the limit" in body["detail"]
     status, body = _http(url + "/health", key=None)  # open without the key
     assert status == 200
