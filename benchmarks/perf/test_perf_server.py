@@ -1,10 +1,10 @@
 """The retrieval server under 8 concurrent clients: today's http.server implementation (checked out from git) and
 the FastAPI + uvicorn server with and without dynamic batching, side by side in one run (pytest-benchmark; run
-through ``python -m benchmarks.suite``)."""
+through ``python -m benchmarks.perf.suite``)."""
 from __future__ import annotations
 
-from benchmarks.perf_scale import current
-from benchmarks.retrieval_servers import run_comparison
+from benchmarks.perf.perf_scale import current
+from benchmarks.perf.retrieval_servers import run_comparison
 
 
 def test_retrieval_server_throughput(benchmark):
