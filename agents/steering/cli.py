@@ -58,6 +58,6 @@ def resume(args: argparse.Namespace, argv: list[str]) -> list[str]:
 
 
 def register(register_train_target) -> None:
-    from ..cli import TrainTarget
+    from steer_envs.cli.registry import Command as TrainTarget  # agents.cli.TrainTarget (no import back up)
 
     register_train_target(TrainTarget("steering", HELP, configure, run, resume=resume))
