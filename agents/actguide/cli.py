@@ -77,6 +77,13 @@ def configure_barrier(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--horizon", type=int, default=4, help="steps of M_t (default 4)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--regions", action="store_true",
+                        help="instead of the diagnostics, split the tasks into in-region / barrier / out of reach "
+                             "(regions.json, regions.md per model; agents/actguide/regions.py)")
+    parser.add_argument("--K-unguided", type=int, default=32,
+                        help="with --regions: unguided rollouts before a task counts as unreachable (default 32)")
+    parser.add_argument("--K-guided", type=int, default=8,
+                        help="with --regions: rollouts per hint size k = 1..--max-k (default 8)")
 
 
 def run_barrier(args: argparse.Namespace) -> int:
@@ -103,7 +110,12 @@ def run_barrier(args: argparse.Namespace) -> int:
             label = Path(spec).name
         env = make_env(config, split=args.split)
         ids = sample_tasks(env, args.tasks_per_benchmark, args.seed)
+        if args.regions:
+            _write_model_regions(args, learner, env, ids, label, out / label if len(args.model) > 1 else out)
+            continue
         reports.append(diagnose(learner, env, ids, label, args.K, args.max_k, args.horizon, args.seed))
+    if args.regions:
+        return 0
     table = barrier_table(reports)
     (out / "barrier.md").write_text(table + "\n")
     (out / "barrier.json").write_text(json.dumps([r.to_dict() for r in reports], indent=2) + "\n")
@@ -111,6 +123,15 @@ def run_barrier(args: argparse.Namespace) -> int:
     print(table)
     print(f"\nwritten: {out / 'barrier.md'}, {out / 'barrier.json'}, {out / 'barrier.png'}")
     return 0
+
+
+def _write_model_regions(args: argparse.Namespace, learner, env, ids: list[str], label: str, out: Path) -> None:
+    from .regions import RegionConfig, classify, region_table, write_regions
+
+    config = RegionConfig(k_unguided=args.K_unguided, k_guided=args.K_guided, max_k=args.max_k)
+    regions = classify(learner, env, ids, config, args.seed)
+    json_path, md_path = write_regions(regions, config, out, label)
+    print(f"{label} on {args.split}:\n{region_table(regions, config)}\n\nwritten: {json_path}, {md_path}")
 
 
 def resume(args: argparse.Namespace, argv: list[str]) -> list[str]:
