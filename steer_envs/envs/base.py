@@ -7,16 +7,15 @@ does (:meth:`SearchEnv._apply`).
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
+import difflib
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from ..data.records import Task
-from ..data.scoring import get_metric, squad_em
+from ..data.scoring import get_metric
 from ..data.tasks import load_task_file, load_tasks
 from ..errors import InvalidActionError, SteerEnvsError, unknown_name
 from ..executors.base import Executor, ExecutorContext, Intervention
@@ -24,34 +23,91 @@ from ..executors.registry import make_executor, parse_spec
 from ..meter import count_step
 from .catalogue import CATALOGUES, InterventionTemplate
 from .spaces import AnyText, discrete_index
+from .task_env import SearchTaskEnv
 
 ACTION_MODES = ("discrete", "text")
 MAX_GOAL_CHARS = 2000
 MAX_ACTION_CHARS = 1 << 20  # the action *space* bound; longer strings are accepted too (see _action_text)
 
 
+def option(default: Any, doc: str, **kwargs: Any) -> Any:
+    """A dataclass field that is an env option: ``doc`` (its meaning, shown by the env cards and ``option_docs``)
+    lives in the field's metadata, so the option list, its defaults and its documentation are written once."""
+    return field(default=default, metadata={"doc": doc}, **kwargs)
+
+
+class UnknownOptionError(SteerEnvsError, TypeError):
+    """``gymnasium.make(id, <keyword>=...)`` with a keyword the env has no option for (a ``TypeError`` too, as an
+    unexpected keyword argument is in Python)."""
+
+
 @dataclass(frozen=True)
 class EnvConfig:
-    """Constructor options of every search env (stored so forks and unpickling rebuild the same env)."""
+    """Constructor options of every search env: the single list of them (their defaults, types and docs; the
+    env cards, ``option_docs`` and the constructors read it). Stored on the env so forks and unpickling rebuild
+    the same env. An env with other options subclasses it (:class:`~.handoff.HandoffEnvConfig`)."""
 
-    executor: str = "sim:default"
-    benchmarks: tuple[str, ...] | None = None
-    split: str = "train"
-    task_ids: tuple[str, ...] | None = None
-    max_turns: int = 10
-    action_mode: str = "discrete"
-    intervention_cost: float = 0.0
-    metric: str = "f1"
-    data_dir: str | None = None
-    retriever: str = "bm25s"
-    topk: int = 3
-    max_transcript_chars: int = 6000
-    decision_every: int = 1
-    task_file: str | None = None  # a FlashRAG / Search-R1 JSONL task file instead of the shared benchmarks
+    executor: str = option(
+        "sim:default", "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ...")
+    benchmarks: tuple[str, ...] | None = option(None, "benchmarks to draw tasks from (default: all seven)")
+    split: str = option("train", "task split: train, dev or test")
+    task_ids: tuple[str, ...] | None = option(
+        None, "explicit task ids (default: every task of the benchmarks and split the executor supports)")
+    max_turns: int = option(10, "the executor's turn budget")
+    action_mode: str = option(
+        "discrete", "`discrete` (index into `env.unwrapped.catalogue`) or `text` (a free note, `pass` to pass)")
+    intervention_cost: float = option(0.0, "reward cost of each intervention")
+    metric: str = option("f1", "reward metric: f1, em, cover_em, ...")
+    data_dir: str | None = option(None, "data folder (default: $STEER_ENVS_DATA, else ../shared/data)")
+    retriever: str = option("bm25s", "retriever spec: `bm25s`, `lucene`, `http:<url>`, or a plugin's kind")
+    topk: int = option(3, "documents per search")
+    max_transcript_chars: int = option(6000, "how much of the transcript the observation shows")
+    decision_every: int = option(1, "executor turns between two decisions")
+    task_file: str | None = option(None, "a FlashRAG / Search-R1 JSONL task file instead of the shared benchmarks")
+    render_mode: str | None = option(None, "`ansi` (render returns the observation as text) or `human` (prints it)")
+
+    def __post_init__(self) -> None:
+        """Normalise what callers pass loosely (a benchmark name, lists, a path) and fail fast on bad values."""
+        benchmarks, task_ids = self.benchmarks, self.task_ids
+        if isinstance(benchmarks, str):
+            benchmarks = (benchmarks,)
+        object.__setattr__(self, "benchmarks", tuple(benchmarks) if benchmarks else None)
+        object.__setattr__(self, "task_ids", tuple(task_ids) if task_ids else None)
+        object.__setattr__(self, "intervention_cost", float(self.intervention_cost))
+        object.__setattr__(self, "task_file", str(self.task_file) if self.task_file else None)
+        if self.action_mode not in ACTION_MODES:
+            raise unknown_name("action_mode", self.action_mode, ACTION_MODES)
+        if not isinstance(self.max_turns, int) or self.max_turns < 1:
+            raise SteerEnvsError(f"max_turns must be a positive integer, got {self.max_turns!r}")
+        if not isinstance(self.decision_every, int) or self.decision_every < 1:
+            raise SteerEnvsError(f"decision_every must be a positive integer, got {self.decision_every!r}")
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def option_docs(cls) -> dict[str, str]:
+        """option -> its documentation (from the fields' metadata)."""
+        return {f.name: f.metadata.get("doc", "") for f in fields(cls)}
+
+    @classmethod
+    def from_options(cls, env_name: str = "this env", **options: Any) -> "EnvConfig":
+        """The config of ``gymnasium.make(id, **options)``; an unknown keyword is an error naming the valid ones."""
+        unknown = sorted(set(options) - set(cls.option_names()))
+        if unknown:
+            close = {name: difflib.get_close_matches(name, cls.option_names(), n=1) for name in unknown}
+            hints = "".join(f" ({name!r}: did you mean {match[0]!r}?)" for name, match in close.items() if match)
+            raise UnknownOptionError(
+                f"{env_name} has no option {', '.join(map(repr, unknown))}{hints}; its options: "
+                f"{', '.join(cls.option_names())} (documented in docs/envs/ and `env.unwrapped.option_docs`)")
+        return cls(**options)
 
 
-class SearchEnv(gym.Env):
-    """Base class; see the module docstring. ``kind`` names the catalogue in :data:`CATALOGUES`."""
+class SearchEnv(SearchTaskEnv):
+    """Base class of the supervision envs; see the module docstring. ``kind`` names the catalogue in
+    :data:`CATALOGUES`. What every search-task env shares (tasks, reset, scoring, render, forking, close) lives in
+    :class:`~steer_envs.envs.task_env.SearchTaskEnv`."""
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
     kind = "steering"
@@ -84,105 +140,57 @@ class SearchEnv(gym.Env):
                           "the episode is then truncated (terminated=False) with reward 0 for that step, a failure "
                           "and not an outcome (final step, only when it happened; `steer_envs.failures`)",
     }
-    option_docs: dict[str, str] = {
-        "executor": "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ...",
-        "benchmarks": "benchmarks to draw tasks from (default: all seven)",
-        "split": "task split: train, dev or test",
-        "task_ids": "explicit task ids (default: every task of the benchmarks and split the executor supports)",
-        "max_turns": "the executor's turn budget",
-        "action_mode": "`discrete` (index into `env.unwrapped.catalogue`) or `text` (a free note, `pass` to pass)",
-        "intervention_cost": "reward cost of each intervention",
-        "metric": "reward metric: f1, em, cover_em, ...",
-        "data_dir": "data folder (default: $STEER_ENVS_DATA, else ../shared/data)",
-        "retriever": "retriever spec: `bm25s`, `lucene`, `http:<url>`, or a plugin's kind",
-        "topk": "documents per search",
-        "max_transcript_chars": "how much of the transcript the observation shows",
-        "decision_every": "executor turns between two decisions",
-        "render_mode": "`ansi` (render returns the observation as text) or `human` (prints it)",
-        "task_file": "a FlashRAG / Search-R1 JSONL task file instead of the shared benchmarks",
-    }
+    #: the options (``gymnasium.make`` keywords) and their defaults, types and docs
+    config_class: type[EnvConfig] = EnvConfig
+    option_docs: dict[str, str] = EnvConfig.option_docs()
 
-    def __init__(
-        self,
-        executor: str = "sim:default",
-        benchmarks=None,
-        split: str = "train",
-        task_ids=None,
-        max_turns: int = 10,
-        action_mode: str = "discrete",
-        intervention_cost: float = 0.0,
-        metric: str = "f1",
-        data_dir: str | None = None,
-        retriever: str = "bm25s",
-        topk: int = 3,
-        max_transcript_chars: int = 6000,
-        decision_every: int = 1,
-        render_mode: str | None = None,
-        task_file: str | None = None,
-    ) -> None:
-        if action_mode not in ACTION_MODES:
-            raise unknown_name("action_mode", action_mode, ACTION_MODES)
-        if not isinstance(max_turns, int) or max_turns < 1:
-            raise SteerEnvsError(f"max_turns must be a positive integer, got {max_turns!r}")
-        if not isinstance(decision_every, int) or decision_every < 1:
-            raise SteerEnvsError(f"decision_every must be a positive integer, got {decision_every!r}")
+    def __init__(self, **options: Any) -> None:
+        """``options``: the fields of :attr:`config_class` (:class:`EnvConfig`), by keyword."""
+        config = self.config_class.from_options(type(self).__name__, **options)
+        render_mode = config.render_mode
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise unknown_name("render_mode", render_mode, self.metadata["render_modes"])
-        parse_spec(executor)  # fail fast, listing the valid kinds
-        get_metric(metric)  # fail fast on an unknown metric name
-        if isinstance(benchmarks, str):
-            benchmarks = (benchmarks,)
-        self.config = EnvConfig(
-            executor, tuple(benchmarks) if benchmarks else None, split, tuple(task_ids) if task_ids else None,
-            max_turns, action_mode, float(intervention_cost), metric, data_dir, retriever, topk,
-            max_transcript_chars, decision_every, str(task_file) if task_file else None,
-        )
+        parse_spec(config.executor)  # fail fast, listing the valid kinds
+        get_metric(config.metric)  # fail fast on an unknown metric name
+        self.config = config
         self.render_mode = render_mode
         self._tasks: list[Task] | None = None
-        self.executor: Executor = self._make_executor(
-            executor, ExecutorContext(retriever=retriever, data_dir=data_dir, max_turns=max_turns, topk=topk)
-        )
+        self.executor: Executor = self._make_executor(config.executor, ExecutorContext(
+            retriever=config.retriever, data_dir=config.data_dir, max_turns=config.max_turns, topk=config.topk))
         if not self.tasks:
-            hint = (f"; {executor} supports none of the {self._unsupported} that do (a replay covers only recorded "
-                    "tasks)") if self._unsupported else ""
-            raise SteerEnvsError(f"no tasks match benchmarks={benchmarks!r} split={split!r} task_ids={task_ids!r}"
-                                 + hint)
+            hint = (f"; {config.executor} supports none of the {self._unsupported} that do (a replay covers only "
+                    "recorded tasks)") if self._unsupported else ""
+            raise SteerEnvsError(f"no tasks match benchmarks={options.get('benchmarks')!r} split={config.split!r} "
+                                 f"task_ids={options.get('task_ids')!r}" + hint)
         self.catalogue: tuple[InterventionTemplate, ...] = CATALOGUES[self.kind]
         self.observation_space = self._observation_space()
         self.action_space = (
-            spaces.Discrete(len(self.catalogue)) if action_mode == "discrete" else AnyText(MAX_ACTION_CHARS)
+            spaces.Discrete(len(self.catalogue)) if config.action_mode == "discrete" else AnyText(MAX_ACTION_CHARS)
         )
         self.task: Task | None = None
         self.interventions = 0
         self._decisions = 0
         self._failure_reported = False
 
-    @property
-    def metric_fn(self):
-        """Looked up by name (metric functions are closures, which cannot be pickled)."""
-        return get_metric(self.config.metric)
-
-    # -- tasks (reloaded after unpickling instead of being copied) -------------------------------------------
-    @property
-    def tasks(self) -> list[Task]:
+    # -- tasks (reloaded after unpickling instead of being copied: SearchTaskEnv.tasks) ------------------------
+    def _load_tasks(self) -> list[Task]:
         """The tasks ``reset`` draws from. Without explicit ``task_ids``, only those the executor supports (a
         ``replay:`` env picks recorded tasks by default)."""
-        if self._tasks is None:
-            c = self.config
-            if c.task_file:
-                tasks = load_task_file(c.task_file, split=c.split)
-                wanted = set(c.task_ids or ())
-                tasks = [t for t in tasks if not wanted or t.id in wanted]
-            else:
-                tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
-            self._tasks = tasks if c.task_ids else [t for t in tasks if self.executor.supports_task(t)]
-            self._unsupported = len(tasks) - len(self._tasks)
-        return self._tasks
+        c = self.config
+        if c.task_file:
+            tasks = load_task_file(c.task_file, split=c.split)
+            wanted = set(c.task_ids or ())
+            tasks = [t for t in tasks if not wanted or t.id in wanted]
+        else:
+            tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
+        kept = tasks if c.task_ids else [t for t in tasks if self.executor.supports_task(t)]
+        self._unsupported = len(tasks) - len(kept)
+        return kept
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_tasks"] = None
-        return state
+    @property
+    def deterministic(self) -> bool:
+        """The executor's declaration (False for LLM-backed executors and pipelines with model roles)."""
+        return bool(getattr(getattr(self, "executor", None), "deterministic", False))
 
     # -- spaces and observations --------------------------------------------------------------------------------
     @property
@@ -218,9 +226,7 @@ class SearchEnv(gym.Env):
             "privileged": ex.privileged(),
         }
         if final:
-            info["f1"] = get_metric("f1")(ex.answer, task.golden_answers)
-            info["em"] = squad_em(ex.answer, task.golden_answers)
-            info["score"] = self.metric_fn(ex.answer, task.golden_answers)
+            info.update(self._scores(ex.answer, task.golden_answers))
             if ex.failure:
                 info["failure"] = ex.failure
             if getattr(ex, "failure_source", None) is not None:
@@ -228,29 +234,16 @@ class SearchEnv(gym.Env):
         return info
 
     # -- gymnasium API ---------------------------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        options = options or {}
-        task_id = options.get("task_id")
-        if task_id is not None:
-            matches = [t for t in self.tasks if t.id == task_id]
-            if not matches:
-                raise SteerEnvsError(
-                    f"task_id {task_id!r} is not among this env's {len(self.tasks)} tasks "
-                    f"(benchmarks={self.config.benchmarks}, split={self.config.split!r})"
-                )
-            self.task = matches[0]
-        else:
-            self.task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
-        executor_seed = int(self.np_random.integers(2**31 - 1))
-        self.executor.reset(self.task, seed=executor_seed)
+    def _begin(self, task: Task, episode_seed: int, options: dict[str, Any]) -> None:
+        """Reset the executor on ``task`` with the episode seed, then advance to the first decision point."""
+        self.task = task
+        self.executor.reset(task, seed=episode_seed)
         self.interventions = 0
         self._decisions = 0
         self._failure_reported = False
         self._after_reset()
-        return self._observation(), self._info(final=False)
 
-    def step(self, action):
+    def _step(self, action):
         if self.task is None:
             raise SteerEnvsError("call reset() before step()")
         if self._finished() and not self._failure_pending():
@@ -272,22 +265,16 @@ class SearchEnv(gym.Env):
         """A service failed after its retries and the episode has not reported it yet."""
         return getattr(self.executor, "failure_source", None) is not None and not self._failure_reported
 
-    def _truncate(self):
-        """Failures are not rewards (``steer_envs.failures``): the episode ends as truncated, reward 0 for the step,
-        the reason in ``info["failure"]`` and ``info["failure_source"]``."""
+    def _report_failure(self) -> None:
         self._failure_reported = True
-        return self._observation(), 0.0, False, True, self._info(final=True)
 
-    def render(self):
-        if self.render_mode is None or self.task is None:
-            return None
+    def _has_episode(self) -> bool:
+        return self.task is not None
+
+    def _render_text(self) -> str:
         from . import observation_text
 
-        text = observation_text(self._observation())
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return observation_text(self._observation())
 
     # -- actions ---------------------------------------------------------------------------------------------------
     def _decode(self, action) -> tuple[InterventionTemplate | None, str | None]:
@@ -333,35 +320,33 @@ class SearchEnv(gym.Env):
     def _finished(self) -> bool:
         return self.executor.done
 
-    # -- forking (GEM-style get_state / set_state) -------------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
-        """A picklable snapshot of the episode (executor state, counters, the env's RNG)."""
+    # -- forking (GEM-style get_state / set_state / fork: SearchTaskEnv; the episode's part here) -------------------
+    def _episode_state(self) -> dict[str, Any]:
+        """The episode: executor state and counters (the env's RNG is added by ``get_state``)."""
         return {
             "task": self.task,
             "interventions": self.interventions,
             "decisions": self._decisions,
             "executor": self.executor.get_state(),
-            "np_random": copy.deepcopy(self.np_random),
             "failure_reported": self._failure_reported,
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
+    def _restore_episode(self, state: dict[str, Any]) -> None:
         self.task = state["task"]
         self.interventions = state["interventions"]
         self._decisions = state["decisions"]
         self.executor.set_state(state["executor"])
-        self._np_random = copy.deepcopy(state["np_random"])
         self._failure_reported = state.get("failure_reported", False)
 
-    def fork(self, seed: int | None = None) -> "SearchEnv":
-        """An independent env continuing from this exact state. With ``seed``, the executor's (and the env's)
-        future randomness is re-seeded, so N forks with N seeds give N independent continuations."""
-        clone = copy.copy(self)
+    def _fork_episode(self, clone: "SearchEnv", seed: int | None) -> None:
         clone.executor = self.executor.fork()
-        clone._np_random = copy.deepcopy(self.np_random)
         if seed is not None:
             reseed = getattr(clone.executor, "reseed", None)
             if reseed is not None:
                 reseed(seed)
-            clone._np_random = np.random.default_rng(seed)
-        return clone
+
+    def _release_backends(self) -> None:
+        """The executor's (or pipeline's) backends: a model client's connections, the retriever reference."""
+        close = getattr(self.executor, "close", None)
+        if close is not None:
+            close()
