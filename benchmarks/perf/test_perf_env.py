@@ -17,7 +17,8 @@ import gymnasium as gym
 import pytest
 
 import steer_envs  # noqa: F401
-from steer_envs.executors.sim import PROFILE_DIR, retrieval_cache
+from steer_envs.executors.sim import PROFILE_DIR
+from steer_envs.retrieval import cache as retrieval_cache
 
 STEPS = 300
 

@@ -94,7 +94,7 @@ def test_envs_stepped_together(benchmark, backend):
     import gymnasium as gym
 
     import steer_envs  # noqa: F401
-    from steer_envs.executors.sim import retrieval_cache
+    from steer_envs.retrieval import cache as retrieval_cache
     from steer_envs.retrieval.collective import step_together
 
     if backend == "lucene":

@@ -16,34 +16,37 @@ are equal: an executed search looks the same whoever chose it.
 Action modes: ``text`` (any string in the protocol, for LLM policies) or ``discrete`` (an index into the admissible
 set of :mod:`steer_envs.envs.admissible`: candidate queries and answers built from the question and the retrieved
 documents, with a feature matrix per candidate for CPU policies; ``action_mask`` marks the filled slots, and an
-empty slot counts as an invalid action). The env is forkable (``get_state`` / ``set_state`` / ``fork``).
+empty slot counts as an invalid action; it is a ``MultiBinary`` space, the shape action-masking learners expect).
+The env is forkable (``get_state`` / ``set_state`` / ``fork``).
+
+What it shares with the supervision envs (task loading and picking, the reset order of RNG draws, scoring,
+failures as truncations, render, forking with the RNG's seed, close) lives in their common base,
+:class:`~steer_envs.envs.task_env.SearchTaskEnv`; this module holds what is its own: guidance, the search/answer
+protocol, the admissible set.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from ..data.records import Task
-from ..data.scoring import get_metric, squad_em
 from ..data.tasks import load_tasks
 from ..errors import InvalidActionError, ServiceError, SteerEnvsError, unknown_name
 from ..failures import failure_source
 from ..executors.prompts import get_prompt_template
 from ..executors.protocol import INVALID_ACTION_REPLY, parse_action, render_answer, render_information, render_search
-from ..executors.sim.retrieval_cache import cached_search
 from ..guidance.hint import format_hint
 from ..guidance.records import ANSWER, SEARCH, GuidanceAction, ReferenceSequence
 from ..guidance.store import SOURCE_KINDS, load_action_data
+from ..retrieval.cache import cached_search
 from ..retrieval.registry import make_retriever
 from .admissible import FEATURE_NAMES, HINT_COLUMNS, Candidate, RetrievedDoc, build_candidates, candidate_features
 from .spaces import AnyText, discrete_index
+from .task_env import ACTION_MODES, SearchTaskEnv
 
-ACTION_MODES = ("discrete", "text")
 GUIDANCE_MODES = ("prompt", "prefix")
 MAX_PROMPT_CHARS = 8000
 MAX_TRANSCRIPT_CHARS = 1 << 16
@@ -113,8 +116,10 @@ class EpisodeState:
         return self.failure_source is not None and not self.failure_reported
 
 
-class GuidedSearchEnv(gym.Env):
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+class GuidedSearchEnv(SearchTaskEnv):
+    """The search agent is the learner; see the module docstring."""
+
+    _transient = ("_tasks", "_retriever", "_candidates")
 
     # -- documentation read by the env cards (``steer-envs cards``, docs/envs/) ---------------------------------
     reward_doc = ("Terminal: the score of the agent's answer against the golden answers under `metric` (exact match "
@@ -194,28 +199,20 @@ class GuidedSearchEnv(gym.Env):
         guidance_answers: bool = True,
         render_mode: str | None = None,
     ) -> None:
-        if action_mode not in ACTION_MODES:
-            raise unknown_name("action_mode", action_mode, ACTION_MODES)
+        self._check_common_options(action_mode, max_turns, render_mode, metric)
         if guidance_mode not in GUIDANCE_MODES:
             raise unknown_name("guidance_mode", guidance_mode, GUIDANCE_MODES)
         if not isinstance(guidance_k, int) or guidance_k < 0:
             raise SteerEnvsError(f"guidance_k must be an integer >= 0 (0 = no guidance), got {guidance_k!r}")
-        if not isinstance(max_turns, int) or max_turns < 1:
-            raise SteerEnvsError(f"max_turns must be a positive integer, got {max_turns!r}")
         if max_queries < 1 or max_answers < 1:
             raise SteerEnvsError("max_queries and max_answers must be >= 1 (the admissible set needs both kinds)")
         if not 0.0 <= guidance_noise <= 1.0:
             raise SteerEnvsError(f"guidance_noise is a share of actions in [0, 1], got {guidance_noise!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise unknown_name("render_mode", render_mode, self.metadata["render_modes"])
-        get_metric(metric)
         get_prompt_template(prompt_template)
-        if isinstance(benchmarks, str):
-            benchmarks = (benchmarks,)
         if isinstance(guidance_sources, str):
             guidance_sources = (guidance_sources,)
         self.config = GuidedSearchConfig(
-            tuple(benchmarks) if benchmarks else None, split, tuple(task_ids) if task_ids else None, data_dir, retriever,
+            self._names(benchmarks), split, self._names(task_ids), data_dir, retriever,
             topk, max_turns, action_mode, metric, guidance_k, guidance_mode, tuple(guidance_sources),
             float(guidance_noise), int(guidance_noise_seed), max_queries, max_answers, prompt_template,
             bool(guidance_answers),
@@ -238,7 +235,7 @@ class GuidedSearchEnv(gym.Env):
         if action_mode == "discrete":
             obs["candidates"] = AnyText(MAX_TRANSCRIPT_CHARS)
             obs["features"] = spaces.Box(-1.0, 1.0, shape=(n, f), dtype=np.float32)
-            obs["action_mask"] = spaces.Box(0, 1, shape=(n,), dtype=np.int8)
+            obs["action_mask"] = spaces.MultiBinary(n)  # int8, as the observation's mask
         self.observation_space = spaces.Dict(obs)
         self.action_space = spaces.Discrete(n) if action_mode == "discrete" else AnyText(MAX_TRANSCRIPT_CHARS)
         self.state: EpisodeState | None = None
@@ -250,27 +247,21 @@ class GuidedSearchEnv(gym.Env):
         c = self.config
         return load_action_data(c.benchmarks, c.split, c.data_dir, sources=c.guidance_sources)
 
-    @property
-    def tasks(self) -> list[Task]:
-        if self._tasks is None:
-            c = self.config
-            tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
-            data = self.action_data
-            self._tasks = [t for t in tasks if data.reference(t.id, c.guidance_sources) is not None]
-        return self._tasks
+    def _load_tasks(self) -> list[Task]:
+        """The tasks with a reference action sequence (from the allowed sources)."""
+        c = self.config
+        tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
+        data = self.action_data
+        return [t for t in tasks if data.reference(t.id, c.guidance_sources) is not None]
+
+    def _task_hint(self) -> str:
+        return "; only tasks with a reference action sequence are included"
 
     @property
     def retriever(self):
         if self._retriever is None:
             self._retriever = make_retriever(self.config.retriever, data_dir=self.config.data_dir)
         return self._retriever
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_tasks"] = None
-        state["_retriever"] = None
-        state["_candidates"] = None
-        return state
 
     def reference_for(self, task_id: str) -> ReferenceSequence | None:
         """The task's reference sequence with this env's source preference and noise; without its answer actions
@@ -282,13 +273,13 @@ class GuidedSearchEnv(gym.Env):
         searches = tuple(a for a in seq.actions if a.name == SEARCH)
         return ReferenceSequence(seq.task_id, searches, seq.source) if searches else None
 
-    # -- gymnasium API ---------------------------------------------------------------------------------------------
+    # -- gymnasium API (SearchTaskEnv: reset picks the task, draws the episode seed, then _begin) -------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Options: ``task_id``; ``guidance_k`` and ``guidance_mode`` (this episode only); ``reference`` (a
         :class:`ReferenceSequence` to guide with instead of the task's own, e.g. a noisy or foreign one)."""
-        super().reset(seed=seed)
-        options = dict(options or {})
-        task = self._pick_task(options.get("task_id"))
+        return super().reset(seed=seed, options=options)
+
+    def _begin(self, task: Task, episode_seed: int, options: dict[str, Any]) -> None:
         k = options.get("guidance_k", self.config.guidance_k)
         mode = options.get("guidance_mode", self.config.guidance_mode)
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
@@ -299,22 +290,10 @@ class GuidedSearchEnv(gym.Env):
         if reference is not None and not isinstance(reference, ReferenceSequence):
             raise SteerEnvsError(f"options['reference'] must be a ReferenceSequence, got {type(reference).__name__}")
         k = min(int(k), len(reference)) if reference is not None else 0
-        self.state = EpisodeState(task, reference, k, mode, int(self.np_random.integers(2**31 - 1)))
+        self.state = EpisodeState(task, reference, k, mode, episode_seed)  # the episode seed shuffles the slots
         self._candidates = None
         if mode == "prefix" and k > 0:
             self.advance_prefix(k)
-        return self._observation(), self._info(final=False)
-
-    def _pick_task(self, task_id: str | None) -> Task:
-        if task_id is None:
-            return self.tasks[int(self.np_random.integers(len(self.tasks)))]
-        for task in self.tasks:
-            if task.id == task_id:
-                return task
-        raise SteerEnvsError(
-            f"task_id {task_id!r} is not among this env's {len(self.tasks)} tasks (benchmarks={self.config.benchmarks}, "
-            f"split={self.config.split!r}; only tasks with a reference action sequence are included)"
-        )
 
     def advance_prefix(self, n: int = 1) -> int:
         """Execute the next ``n`` reference searches of the episode's reference as a prefix (prefix mode, or a
@@ -336,7 +315,7 @@ class GuidedSearchEnv(gym.Env):
         self._candidates = None
         return ran
 
-    def step(self, action):
+    def _step(self, action):
         s = self._require_state()
         if s.done and not s.failure_pending:
             raise SteerEnvsError("the episode has ended; call reset() to start another")
@@ -367,25 +346,24 @@ class GuidedSearchEnv(gym.Env):
         reward = self.score() if s.done else 0.0
         return self._observation(), float(reward), s.done, False, self._info(final=s.done)
 
-    def _truncate(self):
-        """Failures are not rewards: truncated, reward 0, the reason in ``info`` (``steer_envs.failures``)."""
-        s = self._require_state()
-        s.failure_reported = True
-        return self._observation(), 0.0, False, True, self._info(final=True)
+    def _report_failure(self) -> None:
+        self._require_state().failure_reported = True
 
     def score(self) -> float:
         s = self._require_state()
-        return float(get_metric(self.config.metric)(s.answer, s.task.golden_answers))
+        return float(self.metric_fn(s.answer, s.task.golden_answers))
 
-    def render(self):
-        if self.render_mode is None or self.state is None:
-            return None
+    def _has_episode(self) -> bool:
+        return self.state is not None
+
+    def _render_text(self) -> str:
         obs = self._observation()
-        text = obs["prompt"] + obs["transcript"]
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return obs["prompt"] + obs["transcript"]
+
+    def _release_backends(self) -> None:
+        """The retriever reference (the instance is shared per process: ``make_retriever``) and the candidates."""
+        self._retriever = None
+        self._candidates = None
 
     # -- internals -----------------------------------------------------------------------------------------------
     def _require_state(self) -> EpisodeState:
@@ -502,32 +480,26 @@ class GuidedSearchEnv(gym.Env):
         }
         if final:
             info["answer"] = s.answer
-            info["f1"] = float(get_metric("f1")(s.answer, s.task.golden_answers))
-            info["em"] = float(squad_em(s.answer, s.task.golden_answers))
-            info["score"] = self.score()
+            info.update({name: float(value) for name, value in self._scores(s.answer, s.task.golden_answers).items()})
             if s.failure is not None:
                 info["failure"] = s.failure
                 info["failure_source"] = s.failure_source
         return info
 
-    # -- forking (GEM-style get_state / set_state) -----------------------------------------------------------------
-    def get_state(self) -> dict[str, Any]:
-        """A picklable snapshot of the episode and the env's RNG."""
-        return {"episode": self._require_state().copy(), "np_random": copy.deepcopy(self.np_random)}
+    # -- forking (GEM-style get_state / set_state / fork: SearchTaskEnv; the episode's part here) ----------------
+    def _episode_state(self) -> dict[str, Any]:
+        """The episode (the env's RNG and its seed are added by ``get_state``)."""
+        return {"episode": self._require_state().copy()}
 
-    def set_state(self, state: dict[str, Any]) -> None:
+    def _restore_episode(self, state: dict[str, Any]) -> None:
         self.state = state["episode"].copy()
-        self._np_random = copy.deepcopy(state["np_random"])
         self._candidates = None
 
-    def fork(self, seed: int | None = None) -> "GuidedSearchEnv":
-        """An independent env continuing from this exact state (the retriever and data are shared, read-only).
-        With ``seed`` the env's own RNG (task choice at the next reset) is re-seeded."""
-        clone = copy.copy(self)
+    def _fork_episode(self, clone: "GuidedSearchEnv", seed: int | None) -> None:
+        """The clone copies the episode; the retriever and data are shared, read-only. With ``seed`` the env's own
+        RNG (task choice at the next reset) is re-seeded (``fork``)."""
         clone.state = self.state.copy() if self.state is not None else None
         clone._candidates = None
-        clone._np_random = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self.np_random)
-        return clone
 
 
 __all__ = ["GuidedSearchConfig", "GuidedSearchEnv", "EpisodeState", "HINT_COLUMNS"]

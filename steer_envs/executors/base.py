@@ -157,6 +157,14 @@ class Executor(ABC):
         """Ground truth known only to a simulator (drift labels, hop progress). Empty for real executors."""
         return {}
 
+    def close(self) -> None:
+        """Release what the executor holds: its model backend's connections and threads (``backend.close()``, where
+        the backend has one). Idempotent, and the executor still runs afterwards (a client reconnects on use); forks
+        share the backend, so the env that built the executor closes it. Subclasses with other resources extend it."""
+        close = getattr(getattr(self, "backend", None), "close", None)
+        if close is not None:
+            close()
+
     def fork(self) -> "Executor":
         """An independent executor continuing from this exact state (shares only read-only resources)."""
         if not self.interactive:

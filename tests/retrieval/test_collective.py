@@ -4,7 +4,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 import steer_envs  # noqa: F401
-from steer_envs.executors.sim import retrieval_cache
+from steer_envs.retrieval import cache as retrieval_cache
 from steer_envs.retrieval import make_retriever
 from steer_envs.retrieval.collective import CollectiveBatcher, run_together, step_together
 

@@ -93,6 +93,16 @@ class Pipeline(SimResources):
             self._llm[role] = LLMRole(role, self.role_specs[role])
         return self._llm[role]
 
+    def close(self) -> None:
+        """Release the model roles' backends (their connections and threads, where a backend has ``close``) and the
+        references to the shared read-only resources; idempotent, and the pipeline still runs afterwards (both are
+        rebuilt on use). The env's ``close`` calls it."""
+        for role in self._llm.values():
+            close = getattr(role.backend, "close", None)
+            if close is not None:
+                close()
+        self._init_resources()
+
     def __getstate__(self) -> dict:
         return {**self._without_resources(dict(self.__dict__)), "_llm": {}}
 

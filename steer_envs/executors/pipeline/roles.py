@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ...data.scoring import f1 as f1_score
 from ...data.scoring import squad_normalize
 from ..sim.hops import fill_query, is_choice
-from ..sim.retrieval_cache import cached_search
+from ...retrieval.cache import cached_search
 from ..sim.situation import content_words
 from ..sim.thoughts import question_core
 from .messages import FAIL, NO_ANSWER, PASS, USER, Handoff, claimed_answer

@@ -39,6 +39,14 @@ class SimResources:
             self._thoughts = load_thought_bank(self.profile.thought_sources, self.context.data_dir)
         return self._thoughts  # type: ignore[return-value]
 
+    def close(self) -> None:
+        """Drop the references to the resources (the retriever instance is shared per process by
+        ``make_retriever``, so it is released, not shut down; they reload on use), then the base's ``close``."""
+        self._init_resources()
+        parent = getattr(super(), "close", None)
+        if parent is not None:
+            parent()
+
     def _share_resources(self, other: "SimResources") -> None:
         other._retriever, other._corpus, other._thoughts = self._retriever, self._corpus, self._thoughts
 

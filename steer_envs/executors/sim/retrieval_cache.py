@@ -1,62 +1,23 @@
-"""A per-process LRU cache of search results, keyed by (retriever, query, k), with timing counters.
-
-Simulated episodes re-issue the same queries often (same questions, repeated searches), so caching makes the
-simulator several times faster. Benchmarks switch it off (``set_enabled(False)``) to measure the real cost of
-search, and read :data:`STATS` for the share of time spent inside the retriever.
-"""
+"""Deprecated alias of :mod:`steer_envs.retrieval.cache` (the search-result cache is a retrieval concern; the
+simulator, the pipeline roles and GuidedSearch-v0 all use it). Every name resolves to the same object there (the
+cache and :data:`STATS` are shared, not copied), with a ``DeprecationWarning`` saying where it moved."""
 from __future__ import annotations
 
-import threading
-import time
-from collections import OrderedDict
-from dataclasses import dataclass
+import warnings
+from typing import Any
 
-from ...retrieval.base import Hit, Retriever
+from ...retrieval import cache as _cache
 
-MAX_ENTRIES = 50_000
+_NAMES = frozenset(_cache.__all__) | {"_CACHE", "_ENABLED", "_LOCK"}
 
 
-@dataclass
-class RetrievalStats:
-    calls: int = 0
-    misses: int = 0
-    seconds: float = 0.0
-
-    def reset(self) -> None:
-        self.calls = self.misses = 0
-        self.seconds = 0.0
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        warnings.warn(f"steer_envs.executors.sim.retrieval_cache.{name} moved to steer_envs.retrieval.cache.{name}; "
+                      "import it from there", DeprecationWarning, stacklevel=2)
+        return getattr(_cache, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-STATS = RetrievalStats()
-_CACHE: OrderedDict[tuple[str, str, int], tuple[Hit, ...]] = OrderedDict()
-_ENABLED = [True]
-#: envs in several threads share the cache (the concurrent vector env): an OrderedDict's move_to_end / popitem are
-#: not safe against each other; the search itself runs outside the lock
-_LOCK = threading.Lock()
-
-
-def set_enabled(enabled: bool) -> None:
-    _ENABLED[0] = bool(enabled)
-    if not enabled:
-        _CACHE.clear()
-
-
-def cached_search(retriever: Retriever, key: str, query: str, k: int) -> tuple[Hit, ...]:
-    cache_key = (key, query, k)
-    with _LOCK:
-        STATS.calls += 1
-        if _ENABLED[0]:
-            hit = _CACHE.get(cache_key)
-            if hit is not None:
-                _CACHE.move_to_end(cache_key)
-                return hit
-        STATS.misses += 1
-    start = time.perf_counter()
-    result = tuple(retriever.search(query, k))
-    with _LOCK:
-        STATS.seconds += time.perf_counter() - start
-        if _ENABLED[0]:
-            _CACHE[cache_key] = result
-            if len(_CACHE) > MAX_ENTRIES:
-                _CACHE.popitem(last=False)
-    return result
+def __dir__() -> list[str]:
+    return sorted(_NAMES)

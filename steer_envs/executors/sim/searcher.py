@@ -33,7 +33,7 @@ from .hops import Hop, build_hops, fill_query, is_choice
 from .profile import DRIFT_MODES, SimProfile
 from .resources import SimResources
 from .responses import RESPONSES, derail
-from .retrieval_cache import cached_search
+from ...retrieval.cache import cached_search
 from .situation import normalize_query as _normalize, situation_of
 from .thoughts import fill
 
