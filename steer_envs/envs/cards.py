@@ -3,7 +3,8 @@
 Why generated: a hand-written page drifts the first time a space, an option or the simulator changes. A card is
 built from what the code says: the registry entry, the constructor signature and its defaults, the spaces (in
 every action mode), the catalogue of discrete actions, the documented reward, observation and ``info`` keys
-(``reward_doc`` / ``observation_docs`` / ``info_docs`` / ``option_docs`` on the env class), and a sample episode
+(``reward_doc`` / ``observation_docs`` / ``info_docs`` on the env class; the options, their defaults and
+docs from its config dataclass, ``config_class``, e.g. :class:`~.base.EnvConfig`), and a sample episode
 played with a fixed seed and a fixed policy and rendered as text. ``steer-envs cards`` writes them to
 ``docs/envs/``; ``tests/envs/test_cards.py`` fails when a registered id has no card or its card is stale.
 
@@ -12,6 +13,7 @@ env added later is documented by the same command.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from dataclasses import dataclass
@@ -59,23 +61,43 @@ def _env_class(spec: gym.envs.registration.EnvSpec):
     return import_object(entry)
 
 
-def _options(creator, spec) -> list[tuple[str, str, str]]:
-    """(name, default, annotation) of the constructor's keyword options; registry kwargs override defaults."""
+def _option_fields(creator) -> list[tuple[str, Any, str, str | None]]:
+    """(name, default, annotation, doc) of each option: the env's config dataclass (``config_class``, whose field
+    metadata holds the docs) when it has one, else the constructor's keyword parameters (doc: None)."""
+    config_class = getattr(creator, "config_class", None) if inspect.isclass(creator) else None
+    if config_class is not None and dataclasses.is_dataclass(config_class):
+        def default(f: dataclasses.Field) -> Any:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+            return inspect.Parameter.empty
+
+        return [(f.name, default(f), str(f.type), f.metadata.get("doc")) for f in dataclasses.fields(config_class)]
     target = creator.__init__ if inspect.isclass(creator) else creator
     rows = []
     for name, param in inspect.signature(target).parameters.items():
         if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        default = spec.kwargs.get(name, param.default)
-        shown = "required" if default is inspect.Parameter.empty else f"`{default!r}`"
         annotation = "" if param.annotation is inspect.Parameter.empty else str(param.annotation)
-        rows.append((name, shown, annotation.replace("|", "\\|")))
+        rows.append((name, param.default, annotation, None))
+    return rows
+
+
+def _options(creator, spec) -> list[tuple[str, str, str, str]]:
+    """(name, default, annotation, doc) of the env's keyword options; registry kwargs override defaults. The doc
+    comes from the config field's metadata, else from the class's ``option_docs``."""
+    legacy_docs = dict(getattr(creator, "option_docs", {}) or {})
+    rows = []
+    for name, default, annotation, doc in _option_fields(creator):
+        default = spec.kwargs.get(name, default)
+        shown = "required" if default is inspect.Parameter.empty else f"`{default!r}`"
+        rows.append((name, shown, annotation.replace("|", "\\|"), doc or legacy_docs.get(name, "(undocumented)")))
     return rows
 
 
 def _accepts(creator, name: str) -> bool:
-    target = creator.__init__ if inspect.isclass(creator) else creator
-    return name in inspect.signature(target).parameters
+    return any(option == name for option, *_ in _option_fields(creator))
 
 
 def _space_rows(space: gym.Space) -> list[tuple[str, str]]:
@@ -215,7 +237,7 @@ def build_card(env_id: str) -> str:
 
     options = {k: v for k, v in SAMPLE_OPTIONS.items() if _accepts(creator, k)}
     env = gym.make(env_id, **options)
-    obs_docs, info_docs, option_docs = docs("observation_docs"), docs("info_docs"), docs("option_docs")
+    obs_docs, info_docs = docs("observation_docs"), docs("info_docs")
     lines += ["", "## Observation space", "", f"`{env.observation_space!r}`", ""]
     lines += _table(("key", "space", "meaning"), [(f"`{k}`" if k else "", f"`{v}`", obs_docs.get(k, "(undocumented)"))
                                                for k, v in _space_rows(env.observation_space)])
@@ -246,8 +268,7 @@ def build_card(env_id: str) -> str:
                      for k in info_keys])
     lines += ["", "## Options (keyword arguments of `gymnasium.make`)", ""]
     lines += _table(("option", "default", "type", "meaning"),
-                    [(f"`{n}`", d, f"`{a}`" if a else "", option_docs.get(n, "(undocumented)"))
-                     for n, d, a in _options(creator, spec)])
+                    [(f"`{n}`", d, f"`{a}`" if a else "", doc) for n, d, a, doc in _options(creator, spec)])
     lines += ["", "## Versioning", "", VERSIONING]
     lines += ["", "## A sample episode", "", "```text", sample.text, "```", ""]
     lines += [f"*Generated by `steer-envs cards` from steer-envs {__version__}; do not edit by hand.*", ""]

@@ -14,6 +14,7 @@ e.g. ``gymnasium.make("steer_envs/HandoffSteering-v0", roles={"verifier": "hf:ge
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from gymnasium import spaces
 from ..errors import SteerEnvsError
 from ..executors.base import ExecutorContext
 from ..executors.pipeline import RECEIVERS, ROLES, Handoff, Pipeline, make_pipeline
-from .base import MAX_GOAL_CHARS, SearchEnv
+from .base import MAX_GOAL_CHARS, EnvConfig, SearchEnv, option
 from .catalogue import InterventionTemplate
 from .spaces import AnyText
 
@@ -36,6 +37,31 @@ def split_rejection(text: str) -> tuple[bool, str]:
     if head.lower().startswith(REJECT_PREFIX):
         return True, head[len(REJECT_PREFIX):].strip()
     return False, text
+
+
+@dataclass(frozen=True)
+class HandoffEnvConfig(EnvConfig):
+    """The hand-off env's options: :class:`~.base.EnvConfig`'s, some with another default or meaning here, and
+    the pipeline's own (``roles``, ``history_handoffs``)."""
+
+    executor: str = option("sim:default", "`sim:<pipeline profile>` (`sim:default`) or `sim:/path/profile.json`; put "
+                                          "models into single roles with `roles`")
+    max_turns: int = option(30, "the pipeline's agent-turn budget (the last turn is always the summarizer's)")
+    action_mode: str = option("discrete", "`discrete` (index into `env.unwrapped.catalogue`) or `text` (`pass`, "
+                                          "`Reject: <feedback>`, or a note)")
+    max_transcript_chars: int = option(6000, "unused here (the history is bounded by `history_handoffs`)")
+    decision_every: int = option(1, "unused here (every hand-off is a decision)")
+    roles: dict[str, str] | None = option(
+        None, "role -> model spec, e.g. `{'verifier': 'hf:gemma-3-270m'}` (any `steer_envs.llm` spec)")
+    history_handoffs: int = option(8, "how many earlier hand-offs the observation shows")
+
+    def __post_init__(self) -> None:
+        history_handoffs, roles = self.history_handoffs, self.roles
+        if not isinstance(history_handoffs, int) or history_handoffs < 0:
+            raise SteerEnvsError(f"history_handoffs must be a non-negative integer, got {history_handoffs!r}")
+        if roles is not None and not isinstance(roles, dict):
+            raise SteerEnvsError(f'roles must map role names to model specs, e.g. {{"verifier": "hf:gemma-3-270m"}}; got {roles!r}')
+        super().__post_init__()
 
 
 class HandoffSteeringEnv(SearchEnv):
@@ -67,46 +93,17 @@ class HandoffSteeringEnv(SearchEnv):
         "handoffs": "hand-offs written so far",
         "rounds": "search rounds so far",
     }
-    option_docs: dict[str, str] = {
-        **SearchEnv.option_docs,
-        "executor": "`sim:<pipeline profile>` (`sim:default`) or `sim:/path/profile.json`; put models into single "
-                    "roles with `roles`",
-        "max_turns": "the pipeline's agent-turn budget (the last turn is always the summarizer's)",
-        "action_mode": "`discrete` (index into `env.unwrapped.catalogue`) or `text` (`pass`, `Reject: <feedback>`, or a note)",
-        "max_transcript_chars": "unused here (the history is bounded by `history_handoffs`)",
-        "decision_every": "unused here (every hand-off is a decision)",
-        "roles": "role -> model spec, e.g. `{'verifier': 'hf:gemma-3-270m'}` (any `steer_envs.llm` spec)",
-        "history_handoffs": "how many earlier hand-offs the observation shows",
-    }
+    config_class = HandoffEnvConfig
+    option_docs: dict[str, str] = HandoffEnvConfig.option_docs()
 
-    def __init__(
-        self,
-        executor: str = "sim:default",
-        benchmarks=None,
-        split: str = "train",
-        task_ids=None,
-        max_turns: int = 30,
-        action_mode: str = "discrete",
-        intervention_cost: float = 0.0,
-        metric: str = "f1",
-        data_dir: str | None = None,
-        retriever: str = "bm25s",
-        topk: int = 3,
-        max_transcript_chars: int = 6000,
-        decision_every: int = 1,
-        render_mode: str | None = None,
-        task_file: str | None = None,
-        roles: dict[str, str] | None = None,
-        history_handoffs: int = 8,
-    ) -> None:
-        if not isinstance(history_handoffs, int) or history_handoffs < 0:
-            raise SteerEnvsError(f"history_handoffs must be a non-negative integer, got {history_handoffs!r}")
-        if roles is not None and not isinstance(roles, dict):
-            raise SteerEnvsError(f'roles must map role names to model specs, e.g. {{"verifier": "hf:gemma-3-270m"}}; got {roles!r}')
-        self.roles = dict(roles or {})
-        self.history_handoffs = history_handoffs
-        super().__init__(executor, benchmarks, split, task_ids, max_turns, action_mode, intervention_cost, metric,
-                         data_dir, retriever, topk, max_transcript_chars, decision_every, render_mode, task_file)
+    @property
+    def roles(self) -> dict[str, str]:
+        """role -> model spec of the roles played by language models (the others are simulated)."""
+        return dict(self.config.roles or {})
+
+    @property
+    def history_handoffs(self) -> int:
+        return self.config.history_handoffs
 
     def _make_executor(self, spec: str, context: ExecutorContext) -> Pipeline:
         return make_pipeline(spec, context, self.roles)

@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-NAMESPACE = "steer_envs"
+from ..ids import NAMESPACE  # noqa: F401  (re-exported: the ids live in steer_envs.ids)
 
 
 @dataclass(frozen=True)
