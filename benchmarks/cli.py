@@ -1,4 +1,5 @@
-"""CLI commands contributed by ``benchmarks``: ``steer-envs eval``, ``steer-envs report``, ``steer-envs demo``."""
+"""CLI commands contributed by ``benchmarks``: ``steer-envs eval``, ``steer-envs report`` (a run folder or a results
+page), ``steer-envs demo``."""
 from __future__ import annotations
 
 import argparse
@@ -65,12 +66,28 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 # -- report ------------------------------------------------------------------------------------------------------
 def _configure_report(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", help="a run folder written by eval / demo / sweep")
+    from .pages import page_names
+
+    parser.add_argument("run_dir", metavar="RUN_DIR|PAGE",
+                        help="a run folder written by eval / demo / sweep (writes its report.md), or a results page "
+                             f"to rebuild from its run folders: {', '.join(page_names())}")
+    parser.add_argument("--out", help="PAGE only: the page's run folder(s) (default: the one its generator writes)")
+    parser.add_argument("--doc", help="PAGE only: where to write the page (default: docs/PAGE.md)")
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .harness.report import write_report
+    from steer_envs.errors import SteerEnvsError
 
+    from .harness.report import write_report
+    from .pages import get_page, page_names
+
+    if args.run_dir in page_names() and not Path(args.run_dir).is_dir():
+        doc = get_page(args.run_dir).build(args.out, args.doc)
+        print(f"wrote {doc}")
+        return 0
+    if args.out or args.doc:
+        raise SteerEnvsError(f"--out/--doc go with a results page ({', '.join(page_names())}); "
+                             f"{args.run_dir!r} is read as a run folder")
     path = write_report(args.run_dir)
     print(path.read_text(encoding="utf-8"))
     print(f"wrote {path} and plots in {path.parent / 'plots'}")
@@ -210,6 +227,8 @@ def register_commands() -> None:
     register_command(Command("compare", "rate-matched comparison: every knob chosen on dev, training seeds, equal "
                              "budgets, paired intervals (default split dev: the development loop)",
                              _configure_compare, _run_compare, resume=rerun))
-    register_command(Command("report", "write report.md and PNG plots for a run folder", _configure_report, _run_report))
+    register_command(Command("report", "write report.md and PNG plots for a run folder, or rebuild a results page "
+                             "(results, results_actguide, results_handoff, results_testbed) from its run folders",
+                             _configure_report, _run_report))
     register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
                              _configure_demo, _run_demo, resume=rerun))
