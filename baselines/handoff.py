@@ -18,28 +18,26 @@ from __future__ import annotations
 
 import json
 import math
-import zlib
 from typing import Any
 
 import numpy as np
 
-from agents.base import play_episode
 from agents.steering.agent import SteeringAgent
 from agents.steering.gate import sigmoid
 from steer_envs.data import load_tasks
+from steer_envs.episodes import calibration_seed, play_episode
 from steer_envs.errors import SteerEnvsError
 
+from .base import HANDOFF_DEPLOY_OPTIONS, HANDOFF_ENV, MethodContext
 from .fixed_rule import build_best_fixed_rule
-from .registry import MethodContext
 from .simple import RandomIntervention, catalogue_options
-from .steering import _rl, _untrained
+from .steering import trained_agent, untrained_agent
 
-HANDOFF_ENV = "steer_envs/HandoffSteering-v0"
 FEATURES = {"features": "handoff"}
 #: τ of an always-open gate: p = σ(z − logit τ) ≈ 1 for any z the steerer produces
 OPEN_GATE_TAU = 1e-12
 TAU_FILE = "tau_for_coverage.json"
-DEPLOY_OPTIONS = frozenset({"tau", "coverage", "every"})
+DEPLOY_OPTIONS = HANDOFF_DEPLOY_OPTIONS
 
 
 def dev_task_ids(context: MethodContext, per_benchmark: int) -> list[str]:
@@ -52,7 +50,7 @@ def coverage_of(env, agent: SteeringAgent, task_ids: list[str]) -> float:
     """Interventions per decision (= per agent turn) of ``agent`` on ``task_ids`` (fixed seeds per task)."""
     interventions = decisions = 0
     for task_id in task_ids:
-        _, n, info = play_episode(env, agent, zlib.crc32(task_id.encode()) & 0x7FFFFFFF, task_id)
+        _, n, info = play_episode(env, agent, calibration_seed(task_id), task_id)
         interventions += int(info["interventions"])
         decisions += n
     return interventions / max(1, decisions)
@@ -106,11 +104,12 @@ def _operating_point(agent: SteeringAgent, context: MethodContext) -> SteeringAg
 
 
 def build_handoff_zero_shot(context: MethodContext) -> SteeringAgent:
-    return _operating_point(_untrained(context, HANDOFF_ENV, "handoff_zero_shot", **FEATURES), context)
+    return _operating_point(untrained_agent(context, HANDOFF_ENV, "handoff_zero_shot", **FEATURES), context)
 
 
 def build_handoff_rl(context: MethodContext) -> SteeringAgent:
-    agent = _rl(context, HANDOFF_ENV, "handoff_rl", {"env_id": HANDOFF_ENV, "backbone_args": dict(FEATURES)})
+    agent = trained_agent(context, HANDOFF_ENV, "handoff_rl",
+                          {"env_id": HANDOFF_ENV, "backbone_args": dict(FEATURES)})
     return _operating_point(agent, context)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import time
-import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -23,13 +22,14 @@ import gymnasium as gym
 import numpy as np
 
 import steer_envs  # noqa: F401  (registers the ids)
-from agents.base import play_episode
 from agents.steering.interventions import options_from_catalogue
 from baselines.fixed_rule import FixedRule
 from baselines.oracle import Oracle
 from baselines.simple import NoSupervision, RandomIntervention
 from steer_envs.data import BENCHMARKS
+from steer_envs.episodes import dev_episode_seed, play_episode
 from steer_envs.failures import episode_failed
+from steer_envs.ids import STEERING_ENV
 
 #: the acceptance bar of the testbed-validity issue
 MIN_ORACLE_GAIN = 15.0
@@ -57,7 +57,7 @@ class PolicyResult:
 def run(executor: str = "sim:default", split: str = "dev", limit: int = 40, seeds: int = 1, p: float = 0.35,
         max_at: int = 3, benchmarks: tuple[str, ...] = BENCHMARKS, max_turns: int = 10, rules: bool = True,
         lookahead: int = 4) -> dict[str, PolicyResult]:
-    env = gym.make("steer_envs/SearchSteering-v0", executor=executor, benchmarks=list(benchmarks), split=split,
+    env = gym.make(STEERING_ENV, executor=executor, benchmarks=list(benchmarks), split=split,
                    max_turns=max_turns)
     per: dict[str, int] = defaultdict(int)
     tasks = []
@@ -78,7 +78,7 @@ def run(executor: str = "sim:default", split: str = "dev", limit: int = 40, seed
         result = results[name] = PolicyResult()
         for task in tasks:
             for s in range(seeds):
-                seed = (zlib.crc32(task.id.encode()) * 1009 + s) % (2**31 - 1)
+                seed = dev_episode_seed(task.id, s)
                 _, _, info = play_episode(env, policy, seed, task.id)
                 if episode_failed(info):
                     result.failed += 1
