@@ -7,7 +7,8 @@ rule close to the oracle: otherwise a learned steerer's gain may be a time and a
 
 This is the fast development tool (dev split, one process); the reported acceptance numbers come from the
 evaluation harness on the test split (``steer-envs eval --method no_supervision oracle best_fixed_rule random``),
-which adds the paired bootstrap intervals. Usage::
+which adds the paired bootstrap intervals; a profile's whole ladder (with the reading bound and the learnable-ceiling
+estimate) is ``steer-envs headroom`` (:mod:`benchmarks.harness.ladder`). Usage::
 
     python -m benchmarks.headroom --executor sim:default --split dev --limit 40 [--seeds 1] [--p 0.35]
 """
