@@ -150,7 +150,7 @@ class Comparison:
         finally:
             times[key] = times.get(key, 0.0) + time.perf_counter() - start
             self.plan.seconds = times
-            times_path.write_text(json.dumps(times, indent=2) + "\n", encoding="utf-8")
+            atomic_write_text(times_path, json.dumps(times, indent=2) + "\n")
 
     def _evaluate(self, folder: RunFolder, label: str) -> None:
         evaluate(folder, label, progress=self.plan.progress, log=self.log, pool=self.pool)
@@ -249,7 +249,7 @@ class Comparison:
             tasks = max(1, round(tasks * budget / max(measured, 1)))
         record = {"rl_budget": budget, "pilot": pilot, "pilot_steps_per_task": per_task, "attempts": attempts,
                   "bc_spec": spec}
-        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(path, json.dumps(record, indent=2) + "\n")
         return spec
 
     # -- step 3: the report split -------------------------------------------------------------------------------
