@@ -28,7 +28,7 @@ from steer_envs.failures import episode_failed
 from steer_envs.rollouts import Job, env_setup, using_pool
 from steer_envs.wrappers import TextFeaturizer
 
-from .registry import MethodContext
+from .base import MethodContext
 
 CHECKPOINT = "filtered_bc.pt"
 

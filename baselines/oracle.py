@@ -23,7 +23,7 @@ from steer_envs.envs.catalogue import STEERING
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 
-from .registry import MethodContext
+from .base import MethodContext
 from .simple import PASS, catalogue_options
 
 #: hidden situation -> the option that helps there (situations not listed: pass)

@@ -21,7 +21,7 @@ import numpy as np
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.wrappers import FeatureObservation
 
-from .registry import MethodContext
+from .base import MethodContext
 
 MODEL_FILE = "ppo_model.zip"
 

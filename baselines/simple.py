@@ -17,14 +17,14 @@ from agents.steering.interventions import InterventionOption, options_from_catal
 from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.protocol import searched_queries
 
-from .registry import MethodContext
+from .base import MethodContext
 
 PASS = 0
 
 
 def catalogue_options(context: MethodContext, env_id: str | None = None) -> list[InterventionOption]:
     """The intervention options (catalogue entries after ``pass``) of the env this context builds."""
-    from .registry import STEERING_ENV
+    from .base import STEERING_ENV
 
     env = context.make_env(env_id or STEERING_ENV)
     try:

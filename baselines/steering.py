@@ -27,7 +27,7 @@ from agents.steering.config import SteeringConfig
 from agents.steering.interventions import options_from_catalogue
 from steer_envs.errors import SteerEnvsError
 
-from .registry import PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV, MethodContext
+from .base import PLANNING_ENV, SERVED_ONLY_OPTIONS, STEERING_ENV, VERIFICATION_ENV, MethodContext
 
 #: trainer options a method spec may override (``steering_rl:m=4,k=8``); others come from SteeringConfig
 #: or from a config file (``steering_rl:config=path.toml``). ``seed`` is the *training seed*: it seeds the
@@ -61,9 +61,10 @@ def _options(context: MethodContext, env_id: str):
         env.close()
 
 
-def _untrained(context: MethodContext, env_id: str, name: str, **steerer_args: Any) -> SteeringAgent:
+def untrained_agent(context: MethodContext, env_id: str, name: str, **steerer_args: Any) -> SteeringAgent:
     """The RL method's architecture (its config's backbone and arguments, ``steerer_args`` on top: a hand-off
-    steerer's feature set), freshly initialised with ``seed``."""
+    steerer's feature set), freshly initialised with ``seed``: the public builder the ``*_untrained`` methods and
+    :mod:`baselines.handoff` share."""
     from agents.steering.backbones import build_steerer
 
     config = steering_config(context)
@@ -75,23 +76,21 @@ def _untrained(context: MethodContext, env_id: str, name: str, **steerer_args: A
 
 
 def build_untrained_steering(context: MethodContext) -> SteeringAgent:
-    return _untrained(context, STEERING_ENV, "steering_untrained")
+    return untrained_agent(context, STEERING_ENV, "steering_untrained")
 
 
 def build_untrained_planning(context: MethodContext) -> SteeringAgent:
-    return _untrained(context, PLANNING_ENV, "planning_untrained")
+    return untrained_agent(context, PLANNING_ENV, "planning_untrained")
 
 
 def build_untrained_verification(context: MethodContext) -> SteeringAgent:
-    return _untrained(context, VERIFICATION_ENV, "verification_untrained")
+    return untrained_agent(context, VERIFICATION_ENV, "verification_untrained")
 
 
 #: the zero-shot method's file of per-decision lines (served steerers), in its run-folder checkpoint directory
 DECISION_LOG = "decisions.jsonl"
 ZERO_SHOT = "steering_zero_shot"
 DEPRECATED_ZERO_SHOT = "steering_llm_zero_shot"
-#: the zero-shot method's options that only a served steerer reads, with their defaults (catalog.py shows them)
-SERVED_ONLY_OPTIONS = {"top_logprobs": "20", "prompt_chars": "6000", "think_tokens": "48"}
 
 
 def build_zero_shot_llm(context: MethodContext, name: str = ZERO_SHOT) -> SteeringAgent:
@@ -153,9 +152,11 @@ def steering_config(context: MethodContext) -> SteeringConfig:
     )
 
 
-def _rl(context: MethodContext, env_id: str, name: str, config_overrides: dict[str, Any] | None = None) -> SteeringAgent:
+def trained_agent(context: MethodContext, env_id: str, name: str,
+                  config_overrides: dict[str, Any] | None = None) -> SteeringAgent:
     """Train (or load) the steerer on ``env_id``; ``config_overrides`` set SteeringConfig fields the method fixes
-    (a hand-off steerer's ``env_id`` and feature set)."""
+    (a hand-off steerer's ``env_id`` and feature set). The public builder the ``*_rl`` methods and
+    :mod:`baselines.handoff` share."""
     from dataclasses import replace
 
     from agents.steering.trainer import LOG_FILE, MODEL_FILE, SteeringTrainer, load_model
@@ -196,15 +197,20 @@ def _copy_training_log(src, context: MethodContext, name: str) -> None:
 
 
 def build_rl_steering(context: MethodContext) -> SteeringAgent:
-    return _rl(context, STEERING_ENV, "steering_rl")
+    return trained_agent(context, STEERING_ENV, "steering_rl")
 
 
 def build_rl_planning(context: MethodContext) -> SteeringAgent:
-    return _rl(context, PLANNING_ENV, "planning_rl")
+    return trained_agent(context, PLANNING_ENV, "planning_rl")
 
 
 def build_rl_verification(context: MethodContext) -> SteeringAgent:
-    return _rl(context, VERIFICATION_ENV, "verification_rl")
+    return trained_agent(context, VERIFICATION_ENV, "verification_rl")
+
+
+#: the builders' former private names (baselines.handoff imported them; use the public ones)
+_untrained = untrained_agent
+_rl = trained_agent
 
 
 def policy_info(agent: Any) -> dict:

@@ -12,7 +12,7 @@ importing the plugin first; the plugin itself is imported only when its kind is 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from typing import Generic, TypeVar
 
@@ -25,11 +25,16 @@ class LazyRegistry(Generic[F]):
     ``what`` names the registry in errors ("executor", "model backend"); ``spec_help`` lists the spec forms.
     """
 
-    def __init__(self, what: str = "spec", spec_help: str = "", entry_point_group: str | None = None) -> None:
+    def __init__(self, what: str = "spec", spec_help: str = "", entry_point_group: str | None = None,
+                 expand_entry_point: Callable[[metadata.EntryPoint], Iterable[tuple[str, F | str]]] | None = None) -> None:
         self._factories: dict[str, F | str] = {}
         self.what = what
         self.spec_help = spec_help
         self.entry_point_group = entry_point_group
+        #: how one entry point becomes kinds; default: its name is the kind, its object reference the factory
+        #: (imported when the kind is built). The method registry loads the entry instead: one entry may name
+        #: several methods.
+        self.expand_entry_point = expand_entry_point or (lambda entry: [(entry.name, entry.value)])
         self._plugins_read = entry_point_group is None
 
     def _read_plugins(self) -> None:
@@ -37,8 +42,9 @@ class LazyRegistry(Generic[F]):
         if self._plugins_read:
             return
         self._plugins_read = True
-        for entry in metadata.entry_points(group=self.entry_point_group):
-            self._factories.setdefault(entry.name, entry.value)
+        for entry in entry_points(self.entry_point_group):
+            for kind, factory in self.expand_entry_point(entry):
+                self._factories.setdefault(kind, factory)
 
     def parse(self, spec: object) -> tuple[str, str]:
         """Split ``KIND:ARGUMENT`` and check the kind; errors say which forms are valid."""
@@ -74,6 +80,12 @@ class LazyRegistry(Generic[F]):
     def __len__(self) -> int:
         self._read_plugins()
         return len(self._factories)
+
+
+def entry_points(group: str) -> list[metadata.EntryPoint]:
+    """The installed entry points of ``group``: the one reader of every plugin group (executors, retrievers,
+    commands, methods), so how plugins are found is decided in one place."""
+    return list(metadata.entry_points(group=group))
 
 
 def import_object(path: str):

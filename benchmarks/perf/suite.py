@@ -46,10 +46,9 @@ def machine() -> dict[str, Any]:
             versions[module] = __import__(module).__version__
         except Exception:  # noqa: BLE001 - an optional extra missing is just not listed
             pass
-    from benchmarks.harness.provenance import code_version  # the suite's one git helper
-
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem, 1), "python": platform.python_version(),
-            "os": platform.platform(), "versions": versions, "commit": code_version()}
+            "os": platform.platform(), "versions": versions, "commit": commit.stdout.strip() or "unknown"}
 
 
 def run_suite(scale: str, json_path: Path, select: str | None = None) -> int:

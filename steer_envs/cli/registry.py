@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
+
+from ..registry import entry_points
 
 
 #: how an interrupted command continues: ``(args, argv) -> argv of the command that resumes it``
@@ -47,7 +48,7 @@ _LOADED: set[str] = set()
 
 def load_plugins() -> None:
     """Call every entry point of the group once; each registers its commands."""
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry in entry_points(ENTRY_POINT_GROUP):
         if entry.name not in _LOADED:
             _LOADED.add(entry.name)
             entry.load()()

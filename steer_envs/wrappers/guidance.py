@@ -1,4 +1,6 @@
-"""ActionGuidance: put reference-plan guidance on GuidedSearch-v0 for any learner (Stable-Baselines3 included).
+"""ReferencePlanHint: give each GuidedSearch-v0 episode the first ``k`` actions of its ACTGUIDE reference plan, for
+any learner (Stable-Baselines3 included). ``ActionGuidance`` is its old, deprecated name ("guidance" alone now
+means a steering note; :mod:`steer_envs.reference_plans`).
 
 The env takes ``guidance_k`` / ``guidance_mode`` per episode through ``reset(options=...)``; most training
 libraries call ``reset()`` without options, so this wrapper decides the guidance of every episode itself:
@@ -24,13 +26,13 @@ from ..errors import SteerEnvsError
 KSchedule = Callable[[str, int, int], int]
 
 
-class ActionGuidance(gym.Wrapper):
+class ReferencePlanHint(gym.Wrapper):
     def __init__(self, env: gym.Env, k: int | str | KSchedule = "full", p: float = 1.0, mode: str | None = None) -> None:
         super().__init__(env)
         base = env.unwrapped
         if not hasattr(base, "reference_for") or not hasattr(base, "tasks"):
             raise SteerEnvsError(
-                f"ActionGuidance wraps steer_envs/GuidedSearch-v0 (an env with reference action sequences), got "
+                f"{type(self).__name__} wraps steer_envs/GuidedSearch-v0 (an env with reference action sequences), got "
                 f"{type(base).__name__}"
             )
         if not (callable(k) or k == "full" or (isinstance(k, int) and not isinstance(k, bool) and k >= 0)):
@@ -71,3 +73,14 @@ class ActionGuidance(gym.Wrapper):
                 raise SteerEnvsError(f"the guidance schedule returned {value!r}; it must return an int >= 0")
             return int(value)
         return int(self.k)
+
+
+class ActionGuidance(ReferencePlanHint):
+    """Deprecated name of :class:`ReferencePlanHint` (the same wrapper); it warns once per construction."""
+
+    def __init__(self, env: gym.Env, k: int | str | KSchedule = "full", p: float = 1.0, mode: str | None = None) -> None:
+        import warnings
+
+        warnings.warn("ActionGuidance is deprecated; use ReferencePlanHint (steer_envs.wrappers or "
+                      "steer_envs.reference_plans), the same wrapper", DeprecationWarning, stacklevel=2)
+        super().__init__(env, k=k, p=p, mode=mode)

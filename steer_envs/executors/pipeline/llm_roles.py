@@ -16,8 +16,8 @@ from ...llm.base import GenerationConfig
 from ...llm.registry import make_backend
 from .messages import Handoff
 
-if TYPE_CHECKING:
-    from .pipeline import Pipeline
+if TYPE_CHECKING:  # the pipeline as these functions use it, not pipeline.py (which imports this module)
+    from .host import PipelineHost as Pipeline
 
 INSTRUCTIONS: dict[str, str] = {
     "planner": "You are the planner of a research team. Split the question into sub-tasks for the searcher.",

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING
 
 from ...notes import Reading
 
-if TYPE_CHECKING:
-    from .pipeline import Pipeline
+if TYPE_CHECKING:  # the pipeline as these functions use it, not pipeline.py (which imports this module)
+    from .host import PipelineHost as Pipeline
 
 Response = Callable[["Pipeline", str, Reading], None]
 RESPONSES: dict[tuple[str, str], Response] = {}

@@ -25,8 +25,8 @@ from ..sim.situation import content_words
 from ..sim.thoughts import question_core
 from .messages import FAIL, NO_ANSWER, PASS, USER, Handoff, claimed_answer
 
-if TYPE_CHECKING:
-    from .pipeline import Pipeline
+if TYPE_CHECKING:  # the pipeline as these functions use it, not pipeline.py (which imports this module)
+    from .host import PipelineHost as Pipeline
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _REF = re.compile(r"#(\d+)")

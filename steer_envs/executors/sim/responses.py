@@ -40,14 +40,35 @@ extraction) of :class:`~.searcher.SimSearcher`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from ...notes import Reading
 
-if TYPE_CHECKING:
-    from .searcher import SimSearcher
 
-Response = Callable[["SimSearcher", Reading], None]
+class SearcherView(Protocol):
+    """What a response reads and changes of the searcher it models (:class:`~.searcher.SimSearcher` is one).
+
+    Declared here, not imported: the searcher imports this table, and a response annotated with the searcher's
+    class made the two modules import each other (for typing only, still a circle)."""
+
+    #: the hidden state (``searcher.SimState``: hops, findings, drift, rng, ...)
+    state: Any
+    #: the benchmark's profile parameters (``SimProfile``)
+    params: Any
+    #: the task being searched (``Task``)
+    task: Any
+
+    @property
+    def evidence_in_hand(self) -> bool: ...
+
+    def resolve(self, pid: str, finding: str | None = None) -> None: ...
+
+    def start_side_goal(self) -> None: ...
+
+    def undo_from(self, index: int | None) -> None: ...
+
+
+Response = Callable[["SearcherView", Reading], None]
 RESPONSES: dict[str, Response] = {}
 LOOP_DRIFTS = ("redundant", "side_goal", "never_answer")
 
@@ -60,7 +81,7 @@ def response(intent: str) -> Callable[[Response], Response]:
 
 
 @response("answer_now")
-def _answer_now(sim: "SimSearcher", reading: Reading) -> None:
+def _answer_now(sim: "SearcherView", reading: Reading) -> None:
     s = sim.state
     if s.drift in LOOP_DRIFTS:
         s.drift = None
@@ -68,7 +89,7 @@ def _answer_now(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("stop_repeating")
-def _stop_repeating(sim: "SimSearcher", reading: Reading) -> None:
+def _stop_repeating(sim: "SearcherView", reading: Reading) -> None:
     s, p = sim.state, sim.params
     if s.drift == "redundant":
         s.drift = None
@@ -82,7 +103,7 @@ def _stop_repeating(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("refocus")
-def _refocus(sim: "SimSearcher", reading: Reading) -> None:
+def _refocus(sim: "SearcherView", reading: Reading) -> None:
     s, p = sim.state, sim.params
     if s.drift in ("side_goal", "never_answer"):
         s.drift = None
@@ -95,7 +116,7 @@ def _refocus(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("search_for")
-def _search_for(sim: "SimSearcher", reading: Reading) -> None:
+def _search_for(sim: "SearcherView", reading: Reading) -> None:
     s = sim.state
     if s.drift in LOOP_DRIFTS:
         s.drift = None
@@ -104,7 +125,7 @@ def _search_for(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("keep_searching")
-def _keep_searching(sim: "SimSearcher", reading: Reading) -> None:
+def _keep_searching(sim: "SearcherView", reading: Reading) -> None:
     s = sim.state
     if s.drift in ("side_goal", "never_answer"):
         s.drift = None
@@ -115,7 +136,7 @@ def _keep_searching(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("verify")
-def _verify(sim: "SimSearcher", reading: Reading) -> None:
+def _verify(sim: "SearcherView", reading: Reading) -> None:
     """Re-read everything retrieved: a second chance to recognise evidence, re-extract, or notice a fixation."""
     s, p, rng = sim.state, sim.params, sim.state.rng
     if s.wrong_from is not None:
@@ -143,7 +164,7 @@ def _verify(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("backtrack")
-def _backtrack(sim: "SimSearcher", reading: Reading) -> None:
+def _backtrack(sim: "SearcherView", reading: Reading) -> None:
     s = sim.state
     if s.wrong_from is not None:
         sim.undo_from(s.wrong_from)
@@ -152,7 +173,7 @@ def _backtrack(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("plan")
-def _plan(sim: "SimSearcher", reading: Reading) -> None:
+def _plan(sim: "SearcherView", reading: Reading) -> None:
     s, p = sim.state, sim.params
     s.hazard_factor *= p.plan_effect
     if s.drift == "never_answer":
@@ -160,7 +181,7 @@ def _plan(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("reject")
-def _reject(sim: "SimSearcher", reading: Reading) -> None:
+def _reject(sim: "SearcherView", reading: Reading) -> None:
     """A rejected answer: re-verify; a right answer may be abandoned (over-rejection hurts)."""
     s, p, rng = sim.state, sim.params, sim.state.rng
     s.proposed = True
@@ -181,14 +202,14 @@ def _reject(sim: "SimSearcher", reading: Reading) -> None:
 
 
 @response("none")
-def _confused(sim: "SimSearcher", reading: Reading) -> None:
+def _confused(sim: "SearcherView", reading: Reading) -> None:
     """A note that asks for nothing actionable: the agent may lose a turn working out what was meant."""
     s, p = sim.state, sim.params
     if s.rng.random() < p.confusion:
         s.pending = "confused"
 
 
-def derail(sim: "SimSearcher") -> None:
+def derail(sim: "SearcherView") -> None:
     """Over-supervision: one note too many and the agent loses its thread, answers hastily to comply, or wanders
     off to a side topic (the paper's turn inflation and harm from intervening at every step)."""
     s = sim.state

@@ -1,0 +1,81 @@
+"""The method registry (issue 20, step 6): a lookup imports no torch, one registry type, the old names work."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+LOOKUP_WITHOUT_TORCH = """
+import sys
+from baselines.registry import build_policy, get_method, parse_method, MethodContext
+method = get_method("no_supervision")
+assert parse_method("drift_rule:turns=4").label == "drift_rule:turns=4"
+policy = method.builder()
+loaded = sorted(m for m in ("torch", "transformers", "agents.steering.agent") if m in sys.modules)
+print("LOADED", loaded)
+"""
+
+
+def test_looking_up_a_method_imports_no_torch():
+    out = subprocess.run([sys.executable, "-c", LOOKUP_WITHOUT_TORCH], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "LOADED []" in out.stdout, out.stdout
+
+
+def test_an_rl_method_record_is_built_on_first_lookup_with_the_trainer_defaults():
+    from agents.steering.config import SteeringConfig
+    from baselines.registry import METHODS, get_method
+
+    method = get_method("steering_rl")
+    assert METHODS.resolve("steering_rl") is method  # built once, then kept
+    defaults = SteeringConfig()
+    assert method.options["m"] == str(defaults.m) and method.options["tau"] == "0.5"
+    planning = get_method("planning_rl")
+    assert planning.options["m"] == "16" and planning.options["lr"] == str(defaults.lr)
+
+
+def test_the_registry_is_a_lazy_registry_listing_every_builtin_in_table_order():
+    from baselines.methods import BUILTIN_METHODS
+    from baselines.registry import METHODS, known_methods
+    from steer_envs.registry import LazyRegistry
+
+    assert isinstance(METHODS, LazyRegistry)
+    names = [m.name for m in known_methods()]
+    assert names[: len(BUILTIN_METHODS)] == list(BUILTIN_METHODS)
+    assert names[0] == "no_supervision" and "handoff_rl" in names
+
+
+def test_unknown_method_names_the_valid_ones():
+    from baselines.registry import get_method
+    from steer_envs.errors import SteerEnvsError
+
+    with pytest.raises(SteerEnvsError, match="no_supervision"):
+        get_method("no_supervison")
+
+
+def test_old_homes_still_work():
+    from baselines import base, registry, steering
+
+    assert registry.MethodContext is base.MethodContext and registry.Method is base.Method
+    assert registry.STEERING_ENV == "steer_envs/SearchSteering-v0"
+    assert steering._rl is steering.trained_agent and steering._untrained is steering.untrained_agent
+    sys.modules.pop("baselines.catalog", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import baselines.catalog as catalog
+    assert any(issubclass(w.category, DeprecationWarning) and "baselines.methods" in str(w.message) for w in caught)
+    assert "steering_rl" in catalog.BUILTIN_METHODS
+
+
+def test_handoff_uses_the_public_builders():
+    import ast
+    from pathlib import Path
+
+    import baselines.handoff as handoff
+
+    tree = ast.parse(Path(handoff.__file__).read_text(encoding="utf-8"))
+    private = [f"{node.module}:{alias.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               for alias in node.names if alias.name.startswith("_")]
+    assert private == []
