@@ -10,8 +10,11 @@ reproducible episode by episode whatever order the harness runs episodes in.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import warnings
 from typing import Any, Protocol, runtime_checkable
+
+from steer_envs import episodes as _episodes
+from steer_envs.episodes import play_episode
 
 
 @runtime_checkable
@@ -28,60 +31,42 @@ class Policy(Protocol):
         """Return an action of the environment's action space (index or text)."""
 
 
-@dataclass
-class EpisodeRecord:
-    """What one supervised episode produced (final ``info`` values of the environment)."""
-
-    task_id: str
-    benchmark: str
-    seed: int
-    policy: str
-    reward: float
-    f1: float
-    em: float
-    interventions: int
-    executor_turns: int
-    decisions: int
-    extra: dict[str, Any] = field(default_factory=dict)
+# The episode record, the episode loop and the record-making loop live in ``steer_envs.episodes`` (one home for
+# the harness, the ACTGUIDE evaluation and the baselines). ``play_episode`` keeps its name and signature here;
+# the old ``EpisodeRecord(policy=...)`` and ``run_episode`` (which returned it) are deprecated aliases.
+_DEPRECATED = {
+    "EpisodeRecord": "agents.base.EpisodeRecord(policy=..., extra=...) is deprecated; use "
+                     "steer_envs.episodes.EpisodeRecord(method=...) (the one episode record)",
+    "run_episode": "agents.base.run_episode is deprecated; use steer_envs.episodes.run_episode (its record names "
+                   "the policy in `method`, not `policy`)",
+}
 
 
-def play_episode(env: Any, policy: Policy, seed: int, task_id: str | None = None) -> tuple[float, int, dict]:
-    """The bare episode loop: ``(return, decisions, final info)``. Env and policy are reset with the same seed.
-
-    A policy that must look ahead in the environment itself (the lookahead oracle forks it) declares
-    ``bind(env)``; it is called once per episode, before the first action."""
-    options = {"task_id": task_id} if task_id is not None else None
-    observation, info = env.reset(seed=seed, options=options)
-    policy.reset(seed)
-    bind = getattr(policy, "bind", None)
-    if bind is not None:
-        bind(env)
-    total, decisions = 0.0, 0
-    terminated = truncated = False
-    while not (terminated or truncated):
-        action = policy.act(observation, info)
-        observation, reward, terminated, truncated, info = env.step(action)
-        total += float(reward)
-        decisions += 1
-    return total, decisions, info
+def _legacy_record(task_id: str, benchmark: str, seed: int, policy: str, reward: float, f1: float, em: float,
+                   interventions: int, executor_turns: int, decisions: int,
+                   extra: dict[str, Any] | None = None) -> _episodes.EpisodeRecord:
+    """The old ``agents.base.EpisodeRecord`` signature, building the one record (``policy`` becomes ``method``)."""
+    warnings.warn(_DEPRECATED["EpisodeRecord"], DeprecationWarning, stacklevel=2)
+    if extra:
+        raise TypeError(f"the episode record has no `extra` field (got keys {sorted(extra)}); keep extra values "
+                        "beside the record (steer_envs.episodes.EpisodeRecord is frozen and written as-is to logs)")
+    return _episodes.EpisodeRecord(method=policy, task_id=task_id, benchmark=benchmark, seed=seed, f1=f1, em=em,
+                                   reward=reward, interventions=interventions, executor_turns=executor_turns,
+                                   decisions=decisions)
 
 
-def run_episode(env: Any, policy: Policy, seed: int, task_id: str | None = None) -> EpisodeRecord:
-    """Run ``policy`` on ``env`` for one episode (``task_id`` picks the task) and return its record.
+def _legacy_run_episode(env: Any, policy: Policy, seed: int, task_id: str | None = None) -> _episodes.EpisodeRecord:
+    """The old ``agents.base.run_episode(env, policy, seed, task_id)``: the one record, labelled ``policy.name``."""
+    warnings.warn(_DEPRECATED["run_episode"], DeprecationWarning, stacklevel=2)
+    return _episodes.run_episode(env, policy, seed, task_id)
 
-    The environment is reset with ``seed`` and the policy with the same seed, so two policies run on the same
-    ``(task_id, seed)`` see the same executor randomness up to their first diverging action.
-    """
-    total, decisions, info = play_episode(env, policy, seed, task_id)
-    return EpisodeRecord(
-        task_id=str(info.get("task_id", task_id)),
-        benchmark=str(info.get("benchmark", "")),
-        seed=seed,
-        policy=policy.name,
-        reward=total,
-        f1=float(info.get("f1", 0.0)),
-        em=float(info.get("em", 0.0)),
-        interventions=int(info.get("interventions", 0)),
-        executor_turns=int(info.get("executor_turns", 0)),
-        decisions=decisions,
-    )
+
+__all__ = ["Policy", "play_episode"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EpisodeRecord":
+        return _legacy_record
+    if name == "run_episode":
+        return _legacy_run_episode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,6 @@ like any method. The choice is cached, so a resumed run does not choose again.
 from __future__ import annotations
 
 import json
-import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -20,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import play_episode
 from agents.steering.interventions import InterventionOption
+from steer_envs.episodes import dev_episode_seed, play_episode
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 
@@ -74,7 +73,7 @@ class RuleScore:
 
 def _dev_seeds(task_ids: Sequence[str], seeds: int) -> list[tuple[str, int]]:
     """Paired (task, env seed) pairs: every rule runs on the same ones (a fixed function of the task id)."""
-    return [(tid, (zlib.crc32(tid.encode()) * 1009 + s) % (2**31 - 1)) for tid in task_ids for s in range(seeds)]
+    return [(tid, dev_episode_seed(tid, s)) for tid in task_ids for s in range(seeds)]
 
 
 def score_rules(context: MethodContext, rules: Sequence[tuple[str, int]], tasks_per_benchmark: int, seeds: int,

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import json
 import math
-import zlib
 from typing import Any
 
 import numpy as np
 
-from agents.base import play_episode
 from agents.steering.agent import SteeringAgent
 from agents.steering.gate import sigmoid
 from steer_envs.data import load_tasks
+from steer_envs.episodes import calibration_seed, play_episode
 from steer_envs.errors import SteerEnvsError
 
 from .base import HANDOFF_DEPLOY_OPTIONS, HANDOFF_ENV, MethodContext
@@ -51,7 +50,7 @@ def coverage_of(env, agent: SteeringAgent, task_ids: list[str]) -> float:
     """Interventions per decision (= per agent turn) of ``agent`` on ``task_ids`` (fixed seeds per task)."""
     interventions = decisions = 0
     for task_id in task_ids:
-        _, n, info = play_episode(env, agent, zlib.crc32(task_id.encode()) & 0x7FFFFFFF, task_id)
+        _, n, info = play_episode(env, agent, calibration_seed(task_id), task_id)
         interventions += int(info["interventions"])
         decisions += n
     return interventions / max(1, decisions)

@@ -1,4 +1,5 @@
-"""CLI commands contributed by ``benchmarks``: ``steer-envs eval``, ``steer-envs report``, ``steer-envs demo``."""
+"""CLI commands contributed by ``benchmarks``: ``steer-envs eval``, ``steer-envs report`` (a run folder or a results
+page), ``steer-envs demo``."""
 from __future__ import annotations
 
 import argparse
@@ -65,12 +66,28 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 # -- report ------------------------------------------------------------------------------------------------------
 def _configure_report(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", help="a run folder written by eval / demo / sweep")
+    from .pages import page_names
+
+    parser.add_argument("run_dir", metavar="RUN_DIR|PAGE",
+                        help="a run folder written by eval / demo / sweep (writes its report.md), or a results page "
+                             f"to rebuild from its run folders: {', '.join(page_names())}")
+    parser.add_argument("--out", help="PAGE only: the page's run folder(s) (default: the one its generator writes)")
+    parser.add_argument("--doc", help="PAGE only: where to write the page (default: docs/PAGE.md)")
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .harness.report import write_report
+    from steer_envs.errors import SteerEnvsError
 
+    from .harness.report import write_report
+    from .pages import get_page, page_names
+
+    if args.run_dir in page_names() and not Path(args.run_dir).is_dir():
+        doc = get_page(args.run_dir).build(args.out, args.doc)
+        print(f"wrote {doc}")
+        return 0
+    if args.out or args.doc:
+        raise SteerEnvsError(f"--out/--doc go with a results page ({', '.join(page_names())}); "
+                             f"{args.run_dir!r} is read as a run folder")
     path = write_report(args.run_dir)
     print(path.read_text(encoding="utf-8"))
     print(f"wrote {path} and plots in {path.parent / 'plots'}")
@@ -181,6 +198,49 @@ def _run_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- headroom ----------------------------------------------------------------------------------------------------
+def _configure_headroom(parser: argparse.ArgumentParser) -> None:
+    # the defaults of benchmarks.harness.ladder.LadderConfig, spelled out so building the parser imports nothing heavy
+    d = argparse.Namespace(dev_limit=20, dev_seeds=1, max_at=3, train_tasks=40, train_forks=2, planner_forks=2,
+                           oracle_lookahead=4, target=1.0)
+    rungs = ("none random best_fixed_rule reading_bound@1 reading_bound@every learnable_ceiling learnable_ceiling_free "
+             "lookahead_planner oracle").split()
+    parser.add_argument("--out", help="folder for the ladder (default runs/headroom/<profile>_<split>); a rerun "
+                        "with the same options resumes it")
+    parser.add_argument("--rungs", nargs="+", default=rungs, metavar="R",
+                        help=f"rungs to run (default all: {' '.join(rungs)})")
+    parser.add_argument("--dev-limit", type=int, default=d.dev_limit,
+                        help=f"dev tasks per benchmark for the dev choices (default {d.dev_limit})")
+    parser.add_argument("--dev-seeds", type=int, default=d.dev_seeds, help=f"seeds per dev task (default {d.dev_seeds})")
+    parser.add_argument("--max-at", type=int, default=d.max_at, help=f"fixed rules at decisions 0..N (default {d.max_at})")
+    parser.add_argument("--train-tasks", type=int, default=d.train_tasks,
+                        help=f"train tasks per benchmark for the learnable ceiling's gains (default {d.train_tasks})")
+    parser.add_argument("--train-forks", type=int, default=d.train_forks,
+                        help=f"forks per option per train decision (default {d.train_forks})")
+    parser.add_argument("--planner-forks", type=int, default=d.planner_forks,
+                        help=f"the lookahead planner's forks per option (default {d.planner_forks})")
+    parser.add_argument("--oracle-lookahead", type=int, default=d.oracle_lookahead,
+                        help=f"the oracle's forks per option (default {d.oracle_lookahead})")
+    parser.add_argument("--target", type=float, default=d.target,
+                        help=f"interventions per task the learnable ceiling's threshold is set to on dev (default {d.target:g})")
+    _add_protocol(parser)
+
+
+def _run_headroom(args: argparse.Namespace) -> int:
+    from .harness.ladder import LadderConfig, run_ladder
+
+    config = LadderConfig(executor=args.executor, split=args.split, seeds=args.seeds, limit=args.limit,
+                          max_turns=args.max_turns, benchmarks=tuple(args.benchmarks), dev_limit=args.dev_limit,
+                          dev_seeds=args.dev_seeds, max_at=args.max_at, train_tasks=args.train_tasks,
+                          train_forks=args.train_forks, planner_forks=args.planner_forks,
+                          oracle_lookahead=args.oracle_lookahead, target=args.target, rungs=tuple(args.rungs),
+                          data_dir=args.data_dir)
+    out = args.out or str(Path("runs", "headroom", f"{args.executor.replace(':', '_')}_{args.split}"))
+    print(run_ladder(config, out))
+    print(f"ladder folder: {out} (ladder.md, ladder.json, choices.json, episodes/)")
+    return 0
+
+
 # -- demo --------------------------------------------------------------------------------------------------------
 def _configure_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/demo", help="run folder (default runs/demo)")
@@ -210,6 +270,11 @@ def register_commands() -> None:
     register_command(Command("compare", "rate-matched comparison: every knob chosen on dev, training seeds, equal "
                              "budgets, paired intervals (default split dev: the development loop)",
                              _configure_compare, _run_compare, resume=rerun))
-    register_command(Command("report", "write report.md and PNG plots for a run folder", _configure_report, _run_report))
+    register_command(Command("report", "write report.md and PNG plots for a run folder, or rebuild a results page "
+                             "(results, results_actguide, results_handoff, results_testbed) from its run folders",
+                             _configure_report, _run_report))
+    register_command(Command("headroom", "a profile's headroom ladder: none, random, best fixed rule, reading bound, "
+                             "learnable-ceiling estimate, lookahead planner, oracle (paired intervals; resumable)",
+                             _configure_headroom, _run_headroom, resume=rerun))
     register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
                              _configure_demo, _run_demo, resume=rerun))

@@ -7,10 +7,12 @@
    seeds: no supervision; zero-shot steering at the coverage (τ chosen on dev); zero-shot forced at every hand-off;
    random at the same coverage; the best fixed rule (chosen on dev); RL steering at the coverage and at every
    hand-off, each trained with every ``--train-seeds`` seed.
-3. The table: F1 (macro over benchmarks), the paired gain over no supervision with a 95% interval (tasks resampled
-   within benchmarks, seeds averaged per task; for RL rows the training seeds are resampled too), agent turns per
-   task, coverage (interventions per agent turn); then RL at the coverage against zero-shot, random and the best
-   fixed rule, paired the same way. Setting card on top.
+3. The table: F1 (macro over benchmarks), the paired gain over no supervision with a 95% interval (the harness's
+   bootstrap, :class:`~benchmarks.harness.stats.HierarchicalBootstrap`: tasks resampled within benchmarks, seeds
+   averaged per task, training seeds resampled for RL rows), agent turns per task, coverage (interventions per agent
+   turn); then RL at the coverage against zero-shot, random and the best fixed rule, paired the same way. The
+   harness's setting card on top. The page is written by the page builder (:mod:`benchmarks.pages.handoff`;
+   ``steer-envs report results_handoff --out OUT`` rebuilds it from the run folder).
 
 Writes ``OUT/results_handoff.md`` and ``OUT/results_handoff.json``; the run folder is ``OUT`` (resumable).
 """
@@ -19,24 +21,30 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from steer_envs.atomic import atomic_write_text
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.failures import episode_failed
+from steer_envs.ids import HANDOFF_ENV
 
 from .harness.config import EvalConfig, episode_seed
 from .harness.records import EpisodeLog, EpisodeRecord
 from .harness.runfolder import RunFolder
 from .harness.runner import evaluate
-from .harness.stats import _per_task, macro_mean
+from .harness.setting import setting_card
+from .harness.stats import HierarchicalBootstrap, RowRuns, _per_task, macro_mean
+from .pages.handoff import PAGE as HANDOFF_PAGE
+from .pages.handoff import REPORT_FILE
 
 RESAMPLES = 2000
 
@@ -63,7 +71,7 @@ def calibrate(config: EvalConfig) -> dict[str, Any]:
     import steer_envs  # noqa: F401
 
     tasks = config.tasks()
-    env = gym.make("steer_envs/HandoffSteering-v0", executor=config.executor, split=config.split,
+    env = gym.make(HANDOFF_ENV, executor=config.executor, split=config.split,
                    max_turns=config.max_turns, task_ids=[t.id for t in tasks], data_dir=config.data_dir)
     rows: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     by_role: dict[str, list[int]] = defaultdict(list)
@@ -100,37 +108,22 @@ def calibrate(config: EvalConfig) -> dict[str, Any]:
 
 
 # -- aggregation over training seeds ---------------------------------------------------------------------------------
-def _task_means(records: Sequence[EpisodeRecord], benchmarks: Sequence[str]) -> dict[str, dict[str, float]]:
-    """benchmark -> task -> mean F1 (x100) over evaluation seeds."""
-    out: dict[str, dict[str, float]] = defaultdict(dict)
-    for task, (bench, value) in _per_task(records, "f1").items():
-        out[bench][task] = 100.0 * value
-    return {b: out[b] for b in benchmarks if b in out}
+def _row_runs(name: str, rows: list[list[EpisodeRecord]]) -> RowRuns:
+    """A table row for the harness bootstrap: one run per training seed."""
+    return RowRuns(name, {f"{name}#{i}": records for i, records in enumerate(rows)})
 
 
 def paired_interval(rows_a: list[list[EpisodeRecord]], rows_b: list[list[EpisodeRecord]], benchmarks: Sequence[str],
                     seed: int = 0) -> dict[str, float]:
-    """Mean of (a − b) in F1 points, macro over benchmarks, with a 95% bootstrap interval that resamples tasks
-    within benchmarks and, where a side has several training seeds, those seeds as well."""
-    a = [_task_means(r, benchmarks) for r in rows_a]
-    b = [_task_means(r, benchmarks) for r in rows_b]
-    benches = [x for x in benchmarks if x in a[0]]
-    tasks = {x: sorted(a[0][x]) for x in benches}
-    A = {x: np.array([[m[x][t] for t in tasks[x]] for m in a]) for x in benches}  # seeds x tasks
-    B = {x: np.array([[m[x][t] for t in tasks[x]] for m in b]) for x in benches}
-    point = float(np.mean([A[x].mean() - B[x].mean() for x in benches]))
-    rng = np.random.default_rng(seed)
-    boots = np.zeros(RESAMPLES)
-    for x in benches:
-        n = len(tasks[x])
-        ti = rng.integers(0, n, size=(RESAMPLES, n))
-        sa = rng.integers(0, A[x].shape[0], size=(RESAMPLES, A[x].shape[0]))
-        sb = rng.integers(0, B[x].shape[0], size=(RESAMPLES, B[x].shape[0]))
-        ma = np.array([A[x][sa[i]][:, ti[i]].mean() for i in range(RESAMPLES)])
-        mb = np.array([B[x][sb[i]][:, ti[i]].mean() for i in range(RESAMPLES)])
-        boots += (ma - mb) / len(benches)
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return {"mean": point, "low": float(lo), "high": float(hi)}
+    """Deprecated: the mean of (a − b) with its 95% interval from the harness's one paired bootstrap
+    (:class:`benchmarks.harness.stats.HierarchicalBootstrap`: tasks within benchmarks and training seeds resampled).
+    :func:`run` uses that bootstrap directly."""
+    warnings.warn("benchmarks.handoff_results.paired_interval is deprecated: use "
+                  "benchmarks.harness.stats.HierarchicalBootstrap (RowRuns per row, .gain(a, b))", DeprecationWarning,
+                  stacklevel=2)
+    boot = HierarchicalBootstrap([_row_runs("a", rows_a), _row_runs("b", rows_b)], benchmarks, resamples=RESAMPLES,
+                                 seed=seed)
+    return asdict(boot.gain("a", "b")[1])
 
 
 def row_summary(rows: list[list[EpisodeRecord]], benchmarks: Sequence[str]) -> dict[str, Any]:
@@ -143,66 +136,55 @@ def row_summary(rows: list[list[EpisodeRecord]], benchmarks: Sequence[str]) -> d
 
 
 # -- the card ----------------------------------------------------------------------------------------------------------
-def setting_card(config: EvalConfig, coverage: float, train_seeds: Sequence[int]) -> dict[str, Any]:
-    from steer_envs.data.corpus import DEFAULT_CORPUS
+def pipeline_profile_hash(executor: str) -> str:
+    """``name.json sha256:<16 hex>`` of the pipeline profile a ``sim:`` spec names (the hand-off env reads the
+    pipeline's profiles, not the single-agent simulator's)."""
     from steer_envs.executors.pipeline import PROFILE_DIR
-    from steer_envs.paths import file_fingerprint, resolve_data_dir
 
-    data = resolve_data_dir(config.data_dir)
-    profile = config.executor.partition(":")[2] or "default"
-    profile_path = Path(profile) if profile.endswith(".json") else PROFILE_DIR / f"{profile}.json"
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                                cwd=Path(__file__).resolve().parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return {
-        "env": "steer_envs/HandoffSteering-v0", "corpus": f"{DEFAULT_CORPUS} sha256:{file_fingerprint(data / DEFAULT_CORPUS)}",
-        "retriever": "bm25s", "k": 3, "executor": config.executor,
-        "profile": f"{profile_path.name} sha256:{hashlib.sha256(profile_path.read_bytes()).hexdigest()[:16]}",
-        "split": config.split, "tasks": len(config.tasks()), "limit_per_benchmark": config.limit, "eval_seeds": config.seeds,
-        "training_seeds": list(train_seeds), "max_agent_turns": config.max_turns, "coverage": coverage, "commit": commit,
-        "benchmarks": list(config.benchmarks),
-    }
+    profile = executor.partition(":")[2] or "default"
+    path = Path(profile) if profile.endswith(".json") else PROFILE_DIR / f"{profile}.json"
+    return f"{path.name} sha256:{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
+
+
+def handoff_card(folder: RunFolder, coverage: float, train_seeds: Sequence[int]) -> dict[str, Any]:
+    """The harness setting card of the run folder (:func:`benchmarks.harness.setting.setting_card`: corpus, retriever,
+    executor, split, tasks, seeds, commits recorded in the folder), with the pipeline's profile hash and what the
+    hand-off table adds: the env, the coverage and the training seeds."""
+    card = asdict(replace(setting_card(folder, len(train_seeds)), executor_hash=pipeline_profile_hash(folder.config.executor)))
+    card["commits"] = list(card["commits"])
+    return {"env": HANDOFF_ENV, **card, "coverage": coverage, "training_seeds": list(train_seeds)}
 
 
 def render(report: dict[str, Any]) -> str:
-    card, cal = report["card"], report["calibration"]
-    lines = ["Setting card: " + "; ".join(f"{k} `{v}`" for k, v in card.items()), "",
-             f"**Calibration** (no supervision, {cal['episodes']} episodes): F1 {cal['f1_macro']:.2f} (macro over "
-             f"benchmarks), {cal['agent_turns']:.2f} agent turns per task, over-rejection (a right answer rejected by "
-             f"the verifier at least once) in {100 * cal['over_rejection']:.1f}% of episodes, no answer in "
-             f"{100 * cal['no_answer']:.1f}%.", "",
-             "| benchmark | F1 | agent turns | over-rejection | no answer |", "| --- | --- | --- | --- | --- |"]
-    for b, v in cal["per_benchmark"].items():
-        lines.append(f"| {b} | {v['f1']:.1f} | {v['agent_turns']:.2f} | {100 * v['over_rejection']:.1f}% | {100 * v['no_answer']:.1f}% |")
-    lines += ["", "Turns per task by role: " + ", ".join(f"{r} {n:.2f}" for r, n in cal["turns_by_role"].items()), "",
-              "| method | F1 | ΔF1 vs none [95%] | agent turns / task | coverage | interventions / task |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    for name, row in report["rows"].items():
-        gain = row.get("gain")
-        g = "—" if gain is None else f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]"
-        seeds = f" ({row['training_seeds']} training seeds)" if row["training_seeds"] > 1 else ""
-        lines.append(f"| {name}{seeds} | {row['f1']:.2f} | {g} | {row['agent_turns']:.2f} | {100 * row['coverage']:.1f}% | "
-                     f"{row['interventions']:.2f} |")
-    lines += ["", "| RL steering at the coverage vs | ΔF1 [95%] |", "| --- | --- |"]
-    for name, d in report["comparisons"].items():
-        lines.append(f"| {name} | {d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] |")
-    return "\n".join(lines) + "\n"
+    """The page body (:func:`benchmarks.pages.handoff.render_report`)."""
+    from .pages.handoff import render_report
+
+    return render_report(report)
+
+
+def _with_options(spec: str, options: str) -> str:
+    if not options:
+        return spec
+    return f"{spec},{options}" if ":" in spec else f"{spec}:{options}"
 
 
 def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, train_seeds: Sequence[int] = (0, 1, 2),
         coverage: float = 0.25, max_turns: int = 30, executor: str = "sim:default", train_options: str = "",
-        progress: bool = False) -> dict[str, Any]:
+        progress: bool = False, benchmarks: Sequence[str] | None = None,
+        method_options: dict[str, str] | None = None) -> dict[str, Any]:
+    """Evaluate every row in the run folder ``out`` (resumable), write ``results_handoff.json`` and the page.
+    ``method_options``: extra options per method name (e.g. ``{"handoff_zero_shot": "dev_tasks=2"}``, for a small
+    run); ``train_options`` is the same for ``handoff_rl``."""
     from steer_envs.data.tasks import BENCHMARKS
 
     start = time.time()
-    config = EvalConfig(executor=executor, benchmarks=tuple(BENCHMARKS), split=split, seeds=seeds, limit=limit, max_turns=max_turns)
+    config = EvalConfig(executor=executor, benchmarks=tuple(benchmarks or BENCHMARKS), split=split, seeds=seeds,
+                        limit=limit, max_turns=max_turns)
     folder = RunFolder(out, config)
     config = folder.config
     specs = method_specs(coverage, train_seeds)
-    if train_options:
-        specs = {k: [f"{s},{train_options}" if s.startswith("handoff_rl") else s for s in v] for k, v in specs.items()}
+    extra = {**(method_options or {}), **({"handoff_rl": train_options} if train_options else {})}
+    specs = {k: [_with_options(s, extra.get(s.split(":", 1)[0], "")) for s in v] for k, v in specs.items()}
     records: dict[str, list[list[EpisodeRecord]]] = {}
     for name, labels in specs.items():
         records[name] = []
@@ -210,21 +192,23 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
             outcome = evaluate(folder, spec, progress=progress)
             records[name].append(EpisodeLog(folder.episodes_path(outcome.label)).records)
     benchmarks = list(config.benchmarks)
-    reference = records["no supervision"]
+    # one paired bootstrap over every row: the same task draws pair them, training seeds resampled per row
+    boot = HierarchicalBootstrap([_row_runs(name, recs) for name, recs in records.items()], benchmarks,
+                                 resamples=RESAMPLES)
     rows = {}
     for name, recs in records.items():
         rows[name] = row_summary(recs, benchmarks)
         rows[name]["labels"] = specs[name]
         if name != "no supervision":
-            rows[name]["gain"] = paired_interval(recs, reference, benchmarks)
+            rows[name]["gain"] = asdict(boot.gain(name, "no supervision")[1])
     rl_name = f"RL steering, {coverage:.0%} coverage"
-    comparisons = {name: paired_interval(records[rl_name], records[name], benchmarks)
+    comparisons = {name: asdict(boot.gain(rl_name, name)[1])
                    for name in (f"zero-shot steering, {coverage:.0%} coverage", f"random, {coverage:.0%} coverage",
                                 "best fixed rule (chosen on dev)")}
-    report = {"card": setting_card(config, coverage, train_seeds), "calibration": calibrate(config), "rows": rows,
+    report = {"card": handoff_card(folder, coverage, train_seeds), "calibration": calibrate(config), "rows": rows,
               "comparisons": comparisons, "wall_s": round(time.time() - start, 1)}
-    Path(out, "results_handoff.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    Path(out, "results_handoff.md").write_text(render(report), encoding="utf-8")
+    atomic_write_text(Path(out, REPORT_FILE), json.dumps(report, indent=2) + "\n")
+    HANDOFF_PAGE.build(out, Path(out, "results_handoff.md"))
     return report
 
 

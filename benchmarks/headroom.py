@@ -7,7 +7,8 @@ rule close to the oracle: otherwise a learned steerer's gain may be a time and a
 
 This is the fast development tool (dev split, one process); the reported acceptance numbers come from the
 evaluation harness on the test split (``steer-envs eval --method no_supervision oracle best_fixed_rule random``),
-which adds the paired bootstrap intervals. Usage::
+which adds the paired bootstrap intervals; a profile's whole ladder (with the reading bound and the learnable-ceiling
+estimate) is ``steer-envs headroom`` (:mod:`benchmarks.harness.ladder`). Usage::
 
     python -m benchmarks.headroom --executor sim:default --split dev --limit 40 [--seeds 1] [--p 0.35]
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import time
-import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -23,13 +23,14 @@ import gymnasium as gym
 import numpy as np
 
 import steer_envs  # noqa: F401  (registers the ids)
-from agents.base import play_episode
 from agents.steering.interventions import options_from_catalogue
 from baselines.fixed_rule import FixedRule
 from baselines.oracle import Oracle
 from baselines.simple import NoSupervision, RandomIntervention
 from steer_envs.data import BENCHMARKS
+from steer_envs.episodes import dev_episode_seed, play_episode
 from steer_envs.failures import episode_failed
+from steer_envs.ids import STEERING_ENV
 
 #: the acceptance bar of the testbed-validity issue
 MIN_ORACLE_GAIN = 15.0
@@ -57,7 +58,7 @@ class PolicyResult:
 def run(executor: str = "sim:default", split: str = "dev", limit: int = 40, seeds: int = 1, p: float = 0.35,
         max_at: int = 3, benchmarks: tuple[str, ...] = BENCHMARKS, max_turns: int = 10, rules: bool = True,
         lookahead: int = 4) -> dict[str, PolicyResult]:
-    env = gym.make("steer_envs/SearchSteering-v0", executor=executor, benchmarks=list(benchmarks), split=split,
+    env = gym.make(STEERING_ENV, executor=executor, benchmarks=list(benchmarks), split=split,
                    max_turns=max_turns)
     per: dict[str, int] = defaultdict(int)
     tasks = []
@@ -78,7 +79,7 @@ def run(executor: str = "sim:default", split: str = "dev", limit: int = 40, seed
         result = results[name] = PolicyResult()
         for task in tasks:
             for s in range(seeds):
-                seed = (zlib.crc32(task.id.encode()) * 1009 + s) % (2**31 - 1)
+                seed = dev_episode_seed(task.id, s)
                 _, _, info = play_episode(env, policy, seed, task.id)
                 if episode_failed(info):
                     result.failed += 1

@@ -34,6 +34,10 @@ from .steerer import SlowSample, Steerer
 
 SPAN_STATS = 5
 GOAL_DIM = 384  # MiniLM
+#: what ``reader=<encoder spec>`` adds to the statistics: the answerability reader's judgement of the latest
+#: retrieved documents (:mod:`steer_envs.reader`): best score, the top-ranked document's, the mean, and whether
+#: anything was retrieved yet
+READER_FEATURE_NAMES: tuple[str, ...] = ("reader_max", "reader_top1", "reader_mean", "reader_retrieved")
 #: observation featurizers by env kind (``features=`` of the steerer, ``backbone_args`` of the trainer config)
 FEATURIZERS: dict[str, str] = {
     "search": "agents.steering.features:HashedNgramFeaturizer",
@@ -91,6 +95,7 @@ class EncoderSteerer(Steerer):
         fast_hidden: int = 32,
         goal_embedding: bool = False,
         features: str = "search",
+        reader: str = "",
     ) -> None:
         super().__init__(options)
         self.hash_dim = hash_dim
@@ -106,6 +111,13 @@ class EncoderSteerer(Steerer):
         self.fast_hidden = fast_hidden
         self.goal_embedding = goal_embedding
         self.features = features
+        self.reader = reader
+        self._reader_model = None
+        if reader:  # fail fast on an unknown encoder, before any parameter is built
+            from steer_envs.reader import make_encoder
+
+            make_encoder(reader)
+        n_reader = len(READER_FEATURE_NAMES) if reader else 0
         self.featurizer = make_featurizer(features, hash_dim)
         n_stats = len(getattr(self.featurizer, "stat_names", STAT_NAMES))
         n_fast_extra = len(getattr(self.featurizer, "fast_extra_names", FAST_EXTRA_NAMES))
@@ -114,10 +126,10 @@ class EncoderSteerer(Steerer):
             self.bag = nn.EmbeddingBag(hash_dim, embed_dim, mode="sum")
             nn.init.normal_(self.bag.weight, std=0.01)
             goal = GOAL_DIM if goal_embedding else 0
-            extra = (384 if use_minilm else 0) + goal
+            extra = (384 if use_minilm else 0) + goal + n_reader
             self.encode = nn.Linear(embed_dim + n_stats + extra, hidden)
             if fast_input == "stats":
-                self.fast_trunk = nn.Sequential(nn.Linear(n_stats + n_fast_extra + goal, fast_hidden), nn.Tanh())
+                self.fast_trunk = nn.Sequential(nn.Linear(n_stats + n_fast_extra + goal + n_reader, fast_hidden), nn.Tanh())
                 self.fast_head = nn.Linear(fast_hidden, 1)
             else:
                 self.fast_trunk = nn.Identity()
@@ -137,6 +149,7 @@ class EncoderSteerer(Steerer):
             "fast_input": self.fast_input, "fast_hidden": self.fast_hidden,
             **({"goal_embedding": True} if self.goal_embedding else {}),
             **({"features": self.features} if self.features != "search" else {}),
+            **({"reader": self.reader} if self.reader else {}),
         }
 
     # -- encoding -------------------------------------------------------------------------------------------
@@ -174,6 +187,8 @@ class EncoderSteerer(Steerer):
             parts.append(self._minilm_vectors(observations))
         if self.goal_embedding:
             parts.append(self._goal_vectors(observations))
+        if self.reader:
+            parts.append(self._reader_vectors(observations))
         return torch.tanh(self.encode(torch.cat(parts, dim=1)))
 
     def _goal_vectors(self, observations: Sequence[Any]) -> torch.Tensor:
@@ -185,6 +200,21 @@ class EncoderSteerer(Steerer):
         encoder = shared_encoder()
         return torch.from_numpy(np.stack([encoder.encode(split_observation(o)[0]) for o in observations])).to(self.device)
 
+    def reader_features(self, observation: Any) -> np.ndarray:
+        """The :data:`READER_FEATURE_NAMES` values of one observation (the reader is trained, or loaded from the
+        cache, on first use; it is shared by every steerer of the process with the same encoder)."""
+        if self._reader_model is None:
+            from steer_envs.reader import ReaderConfig, shared_reader
+
+            self._reader_model = shared_reader(ReaderConfig(encoder=self.reader))
+        scores = self._reader_model.score_observation(observation)
+        if not len(scores):
+            return np.zeros(len(READER_FEATURE_NAMES), dtype=np.float32)
+        return np.asarray([scores.max(), scores[0], scores.mean(), 1.0], dtype=np.float32)
+
+    def _reader_vectors(self, observations: Sequence[Any]) -> torch.Tensor:
+        return torch.from_numpy(np.stack([self.reader_features(o) for o in observations])).to(self.device)
+
     # -- fast path ------------------------------------------------------------------------------------------
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
         if self.fast_input == "stats":
@@ -192,6 +222,8 @@ class EncoderSteerer(Steerer):
             stats = torch.from_numpy(np.stack([np.concatenate([f.stats, f.fast_extra]) for f in feats])).to(self.device)
             if self.goal_embedding:
                 stats = torch.cat([stats, self._goal_vectors(observations)], dim=1)
+            if self.reader:
+                stats = torch.cat([stats, self._reader_vectors(observations)], dim=1)
             return self.fast_head(self.fast_trunk(stats)).squeeze(-1)
         return self.fast_head(self.fast_trunk(self.hidden_states(observations))).squeeze(-1)
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.registry import MethodContext, get_method, parse_method
+from steer_envs.atomic import atomic_write_text
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import BENCHMARKS
 from steer_envs.errors import SteerEnvsError
@@ -149,7 +150,7 @@ class Comparison:
         finally:
             times[key] = times.get(key, 0.0) + time.perf_counter() - start
             self.plan.seconds = times
-            times_path.write_text(json.dumps(times, indent=2) + "\n", encoding="utf-8")
+            atomic_write_text(times_path, json.dumps(times, indent=2) + "\n")
 
     def _evaluate(self, folder: RunFolder, label: str) -> None:
         evaluate(folder, label, progress=self.plan.progress, log=self.log, pool=self.pool)
@@ -248,7 +249,7 @@ class Comparison:
             tasks = max(1, round(tasks * budget / max(measured, 1)))
         record = {"rl_budget": budget, "pilot": pilot, "pilot_steps_per_task": per_task, "attempts": attempts,
                   "bc_spec": spec}
-        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(path, json.dumps(record, indent=2) + "\n")
         return spec
 
     # -- step 3: the report split -------------------------------------------------------------------------------
@@ -409,9 +410,9 @@ class Comparison:
             "folders": {"dev": str(self.dev.root), "report": str(self.report.root),
                         "curves": str(self.curves.root) if curves else None},
         }
-        (p.out / "comparison.json").write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+        atomic_write_text(p.out / "comparison.json", json.dumps(data, indent=2, default=str) + "\n")
         text = render(self, summaries, pairs, budgets, knobs, card, curves, spearman, plot)
-        (p.out / "comparison.md").write_text(text, encoding="utf-8")
+        atomic_write_text(p.out / "comparison.md", text)
         return data
 
 
@@ -433,8 +434,14 @@ def legend(plan: ComparisonPlan, budgets: dict[str, str]) -> str:
 
 
 def render(cmp: Comparison, summaries, pairs, budgets, knobs, card, curves, spearman, plot: Path | None) -> str:
-    p = cmp.plan
-    benchmarks = cmp.report.config.benchmarks
+    return render_comparison(cmp.plan, cmp.report.config.benchmarks, summaries, pairs, budgets, knobs, card, curves,
+                             spearman, None if plot is None else plot.relative_to(cmp.plan.out))
+
+
+def render_comparison(p: ComparisonPlan, benchmarks, summaries, pairs, budgets, knobs, card, curves, spearman,
+                      plot: Path | str | None) -> str:
+    """The comparison's markdown from its numbers (what ``comparison.json`` holds): ``steer-envs compare`` writes
+    it as ``comparison.md`` and the results page (:mod:`benchmarks.pages.results`) renders it back from the JSON."""
     ordered = [(a, b, i) for (a, b), i in pairs.items()]
     lines = [f"## Rate-matched comparison on `{p.executor}`, {p.split} split\n\n", card.markdown(), "\n",
              legend(p, budgets), "\n", comparison_table(summaries, benchmarks, budgets, knobs), "\n",
@@ -447,7 +454,7 @@ def render(cmp: Comparison, summaries, pairs, budgets, knobs, card, curves, spea
                   "choice itself is the point at offset 0 / x1); no value here was chosen on this split.\n\n",
                   curve_table(curves), "\n"]
         if plot is not None:
-            lines.append(f"![F1 gain against interventions per task]({plot.relative_to(p.out)})\n")
+            lines.append(f"![F1 gain against interventions per task]({plot})\n")
         lines.append(shape_line(curves.get(RL, [])))
     if spearman:
         lines += ["\n### The fast path's ranking of held-out states\n\n", card.markdown(), "\n", spearman_text(spearman)]
@@ -522,7 +529,21 @@ def _summary_dict(s: MethodSummary) -> dict:
     return {"method": s.method, "labels": s.labels, "train_seeds": s.n_train_seeds, "f1": s.f1, "avg_f1": s.avg_f1,
             "gain": {b: interval(i) for b, i in s.gain.items()}, "avg_gain": interval(s.avg_gain),
             "interventions_per_task": s.interventions_per_task, "turns_per_task": s.turns_per_task,
-            "gain_per_intervention": s.gain_per_intervention, "n_tasks": s.n_tasks, "n_seeds": s.n_seeds}
+            "gain_per_intervention": s.gain_per_intervention, "n_tasks": s.n_tasks, "n_seeds": s.n_seeds,
+            "failed": s.failed, "dropped_pairs": s.dropped_pairs}
+
+
+def summary_from_dict(d: dict) -> MethodSummary:
+    """The inverse of :func:`_summary_dict` (a results page renders the table back from ``comparison.json``)."""
+    def interval(i: dict | None) -> Interval | None:
+        return None if i is None else Interval(**i)
+
+    return MethodSummary(method=d["method"], n_tasks=d["n_tasks"], n_seeds=d["n_seeds"], f1=d["f1"],
+                         avg_f1=d["avg_f1"], interventions_per_task=d["interventions_per_task"],
+                         turns_per_task=d["turns_per_task"], gain={b: interval(i) for b, i in d["gain"].items()},
+                         avg_gain=interval(d["avg_gain"]), gain_per_intervention=d["gain_per_intervention"],
+                         n_train_seeds=d["train_seeds"], labels=list(d["labels"]), failed=d.get("failed", 0),
+                         dropped_pairs=d.get("dropped_pairs", 0))
 
 
 def run_comparison(plan: ComparisonPlan, log: Callable[[str], None] = print) -> dict[str, Any]:

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 
 from steer_envs.data import BENCHMARKS, load_tasks
 from steer_envs.data.records import Task
+from steer_envs.episodes import episode_seed  # re-exported: the protocol's env seed lives with the episode record
 from steer_envs.errors import SteerEnvsError
+from steer_envs.protocol import EnvProtocol, flat_dict, holds_protocol
 
 #: the fields that define the protocol (and therefore the hash); anything else is presentation
 PROTOCOL_FIELDS = ("executor", "benchmarks", "split", "seeds", "limit", "max_turns", "metric",
                    "intervention_cost", "task_ids_sha")
 
 
+@holds_protocol
 @dataclass(frozen=True)
 class EvalConfig:
     """The evaluation protocol of one run folder.
@@ -28,15 +30,11 @@ class EvalConfig:
     prefix of the full one. ``task_ids_sha`` pins the resolved task list, so a change of the data is detected.
     """
 
-    executor: str = "sim:default"
-    benchmarks: tuple[str, ...] = BENCHMARKS
-    split: str = "test"
+    #: executor, benchmarks, split, max_turns, metric, intervention_cost, data_dir: the env protocol every method
+    #: of the run shares (each also a constructor keyword and an attribute, ``EvalConfig(executor=...)``)
+    env_protocol: EnvProtocol = field(default_factory=lambda: EnvProtocol(benchmarks=BENCHMARKS, split="test"))
     seeds: int = 3
     limit: int = 0
-    max_turns: int = 10
-    metric: str = "f1"
-    intervention_cost: float = 0.0
-    data_dir: str | None = field(default=None, compare=False)
     task_ids_sha: str = ""
 
     def __post_init__(self) -> None:
@@ -60,11 +58,10 @@ class EvalConfig:
     def resolved(self) -> "EvalConfig":
         """A copy with ``task_ids_sha`` filled in from the actual task list."""
         ids = "\n".join(t.id for t in self.tasks())
-        return EvalConfig(**{**asdict(self), "benchmarks": tuple(self.benchmarks),
-                             "task_ids_sha": hashlib.sha256(ids.encode()).hexdigest()[:16]})
+        return replace(self, benchmarks=tuple(self.benchmarks), task_ids_sha=hashlib.sha256(ids.encode()).hexdigest()[:16])
 
     def protocol(self) -> dict:
-        data = asdict(self)
+        data = flat_dict(self)
         data["benchmarks"] = list(self.benchmarks)
         return {k: data[k] for k in PROTOCOL_FIELDS}
 
@@ -80,9 +77,3 @@ class EvalConfig:
         fields = {k: data[k] for k in PROTOCOL_FIELDS if k in data}
         fields["benchmarks"] = tuple(fields.get("benchmarks", BENCHMARKS))
         return EvalConfig(**fields, data_dir=data.get("data_dir"))
-
-
-def episode_seed(task_id: str, seed_index: int) -> int:
-    """The env seed of one (task, seed) pair: identical for every method, so comparisons are paired (common
-    random numbers: the executor behaves identically until a supervisor first acts)."""
-    return zlib.crc32(f"{task_id}#{seed_index}".encode()) & 0x7FFFFFFF

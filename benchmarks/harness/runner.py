@@ -10,18 +10,16 @@ import dataclasses
 import json
 import os
 import signal
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from agents.base import play_episode
 from baselines.registry import MethodContext, get_method, parse_method
 from steer_envs.atomic import atomic_write_text
+from steer_envs.episodes import EpisodeLog, EpisodeRecord, episode_seed, run_episode
 from steer_envs.errors import SteerEnvsError
-from steer_envs.failures import episode_failed
 from steer_envs.rollouts import (
     GivenState,
     Job,
@@ -35,9 +33,8 @@ from steer_envs.rollouts import (
 from steer_envs.rollouts.base import job_bytes
 
 from .budget import build_measured
-from .config import EvalConfig, episode_seed
+from .config import EvalConfig
 from .provenance import record_run
-from .records import EpisodeLog, EpisodeRecord
 from .runfolder import RunFolder
 from .stats import MethodSummary, summarize
 from .tables import results_table
@@ -61,20 +58,6 @@ def _maybe_kill() -> None:
     limit = os.environ.get(KILL_AFTER_ENV)
     if limit and _episodes_this_process >= int(limit):
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def run_episode(env: Any, policy: Any, seed: int, task_id: str, label: str, seed_index: int) -> EpisodeRecord:
-    """One episode of ``policy`` on ``task_id``; env and policy share ``seed`` (paired across methods)."""
-    start = time.perf_counter()
-    total, decisions, info = play_episode(env, policy, seed, task_id)
-    return EpisodeRecord(
-        method=label, task_id=task_id, benchmark=str(info.get("benchmark", "")), seed=seed_index,
-        f1=float(info.get("f1", 0.0)), em=float(info.get("em", 0.0)), reward=total,
-        interventions=int(info.get("interventions", 0)), executor_turns=int(info.get("executor_turns", 0)),
-        decisions=decisions, tokens=int(info.get("tokens", 0)),
-        answer=None if info.get("answer") is None else str(info.get("answer")),
-        seconds=round(time.perf_counter() - start, 4), failure=info.get("failure"), failed=episode_failed(info),
-    )
 
 
 def episode_item(worker: tuple[Any, Any], item: tuple[str, int, str, int]) -> EpisodeRecord:

@@ -117,13 +117,19 @@ def _per_task(records: Sequence[EpisodeRecord], attr: str) -> dict[str, tuple[st
     return {t: (bench[t], float(np.mean(v))) for t, v in acc.items()}
 
 
+def benchmark_means(records: Sequence[EpisodeRecord], benchmarks: Sequence[str], attr: str = "f1") -> dict[str, float]:
+    """Per benchmark of ``benchmarks`` that has records: the mean over its tasks of each task's mean over
+    evaluation seeds (fractions, not x100). Records are taken as given (see :func:`macro_mean` for failures)."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for bench, value in _per_task(records, attr).values():
+        groups[bench].append(value)
+    return {b: float(np.mean(groups[b])) for b in benchmarks if b in groups}
+
+
 def macro_mean(records: Sequence[EpisodeRecord], benchmarks: Sequence[str], attr: str = "f1") -> float:
     """The suite's one average (a fraction, not x100): evaluation seeds averaged per task, tasks per benchmark,
     then the plain mean over the benchmarks of ``benchmarks`` that have records. Failed episodes are left out."""
-    groups: dict[str, list[float]] = defaultdict(list)
-    for bench, value in _per_task(without_pairs(records, failed_pairs(records)), attr).values():
-        groups[bench].append(value)
-    means = [float(np.mean(groups[b])) for b in benchmarks if b in groups]
+    means = list(benchmark_means(without_pairs(records, failed_pairs(records)), benchmarks, attr).values())
     return float(np.mean(means)) if means else 0.0
 
 

@@ -46,9 +46,10 @@ def machine() -> dict[str, Any]:
             versions[module] = __import__(module).__version__
         except Exception:  # noqa: BLE001 - an optional extra missing is just not listed
             pass
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    from benchmarks.harness.provenance import code_version  # the suite's one git helper
+
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem, 1), "python": platform.python_version(),
-            "os": platform.platform(), "versions": versions, "commit": commit.stdout.strip() or "unknown"}
+            "os": platform.platform(), "versions": versions, "commit": code_version()}
 
 
 def run_suite(scale: str, json_path: Path, select: str | None = None) -> int:

@@ -28,6 +28,9 @@ def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery;
     if name in ("SearchEnv", "EnvConfig"):
         from . import base
         return getattr(base, name)
+    if name == "SearchTaskEnv":  # the base of SearchEnv and GuidedSearchEnv
+        from .task_env import SearchTaskEnv
+        return SearchTaskEnv
     if name == "SearchSteeringEnv":
         from .steering import SearchSteeringEnv
         return SearchSteeringEnv
@@ -51,6 +54,6 @@ def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery;
 
 __all__ = [
     "CATALOGUES", "ENVS", "HANDOFF", "PLANNING", "STEERING", "VERIFICATION", "AnyText", "InterventionTemplate", "env_ids",
-    "observation_text", "register_envs", "SearchEnv", "SearchSteeringEnv", "SearchPlanningEnv",
+    "observation_text", "register_envs", "SearchTaskEnv", "SearchEnv", "SearchSteeringEnv", "SearchPlanningEnv",
     "SearchVerificationEnv", "GuidedSearchEnv", "HandoffSteeringEnv", "HandoffPipelineAEC",
 ]

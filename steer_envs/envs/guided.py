@@ -117,8 +117,6 @@ class EpisodeState:
 
 
 class GuidedSearchEnv(SearchTaskEnv):
-    """The search agent is the learner; see the module docstring."""
-
     _transient = ("_tasks", "_retriever", "_candidates")
 
     # -- documentation read by the env cards (``steer-envs cards``, docs/envs/) ---------------------------------

@@ -27,11 +27,14 @@ are imported only inside :func:`task_dataset` (install with ``pip install "steer
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ..episodes import row_seed
 from ..errors import SteerEnvsError, unknown_name
 from ..failures import episode_failed
+from ..ids import GUIDED_SEARCH_ENV, HANDOFF_ENV, STEERING_ENV
 
 #: longest tool result handed back to the model (characters); the rest is cut with a marker. TRL drops a tool
 #: result that would push a rollout past ``max_completion_length``, so long search results must be bounded
@@ -41,14 +44,14 @@ DEFAULT_MAX_ARGUMENT_CHARS = 2000
 MAX_FINISH_STEPS = 10_000
 
 INSTRUCTIONS: dict[str, str] = {
-    "steer_envs/GuidedSearch-v0": (
+    GUIDED_SEARCH_ENV: (
         "Answer the question. Call the search tool to look things up in Wikipedia (as often as you need), then call "
         "the answer tool with a short answer. The episode ends when you answer."),
-    "steer_envs/SearchSteering-v0": (
+    STEERING_ENV: (
         "You supervise a search agent that answers the question below. After each of its turns, call pass_turn to "
         "let it continue, or intervene with a short guidance note when it drifts from the goal. When you stop "
         "calling tools it finishes on its own."),
-    "steer_envs/HandoffSteering-v0": (
+    HANDOFF_ENV: (
         "You supervise a pipeline of five agents (planner, searcher, reader, verifier, summarizer) answering the "
         "question below. At each hand-off call pass_handoff, note (a note for the receiver), or reject (send the "
         "message back with feedback). When you stop calling tools the pipeline finishes on its own."),
@@ -169,7 +172,7 @@ class SteerToolEnv:
 class GuidedSearchTools(SteerToolEnv):
     """``GuidedSearch-v0`` with the LLM as the search agent (tools ``search`` and ``answer``)."""
 
-    env_id = "steer_envs/GuidedSearch-v0"
+    env_id = GUIDED_SEARCH_ENV
     finish_by_passing = False  # an agent that never answers scores 0 (the env's rule)
 
     def search(self, query: str) -> str:
@@ -220,7 +223,7 @@ class GuidedSearchTools(SteerToolEnv):
 class SearchSteeringTools(SteerToolEnv):
     """``SearchSteering-v0`` with the LLM as the steerer over a frozen executor (tools ``pass_turn``, ``intervene``)."""
 
-    env_id = "steer_envs/SearchSteering-v0"
+    env_id = STEERING_ENV
 
     def __init__(self, executor: str = "sim:default", **kwargs: Any) -> None:
         super().__init__(executor=executor, **kwargs)
@@ -252,7 +255,7 @@ class HandoffSteeringTools(SteerToolEnv):
     """``HandoffSteering-v0`` with the LLM steering the five-role pipeline (tools ``pass_handoff``, ``note``,
     ``reject``)."""
 
-    env_id = "steer_envs/HandoffSteering-v0"
+    env_id = HANDOFF_ENV
 
     def __init__(self, executor: str = "sim:default", **kwargs: Any) -> None:
         super().__init__(executor=executor, **kwargs)
@@ -319,7 +322,7 @@ def _tool_class(env_id: str) -> type[SteerToolEnv]:
     return TOOL_ENVS[env_id]
 
 
-def make_environment_factory(env_id: str = "steer_envs/GuidedSearch-v0", **env_kwargs: Any) -> Callable[[], SteerToolEnv]:
+def make_environment_factory(env_id: str = GUIDED_SEARCH_ENV, **env_kwargs: Any) -> Callable[[], SteerToolEnv]:
     """The zero-argument callable ``GRPOTrainer(environment_factory=...)`` takes. ``env_kwargs`` go to
     ``gymnasium.make`` (``executor=``, ``split=``, ``benchmarks=``, ...) except ``max_result_chars`` and
     ``max_argument_chars``, which bound the tool texts."""
@@ -328,16 +331,23 @@ def make_environment_factory(env_id: str = "steer_envs/GuidedSearch-v0", **env_k
     return functools.partial(cls, **env_kwargs)
 
 
-def episode_seed(seed: int, row: int) -> int:
-    """The episode seed of a dataset row: deterministic in (``seed``, ``row``), distinct per row."""
-    return (int(seed) * 1_000_003 + int(row)) % (2**31 - 1)
+def __getattr__(name: str) -> Any:
+    """``episode_seed(seed, row)`` was this module's row seed; it shares its name with the evaluation protocol's
+    ``steer_envs.episodes.episode_seed(task_id, seed_index)`` (a different derivation), so it is now
+    :func:`steer_envs.episodes.row_seed` (same values) and the old name is deprecated."""
+    if name == "episode_seed":
+        warnings.warn("steer_envs.integrations.trl.episode_seed(seed, row) is deprecated; use "
+                      "steer_envs.episodes.row_seed(seed, row) (same values; steer_envs.episodes.episode_seed is the "
+                      "evaluation protocol's (task_id, seed_index) seed)", DeprecationWarning, stacklevel=2)
+        return row_seed
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def task_dataset(env_id: str = "steer_envs/GuidedSearch-v0", split: str = "train", limit: int | None = None,
+def task_dataset(env_id: str = GUIDED_SEARCH_ENV, split: str = "train", limit: int | None = None,
                  seed: int = 0, **env_kwargs: Any):
     """A ``datasets.Dataset`` of the split's tasks for TRL: columns ``prompt`` (a conversational prompt with the
     env's instruction; :meth:`SteerToolEnv.reset` appends the observation), ``task_id``, ``question`` and ``seed``
-    (:func:`episode_seed`). ``env_kwargs`` select the tasks as in ``gymnasium.make`` (``benchmarks=``,
+    (:func:`~steer_envs.episodes.row_seed`). ``env_kwargs`` select the tasks as in ``gymnasium.make`` (``benchmarks=``,
     ``executor=``: a ``replay:`` executor covers only recorded tasks); ``limit`` keeps the first rows."""
     from datasets import Dataset
 
@@ -353,12 +363,12 @@ def task_dataset(env_id: str = "steer_envs/GuidedSearch-v0", split: str = "train
         "prompt": [[{"role": "user", "content": instruction + "\n\n"}] for _ in tasks],
         "task_id": [t.id for t in tasks],
         "question": [t.question for t in tasks],
-        "seed": [episode_seed(seed, i) for i in range(len(tasks))],
+        "seed": [row_seed(seed, i) for i in range(len(tasks))],
     })
 
 
 __all__ = [
     "DEFAULT_MAX_ARGUMENT_CHARS", "DEFAULT_MAX_RESULT_CHARS", "GuidedSearchTools", "HandoffSteeringTools",
-    "INSTRUCTIONS", "SearchSteeringTools", "SteerToolEnv", "TOOL_ENVS", "episode_seed", "make_environment_factory",
+    "INSTRUCTIONS", "SearchSteeringTools", "SteerToolEnv", "TOOL_ENVS", "make_environment_factory", "row_seed",
     "task_dataset",
 ]

@@ -15,8 +15,8 @@ from steer_envs.integrations.trl import (
     GuidedSearchTools,
     HandoffSteeringTools,
     SearchSteeringTools,
-    episode_seed,
     make_environment_factory,
+    row_seed,
     task_dataset,
 )
 
@@ -73,7 +73,7 @@ def test_dataset_rows_are_deterministic_and_from_the_split():
     a = task_dataset("steer_envs/SearchSteering-v0", split="dev", limit=5, seed=3)
     b = task_dataset("steer_envs/SearchSteering-v0", split="dev", limit=5, seed=3)
     assert a.to_dict() == b.to_dict()
-    assert a["seed"] == [episode_seed(3, i) for i in range(5)] and len(set(a["seed"])) == 5
+    assert a["seed"] == [row_seed(3, i) for i in range(5)] and len(set(a["seed"])) == 5
     env = gym.make("steer_envs/SearchSteering-v0", split="dev")
     assert a["task_id"] == [t.id for t in env.unwrapped.tasks[:5]]
     assert a[0]["prompt"][0]["role"] == "user"
