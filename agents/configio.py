@@ -26,9 +26,17 @@ def config_fingerprint(config: Any) -> str:
     return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]
 
 
+def config_keys(cls: type) -> set[str]:
+    """The keys a config file of ``cls`` may hold: its fields, with a held env protocol
+    (:func:`steer_envs.protocol.holds_protocol`) by its flat field names, as the file has always written them."""
+    keywords = tuple(getattr(cls, "protocol_keywords", ()))
+    known = {f.name for f in fields(cls)} | set(keywords)  # type: ignore[arg-type]
+    return known - {"env_protocol"} if keywords else known
+
+
 def config_from_dict(cls: type[C], data: dict[str, Any], where: str = "config", what: str = "config") -> C:
     """``cls(**data)`` with errors naming ``where`` (a file) and ``what`` ("steering config", ...)."""
-    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    known = config_keys(cls)
     unknown = sorted(set(data) - known)
     if unknown:
         raise SteerEnvsError(f"{where}: unknown {what} keys {unknown}; valid keys: {sorted(known)}")

@@ -146,8 +146,9 @@ def sample_observations(n: int) -> tuple[list[dict[str, Any]], list[Any]]:
     import gymnasium as gym
 
     import steer_envs  # noqa: F401 - registers the ids
+    from steer_envs.ids import STEERING_ENV
 
-    env = gym.make("steer_envs/SearchSteering-v0", executor="sim:default", split="dev", action_mode="text")
+    env = gym.make(STEERING_ENV, executor="sim:default", split="dev", action_mode="text")
     out: list[dict[str, Any]] = []
     seed = 0
     while len(out) < n:
@@ -243,12 +244,13 @@ def check_actguide(shape: ModelShape, plan: CheckPlan, work: Path) -> dict[str, 
 def check_vector(plan: CheckPlan) -> dict[str, Any]:
     import numpy as np
 
+    from steer_envs.ids import STEERING_ENV
     from steer_envs.llm.latency_server import LatencyServer
     from steer_envs.vector import make_concurrent_vec
 
     section = Section()
     with LatencyServer(latency=plan.latency_s) as server:
-        envs = make_concurrent_vec("steer_envs/SearchSteering-v0", plan.vector_envs, max_in_flight=plan.vector_envs,
+        envs = make_concurrent_vec(STEERING_ENV, plan.vector_envs, max_in_flight=plan.vector_envs,
                                    executor=server.spec, split="dev", action_mode="discrete")
         try:
             envs.reset(seed=0)

@@ -25,6 +25,7 @@ import numpy as np
 
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.failures import episode_failed
+from steer_envs.ids import HANDOFF_ENV
 
 BARE_RETRY = "Reject:"
 
@@ -54,7 +55,7 @@ def credit(split: str = "dev", per_benchmark: int = 10, seeds: int = 4, options:
 
     torch_threads()
     ids = [t.id for b in (benchmarks or BENCHMARKS) for t in load_tasks(b, split)[:per_benchmark]]
-    env = gym.make("steer_envs/HandoffSteering-v0", executor=executor, split=split, max_turns=max_turns,
+    env = gym.make(HANDOFF_ENV, executor=executor, split=split, max_turns=max_turns,
                    action_mode="text", task_ids=ids)
     base = env.unwrapped
     diffs: dict[str, list[float]] = defaultdict(list)

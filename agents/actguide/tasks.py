@@ -3,19 +3,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import gymnasium as gym
 import numpy as np
 
-import steer_envs  # noqa: F401  (registers the ids)
 from steer_envs.envs.guided import GuidedSearchEnv
+from steer_envs.ids import GUIDED_SEARCH_ENV
+from steer_envs.protocol import make_env as make_any_env
 
 from .config import ActGuideConfig
 
-ENV_ID = "steer_envs/GuidedSearch-v0"
+ENV_ID = GUIDED_SEARCH_ENV  # kept: the id's former home
 
 
 def make_env(config: ActGuideConfig, split: str | None = None, **overrides) -> GuidedSearchEnv:
-    return gym.make(ENV_ID, **config.env_kwargs(split, **overrides)).unwrapped
+    """The run's GuidedSearch env, unwrapped: :func:`steer_envs.make_env` with the config's env options."""
+    return make_any_env(GUIDED_SEARCH_ENV, **config.env_kwargs(split, **overrides)).unwrapped
 
 
 def sample_tasks(env: GuidedSearchEnv, per_benchmark: int, seed: int) -> list[str]:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.ids import STEERING_ENV
+from steer_envs.protocol import EnvProtocol, flat_dict, holds_protocol
 
 from ..configio import config_from_dict, load_config
 from ..trainer_base import ACCELERATION_FIELDS, acceleration_checks
@@ -25,18 +27,16 @@ RANK_PAIRS = ("same_task", "any")
 _LATE_FIELDS = ("rank_pairs", "rank_max_pairs", "q_target", "env_id", *ACCELERATION_FIELDS)
 
 
+@holds_protocol(names={"cost": "intervention_cost"})
 @dataclass
 class SteeringConfig:
     # -- environment ---------------------------------------------------------------------------------------
-    env_id: str = "steer_envs/SearchSteering-v0"  # any steer_envs id whose action 0 / "pass" passes
-    executor: str = "sim:default"
-    benchmarks: list[str] | None = None  # None = all 7
-    split: str = "train"
-    max_turns: int = 10
-    metric: str = "f1"
-    cost: float = 0.0  # per-intervention cost in the reward
+    env_id: str = STEERING_ENV  # any steer_envs id whose action 0 / "pass" passes
+    #: executor, benchmarks (None = all 7), split, max_turns, metric, cost (the per-intervention cost in the reward:
+    #: the protocol's intervention_cost), data_dir: the shared env protocol, each also a keyword, a config-file key
+    #: and an attribute (``SteeringConfig(executor=...)``, ``config.cost``)
+    env_protocol: EnvProtocol = field(default_factory=EnvProtocol)
     action_mode: str = "text"
-    data_dir: str | None = None
     # -- state bank ---------------------------------------------------------------------------------------
     bank_tasks: int = 1200  # training tasks rolled out without intervention (0 = all of the split)
     bank_seed: int = 0
@@ -97,7 +97,12 @@ class SteeringConfig:
 
     # -- (de)serialisation ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The flat form (protocol fields beside the others, ``cost`` for the intervention cost): what config
+        files hold and what the fingerprint hashes (unchanged since the fields were the config's own)."""
+        data = flat_dict(self)
+        if isinstance(data["benchmarks"], tuple):
+            data["benchmarks"] = list(data["benchmarks"])
+        return data
 
     def fingerprint(self) -> str:
         """A hash of everything that shapes the run; a run folder refuses a config with another one."""

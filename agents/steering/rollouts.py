@@ -17,6 +17,8 @@ import numpy as np
 
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import failure_of
+from steer_envs.ids import STEERING_ENV
+from steer_envs.protocol import EnvProtocol, make_env
 from steer_envs.rollouts import Job, concurrent_pool, env_setup, executor_of, using_pool
 
 PASS_ACTIONS = {"discrete": 0, "text": "pass"}
@@ -43,20 +45,16 @@ class BankState:
 
 def make_steering_env(executor: str, split: str, *, benchmarks=None, max_turns: int = 10, metric: str = "f1",
                       cost: float = 0.0, action_mode: str = "text", data_dir=None, task_ids=None,
-                      env_id: str = "steer_envs/SearchSteering-v0"):
-    """``gymnasium.make(env_id, ...)`` with the trainer's settings (SearchSteering-v0 unless the config names
-    another id, e.g. HandoffSteering-v0)."""
-    import gymnasium
-
-    import steer_envs  # noqa: F401  (registers the ids)
-
-    kwargs: dict[str, Any] = dict(
-        executor=executor, benchmarks=benchmarks, split=split, max_turns=max_turns, metric=metric,
-        intervention_cost=cost, action_mode=action_mode, data_dir=data_dir,
-    )
+                      env_id: str = STEERING_ENV):
+    """The trainer's env (SearchSteering-v0 unless the config names another id, e.g. HandoffSteering-v0):
+    :func:`steer_envs.make_env` with these settings as the protocol (kept for its callers; new code calls
+    ``steer_envs.make_env(env_id, config.env_protocol, action_mode=...)``)."""
+    protocol = EnvProtocol(executor=executor, benchmarks=benchmarks, split=split, max_turns=max_turns, metric=metric,
+                           intervention_cost=cost, data_dir=data_dir)
+    extra: dict[str, Any] = {"action_mode": action_mode}
     if task_ids is not None:
-        kwargs["task_ids"] = list(task_ids)
-    return gymnasium.make(env_id, **kwargs)
+        extra["task_ids"] = list(task_ids)
+    return make_env(env_id, protocol, **extra)
 
 
 def bank_episode(env, item: tuple[str, int, str]) -> list[BankState]:

@@ -19,6 +19,7 @@ import pytest
 import steer_envs  # noqa: F401
 from steer_envs.executors.sim import PROFILE_DIR
 from steer_envs.retrieval import cache as retrieval_cache
+from steer_envs.ids import STEERING_ENV
 
 STEPS = 300
 
@@ -36,7 +37,7 @@ def _pass_steps(env, n: int, seed: int = 0) -> int:
 
 @pytest.fixture(scope="module")
 def env():
-    e = gym.make("steer_envs/SearchSteering-v0", split="test")
+    e = gym.make(STEERING_ENV, split="test")
     _pass_steps(e, 20)  # load index, corpus and tasks
     return e
 
@@ -73,7 +74,7 @@ def long_env(tmp_path_factory):
                    hazard_base=0.0, hazard_growth=0.0, benchmarks={})
     path = tmp_path_factory.mktemp("profiles") / "persistent.json"
     path.write_text(json.dumps(profile))
-    return gym.make("steer_envs/SearchSteering-v0", split="test", executor=f"sim:{path}", max_turns=40,
+    return gym.make(STEERING_ENV, split="test", executor=f"sim:{path}", max_turns=40,
                     max_transcript_chars=200_000).unwrapped
 
 

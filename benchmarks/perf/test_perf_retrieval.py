@@ -9,6 +9,7 @@ import pytest
 from steer_envs.data import load_corpus, load_tasks
 from steer_envs.retrieval import make_retriever
 from steer_envs.retrieval.server import ServerConfig, start_server
+from steer_envs.ids import STEERING_ENV
 
 K = 5
 
@@ -116,8 +117,8 @@ def test_envs_stepped_together(benchmark, backend):
 
     retrieval_cache.set_enabled(False)
     try:
-        alone = [gym.make("steer_envs/SearchSteering-v0", split="test", retriever=backend) for _ in range(n)]
-        grouped = [gym.make("steer_envs/SearchSteering-v0", split="test", retriever=f"batched:{backend}")
+        alone = [gym.make(STEERING_ENV, split="test", retriever=backend) for _ in range(n)]
+        grouped = [gym.make(STEERING_ENV, split="test", retriever=f"batched:{backend}")
                    for _ in range(n)]
         play(alone, False), play(grouped, True)  # warm-up
         start = time.perf_counter()

@@ -27,6 +27,7 @@ import torch
 from agents.steering.causal_lm import FAST_QUESTION, THINK_END, CausalLMSteerer
 from agents.steering.interventions import options_from_catalogue
 from steer_envs.envs.catalogue import STEERING
+from steer_envs.ids import STEERING_ENV
 
 G = 8
 OBSERVATIONS = 32
@@ -62,7 +63,7 @@ def observations():
 
     import steer_envs  # noqa: F401 - registers the env ids
 
-    env = gym.make("steer_envs/SearchSteering-v0", split="dev", action_mode="discrete")
+    env = gym.make(STEERING_ENV, split="dev", action_mode="discrete")
     out, seed = [], 0
     while len(out) < OBSERVATIONS:
         obs, _ = env.reset(seed=seed)

@@ -13,6 +13,7 @@ import pytest
 
 import steer_envs  # noqa: F401
 from benchmarks.perf.perf_scale import current
+from steer_envs.ids import STEERING_ENV
 
 SETTINGS = [(1, "sync"), (2, "sync"), (1, "async"), (2, "async")]
 
@@ -26,7 +27,7 @@ def _steps(envs, n: int, num_envs: int) -> None:
 @pytest.mark.parametrize("num_envs,mode", SETTINGS, ids=[f"{m}-{n}" for n, m in SETTINGS])
 def test_make_vec_steps_per_second(benchmark, num_envs, mode):
     kwargs = {"vector_kwargs": {"shared_memory": False}} if mode == "async" else {}
-    envs = gym.make_vec("steer_envs/SearchSteering-v0", num_envs=num_envs, vectorization_mode=mode, split="test",
+    envs = gym.make_vec(STEERING_ENV, num_envs=num_envs, vectorization_mode=mode, split="test",
                         **kwargs)
     try:
         envs.reset(seed=0)
@@ -68,9 +69,9 @@ def _openai_envs(kind: str, n: int, spec: str):
     # same-step autoreset: a finished episode restarts inside the step, so every vector step is n requests
     kw = dict(executor=f"{spec}?max_in_flight=256", split="test", max_turns=8)
     if kind == "sync":
-        return SyncVectorEnv([lambda: gym.make("steer_envs/SearchSteering-v0", **kw)] * n,
+        return SyncVectorEnv([lambda: gym.make(STEERING_ENV, **kw)] * n,
                              autoreset_mode=AutoresetMode.SAME_STEP)
-    return make_concurrent_vec("steer_envs/SearchSteering-v0", n, autoreset_mode=AutoresetMode.SAME_STEP, **kw)
+    return make_concurrent_vec(STEERING_ENV, n, autoreset_mode=AutoresetMode.SAME_STEP, **kw)
 
 
 @pytest.mark.parametrize("kind,num_envs,reply", OPENAI_SETTINGS,
