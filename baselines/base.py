@@ -9,17 +9,14 @@ circle). Now every arrow points down to this module, which imports nothing of ``
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.ids import HANDOFF_ENV, PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV  # noqa: F401  (re-exported)
+from steer_envs.protocol import EnvProtocol, holds_protocol, make_env
 from steer_envs.registry import import_object
-
-STEERING_ENV = "steer_envs/SearchSteering-v0"
-PLANNING_ENV = "steer_envs/SearchPlanning-v0"
-VERIFICATION_ENV = "steer_envs/SearchVerification-v0"
-HANDOFF_ENV = "steer_envs/HandoffSteering-v0"
 
 #: the zero-shot method's options that only a served steerer reads, with their defaults (the method list shows them)
 SERVED_ONLY_OPTIONS = {"top_logprobs": "20", "prompt_chars": "6000", "think_tokens": "48"}
@@ -27,16 +24,14 @@ SERVED_ONLY_OPTIONS = {"top_logprobs": "20", "prompt_chars": "6000", "think_toke
 HANDOFF_DEPLOY_OPTIONS = frozenset({"tau", "coverage", "every"})
 
 
+@holds_protocol(keywords=("executor", "benchmarks", "max_turns", "metric", "intervention_cost", "data_dir"))
 @dataclass
 class MethodContext:
     """Everything a method needs to build (and, if it learns, train) its policy."""
 
-    executor: str = "sim:default"
-    benchmarks: tuple[str, ...] | None = None
-    max_turns: int = 10
-    metric: str = "f1"
-    intervention_cost: float = 0.0
-    data_dir: str | None = None
+    #: the run's env protocol (executor, benchmarks, max_turns, metric, intervention_cost, data_dir: each also a
+    #: keyword and an attribute, ``MethodContext(executor=...)``); its split is not used: :meth:`make_env` names one
+    env_protocol: EnvProtocol = field(default_factory=EnvProtocol)
     options: dict[str, str] = field(default_factory=dict)
     #: where a learning method keeps its checkpoint (reused when present); ``None``: a temporary folder
     workdir: Path | None = None
@@ -50,18 +45,9 @@ class MethodContext:
     pool: Any = None
 
     def make_env(self, env_id: str = STEERING_ENV, split: str = "train", action_mode: str = "discrete", **overrides: Any):
-        """Build an env of this context's protocol (the executor, turn budget and metric of the run)."""
-        import gymnasium
-
-        import steer_envs  # noqa: F401  (registers the ids)
-
-        kwargs: dict[str, Any] = dict(
-            executor=self.executor, benchmarks=list(self.benchmarks) if self.benchmarks else None, split=split,
-            max_turns=self.max_turns, action_mode=action_mode, intervention_cost=self.intervention_cost,
-            metric=self.metric, data_dir=self.data_dir,
-        )
-        kwargs.update(overrides)
-        return gymnasium.make(env_id, **kwargs)
+        """Build an env of this context's protocol (the executor, turn budget and metric of the run) on ``split``:
+        :func:`steer_envs.make_env`."""
+        return make_env(env_id, replace(self.env_protocol, split=split), action_mode=action_mode, **overrides)
 
     def option(self, key: str, default: Any, kind: Callable[[str], Any] = str) -> Any:
         if key not in self.options:

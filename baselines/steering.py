@@ -19,7 +19,6 @@ partial checkpoint, which the trainer resumes) instead of training again.
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from typing import Any
 
 from agents.steering.agent import SteeringAgent
@@ -42,8 +41,8 @@ ACTION_MODE = "discrete"
 def train_options() -> dict[str, str]:
     """The documented trainer options with SteeringConfig's defaults (shown by ``--list-methods``); ``config``: a
     SteeringConfig file (JSON/TOML) the other options override (empty: SteeringConfig's defaults)."""
-    defaults = {f.name: f.default for f in fields(SteeringConfig)}
-    return {"config": "", **{k: str(defaults[k]) for k in TRAIN_OPTION_TYPES}}
+    defaults = SteeringConfig()  # an instance: ``cost`` is a field of its env protocol, read as an attribute
+    return {"config": "", **{k: str(getattr(defaults, k)) for k in TRAIN_OPTION_TYPES}}
 
 
 def _agent(steerer, context: MethodContext, name: str, tau: float | None = None) -> SteeringAgent:
