@@ -18,7 +18,7 @@ import pytest
 import steer_envs  # noqa: F401
 from steer_envs.errors import SteerEnvsError, UnknownNameError
 from steer_envs.executors.protocol import render_information
-from steer_envs.reader import (Document, ReaderConfig, holds_answer, lexical_features, make_encoder,
+from steer_envs.reader import (Document, ReaderConfig, collect_pairs, holds_answer, lexical_features, make_encoder,
                                observation_documents, parse_documents, question_type, train_reader)
 from steer_envs.reader import model as reader_model
 from steer_envs.reader.features import LEXICAL_NAMES
@@ -64,7 +64,7 @@ def reader_data(tmp_path, monkeypatch) -> Path:
 
 def _config(data_dir, **kw) -> ReaderConfig:
     base = {"encoder": "hash:16", "classifiers": ("logreg-c0.1", "gbdt-7"), "train_tasks": None, "data_dir": str(data_dir),
-            "benchmarks": ("nq",)}
+            "benchmarks": ("nq",), "intervene_prob": 0.0}  # no notes: the simulator's note reader stays unloaded
     return ReaderConfig(**{**base, **kw})
 
 
@@ -104,6 +104,9 @@ def test_answer_type_cues_see_a_year_for_a_when_question():
 
 def test_training_is_deterministic_and_the_cache_is_reused(reader_data, monkeypatch):
     config = _config(reader_data)
+    pairs = collect_pairs("train", seed=3, intervene_prob=0.0, data_dir=str(reader_data), benchmarks=["nq"])
+    assert pairs == collect_pairs("train", seed=3, intervene_prob=0.0, data_dir=str(reader_data), benchmarks=["nq"])
+    assert {p.label for p in pairs} == {0, 1}
     first = train_reader(config, use_cache=False)
     again = train_reader(config, use_cache=False)
     docs = [Document(1, "Paris", "Paris is the capital and most populous city of France."),
