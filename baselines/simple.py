@@ -134,7 +134,7 @@ class DriftRule:
         return PASS
 
 
-# -- builders (registered in baselines.catalog) ----------------------------------------------------------------
+# -- builders (listed in baselines.methods) ---------------------------------------------------------------------
 def build_no_supervision(context: MethodContext) -> NoSupervision:
     return NoSupervision()
 

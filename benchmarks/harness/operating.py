@@ -2,7 +2,7 @@
 
 Comparisons between supervisors are only fair at the same intervention rate (more interventions buy more F1 in
 this testbed), and the rate must be chosen where nothing is reported: on the *dev* split. Each method declares
-its knob (``Method.rate_knob`` in :mod:`baselines.catalog`):
+its knob (``Method.rate_knob`` in :mod:`baselines.methods`):
 
 * ``tau``: a deployment threshold (steerers' gate; filtered BC's probability of not passing): bisection on
   ``logit(τ)``; more τ, fewer interventions; no retraining (the checkpoint is shared by every τ).

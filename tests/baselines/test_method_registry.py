@@ -79,3 +79,44 @@ def test_handoff_uses_the_public_builders():
     private = [f"{node.module}:{alias.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                for alias in node.names if alias.name.startswith("_")]
     assert private == []
+
+
+def _two_plugin_methods():
+    """A plugin entry point's object: a function returning several methods (used below through a real EntryPoint)."""
+    from baselines.registry import STEERING_ENV, Method
+
+    return [Method("plugin_a", "a", STEERING_ENV, "baselines.simple:build_no_supervision"),
+            Method("no_supervision", "tries to replace a built-in", STEERING_ENV, "baselines.simple:build_random")]
+
+
+_NOT_METHODS = ["no_supervision"]
+
+
+def test_a_plugin_entry_point_adds_its_methods_and_replaces_no_builtin(monkeypatch):
+    from importlib import metadata
+
+    import steer_envs.registry as core
+    from baselines import registry
+    from steer_envs.registry import LazyRegistry
+
+    entry = metadata.EntryPoint("two", f"{__name__}:_two_plugin_methods", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(core, "entry_points", lambda group: [entry] if group == registry.ENTRY_POINT_GROUP else [])
+    fresh = LazyRegistry("method", entry_point_group=registry.ENTRY_POINT_GROUP,
+                         expand_entry_point=registry._plugin_methods)
+    fresh.register("no_supervision", registry.get_method("no_supervision"))
+    assert list(fresh) == ["no_supervision", "plugin_a"]
+    assert fresh.resolve("no_supervision").build == "baselines.simple:build_no_supervision"
+    bad = metadata.EntryPoint("bad", f"{__name__}:_NOT_METHODS", registry.ENTRY_POINT_GROUP)
+    with pytest.raises(Exception, match="not a baselines.registry.Method"):
+        list(registry._plugin_methods(bad))
+
+
+def test_one_entry_point_reader():
+    """Every plugin group is read through steer_envs.registry.entry_points (executors, retrievers, commands,
+    methods): no second loader."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    callers = sorted(str(p.relative_to(root)) for package in ("steer_envs", "agents", "baselines", "benchmarks")
+                     for p in (root / package).rglob("*.py") if "entry_points(group=" in p.read_text(encoding="utf-8"))
+    assert callers == ["steer_envs/registry.py"]
