@@ -1,0 +1,160 @@
+"""ACTGUIDE-RL against zero RL on each task region (in-region / barrier / out of reach), unguided evaluation.
+
+The regions come from ``steer-envs barrier --regions`` run on the *base* policy every method starts from
+(``agents/actguide/regions.py``), on the same evaluation tasks. Each trained policy is then evaluated without any
+hint, ``--rollouts`` episodes per task and training seed (seed labels ``seed * 100 + r``, the protocol of
+``docs/results_actguide.md``, so a rerun reads its JSONL logs back instead of playing again), and the page reports
+per region: success (EM, %), unguided Pass@K of the base and of each method (did the skill transfer to tasks the
+base could not solve by itself?), and the paired gain of ACTGUIDE-RL over zero RL with the harness's stratified
+bootstrap interval (``benchmarks.harness.stats.paired_gain``: one harness computes every interval).
+
+Usage (the run folders of ``python -m benchmarks.harness.actguide_doc`` or of the same train commands)::
+
+    python -m benchmarks.actguide_regions --runs RUNS --regions RUNS/regions_test/regions.json \
+        --setting RUNS/setting.json --doc docs/results_actguide_regions.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from steer_envs.atomic import atomic_write_text
+from steer_envs.episodes import EpisodeLog, EpisodeRecord
+from steer_envs.errors import SteerEnvsError
+
+from benchmarks.harness.stats import Interval, paired_gain
+
+REGION_ORDER = ("barrier", "in_region", "out_of_reach")
+REGION_LABEL = {"barrier": "barrier", "in_region": "in-region", "out_of_reach": "out of reach"}
+
+
+def evaluate_model(model_dir: Path, label: str, setting: dict, split: str, per_benchmark: int, rollouts: int,
+                   seed: int, log_dir: Path) -> list[EpisodeRecord]:
+    """Unguided episodes of one trained learner on the evaluation tasks, cached in ``log_dir/label.jsonl``."""
+    from agents.actguide.config import ActGuideConfig
+    from agents.actguide.evaluate import evaluate
+    from agents.actguide.tasks import make_env, sample_tasks
+    from agents.actguide.trainer import load_learner
+
+    env = make_env(ActGuideConfig(**setting), split=split)
+    ids = sample_tasks(env, per_benchmark, 0)
+    log = EpisodeLog(log_dir / f"{label}.jsonl")
+    expected = {(t, seed * 100 + r) for t in ids for r in range(rollouts)}
+    have = {(r.task_id, r.seed) for r in log.records}
+    todo = [t for t in ids if any((t, seed * 100 + r) not in have for r in range(rollouts))]
+    if todo:
+        learner, _ = load_learner(model_dir)
+        for episode in evaluate(learner, env, todo, rollouts, label.split("@")[0], seed=seed, seed_offset=seed * 100):
+            log.append(episode)
+    return [r for r in EpisodeLog(log.path).records if (r.task_id, r.seed) in expected]
+
+
+def pass_at_k(records: Sequence[EpisodeRecord], tasks: set[str]) -> float:
+    """Mean over (task, training seed) of "any of the K finished rollouts succeeded", x100."""
+    hit: dict[tuple[str, int], bool] = defaultdict(bool)
+    for r in records:
+        if r.task_id in tasks and not r.failed:
+            hit[(r.task_id, r.seed // 100)] |= r.em > 0
+    return 100 * float(np.mean(list(hit.values()))) if hit else float("nan")
+
+
+def success(records: Sequence[EpisodeRecord], tasks: set[str]) -> float:
+    values = [r.em for r in records if r.task_id in tasks and not r.failed]
+    return 100 * float(np.mean(values)) if values else float("nan")
+
+
+def _relabel(records: Sequence[EpisodeRecord], method: str) -> list[EpisodeRecord]:
+    from dataclasses import replace
+
+    return [replace(r, method=method) for r in records]
+
+
+def region_gain(method: Sequence[EpisodeRecord], reference: Sequence[EpisodeRecord], tasks: set[str]) -> Interval | None:
+    m = [r for r in method if r.task_id in tasks]
+    ref = [r for r in reference if r.task_id in tasks]
+    if not m or not ref:
+        return None
+    present = sorted({r.benchmark for r in m})
+    return paired_gain(_relabel(m, "method"), _relabel(ref, "reference"), present, attr="em")[1]
+
+
+def _fmt(iv: Interval | None) -> str:
+    return "–" if iv is None else f"{iv.mean:+.1f} [{iv.low:+.1f}, {iv.high:+.1f}]"
+
+
+def page(regions: dict[str, str], records: dict[str, list[EpisodeRecord]], seeds: int, rollouts: int,
+         command: str, seconds: float) -> str:
+    groups = {name: {t for t, g in regions.items() if g == name} for name in REGION_ORDER}
+    lines = ["# ACTGUIDE-RL by task region (unguided evaluation)", "",
+             "Regions of the base policy (`steer-envs barrier --regions`, agents/actguide/regions.py): in-region = "
+             "the base finds a reward by itself (unguided Pass@32 > 0); barrier = it does not, and a hint of at most 4 "
+             "reference actions gives Pass@8 > 0; out of reach = neither. Every method starts from that base and is "
+             f"evaluated without a hint, {rollouts} rollouts per task and training seed, {seeds} training seeds. "
+             "Gains: paired, tasks resampled within benchmarks (the harness's bootstrap), EM points.", "",
+             f"Command (resumable): `{command}` ({seconds:.0f} s this run).", "",
+             "| Region | tasks | base success | zero RL | ACTGUIDE-RL | ACTGUIDE-RL − zero RL | base Pass@8 | "
+             "zero RL Pass@8 | ACTGUIDE-RL Pass@8 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in REGION_ORDER:
+        tasks = groups[name]
+        gain = region_gain(records["actguide"], records["zero_rl"], tasks)
+        lines.append(f"| {REGION_LABEL[name]} | {len(tasks)} | {success(records['base'], tasks):.1f} | "
+                     f"{success(records['zero_rl'], tasks):.1f} | {success(records['actguide'], tasks):.1f} | "
+                     f"{_fmt(gain)} | {pass_at_k(records['base'], tasks):.1f} | "
+                     f"{pass_at_k(records['zero_rl'], tasks):.1f} | {pass_at_k(records['actguide'], tasks):.1f} |")
+    lines.append("")
+    per_bench: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    bench_of = {r.task_id: r.benchmark for r in records["base"]}
+    for t, g in regions.items():
+        if t in bench_of:
+            per_bench[bench_of[t]][g] += 1
+    lines += ["Tasks per benchmark:", "", "| Benchmark | in-region | barrier | out of reach |", "|---|---:|---:|---:|"]
+    for b in sorted(per_bench):
+        lines.append(f"| {b} | {per_bench[b]['in_region']} | {per_bench[b]['barrier']} | {per_bench[b]['out_of_reach']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.actguide_regions", description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", required=True, help="folder with runs/base, runs/zero_rl/seedN, runs/actguide/seedN")
+    parser.add_argument("--regions", required=True, help="regions.json of the base policy on the evaluation split")
+    parser.add_argument("--setting", required=True, help="the training setting (JSON) the runs were trained with")
+    parser.add_argument("--split", default="test", choices=("dev", "test"))
+    parser.add_argument("--tasks-per-benchmark", type=int, default=40)
+    parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--doc", default=None, help="write the page here (default: print it)")
+    args = parser.parse_args(argv)
+    from agents.actguide.regions import read_regions
+
+    start = time.perf_counter()
+    runs = Path(args.runs)
+    regions = read_regions(args.regions)
+    setting = json.loads(Path(args.setting).read_text())
+    log_dir = runs / "episodes_regions"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    records: dict[str, list[EpisodeRecord]] = {"base": [], "zero_rl": [], "actguide": []}
+    for s in range(args.seeds):
+        for label, folder in (("base", runs / "runs" / "base"), ("zero_rl", runs / "runs" / "zero_rl" / f"seed{s}"),
+                              ("actguide", runs / "runs" / "actguide" / f"seed{s}")):
+            if not (folder / "model.pt").is_file():
+                raise SteerEnvsError(f"{folder} has no trained model.pt; train it first (see the module docstring)")
+            records[label] += evaluate_model(folder, label, setting, args.split, args.tasks_per_benchmark,
+                                             args.rollouts, s, log_dir)
+    command = ("python -m benchmarks.actguide_regions " + " ".join(
+        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None))
+    text = page(regions, records, args.seeds, args.rollouts, command, time.perf_counter() - start)
+    if args.doc:
+        atomic_write_text(args.doc, text)
+        print(f"written: {args.doc}")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

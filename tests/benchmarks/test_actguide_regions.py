@@ -1,0 +1,56 @@
+"""benchmarks/actguide_regions.py: the by-region comparison from tiny real runs (train, regions, evaluate)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.actguide_regions import main, pass_at_k, success
+from steer_envs.cli.main import main as cli
+from steer_envs.episodes import EpisodeLog, EpisodeRecord
+from steer_envs.errors import SteerEnvsError
+
+SETTING = {"benchmarks": ["nq", "triviaqa"], "tasks_per_benchmark": 3, "budget": 24, "batch_tasks": 2,
+           "group_size": 3, "max_turns": 3}
+
+
+def _rec(task: str, seed: int, em: float) -> EpisodeRecord:
+    return EpisodeRecord(method="m", task_id=task, benchmark="nq", seed=seed, f1=em, em=em, reward=em)
+
+
+def test_pass_at_k_is_per_task_and_training_seed():
+    records = [_rec("a", 0, 0), _rec("a", 1, 1), _rec("a", 100, 0), _rec("b", 0, 0), _rec("c", 0, 1)]
+    assert pass_at_k(records, {"a", "b"}) == pytest.approx(100 / 3)  # (a, seed 0) hit; (a, seed 1), (b, 0) missed
+    assert success(records, {"a"}) == pytest.approx(100 / 3)
+
+
+@pytest.mark.slow
+def test_page_from_tiny_runs_and_resume(tmp_path):
+    setting = tmp_path / "setting.json"
+    setting.write_text(json.dumps(SETTING))
+    runs = tmp_path / "runs"
+    assert cli(["train", "actguide", "--config", str(setting), "--variant", "zero_rl", "--out", str(runs / "runs" / "base"),
+                "--no-progress"]) == 0
+    for variant in ("zero_rl", "actguide"):
+        assert cli(["train", "actguide", "--config", str(setting), "--variant", variant, "--init-from",
+                    str(runs / "runs" / "base"), "--out", str(runs / "runs" / variant / "seed0"), "--no-progress"]) == 0
+    assert cli(["barrier", "--regions", "--model", str(runs / "runs" / "base"), "--split", "dev",
+                "--tasks-per-benchmark", "2", "--K-unguided", "4", "--K-guided", "2", "--max-k", "2",
+                "--out", str(runs / "regions")]) == 0
+    doc = tmp_path / "page.md"
+    argv = ["--runs", str(runs), "--regions", str(runs / "regions" / "regions.json"), "--setting", str(setting),
+            "--split", "dev", "--tasks-per-benchmark", "2", "--rollouts", "2", "--seeds", "1", "--doc", str(doc)]
+    assert main(argv) == 0
+    text = doc.read_text()
+    regions = json.loads((runs / "regions" / "regions.json").read_text())["tasks"]
+    total = sum(1 for _ in regions)
+    assert total == 4 and "| barrier |" in text and "| in-region |" in text and "| nq |" in text
+    counts = [int(line.split("|")[2]) for line in text.splitlines() if line.startswith(("| barrier", "| in-region",
+                                                                                        "| out of reach"))]
+    assert sum(counts) == total
+    logs = {p.name: len(EpisodeLog(p).records) for p in (runs / "episodes_regions").glob("*.jsonl")}
+    assert logs == {"base.jsonl": 8, "zero_rl.jsonl": 8, "actguide.jsonl": 8}  # 4 tasks x 2 rollouts each
+    assert main(argv) == 0  # a rerun reads the logs back
+    assert {p.name: len(EpisodeLog(p).records) for p in (runs / "episodes_regions").glob("*.jsonl")} == logs
+    with pytest.raises(SteerEnvsError, match="no trained model.pt"):
+        main([*argv[:-2], "--seeds", "2"])
