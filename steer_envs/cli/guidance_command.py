@@ -1,4 +1,5 @@
-"""``steer-envs guidance coverage``: how many tasks of each benchmark have reference action sequences, and from where."""
+"""``steer-envs reference-plans coverage`` (old name ``steer-envs guidance coverage``): how many tasks of each benchmark
+have ACTGUIDE reference plans (reference action sequences), and from where."""
 from __future__ import annotations
 
 import argparse
@@ -40,4 +41,16 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-register_command(Command("guidance", "action data for ACTGUIDE-RL: `guidance coverage` per benchmark", _configure, _run))
+def _run_old_name(args: argparse.Namespace) -> int:
+    import warnings
+
+    warnings.warn("`steer-envs guidance` is deprecated; use `steer-envs reference-plans` (the same command)",
+                  FutureWarning, stacklevel=2)  # FutureWarning: shown to command-line users by default
+    return _run(args)
+
+
+#: ACTGUIDE's reference plans under their own name ("guidance" alone means a steering note;
+#: :mod:`steer_envs.reference_plans`); ``guidance`` is the old, deprecated name of the same command
+register_command(Command("reference-plans", "ACTGUIDE-RL reference plans: `reference-plans coverage` per benchmark",
+                         _configure, _run))
+register_command(Command("guidance", "deprecated name of `reference-plans`", _configure, _run_old_name))
