@@ -114,9 +114,9 @@ class EncoderSteerer(Steerer):
         self.reader = reader
         self._reader_model = None
         if reader:  # fail fast on an unknown encoder, before any parameter is built
-            from steer_envs.reader import make_encoder
+            from steer_envs.reader import check_encoder_spec
 
-            make_encoder(reader)
+            check_encoder_spec(reader)
         n_reader = len(READER_FEATURE_NAMES) if reader else 0
         self.featurizer = make_featurizer(features, hash_dim)
         n_stats = len(getattr(self.featurizer, "stat_names", STAT_NAMES))

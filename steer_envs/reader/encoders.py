@@ -120,16 +120,24 @@ register_encoder("lexical", lambda arg: NoEncoder())
 _BUILT: dict[str, TextEncoder] = {}
 
 
-def make_encoder(spec: str) -> TextEncoder:
-    """Build (once per process) the encoder a spec names; an unknown kind lists the valid ones."""
+def check_encoder_spec(spec: object) -> tuple[str, str]:
+    """``(kind, argument)`` of a valid spec, without loading anything; an unknown kind lists the valid ones."""
     if not isinstance(spec, str) or not spec:
         raise SteerEnvsError(f"a reader encoder spec must be a non-empty string such as 'minilm', got {spec!r}")
-    if spec in _BUILT:
-        return _BUILT[spec]
     kind, _, arg = spec.partition(":")
     if kind not in ENCODERS:
         raise unknown_name("reader encoder", kind, list(ENCODERS), hint="a spec looks like 'minilm', 'minilm:64', "
                            "'hash:64' or 'lexical'")
+    if kind in ("minilm", "hash"):
+        _int_arg(arg, 64, kind)
+    return kind, arg
+
+
+def make_encoder(spec: str) -> TextEncoder:
+    """Build (once per process) the encoder a spec names; an unknown kind lists the valid ones."""
+    kind, arg = check_encoder_spec(spec)
+    if spec in _BUILT:
+        return _BUILT[spec]
     encoder = ENCODERS.resolve(kind)(arg)
     _BUILT[spec] = encoder
     return encoder

@@ -27,7 +27,7 @@ from ..atomic import atomic_write_bytes
 from ..errors import SteerEnvsError, unknown_name
 from ..paths import cache_dir, file_fingerprint, resolve_data_dir
 from .embeddings import EmbeddingStore
-from .encoders import make_encoder
+from .encoders import check_encoder_spec, make_encoder
 from .features import LEXICAL_NAMES, QuestionView, lexical_features, pair_features
 from .states import Document, ReadingPair, collect_pairs, observation_documents
 
@@ -90,7 +90,7 @@ class ReaderConfig:
         unknown = [c for c in self.classifiers if c not in CLASSIFIERS]
         if unknown or not self.classifiers:
             raise unknown_name("reader classifier", (unknown or [""])[0], list(CLASSIFIERS))
-        make_encoder(self.encoder)  # an unknown encoder fails here, listing the valid ones
+        check_encoder_spec(self.encoder)  # an unknown encoder fails here, listing the valid ones
 
     def pairs_fields(self, split: str, max_tasks: int | None) -> dict[str, Any]:
         return {"split": split, "max_tasks": max_tasks, "executor": self.executor, "topk": self.topk,
