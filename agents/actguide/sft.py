@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from steer_envs.envs.admissible import similarity
 from steer_envs.envs.guided import GuidedSearchEnv
 from steer_envs.executors.protocol import render_answer, render_search
 from steer_envs.guidance.records import SEARCH
+from steer_envs.text import similarity
 
 from .config import ActGuideConfig
 from .rollout import reset_task

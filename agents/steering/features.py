@@ -26,17 +26,14 @@ from typing import Any
 import numpy as np
 
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY, searched_queries
+from steer_envs.text import NO_WORDS, entities
+from steer_envs.text import OBSERVER_STOP_WORDS as _STOP
+from steer_envs.text import WH_WORDS as _QUESTION_WORDS
+from steer_envs.text import words as _text_words
 
-_WORD = re.compile(r"[a-z0-9]+")
 _INFO = re.compile(r"<information>(.*?)</information>", re.S)
 _TITLE = re.compile(r"\(Title: (.*?)\)")
 _GUIDANCE = re.compile(r"<guidance>(.*?)</guidance>", re.S)
-_CAPS = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|and|[A-Z][\w'’.-]*))*")
-_STOP = frozenset(
-    "a an the of in on at to for by with from and or is was were are be been what who whom which when where why how "
-    "did does do that this as it its his her their s".split()
-)
-_QUESTION_WORDS = frozenset("who whom whose what which when where why how".split())
 _COMPARISON = frozenset(
     "or both same either neither older younger first earlier later more less longer shorter larger smaller bigger "
     "higher lower".split()
@@ -67,10 +64,12 @@ FAST_EXTRA_NAMES: tuple[str, ...] = (
 
 
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """The lowercase words of ``text`` (:func:`steer_envs.text.words`)."""
+    return _text_words(text)
 
 
 def content_words(text: str) -> set[str]:
+    """The words outside :data:`steer_envs.text.OBSERVER_STOP_WORDS`."""
     return {w for w in words(text) if w not in _STOP}
 
 
@@ -114,17 +113,9 @@ def _overlap(a: set[str], b: set[str]) -> float:
 
 
 def goal_entities(goal: str) -> list[str]:
-    """Capitalised phrases of the goal (beyond its first word): the entities a question is about."""
-    out = []
-    for m in _CAPS.finditer(goal):
-        phrase = m.group(0).strip(" .,'’?")
-        if m.start() == 0:
-            rest = phrase.split(" ", 1)
-            if rest[0].lower() in _QUESTION_WORDS | {"the", "in", "is", "was", "are", "were", "did", "does", "do"}:
-                phrase = rest[1] if len(rest) > 1 else ""
-        if phrase:
-            out.append(phrase.lower())
-    return out
+    """Capitalised phrases of the goal (beyond its first word), lowercased: the entities a question is about
+    (:func:`steer_envs.text.entities`, every phrase kept)."""
+    return [e.lower() for e in entities(goal, skip=NO_WORDS)]
 
 
 def _entity_coverage(entities: list[str], titles: list[str]) -> float:

@@ -28,14 +28,10 @@ import numpy as np
 
 from ..data.scoring import asearcher_normalize
 from ..guidance.records import ANSWER, SEARCH, GuidanceAction
+from ..text import CANDIDATE_STOP_WORDS as _STOP
+from ..text import content_words as _content_words
+from ..text import similarity, split_sentences, words  # noqa: F401  (similarity, words: re-exported, their old home)
 
-_STOP = frozenset(
-    "the a an of in on at to is was were be been who whom whose what which when where why how did does do for and or "
-    "by with from as that this these those it its his her their he she they there than then into about after before "
-    "during between over under also has have had are not no yes name named same both same".split()
-)
-_WORD = re.compile(r"[a-z0-9]+")
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _CAP_WORD = r"(?:[A-Z][\w'’\-\.]*)"
 _CAP_SPAN = re.compile(rf"{_CAP_WORD}(?:(?:\s+(?:of|the|de|del|da|di|von|van|der|du|le|la|and|for|in|on|&|y))*\s+{_CAP_WORD})*")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -82,20 +78,14 @@ class Candidate:
 
 @lru_cache(maxsize=200_000)
 def _words(text: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(text.lower()))
-
-
-def words(text: str) -> list[str]:
-    return list(_words(text))
+    """:func:`steer_envs.text.words`, memoised (documents and their sentences recur across states)."""
+    return tuple(words(text))
 
 
 @lru_cache(maxsize=200_000)
-def _content_words(text: str) -> frozenset[str]:
-    return frozenset(w for w in _words(text) if w not in _STOP)
-
-
 def content_words(text: str) -> frozenset[str]:
-    return _content_words(text)
+    """The words outside :data:`steer_envs.text.CANDIDATE_STOP_WORDS` (memoised)."""
+    return _content_words(text, _STOP)
 
 
 def _clean_span(span: str) -> str:
@@ -122,7 +112,7 @@ def question_entities(question: str) -> list[str]:
 
 @lru_cache(maxsize=100_000)
 def _sentences(text: str) -> tuple[str, ...]:
-    return tuple(_SENT.split(text)) or (text,)
+    return tuple(split_sentences(text))
 
 
 #: words on each side of a span that count as its local context
@@ -289,18 +279,6 @@ _WH = (
 )
 _YEAR = re.compile(r"^(?:1\d{3}|20\d{2})$")
 _COMPARISON = re.compile(r"\b(?:or|both|same|earlier|later|older|younger|first|longer|more|higher|larger)\b", re.I)
-
-
-def similarity(a: str, b: str) -> float:
-    """Token-set F1 of two strings (content words; all words when either has no content word)."""
-    wa, wb = content_words(a), content_words(b)
-    if not wa or not wb:
-        wa, wb = set(words(a)), set(words(b))
-    common = len(wa & wb)
-    if not common:
-        return 0.0
-    p, r = common / len(wa), common / len(wb)
-    return 2 * p * r / (p + r)
 
 
 def hint_pointer(hint: Sequence[GuidanceAction], taken: Sequence[GuidanceAction], threshold: float = 0.5) -> int:

@@ -9,7 +9,6 @@ searches, repeated and distinct queries, invalid actions, answer overlap with re
 """
 from __future__ import annotations
 
-import re
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -19,9 +18,9 @@ import numpy as np
 
 from ..errors import SteerEnvsError
 from ..executors.protocol import INFORMATION_TAGS, searched_queries, tag_spans
+from ..text import FEATURE_STOP_WORDS as _STOP
+from ..text import query_key, strip_tags, words
 
-_WORD = re.compile(r"[a-z0-9]+")
-_TAG = re.compile(r"<[^>]{1,40}>")
 
 COUNTER_NAMES: tuple[str, ...] = (
     "turn", "interventions", "searches", "repeated_queries", "distinct_queries", "last_query_repeated",
@@ -31,11 +30,10 @@ COUNTER_NAMES: tuple[str, ...] = (
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(_TAG.sub(" ", text.lower()))
+    return words(strip_tags(text))
 
 
-def _normalise_query(query: str) -> str:
-    return " ".join(sorted(set(_words(query))))
+_normalise_query = query_key
 
 
 @dataclass(frozen=True)
@@ -91,10 +89,6 @@ class TextFeaturizer:
             self._hashed(_words(last_turn)),
             self.counters(goal, transcript, turn, interventions),
         ]).astype(np.float32)
-
-
-_STOP = frozenset("the a an of in on at to is was who what which when where how did does do for and or by with from "
-                  "as that this be are were".split())
 
 
 def _field(obs: Any, key: str, default: Any) -> Any:

@@ -23,14 +23,14 @@ from ..sim.hops import fill_query, is_choice
 from ...retrieval.cache import cached_search
 from ..sim.situation import content_words
 from ..sim.thoughts import question_core
+from ...text import NO_WORDS, PIPELINE_OPENERS, sentences, tokens
+from ...text import entities as _entities
 from .messages import FAIL, NO_ANSWER, PASS, USER, Handoff, claimed_answer
 
 if TYPE_CHECKING:  # the pipeline as these functions use it, not pipeline.py (which imports this module)
     from .host import PipelineHost as Pipeline
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _REF = re.compile(r"#(\d+)")
-_CAPITALISED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|and|[A-Z][\w'’.-]*))*")
 _YES_NO = ("yes", "no")
 MAX_FACT_CHARS = 300
 
@@ -46,10 +46,6 @@ def role(name: str) -> Callable[[RoleTurn], RoleTurn]:
 
 
 # -- observable helpers ----------------------------------------------------------------------------------------
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
-
-
 def best_sentence(text: str, query: str, must_contain: str | None = None) -> str:
     """The sentence of a passage a searcher quotes: one stating ``must_contain`` if any, else the one sharing most
     words with its query."""
@@ -77,14 +73,9 @@ def coverage(question: str, facts: Sequence[str]) -> float:
 
 
 def entities(text: str) -> list[str]:
-    out = []
-    for m in _CAPITALISED.finditer(text):
-        phrase = m.group(0).strip(" .,'’?")
-        if m.start() == 0:
-            phrase = phrase.partition(" ")[2] if phrase.split()[0].lower() in {"who", "what", "which", "when", "where", "how", "is", "was", "did", "does", "the", "in"} else phrase
-        if phrase:
-            out.append(phrase)
-    return out
+    """The names an objective or question is about (:func:`steer_envs.text.entities` with the pipeline's openers,
+    every phrase kept)."""
+    return _entities(text, openers=PIPELINE_OPENERS, skip=NO_WORDS)
 
 
 def focus_of(objective: str) -> str:
@@ -94,12 +85,12 @@ def focus_of(objective: str) -> str:
 
 def plan_objectives(question: str, hops) -> list[str]:
     """A good decomposition: one objective per hop, written without naming any entity the question does not name."""
-    named = {w.lower() for w in re.findall(r"[\w'’]+", question)}
+    named = {w.lower() for w in tokens(question)}
     core = question_core(question)
     out = []
     for i, hop in enumerate(hops):
         text = _REF.sub(lambda m: f"step {m.group(1)}'s result", hop.query).strip()
-        hidden = [e for e in entities(text) if not all(w.lower() in named for w in re.findall(r"[\w'’]+", e))]
+        hidden = [e for e in entities(text) if not all(w.lower() in named for w in tokens(e))]
         if i == 0 and (hidden or not text):
             text = question if len(hops) == 1 else core
         elif hidden or not text:

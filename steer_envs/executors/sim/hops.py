@@ -12,11 +12,10 @@ from dataclasses import dataclass
 
 from ...data.records import Task
 from ...data.tasks import MULTI_HOP
+from ...text import RELATION_STOP_WORDS
+from ...text import tokens as _tokens
 
 _REF = re.compile(r"#(\d+)")
-_WORD = re.compile(r"[\w']+")
-_FUNCTION = frozenset("the a an of in on at to for and or is was were are who what which when where how did does do by "
-                      "with from both same that than film films".split())
 
 
 @dataclass(frozen=True)
@@ -87,8 +86,8 @@ def build_hops(task: Task, titles: dict[str, str]) -> list[Hop]:
 
 def _named_in(title: str, question: str) -> bool:
     """Whether the question names the passage's subject (most of the title's words, parentheses aside)."""
-    words = _WORD.findall(re.sub(r"\(.*?\)", " ", title).lower())
-    asked = set(_WORD.findall(question.lower()))
+    words = _tokens(re.sub(r"\(.*?\)", " ", title).lower())
+    asked = set(_tokens(question.lower()))
     return bool(words) and sum(w in asked for w in words) >= max(1, 0.6 * len(words))
 
 
@@ -101,8 +100,8 @@ def _comparison_hops(task: Task, titles: dict[str, str]) -> list[Hop] | None:
     named = [pid for pid in support if _named_in(titles.get(pid, ""), task.question)]
     if len(named) < 2:
         return None
-    title_words = {w for pid in named for w in _WORD.findall(titles.get(pid, "").lower())}
-    relation = " ".join(w for w in _WORD.findall(task.question.lower()) if w not in title_words and w not in _FUNCTION)[:60]
+    title_words = {w for pid in named for w in _tokens(titles.get(pid, "").lower())}
+    relation = " ".join(w for w in _tokens(task.question.lower()) if w not in title_words and w not in RELATION_STOP_WORDS)[:60]
     hops = [Hop(f"{titles.get(pid, '')} {relation}".strip(), (pid,), titles.get(pid, "")) for pid in named]
     unnamed = tuple(pid for pid in support if pid not in named)
     last = hops[-1]

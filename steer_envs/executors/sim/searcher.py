@@ -36,11 +36,10 @@ from .responses import RESPONSES, derail
 from ...retrieval.cache import cached_search
 from .situation import normalize_query as _normalize, situation_of
 from .thoughts import fill
+from ...text import STOP_WORDS, entities
 
 _YES_NO = ("yes", "no")
-_QUESTION_WORDS = frozenset("who whom whose what which when where why how is was are were did does do in the".split())
 _SIDE_ASPECTS = ("history", "early life", "career", "family", "location", "awards")
-_STOPWORDS = frozenset("the a an of in on at to for and or is was were who what which when where how did does do by with from".split())
 
 
 @dataclass
@@ -384,7 +383,7 @@ class SimSearcher(SimResources, Executor):
         anchors = question_entities(full) or ([s.findings[-1]] if s.findings else []) or question_entities(self.task.question)
         anchors = [a for a in anchors if a] or [full]
         anchor_words = {w.lower() for a in anchors for w in a.split()}
-        rest = [w for w in full.rstrip("?").split() if w.lower() not in anchor_words and w.lower() not in _STOPWORDS]
+        rest = [w for w in full.rstrip("?").split() if w.lower() not in anchor_words and w.lower() not in STOP_WORDS]
         picked = [rest[i] for i in sorted(s.rng.permutation(len(rest))[:2])] if rest else []
         return " ".join([anchors[int(s.rng.integers(len(anchors)))]] + picked)
 
@@ -443,20 +442,10 @@ class SimSearcher(SimResources, Executor):
         s.pending = "keep_searching"
 
 
-_CAPITALISED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|and|[A-Z][\w'’.-]*))*")
-
-
 def question_entities(question: str) -> list[str]:
-    """Capitalised phrases of the question after its first word: the names a searcher anchors its queries on."""
-    out = []
-    for m in _CAPITALISED.finditer(question):
-        phrase = m.group(0).strip(" .,'’?")
-        first, _, rest = phrase.partition(" ")
-        if m.start() == 0 and first.lower() in _QUESTION_WORDS:
-            phrase = rest
-        if phrase and phrase.lower() not in _STOPWORDS:
-            out.append(phrase)
-    return out
+    """Capitalised phrases of the question after its first word: the names a searcher anchors its queries on
+    (:func:`steer_envs.text.entities`; kept here as the searcher's name for it)."""
+    return entities(question)
 
 
 def _tokens(text: str) -> int:

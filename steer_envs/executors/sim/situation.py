@@ -11,25 +11,19 @@ words from the nearest one that was.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    "a an the of in on at to for by with from and or is was were are be been what who whom whose which when where why "
-    "how did does do that this as it its his her their s name named".split()
-)
+from ...text import SITUATION_STOP_WORDS, normalize_query  # noqa: F401  (normalize_query: re-exported, its old home)
+from ...text import content_words as _content_words
+
 ACTS: tuple[str, ...] = ("search", "answer", "invalid")
 TURN_BUCKETS = 3  # 0, 1, 2 and later
 
 
 def content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
-def normalize_query(query: str) -> str:
-    return " ".join(_WORD.findall(query.lower()))
+    """The words an observer counts (:data:`steer_envs.text.SITUATION_STOP_WORDS` skipped)."""
+    return set(_content_words(text, SITUATION_STOP_WORDS))
 
 
 def titles_overlap_question(question: str, titles: Sequence[str]) -> bool:
