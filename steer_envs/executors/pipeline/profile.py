@@ -10,12 +10,13 @@ sensitivity sweep can vary it: no recording shows a pipeline being supervised. S
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import SteerEnvsError, unknown_name
+from ..profiles import ProfileSchema, shipped
+from ..profiles import load as _load
+from ..profiles import profile_from_dict as _from_dict
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
@@ -78,65 +79,23 @@ class PipelineProfile:
         return replace(self, **overrides) if overrides else self
 
 
-_FIELDS = {f.name: f for f in fields(PipelineProfile)}
-_INT_KEYS = {"searches_per_round", "facts_per_message", "max_rounds"}
-_PROB_KEYS = {k for k, f in _FIELDS.items() if f.type == "float"}
-
-
-def _check_keys(obj: dict, where: str, allowed: set[str]) -> None:
-    unknown = sorted(set(obj) - allowed)
-    if unknown:
-        raise SteerEnvsError(f"pipeline profile {where}: unknown key(s) {', '.join(unknown)}. Valid keys: "
-                             f"{', '.join(sorted(allowed))} (see {PROFILE_DIR / 'default.json'})")
-
-
-def _validate(obj: dict, where: str) -> None:
-    for key in _PROB_KEYS & set(obj):
-        value = obj[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-            raise SteerEnvsError(f"pipeline profile {where}: {key!r} must be a probability in [0, 1], got {value!r}")
-    for key in _INT_KEYS & set(obj):
-        if isinstance(obj[key], bool) or not isinstance(obj[key], int) or obj[key] < 1:
-            raise SteerEnvsError(f"pipeline profile {where}: {key!r} must be a positive integer, got {obj[key]!r}")
+#: what a pipeline profile is (:mod:`steer_envs.executors.profiles` loads and validates it): every float a
+#: probability, every integer positive
+SCHEMA = ProfileSchema(
+    kind="pipeline profile", cls=PipelineProfile, directory=PROFILE_DIR,
+    hint="HandoffSteering-v0 reads executor='sim:<pipeline profile>' or sim:/path/to/profile.json",
+)
 
 
 def profile_from_dict(obj: dict, where: str = "<dict>") -> PipelineProfile:
     """Validate and build a profile: every key known, values in range, per-benchmark overrides likewise."""
-    if not isinstance(obj, dict):
-        raise SteerEnvsError(f"pipeline profile {where}: expected a JSON object, got {type(obj).__name__}")
-    obj = dict(obj)
-    obj.setdefault("name", Path(where).stem)
-    _check_keys(obj, where, set(_FIELDS))
-    _validate(obj, where)
-    if "thought_sources" in obj:
-        obj["thought_sources"] = tuple(obj["thought_sources"])
-    overridable = set(_FIELDS) - {"name", "description", "benchmarks", "thought_sources"}
-    for bench, over in (obj.get("benchmarks") or {}).items():
-        if not isinstance(over, dict):
-            raise SteerEnvsError(f"pipeline profile {where}: benchmarks.{bench} must be an object of overrides")
-        _check_keys(over, f"{where} (benchmarks.{bench})", overridable)
-        _validate(over, f"{where} (benchmarks.{bench})")
-    return PipelineProfile(**obj)
+    return _from_dict(SCHEMA, obj, where)
 
 
 def shipped_profiles() -> list[str]:
-    return sorted(p.stem for p in PROFILE_DIR.glob("*.json"))
+    return shipped(SCHEMA)
 
 
 def load_pipeline_profile(arg: str) -> PipelineProfile:
     """``arg``: a shipped profile name (``default``) or a path to a JSON file."""
-    arg = arg.strip() or "default"
-    path = Path(arg).expanduser()
-    if arg.endswith(".json") or path.is_file():
-        if not path.is_file():
-            raise SteerEnvsError(f"pipeline profile file {str(path)!r} does not exist")
-    else:
-        path = PROFILE_DIR / f"{arg}.json"
-        if not path.is_file():
-            raise unknown_name("pipeline profile", arg, shipped_profiles(),
-                               hint="HandoffSteering-v0 reads executor='sim:<pipeline profile>' or sim:/path/to/profile.json")
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SteerEnvsError(f"pipeline profile {path} is not valid JSON: {exc}") from None
-    return profile_from_dict(obj, str(path.name if path.parent == PROFILE_DIR else path))
+    return _load(SCHEMA, arg)

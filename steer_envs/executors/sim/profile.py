@@ -8,12 +8,13 @@ back to a default.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import SteerEnvsError, unknown_name
+from ..profiles import ProfileSchema, shipped
+from ..profiles import load as _load
+from ..profiles import profile_from_dict as _from_dict
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 DRIFT_MODES: tuple[str, ...] = ("redundant", "fixation", "side_goal", "never_answer")
@@ -85,95 +86,34 @@ class SimProfile:
         return replace(self, **overrides) if overrides else self
 
 
-_FIELDS = {f.name: f for f in fields(SimProfile)}
-_OPTIONAL = {"benchmarks", "description", "literal_reading", "confusion", "explore", "entity_queries", "verify_searches", "second_guess_search", "thought_sources"}
-_PROB_KEYS = {
-    "query_noise", "query_extra_word", "recognize_skill", "extract_skill", "parametric_recall", "premature_rate",
-    "never_answer_rate", "hazard_base", "hazard_growth", "drift_recover", "compliance", "verify_skill", "disruption", "second_guess",
-    "literal_reading", "confusion", "explore", "entity_queries", "verify_searches", "second_guess_search",
-}
-
-
-def shipped_profiles() -> list[str]:
-    return sorted(p.stem for p in PROFILE_DIR.glob("*.json"))
-
-
-def _check_keys(obj: dict, where: str, allowed: set[str], required: set[str]) -> None:
-    unknown = sorted(set(obj) - allowed)
-    missing = sorted(required - set(obj))
-    problems = []
-    if unknown:
-        problems.append(f"unknown key(s) {', '.join(unknown)}")
-    if missing:
-        problems.append(f"missing key(s) {', '.join(missing)}")
-    if problems:
-        raise SteerEnvsError(
-            f"simulator profile {where}: {'; '.join(problems)}. Valid keys: {', '.join(sorted(allowed))} "
-            f"(see {PROFILE_DIR / 'default.json'} for a complete example)"
-        )
-
-
-def _validate_values(obj: dict, where: str) -> None:
-    for key in _PROB_KEYS & set(obj):
-        value = obj[key]
-        if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-            raise SteerEnvsError(f"simulator profile {where}: {key!r} must be a probability in [0, 1], got {value!r}")
+def _check_drift_weights(obj: dict, where: str) -> None:
     if "drift_weights" in obj:
         weights = obj["drift_weights"]
         if not isinstance(weights, dict) or any(k not in DRIFT_MODES for k in weights):
-            raise SteerEnvsError(
-                f"simulator profile {where}: 'drift_weights' must map drift modes ({', '.join(DRIFT_MODES)}) to weights"
-            )
-    for key in ("propensity_alpha", "propensity_beta", "plan_effect"):
-        if key in obj and (not isinstance(obj[key], (int, float)) or obj[key] <= 0):
-            raise SteerEnvsError(f"simulator profile {where}: {key!r} must be a positive number, got {obj[key]!r}")
-    if "thought_sources" in obj and (
-        not isinstance(obj["thought_sources"], (list, tuple)) or not all(isinstance(x, str) for x in obj["thought_sources"])
-    ):
-        raise SteerEnvsError(f"simulator profile {where}: 'thought_sources' must be a list of trajectory source names "
-                             f"(files in <data>/trajectories without .jsonl.gz), got {obj['thought_sources']!r}")
-    if "intervention_turn_cost" in obj and (not isinstance(obj["intervention_turn_cost"], int) or obj["intervention_turn_cost"] < 0):
-        raise SteerEnvsError(f"simulator profile {where}: 'intervention_turn_cost' must be a non-negative integer")
+            raise SCHEMA.error(where, f"'drift_weights' must map drift modes ({', '.join(DRIFT_MODES)}) to weights")
+        for mode, weight in weights.items():
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+                raise SCHEMA.error(where, f"'drift_weights.{mode}' must be a non-negative number, got {weight!r}")
+
+
+#: what a simulator profile is (:mod:`steer_envs.executors.profiles` loads and validates it)
+SCHEMA = ProfileSchema(
+    kind="simulator profile", cls=SimProfile, directory=PROFILE_DIR,
+    positive=frozenset({"propensity_alpha", "propensity_beta", "plan_effect"}),
+    int_minimums={"intervention_turn_cost": 0}, extra=_check_drift_weights,
+    hint="or give a path: sim:/path/to/profile.json",
+)
+
+
+def shipped_profiles() -> list[str]:
+    return shipped(SCHEMA)
 
 
 def profile_from_dict(obj: dict, where: str = "<dict>") -> SimProfile:
     """Validate and build a profile: every key known, every required key present, values in range."""
-    if not isinstance(obj, dict):
-        raise SteerEnvsError(f"simulator profile {where}: expected a JSON object, got {type(obj).__name__}")
-    obj = dict(obj)
-    obj.setdefault("name", Path(where).stem)
-    obj.setdefault("description", "")
-    _check_keys(obj, where, set(_FIELDS), set(_FIELDS) - _OPTIONAL)
-    _validate_values(obj, where)
-    overrides = obj.get("benchmarks") or {}
-    if not isinstance(overrides, dict):
-        raise SteerEnvsError(f"simulator profile {where}: 'benchmarks' must map benchmark names to overrides")
-    if "thought_sources" in obj:
-        obj["thought_sources"] = tuple(obj["thought_sources"])
-    overridable = set(_FIELDS) - {"name", "description", "benchmarks", "thought_sources"}
-    for bench, over in overrides.items():
-        if not isinstance(over, dict):
-            raise SteerEnvsError(f"simulator profile {where}: benchmarks.{bench} must be an object of overrides")
-        _check_keys(over, f"{where} (benchmarks.{bench})", overridable, set())
-        _validate_values(over, f"{where} (benchmarks.{bench})")
-    return SimProfile(**obj)
+    return _from_dict(SCHEMA, obj, where)
 
 
 def load_profile(arg: str) -> SimProfile:
     """``arg`` is a shipped profile name (``default``) or a path to a JSON file."""
-    arg = arg.strip() or "default"
-    path = Path(arg).expanduser()
-    if arg.endswith(".json") or path.is_file():
-        if not path.is_file():
-            raise SteerEnvsError(f"simulator profile file {str(path)!r} does not exist")
-        where = str(path)
-    else:
-        path = PROFILE_DIR / f"{arg}.json"
-        if not path.is_file():
-            raise unknown_name("simulator profile", arg, shipped_profiles(), hint="or give a path: sim:/path/to/profile.json")
-        where = path.name
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SteerEnvsError(f"simulator profile {where} is not valid JSON: {exc}") from None
-    return profile_from_dict(obj, where)
+    return _load(SCHEMA, arg)
