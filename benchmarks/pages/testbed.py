@@ -1,7 +1,7 @@
 """``docs/results_testbed.md``: what the testbed must show before any learned method's number means anything.
 
-Sections 1-3 (leak test, note reading, calibration) are prose with the numbers their commands printed
-(``templates/testbed_intro.md``; those commands write no run folder yet). Section 4, the headroom table, is read from
+Sections 1-3 (leak test, note reading, calibration) and 6 (the reader for steerers) are prose with the numbers their
+commands printed (``templates/testbed_intro.md``, ``testbed_reader.md``; those commands write no run folder yet). Section 4, the headroom table, is read from
 an eval run folder (``OUT/headroom_test``, made by the ``steer-envs eval`` command the section shows) through the
 harness (:func:`~benchmarks.harness.runner.complete_methods`, :func:`~benchmarks.harness.stats.summarize`,
 :func:`~benchmarks.harness.tables.results_table`), and its reading (oracle gain, the best fixed rule's share of it)
@@ -80,5 +80,6 @@ PAGE = Page(
     name="results_testbed", help="the testbed's own checks: leak test, note reading, calibration, headroom, sensitivity",
     doc="docs/results_testbed.md", out="runs", load=load,
     sections=(Section("intro", lambda ctx: template("testbed_intro")), Section("headroom", _headroom),
-              Section("sensitivity", _sensitivity), Section("weak", lambda ctx: template("testbed_weak"))),
+              Section("sensitivity", _sensitivity), Section("reader", lambda ctx: template("testbed_reader")),
+              Section("weak", lambda ctx: template("testbed_weak"))),
 )
