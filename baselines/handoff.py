@@ -13,6 +13,17 @@ variant"). They are the steering methods of the single-agent tables, handed the 
 Operating points, for both steerers: ``coverage=0.25`` chooses τ on the *dev* split so that interventions cover
 that share of agent turns (every agent turn hands off once, so coverage = interventions / decisions); ``every=1``
 opens the gate at every hand-off (the paper's "intervening at every hand-off"); otherwise ``tau`` is used as given.
+
+The every-hand-off regime (issue 21, step 4). The paper's action space is pass ∪ A_int at *every* decision, but the
+slow path of the default steerer has no pass: with the gate open it must intervene at each hand-off. Two options,
+off by default (earlier labels, checkpoints and outputs unchanged):
+
+* ``slow_pass=1`` (both steerers): "pass" is one of the slow path's choices (``EncoderSteerer(slow_pass=True)``);
+  in training it is sampled into the GRPO group like any option, its return is ``b_s``, so its advantage is learned;
+* ``continuation=policy`` (``handoff_rl``): the trainer's continuations let the current steerer take every later
+  decision instead of passing after one intervention, so repeated interventions and their cost are in the labels;
+  ``continuation_gate=open`` runs its slow path at every later hand-off (the regime the every-hand-off row
+  deploys); ``tau`` (default) gates them at the trainer's τ.
 """
 from __future__ import annotations
 
@@ -103,13 +114,35 @@ def _operating_point(agent: SteeringAgent, context: MethodContext) -> SteeringAg
     return agent
 
 
+def _steerer_args(context: MethodContext) -> dict[str, Any]:
+    """The hand-off steerer's arguments: its feature set, and ``slow_pass`` when the method asks for it (only then:
+    the spec, and so checkpoints of earlier runs, stay as they were)."""
+    return {**FEATURES, **({"slow_pass": True} if context.option("slow_pass", 0, int) else {})}
+
+
+def _continuation_overrides(context: MethodContext) -> dict[str, Any]:
+    continuation = context.option("continuation", "pass", str)
+    gate = context.option("continuation_gate", "tau", str)
+    if continuation not in ("pass", "policy") or gate not in ("tau", "open"):
+        raise SteerEnvsError(f"continuation must be 'pass' or 'policy' and continuation_gate 'tau' or 'open', got "
+                             f"continuation={continuation!r}, continuation_gate={gate!r}")
+    if continuation == "pass" and gate != "tau":
+        raise SteerEnvsError("continuation_gate applies to continuation=policy only; add continuation=policy")
+    out: dict[str, Any] = {}
+    if continuation != "pass":
+        out["continuation"] = continuation
+    if gate != "tau":
+        out["continuation_gate"] = gate
+    return out
+
+
 def build_handoff_zero_shot(context: MethodContext) -> SteeringAgent:
-    return _operating_point(untrained_agent(context, HANDOFF_ENV, "handoff_zero_shot", **FEATURES), context)
+    return _operating_point(untrained_agent(context, HANDOFF_ENV, "handoff_zero_shot", **_steerer_args(context)), context)
 
 
 def build_handoff_rl(context: MethodContext) -> SteeringAgent:
     agent = trained_agent(context, HANDOFF_ENV, "handoff_rl",
-                          {"env_id": HANDOFF_ENV, "backbone_args": dict(FEATURES)})
+                          {"env_id": HANDOFF_ENV, "backbone_args": _steerer_args(context), **_continuation_overrides(context)})
     return _operating_point(agent, context)
 
 

@@ -24,7 +24,10 @@ from .objectives import Q_TARGETS
 RANK_PAIRS = ("same_task", "any")
 #: fields added after run folders of earlier versions existed: they enter the fingerprint only when set away from
 #: their default, so those folders still resume (and their fingerprints are unchanged)
-_LATE_FIELDS = ("rank_pairs", "rank_max_pairs", "q_target", "env_id", *ACCELERATION_FIELDS)
+_LATE_FIELDS = ("rank_pairs", "rank_max_pairs", "q_target", "env_id", "continuation_gate", *ACCELERATION_FIELDS)
+#: policies of the continuation rollouts (agents.steering.rollouts): "pass" (the paper: one intervention, then the
+#: executor alone) | "policy" (the current steerer takes every later decision: repeated interventions and their cost)
+CONTINUATIONS = ("pass", "policy")
 
 
 @holds_protocol(names={"cost": "intervention_cost"})
@@ -61,7 +64,9 @@ class SteeringConfig:
     rank_max_pairs: int = 16384  # with rank_pairs="any": pairs drawn per round from all measured states
     q_target: str = "abs"  # the fast path's target: "abs" (the paper: |R̄ − b|) | "signed" (R̄ − b: gain, not the paper)
     weight_decay: float = 0.0  # AdamW decoupled weight decay (regularises the hashed n-gram embeddings)
-    continuation: str = "pass"  # policy of the continuation rollouts (pass to the end)
+    continuation: str = "pass"  # policy of the continuation rollouts: "pass" to the end | "policy" (CONTINUATIONS)
+    #: with continuation="policy": "tau" gates its later decisions at τ | "open" runs the slow path at every one
+    continuation_gate: str = "tau"
     seed: int = 0
     # -- backbone -----------------------------------------------------------------------------------------
     backbone: str = "encoder"  # "encoder" | "causal_lm"
@@ -88,7 +93,8 @@ class SteeringConfig:
             (self.rank_max_pairs >= 1, "rank_max_pairs must be >= 1"),
             (self.q_target in Q_TARGETS, f"q_target must be one of {Q_TARGETS}"),
             (self.backbone in ("encoder", "causal_lm"), "backbone must be 'encoder' or 'causal_lm'"),
-            (self.continuation == "pass", "continuation must be 'pass' (the frozen executor alone)"),
+            (self.continuation in CONTINUATIONS, f"continuation must be one of {CONTINUATIONS}"),
+            (self.continuation_gate in ("tau", "open"), "continuation_gate must be 'tau' or 'open'"),
             *acceleration_checks(self),
         ]
         for ok, message in checks:

@@ -29,7 +29,7 @@ from torch import nn
 from steer_envs.errors import SteerEnvsError
 
 from .features import FAST_EXTRA_NAMES, STAT_NAMES, HashedFeatures, content_words, split_observation, words, _bucket
-from .interventions import InterventionOption, argument_candidates
+from .interventions import PASS_TEXT, InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
 SPAN_STATS = 5
@@ -96,8 +96,13 @@ class EncoderSteerer(Steerer):
         goal_embedding: bool = False,
         features: str = "search",
         reader: str = "",
+        slow_pass: bool = False,
     ) -> None:
         super().__init__(options)
+        #: whether "pass" is one of the slow path's choices (the paper's pass ∪ A_int at every decision): an extra,
+        #: last output of the option head. Off by default (the earlier architecture, whose slow path always
+        #: intervenes once the gate opens); on, a steerer whose gate is open at every decision can still let one by
+        self.slow_pass = bool(slow_pass)
         self.hash_dim = hash_dim
         self.span_hash_dim = span_hash_dim
         self.embed_dim = embed_dim
@@ -134,7 +139,7 @@ class EncoderSteerer(Steerer):
             else:
                 self.fast_trunk = nn.Identity()
                 self.fast_head = nn.Linear(hidden, 1)
-            self.option_head = nn.Linear(hidden, len(self.options))
+            self.option_head = nn.Linear(hidden, len(self.options) + (1 if self.slow_pass else 0))
             self.span_bag = nn.EmbeddingBag(span_hash_dim, hidden, mode="mean")
             nn.init.normal_(self.span_bag.weight, std=0.05)
             self.span_stats = nn.Linear(SPAN_STATS, hidden)
@@ -150,6 +155,7 @@ class EncoderSteerer(Steerer):
             **({"goal_embedding": True} if self.goal_embedding else {}),
             **({"features": self.features} if self.features != "search" else {}),
             **({"reader": self.reader} if self.reader else {}),
+            **({"slow_pass": True} if self.slow_pass else {}),
         }
 
     # -- encoding -------------------------------------------------------------------------------------------
@@ -262,6 +268,12 @@ class EncoderSteerer(Steerer):
         )
         return f"{reason} -> {option.name}" + (f" ({argument})" if argument else "")
 
+    def _pass_rationale(self, observation: Any) -> str:
+        feats = self.featurizer(observation).stats
+        if hasattr(self.featurizer, "rationale"):
+            return str(self.featurizer.rationale(feats))
+        return "the slow path sees nothing worth a note"
+
     def sample_slow(
         self, observation: Any, n: int, generator: torch.Generator, greedy: bool = False
     ) -> list[SlowSample]:
@@ -273,6 +285,10 @@ class EncoderSteerer(Steerer):
                     pos = int(option_logp.argmax())
                 else:
                     pos = int(torch.multinomial(option_logp.exp().to(generator.device), 1, generator=generator))
+                if pos == len(self.options):  # the slow path's pass (slow_pass=True only): no note is sent
+                    samples.append(SlowSample(None, "", PASS_TEXT, f"{self._pass_rationale(observation)} -> pass",
+                                              {"option_pos": pos, "arg_pos": -1, "spans": spans}))
+                    continue
                 option = self.options[pos]
                 arg_pos, argument = -1, ""
                 if option.needs_argument and self.choose_arguments:

@@ -5,6 +5,13 @@ executor, as a picklable environment snapshot plus the observation the steerer s
 restore a snapshot, fork the environment with a fixed seed, apply the branch's first action (an intervention,
 or pass for ``b_s``) and let the executor run to the end with pass. All branches of a state use the *same* N
 seeds (common random numbers), so ``R̄_{s,j} − b_s`` measures the intervention, not the luck of the draw.
+
+By default a continuation passes to the end after its first action (the paper's algorithm: single interventions).
+With a :class:`ContinuationPolicy` (``SteeringConfig.continuation="policy"``) the later decisions of every branch
+are taken by the current steerer instead, so a label measures the first action *followed by the policy's own
+repeated interventions*: the cost of repetition (a rejection creating another hand-off, a role derailed by many
+notes) enters ``R̄_{s,j}`` and ``b_s``. The policy's draws are seeded by the continuation seed, so the branches of
+one state still share their random numbers and the same seed gives the same label.
 """
 from __future__ import annotations
 
@@ -92,6 +99,34 @@ def collect_state_bank(env, task_ids: Sequence[str], seed: int, action_mode: str
     return bank
 
 
+#: gates of a :class:`ContinuationPolicy`: "tau" draws the gate at the config's τ; "open" runs the slow path at every
+#: later decision (the every-hand-off regime, where only the slow path's own pass lets a decision by)
+CONTINUATION_GATES = ("tau", "open")
+#: τ of an open gate (as baselines.handoff.OPEN_GATE_TAU): p = σ(z − logit τ) ≈ 1 for any z
+_OPEN_TAU = 1e-12
+
+
+@dataclass
+class ContinuationPolicy:
+    """The policy of a continuation's later decisions: the steerer, its gate and the env's action mode. Each
+    continuation gets a fresh :class:`~agents.steering.agent.SteeringAgent` seeded by the continuation's seed."""
+
+    steerer: Any
+    tau: float = 0.5
+    gate: str = "tau"
+    action_mode: str = "discrete"
+
+    def __post_init__(self) -> None:
+        if self.gate not in CONTINUATION_GATES:
+            raise SteerEnvsError(f"continuation gate must be one of {CONTINUATION_GATES}, got {self.gate!r}")
+
+    def agent(self, seed: int):
+        from .agent import SteeringAgent
+
+        tau = _OPEN_TAU if self.gate == "open" else self.tau
+        return SteeringAgent(self.steerer, tau=tau, action_mode=self.action_mode, seed=int(seed), name="continuation")
+
+
 @dataclass(frozen=True)
 class Continuation:
     """One continuation's return, or the failure that cut it short (then ``total`` is no return at all)."""
@@ -104,18 +139,22 @@ class Continuation:
         return self.failure is not None
 
 
-def continuation_outcome(env, state: BankState, first_action, seed: int, action_mode: str) -> Continuation:
-    """One rollout: restore ``state``, fork with ``seed``, take ``first_action``, then pass to the end; a rollout a
-    service failure truncated comes back with its ``failure`` (``steer_envs.failures``)."""
+def continuation_outcome(env, state: BankState, first_action, seed: int, action_mode: str,
+                         policy: ContinuationPolicy | None = None) -> Continuation:
+    """One rollout: restore ``state``, fork with ``seed``, take ``first_action``, then pass to the end (or, with a
+    ``policy``, let it take every later decision); a rollout a service failure truncated comes back with its
+    ``failure`` (``steer_envs.failures``)."""
     base = env.unwrapped
     base.set_state(state.env_state)
     branch = base.fork(seed=seed)
     pass_action = PASS_ACTIONS[action_mode]
+    agent = policy.agent(seed) if policy is not None else None
     total = 0.0
-    _, reward, terminated, truncated, info = branch.step(first_action)
+    obs, reward, terminated, truncated, info = branch.step(first_action)
     total += float(reward)
     while not (terminated or truncated):
-        _, reward, terminated, truncated, info = branch.step(pass_action)
+        action = pass_action if agent is None else agent.act(obs, info)
+        obs, reward, terminated, truncated, info = branch.step(action)
         total += float(reward)
     close = getattr(branch, "close", None)
     if close:
@@ -169,7 +208,7 @@ class StateMeasurement:
 
 
 def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence[int], action_mode: str,
-                  retries: int = CONTINUATION_RETRIES) -> StateMeasurement:
+                  retries: int = CONTINUATION_RETRIES, policy: ContinuationPolicy | None = None) -> StateMeasurement:
     """Average ``N`` continuations (``seeds``) for pass and each action; identical actions share rollouts.
 
     Sharing is exact because the branches of one state use the same seeds and the simulated executor is
@@ -177,6 +216,7 @@ def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence
 
     A continuation a service failure truncated is rerun up to ``retries`` times with a fresh seed
     (:func:`retry_seed`), then dropped: means are over the continuations that finished, never over a failure's 0.
+    ``policy`` (optional) takes the later decisions of every continuation (:class:`ContinuationPolicy`).
     """
     cache: dict[Any, float | None] = {}
     rollouts = hits = failed = dropped = 0
@@ -185,7 +225,7 @@ def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence
         nonlocal rollouts, failed, dropped
         for attempt in range(retries + 1):
             outcome = continuation_outcome(env, state, action, seed if attempt == 0 else retry_seed(seed, attempt),
-                                           action_mode)
+                                           action_mode, policy)
             rollouts += 1
             if not outcome.failed:
                 return outcome.total
@@ -210,18 +250,21 @@ def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence
 
 
 def measure_item(env, item: tuple[BankState, Sequence[Any], Sequence[int], str]) -> StateMeasurement:
-    """Pool work function: :func:`measure_state` of ``item = (state, actions, seeds, action_mode)``."""
-    state, actions, seeds, action_mode = item
-    return measure_state(env, state, actions, seeds, action_mode)
+    """Pool work function: :func:`measure_state` of ``item = (state, actions, seeds, action_mode[, policy])``."""
+    state, actions, seeds, action_mode, *policy = item
+    return measure_state(env, state, actions, seeds, action_mode, policy=policy[0] if policy else None)
 
 
 def measure_states(env, requests: Sequence[tuple[BankState, Sequence[Any], Sequence[int]]], action_mode: str,
-                   pool=None, progress: Callable[[int], None] | None = None) -> list[StateMeasurement]:
+                   pool=None, progress: Callable[[int], None] | None = None,
+                   policy: ContinuationPolicy | None = None) -> list[StateMeasurement]:
     """:func:`measure_state` for every ``(state, actions, seeds)``, on ``pool`` (default: here), in order.
 
     Each measurement depends only on its snapshot, actions and seeds, so the labels are identical whichever
     worker measures which state. The default pool becomes a thread pool for an I/O-bound executor
     (:func:`~steer_envs.rollouts.concurrent_pool`): an ``openai:`` executor's continuations wait on the server."""
     items = [(state, list(actions), list(seeds), action_mode) for state, actions, seeds in requests]
+    if policy is not None:  # it travels with each item (a process pool pickles the steerer once per item)
+        items = [(*item, policy) for item in items]
     with using_pool(concurrent_pool(pool, executor_of(env))) as pool:
         return pool.map(Job(env_setup(env, pool), measure_item), items, progress=progress)

@@ -4,7 +4,9 @@
 2. ``m`` rounds; each draws up to ``k`` states without replacement (top priority w.p. ``1 − ε_sel``, else
    uniform), priorities refreshed with the current fast path at the start of the round.
 3. Per state: ``G`` slow-path samples; ``N`` continuations (via ``fork``) after each sample and after pass,
-   giving ``R̄_{s,j}`` and ``b_s``.
+   giving ``R̄_{s,j}`` and ``b_s`` (continuations pass after their first action; ``continuation="policy"`` lets the
+   current steerer take their later decisions, so repeated interventions are trained on). A steerer whose slow
+   path may pass (``backbone_args={"slow_pass": True}``) has pass samples in the group: their return is ``b_s``.
 4. ``q(s) = mean_j |R̄_{s,j} − b_s|``; pairwise ranking loss over pairs of states of the same task.
 5. GRPO on the slow path with ``b_s`` inside the normalisation group.
 6. ``L = L_GRPO + L_rank``; one optimiser step per round; only the steerer's parameters change (the executor
@@ -46,7 +48,14 @@ from .objectives import (
     same_task_pairs,
     sampled_pairs,
 )
-from .rollouts import BankState, collect_state_bank, continuation_seeds, make_steering_env, measure_states
+from .rollouts import (
+    BankState,
+    ContinuationPolicy,
+    collect_state_bank,
+    continuation_seeds,
+    make_steering_env,
+    measure_states,
+)
 from .selection import epsilon_greedy_select, random_subset
 from .steerer import Steerer
 
@@ -345,7 +354,11 @@ class SteeringTrainer(TrainerBase):
         sampled = [(idx, steerer.sample_slow(bank[idx].observation, c.G, generator)) for idx in picked]
         requests = [(bank[idx], [s.to_action(c.action_mode) for s in samples], continuation_seeds([c.seed, round_index, idx], c.N))
                     for idx, samples in sampled]
-        for (idx, samples), m in zip(sampled, measure_states(env, requests, c.action_mode, pool=pool)):
+        # continuation="policy": the current steerer takes the later decisions of every continuation, so repeated
+        # interventions (and their cost) are in the labels; "pass" (default) leaves the executor alone after one
+        policy = (ContinuationPolicy(steerer, c.tau, c.continuation_gate, c.action_mode)
+                  if c.continuation == "policy" else None)
+        for (idx, samples), m in zip(sampled, measure_states(env, requests, c.action_mode, pool=pool, policy=policy)):
             state = bank[idx]
             rollouts += m.rollouts
             hits += m.cache_hits

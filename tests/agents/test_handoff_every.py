@@ -1,0 +1,137 @@
+"""Hand-off at every hand-off (issue 21, step 4): the slow path may pass, and training may continue episodes under
+the current policy so repeated interventions are in the labels. Tiny configs on the real simulated pipeline."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import gymnasium as gym
+import pytest
+import torch
+
+from agents.steering.agent import SteeringAgent
+from agents.steering.config import SteeringConfig
+from agents.steering.encoder import EncoderSteerer
+from agents.steering.interventions import options_from_catalogue
+from agents.steering.rollouts import ContinuationPolicy, collect_state_bank, continuation_outcome
+from baselines.handoff import HANDOFF_ENV, OPEN_GATE_TAU
+from steer_envs.envs.catalogue import HANDOFF
+from steer_envs.errors import SteerEnvsError
+
+DIM = 1 << 12
+
+
+def _pass_loving_steerer() -> EncoderSteerer:
+    steerer = EncoderSteerer(options_from_catalogue(HANDOFF), hash_dim=DIM, features="handoff", slow_pass=True)
+    with torch.no_grad():
+        steerer.option_head.bias[-1] = 50.0  # the pass output dominates every option
+    return steerer.eval()
+
+
+def test_the_slow_path_can_choose_pass_and_then_no_note_is_sent():
+    env = gym.make(HANDOFF_ENV, split="dev", action_mode="discrete", max_turns=12)
+    obs, _ = env.reset(seed=3)
+    steerer = _pass_loving_steerer()
+    samples = steerer.sample_slow(obs, 4, torch.Generator().manual_seed(0))
+    assert all(s.is_pass and s.to_action("discrete") == 0 and s.to_action("text") == "pass" for s in samples)
+    assert torch.isfinite(steerer.slow_logprobs(obs, samples)).all()  # GRPO can re-score a pass sample
+    agent = SteeringAgent(steerer, tau=OPEN_GATE_TAU, action_mode="discrete")
+    done = False
+    while not done:
+        action = agent.act(obs)
+        assert agent.last["fired"] and action == 0  # the gate opened, the slow path passed
+        obs, _, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+    assert int(obs["interventions"]) == 0 and info["interventions"] == 0
+    # the default slow path has no pass (the earlier architecture: spec and shapes unchanged)
+    default = EncoderSteerer(options_from_catalogue(HANDOFF), hash_dim=DIM, features="handoff")
+    assert "slow_pass" not in default.build_spec() and default.option_head.out_features == len(HANDOFF) - 1
+    assert steerer.build_spec()["slow_pass"] is True and steerer.option_head.out_features == len(HANDOFF)
+    rebuilt = EncoderSteerer(steerer.options, **steerer.build_spec())
+    rebuilt.load_state_dict(steerer.state_dict())
+    assert rebuilt.sample_slow(obs, 1, torch.Generator().manual_seed(0))[0].is_pass
+
+
+class _Counting(ContinuationPolicy):
+    """The real policy, counting the interventions its agents make (to see that continuations repeat them)."""
+
+    acted = 0
+
+    def agent(self, seed):
+        inner = super().agent(seed)
+        outer = self
+
+        class Agent:
+            def act(self, obs, info=None):
+                action = inner.act(obs, info)
+                outer.acted += int(action != 0)
+                return action
+
+        return Agent()
+
+
+def test_policy_continuations_repeat_interventions_and_are_deterministic():
+    from steer_envs.data import load_tasks
+
+    task = load_tasks("nq", "train")[0]
+    env = gym.make(HANDOFF_ENV, split="train", action_mode="discrete", max_turns=12, benchmarks=["nq"])
+    bank = collect_state_bank(env, [task.id], 11, "discrete")
+    state = bank[1]
+    steerer = EncoderSteerer(options_from_catalogue(HANDOFF), hash_dim=DIM, features="handoff").eval()
+    alone = continuation_outcome(env, state, 3, 5, "discrete")
+    counting = _Counting(steerer, gate="open")
+    first = continuation_outcome(env, state, 3, 5, "discrete", counting)
+    assert counting.acted >= 1  # later decisions were taken by the (never-passing, open-gate) steerer
+    again = continuation_outcome(env, state, 3, 5, "discrete", ContinuationPolicy(steerer, gate="open"))
+    assert again == first and not first.failed and not alone.failed
+    with pytest.raises(SteerEnvsError, match="continuation gate"):
+        ContinuationPolicy(steerer, gate="sometimes")
+
+
+def _tiny(tmp_path, name: str, **overrides):
+    from agents.steering.trainer import SteeringTrainer
+
+    config = SteeringConfig(env_id=HANDOFF_ENV, benchmarks=["nq"], split="train", max_turns=12, action_mode="discrete",
+                            m=1, k=3, G=2, N=1, bank_tasks=2, bank_rollouts=1, **overrides)
+    result = SteeringTrainer(config, tmp_path / name).run()
+    rows = [{k: v for k, v in row.items() if k not in ("wall_s", "round_s")} for row in result.log]
+    from agents.steering.trainer import load_model
+
+    steerer, _ = load_model(tmp_path / name)
+    return config, rows, steerer
+
+
+@pytest.mark.slow
+def test_repeated_intervention_training_is_deterministic_and_defaults_keep_their_fingerprint(tmp_path):
+    args = {"features": "handoff", "slow_pass": True}
+    config, rows, steerer = _tiny(tmp_path, "a", backbone_args=args, continuation="policy", continuation_gate="open")
+    _, rows_again, steerer_again = _tiny(tmp_path, "b", backbone_args=args, continuation="policy",
+                                         continuation_gate="open")
+    assert rows == rows_again and rows[0]["rollouts"] > 0
+    assert all(torch.equal(a, b) for a, b in zip(steerer.state_dict().values(), steerer_again.state_dict().values()))
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["config"]["continuation"] == "policy"
+    # the new fields enter the fingerprint only when set: default configs keep their earlier hashes (measured at
+    # the commit before them), so earlier run folders still resume
+    assert SteeringConfig().fingerprint() == "cb4f3c8ee08011f2"
+    assert SteeringConfig(env_id=HANDOFF_ENV, backbone_args={"features": "handoff"}).fingerprint() == "7462dc37f0470207"
+    assert config.fingerprint() != replace(config, continuation="pass", continuation_gate="tau").fingerprint()
+    with pytest.raises(SteerEnvsError, match="continuation must be one of"):
+        SteeringConfig(continuation="greedy")
+
+
+@pytest.mark.slow  # two harness runs of the pipeline: minutes on the loaded 2-core machine
+def test_every_handoff_with_a_slow_pass_sends_fewer_notes_on_the_same_seeds(tmp_path):
+    from benchmarks.harness.config import EvalConfig
+    from benchmarks.harness.runfolder import RunFolder
+    from benchmarks.harness.runner import evaluate
+
+    folder = RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq", "hotpotqa"), split="dev", seeds=1, limit=2,
+                                                      max_turns=12))
+    forced = evaluate(folder, "handoff_zero_shot:every=1", progress=False).records
+    passing = evaluate(folder, "handoff_zero_shot:every=1,slow_pass=1", progress=False).records
+    assert [r.task_id for r in forced] == [r.task_id for r in passing]
+    assert all(r.interventions == r.decisions for r in forced)  # no pass in the default slow path
+    notes = sum(r.interventions for r in passing)
+    assert notes < sum(r.interventions for r in forced) and notes < sum(r.decisions for r in passing)
+    with pytest.raises(SteerEnvsError, match="continuation_gate applies to continuation=policy"):
+        evaluate(folder, "handoff_rl:every=1,continuation_gate=open,m=1,k=1,G=1,N=1,bank_tasks=1", progress=False)
