@@ -25,7 +25,8 @@ minus passing's. Supervised regressors (gradient boosting, one per option, and a
 every option from :func:`baselines.ladder.observation_features` (the observation alone: behaviour statistics, the
 steerer's own notes, hashed words of the executor's latest turn). The policy sends the best predicted option when
 its predicted gain exceeds a threshold. On *dev*, every (learner, threshold) is evaluated; the rate-matched rung
-takes, per learner, the threshold whose dev rate is nearest ``target`` and then the learner with the better dev F1;
+takes, per learner, the threshold whose dev rate is nearest ``target`` and then, among learners within 25% of the
+target rate (else the nearest), the one with the better dev F1;
 the free rung takes the best dev F1 overall. Every choice is written to ``choices.json``.
 
 Everything is cached in the out folder (``choices.json``, ``train_gains.npz``, one JSONL of episodes per rung), so
@@ -79,6 +80,8 @@ LEARNERS: tuple[str, ...] = ("hgb", "mlp")
 #: thresholds tried on dev: quantiles of the model's best predicted gain over the train states, and zero
 THRESHOLD_QUANTILES: tuple[float, ...] = (0.2, 0.4, 0.55, 0.7, 0.8, 0.88, 0.94, 0.98)
 BEHAVIOUR_P = 0.3
+#: a rate-matched learner's dev rate must be within this share of the target to compete on F1
+RATE_TOLERANCE = 0.25
 MAX_INTERVENTIONS = 3
 
 
@@ -284,8 +287,8 @@ class Ladder:
         cfg = self.config
         dev = self._env("dev")
         pairs = _pairs(cfg.eval_config("dev", cfg.dev_limit, cfg.dev_seeds))
-        trials = []
-        for name, model in models.items():
+        trials = list(self.choices.get("threshold_trials", []))  # kept from an earlier choice: not re-evaluated
+        for name, model in models.items() if not trials else ():
             best_pred = np.asarray(model.predict(X)).max(axis=1)
             grid = sorted({0.0, *(round(float(np.quantile(best_pred, q)), 5) for q in THRESHOLD_QUANTILES)})
             for thr in grid:
@@ -295,7 +298,10 @@ class Ladder:
         for name in models:
             mine = [t for t in trials if t["learner"] == name]
             matched.append(min(mine, key=lambda t: (abs(t["interventions"] - cfg.target), -t["f1"])))
-        chosen = max(matched, key=lambda t: t["f1"])
+        # the learner with the better dev F1 among those whose matched rate is within RATE_TOLERANCE of the target
+        # (else the nearest rate): a learner must not win on F1 by intervening far less or more than the target
+        near = [t for t in matched if abs(t["interventions"] - cfg.target) <= RATE_TOLERANCE * cfg.target]
+        chosen = max(near, key=lambda t: t["f1"]) if near else min(matched, key=lambda t: abs(t["interventions"] - cfg.target))
         free = max(trials, key=lambda t: (t["f1"], -t["interventions"]))
         self.choices.update({"learnable_ceiling": chosen, "learnable_ceiling_free": free, "threshold_trials": trials,
                              "train_decisions": int(len(X))})
