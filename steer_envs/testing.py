@@ -32,7 +32,7 @@ from .data.records import Task
 from .errors import SteerEnvsError
 from .executors.base import Executor, ExecutorContext, ExecutorError, Intervention, TurnResult
 
-TURN_KINDS = ("search", "answer", "invalid", "failed")
+TURN_KINDS = ("search", "answer", "invalid", "failed", "message")
 NOTE = Intervention("note", "Verify the evidence before answering.")
 
 

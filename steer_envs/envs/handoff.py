@@ -112,6 +112,10 @@ class HandoffSteeringEnv(SearchEnv):
     def pipeline(self) -> Pipeline:
         return self.executor  # type: ignore[return-value]
 
+    def _after_reset(self) -> None:
+        """The planner's first turn: the first hand-off is the first decision point."""
+        self.pipeline.step()
+
     # -- observations -------------------------------------------------------------------------------------------
     def _observation_space(self) -> spaces.Dict:
         history_chars = MAX_MESSAGE_CHARS * max(1, self.history_handoffs)

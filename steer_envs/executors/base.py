@@ -34,9 +34,10 @@ class Intervention:
 @dataclass(frozen=True)
 class TurnResult:
     """What one executor turn produced. ``segment`` is the generated text, ``observation`` what the
-    environment appended (search results, or the invalid-action reply)."""
+    environment appended (search results, or the invalid-action reply). ``message`` is a multi-agent executor's
+    turn that neither searched nor answered (a pipeline role's hand-off)."""
 
-    kind: Literal["search", "answer", "invalid", "failed"]
+    kind: Literal["search", "answer", "invalid", "failed", "message"]
     segment: str
     observation: str = ""
     query: str | None = None

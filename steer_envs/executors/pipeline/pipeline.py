@@ -28,7 +28,7 @@ from ...data.scoring import f1 as f1_score
 from ...errors import ServiceError, SteerEnvsError, unknown_name
 from ...failures import failure_source
 from ...notes import Reading, shared_reader
-from ..base import ExecutorContext, ExecutorStats, Intervention
+from ..base import Executor, ExecutorContext, ExecutorStats, Intervention, TurnResult
 from ..sim.hops import Hop, build_hops, is_choice
 from ..sim.situation import situation_of
 from ..sim.resources import SimResources
@@ -45,9 +45,14 @@ RIGHT_F1 = 0.8
 SUPERVISION_STREAM = 7919
 
 
-class Pipeline(SimResources):
-    """Spec ``sim:<pipeline profile>``; see the module docstring. Duck-types the executor surface the search envs
-    use (``reset``, ``step``, ``intervene``, ``done``, ``answer``, ``transcript``, ``stats``, forking)."""
+class Pipeline(SimResources, Executor):
+    """Spec ``sim:<pipeline profile>``; see the module docstring. An :class:`~steer_envs.executors.Executor` whose
+    turns are agent turns (``steer_envs.testing.check_executor`` runs on it): :meth:`reset` starts an empty episode,
+    each :meth:`step` is one agent turn (the planner's first, then the receiver of the pending hand-off) and
+    returns its :class:`TurnResult` (kind ``search`` for a searcher's turn that searched, ``answer`` when the final
+    answer goes through, ``message`` for any other hand-off, ``failed`` when a service failed). It implements the
+    executor surface itself rather than the base class's ``_turn`` hooks: a note is attached to the pending hand-off
+    and delivered at once, and the transcript is the hand-off log."""
 
     interactive = True
 
@@ -135,7 +140,6 @@ class Pipeline(SimResources):
             over_search=bool(rng.random() < p.over_search_rate),
             ignores_evidence=bool(rng.random() < p.ignore_evidence_rate), verbose=bool(rng.random() < p.verbose_rate),
         )
-        self._take_turn("planner", None)
 
     def supports_task(self, task: Task) -> bool:
         """Every task: the pipeline searches the real corpus for any question."""
@@ -148,12 +152,49 @@ class Pipeline(SimResources):
             self._s.srng = np.random.default_rng([int(seed), SUPERVISION_STREAM])
             self._s.rng = np.random.default_rng([int(seed), self.stats.turns])
 
-    def step(self) -> None:
-        """Let the pending hand-off through (the receiver takes its turn)."""
-        self.deliver(None)
+    def _unstarted(self) -> bool:
+        """Reset, and the planner has not taken its first turn yet."""
+        return (self.task is not None and self._s is not None and not self.handoffs and self.pending is None
+                and self.awaiting is None and not self.done)
+
+    def step(self) -> TurnResult:
+        """One agent turn: the planner's first turn after :meth:`reset`, else the pending hand-off goes through
+        (its receiver takes its turn; the final answer's hand-off ends the episode)."""
+        before = len(self.handoffs)
+        if self._unstarted():
+            self._take_turn("planner", None)
+        else:
+            self.deliver(None)
+        return self._turn_result(before)
+
+    def _turn_result(self, before: int) -> TurnResult:
+        """The turn that added ``self.handoffs[before:]`` (their transcript lines are its segment)."""
+        new = self.handoffs[before:]
+        segment = "".join(("\n" if before + i else "") + h.line() for i, h in enumerate(new))
+        tokens = sum(len(h.text.split()) for h in new)
+        if self.done and self.failure is not None:
+            return TurnResult("failed", segment, tokens=tokens, error=self.failure, source=self.failure_source)
+        if self.done and isinstance(self.answer, str):
+            return TurnResult("answer", segment, answer=self.answer, tokens=tokens)
+        queries = new[-1].fields.get("queries") if new and new[-1].sender == "searcher" else None
+        if queries:
+            return TurnResult("search", segment, query=str(queries[0]), tokens=tokens)
+        return TurnResult("message", segment, tokens=tokens)
 
     def intervene(self, intervention: Intervention) -> None:
-        """A note is attached to the pending hand-off and delivered; a rejection sends it back to its sender."""
+        """A note is attached to the pending hand-off and delivered; a rejection sends it back to its sender.
+        Before the planner's first turn a note is read by the planner; after the final answer went through, a
+        rejection reopens the episode (the summarizer redoes its turn) while agent turns are left."""
+        if self._unstarted():
+            if intervention.kind == "reject":
+                raise SteerEnvsError("nothing to reject: the planner has not written its first message; call step()")
+            self.stats.interventions += 1
+            self._read("planner", intervention.text, rejected=False)
+            return
+        last = self.handoffs[-1] if self.handoffs else None
+        if (self.done and intervention.kind == "reject" and self.failure is None and self.answer is not None
+                and last is not None and last.receiver == USER and self.turns_left > 0):
+            self.done, self.answer, self.pending = False, None, last
         if self.pending is None or self.done:
             raise SteerEnvsError("the pipeline has no pending hand-off; call reset(task) first")
         self.stats.interventions += 1
@@ -380,6 +421,25 @@ class Pipeline(SimResources):
         self.failure, self.stats, self.last_titles = state["failure"], state["stats"], state["last_titles"]
         self.failure_source = state.get("failure_source")
         self.max_turns = state["max_turns"]
+
+    # -- the base class's hooks: unused, the pipeline implements reset/step/intervene/get_state/set_state itself ----
+    def _reset(self, task: Task, seed: int | None) -> None:
+        raise NotImplementedError("Pipeline implements reset() itself")
+
+    def _turn(self) -> TurnResult:
+        raise NotImplementedError("Pipeline implements step() itself")
+
+    def _receive(self, intervention: Intervention) -> None:
+        raise NotImplementedError("Pipeline implements intervene() itself")
+
+    def _blank_copy(self) -> "Pipeline":
+        raise NotImplementedError("Pipeline implements fork() itself")
+
+    def _get_impl_state(self) -> Any:
+        raise NotImplementedError("Pipeline implements get_state() itself")
+
+    def _set_impl_state(self, state: Any) -> None:
+        raise NotImplementedError("Pipeline implements set_state() itself")
 
     def fork(self) -> "Pipeline":
         clone = Pipeline(self.spec, self.profile, self.context, self.role_specs)
