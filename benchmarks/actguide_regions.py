@@ -28,7 +28,7 @@ from steer_envs.atomic import atomic_write_text
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 from steer_envs.errors import SteerEnvsError
 
-from benchmarks.harness.stats import Interval, paired_gain
+from benchmarks.harness.stats import Interval, macro_mean, paired_gain
 
 REGION_ORDER = ("barrier", "in_region", "out_of_reach")
 REGION_LABEL = {"barrier": "barrier", "in_region": "in-region", "out_of_reach": "out of reach"}
@@ -56,17 +56,25 @@ def evaluate_model(model_dir: Path, label: str, setting: dict, split: str, per_b
 
 
 def pass_at_k(records: Sequence[EpisodeRecord], tasks: set[str]) -> float:
-    """Mean over (task, training seed) of "any of the K finished rollouts succeeded", x100."""
+    """Unguided Pass@K x100: per (task, training seed) whether any of its K finished rollouts succeeded, averaged
+    over the tasks of each benchmark, then over benchmarks (the suite's macro average, like :func:`success`)."""
     hit: dict[tuple[str, int], bool] = defaultdict(bool)
+    bench: dict[str, str] = {}
     for r in records:
         if r.task_id in tasks and not r.failed:
             hit[(r.task_id, r.seed // 100)] |= r.em > 0
-    return 100 * float(np.mean(list(hit.values()))) if hit else float("nan")
+            bench[r.task_id] = r.benchmark
+    by_bench: dict[str, list[float]] = defaultdict(list)
+    for (task, _), value in hit.items():
+        by_bench[bench[task]].append(float(value))
+    return 100 * float(np.mean([np.mean(v) for v in by_bench.values()])) if by_bench else float("nan")
 
 
 def success(records: Sequence[EpisodeRecord], tasks: set[str]) -> float:
-    values = [r.em for r in records if r.task_id in tasks and not r.failed]
-    return 100 * float(np.mean(values)) if values else float("nan")
+    """Unguided success (EM) x100 on ``tasks``: the harness's macro mean (seeds per task, tasks per benchmark,
+    then benchmarks), so it agrees with the paired gain's mean."""
+    sub = [r for r in records if r.task_id in tasks]
+    return 100 * macro_mean(sub, sorted({r.benchmark for r in sub}), attr="em") if sub else float("nan")
 
 
 def _relabel(records: Sequence[EpisodeRecord], method: str) -> list[EpisodeRecord]:
@@ -96,7 +104,8 @@ def page(regions: dict[str, str], records: dict[str, list[EpisodeRecord]], seeds
              "the base finds a reward by itself (unguided Pass@32 > 0); barrier = it does not, and a hint of at most 4 "
              "reference actions gives Pass@8 > 0; out of reach = neither. Every method starts from that base and is "
              f"evaluated without a hint, {rollouts} rollouts per task and training seed, {seeds} training seeds. "
-             "Gains: paired, tasks resampled within benchmarks (the harness's bootstrap), EM points.", "",
+             "Success and Pass@8 are macro means over benchmarks (the suite's one average); gains are paired, tasks "
+             "resampled within benchmarks (the harness's bootstrap), EM points.", "",
              f"Command (resumable): `{command}` ({seconds:.0f} s this run).", "",
              "| Region | tasks | base success | zero RL | ACTGUIDE-RL | ACTGUIDE-RL − zero RL | base Pass@8 | "
              "zero RL Pass@8 | ACTGUIDE-RL Pass@8 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
