@@ -18,7 +18,8 @@ import re
 __all__ = [
     "WORD", "TOKEN", "SENTENCE", "CAPITALISED",
     "STOP_WORDS", "FEATURE_STOP_WORDS", "OBSERVER_STOP_WORDS", "SITUATION_STOP_WORDS", "CANDIDATE_STOP_WORDS",
-    "RELATION_STOP_WORDS", "WH_WORDS", "QUESTION_OPENERS", "PIPELINE_OPENERS", "NO_WORDS",
+    "READER_STOP_WORDS", "RELATION_STOP_WORDS", "WH_WORDS", "QUESTION_OPENERS", "PIPELINE_OPENERS", "READER_OPENERS",
+    "NO_WORDS",
     "words", "tokens", "content_words", "similarity", "entities", "sentences", "split_sentences", "normalize_query",
     "strip_tags", "query_key",
 ]
@@ -52,6 +53,9 @@ CANDIDATE_STOP_WORDS: frozenset[str] = (SITUATION_STOP_WORDS - {"s"}) | frozense
     "about after also before between both during had has have he into no not over same she than then there these "
     "they those under yes".split()
 )
+#: the answerability reader's words (``steer_envs.reader.features``): also "first", a comparison cue ("which came
+#: first") that its question-type regex reads, not content; as content it would match every "the first album"
+READER_STOP_WORDS: frozenset[str] = OBSERVER_STOP_WORDS | frozenset({"first"})
 #: the words a comparison hop drops from the question to keep its relation (``executors.sim.hops``): also the
 #: comparison words and "film(s)", the subject type most comparison questions name
 RELATION_STOP_WORDS: frozenset[str] = STOP_WORDS | frozenset("are both film films same than that".split())
@@ -59,6 +63,8 @@ RELATION_STOP_WORDS: frozenset[str] = STOP_WORDS | frozenset("are both film film
 WH_WORDS: frozenset[str] = frozenset("who whom whose what which when where why how".split())
 #: the first words of a question that are not part of a name ("Who", "In", "The" at the start of a question)
 QUESTION_OPENERS: frozenset[str] = WH_WORDS | frozenset("is was are were did does do in the".split())
+#: the answerability reader's openers: also "name", so "Name the ..." does not count "Name" as an entity
+READER_OPENERS: frozenset[str] = QUESTION_OPENERS | frozenset({"name"})
 #: the pipeline roles' openers: a narrower set, kept so recorded pipeline episodes replay identically (a question
 #: opening with "Whose" / "Why" / "Are" / "Were" / "Do" keeps that word in its first phrase there)
 PIPELINE_OPENERS: frozenset[str] = QUESTION_OPENERS - frozenset("whom whose why are were do".split())

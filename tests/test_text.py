@@ -40,6 +40,9 @@ def test_stop_extensions_contain_the_one_stop_list():
         assert STOP_WORDS < extension
     assert FEATURE_STOP_WORDS < OBSERVER_STOP_WORDS < SITUATION_STOP_WORDS
     assert STOP_WORDS < CANDIDATE_STOP_WORDS and "s" not in CANDIDATE_STOP_WORDS and "s" in OBSERVER_STOP_WORDS
+    # the answerability reader's extensions: exactly one cue word more than the sets they extend
+    assert text.READER_STOP_WORDS - OBSERVER_STOP_WORDS == {"first"} and OBSERVER_STOP_WORDS < text.READER_STOP_WORDS
+    assert text.READER_OPENERS - text.QUESTION_OPENERS == {"name"}
 
 
 def test_entities_drop_openers_and_stop_phrases():

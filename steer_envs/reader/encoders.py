@@ -14,13 +14,13 @@ Other encoders register with :func:`register_encoder` (a factory ``arg -> TextEn
 """
 from __future__ import annotations
 
-import re
 import zlib
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from ..errors import SteerEnvsError, unknown_name
+from ..text import words
 from ..registry import LazyRegistry
 
 DEFAULT_MINILM_TOKENS = 64
@@ -47,8 +47,6 @@ class NoEncoder:
 class HashEncoder:
     """Sum of fixed random unit vectors of the text's hashed words and bigrams, normalised (deterministic)."""
 
-    _WORD = re.compile(r"[a-z0-9]+")
-
     def __init__(self, dim: int = 64) -> None:
         if dim < 1:
             raise SteerEnvsError(f"hash encoder dimension must be a positive integer, got {dim}")
@@ -62,7 +60,7 @@ class HashEncoder:
     def encode(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            toks = self._WORD.findall(text.lower())
+            toks = words(text)
             for gram in toks + [f"{a}_{b}" for a, b in zip(toks, toks[1:])]:
                 out[row] += self._vector(gram)
             norm = float(np.linalg.norm(out[row]))

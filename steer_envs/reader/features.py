@@ -10,7 +10,10 @@ Three kinds, all from the observation (the goal and the latest retrieved documen
 * **meaning** (optional, from the encoder): the question-passage cosine and, when ``interactions`` is on, the
   elementwise product of the two vectors (a linear model on it is a learned bilinear match).
 
-The names are listed in :data:`LEXICAL_NAMES` so learned weights can be read.
+The names are listed in :data:`LEXICAL_NAMES` so learned weights can be read. Words, the stop list, entities
+and sentences come from :mod:`steer_envs.text` (the reader's word set is its named extension
+``READER_STOP_WORDS``, its question openers ``READER_OPENERS``); the year, number and question-type patterns here
+are answer-type cues, which no other reader has.
 """
 from __future__ import annotations
 
@@ -18,20 +21,12 @@ import re
 
 import numpy as np
 
+from .. import text as _text
 from .states import Document
 
-_WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_CAPS = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|and|[A-Z][\w'’.-]*))*")
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)*\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
                      r"hundred|thousand|million|billion)\b", re.I)
-_STOP = frozenset(
-    "a an the of in on at to for by with from and or is was were are be been what who whom which when where why how "
-    "did does do that this as it its his her their s first".split()
-)
-_QUESTION_FIRST = frozenset("who whom whose what which when where why how is was are were did does do in the "
-                            "name".split())
 QUESTION_TYPES = ("when", "how_many", "who", "where", "yes_no", "comparison", "what")
 _HOW_MANY = re.compile(r"\bhow (many|much|long|old|far|big|tall|high)\b|\bwhat (year|age|number)\b|\bwhich year\b")
 _YES_NO = re.compile(r"^(is|was|are|were|did|does|do|can|could|has|have|had)\b")
@@ -50,7 +45,8 @@ LEXICAL_NAMES: tuple[str, ...] = (
 
 
 def content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    """The reader's content words of ``text`` (:func:`steer_envs.text.content_words` with ``READER_STOP_WORDS``)."""
+    return set(_text.content_words(text, _text.READER_STOP_WORDS))
 
 
 def question_type(question: str) -> str:
@@ -71,17 +67,9 @@ def question_type(question: str) -> str:
 
 
 def entities(text: str) -> list[str]:
-    """Capitalised phrases (a question's first word only when it is not a question word)."""
-    out = []
-    for m in _CAPS.finditer(text):
-        phrase = m.group(0).strip(" .,'’?")
-        if m.start() == 0:
-            head, _, rest = phrase.partition(" ")
-            if head.lower() in _QUESTION_FIRST:
-                phrase = rest
-        if phrase:
-            out.append(phrase.lower())
-    return out
+    """The capitalised phrases of ``text``, lowercased (:func:`steer_envs.text.entities`, every phrase kept, a
+    leading question word of ``READER_OPENERS`` dropped)."""
+    return [e.lower() for e in _text.entities(text, openers=_text.READER_OPENERS, skip=_text.NO_WORDS)]
 
 
 class QuestionView:
@@ -110,7 +98,7 @@ def lexical_features(q: QuestionView | str, doc: Document) -> np.ndarray:
     low = f"{title}\n{text}".lower()
     pwords = content_words(text) | content_words(title)
     twords = content_words(title)
-    sentences = [s for s in _SENTENCE.split(text) if s.strip()] or [text]
+    sentences = _text.sentences(text) or [text]
     best = max(sentences, key=lambda s: (len(q.words & content_words(s)), -sentences.index(s)))
     ent_cover = sum(1 for e in q.entities if e in low) / len(q.entities) if q.entities else 0.0
     ent_title = sum(1 for e in q.entities if e in title.lower() or title.lower() in e) / len(q.entities) \

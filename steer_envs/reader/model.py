@@ -7,8 +7,8 @@ answers, :mod:`.labels`); the classifier is chosen among a few small, regularise
 
 Caching (``$STEER_ENVS_CACHE/reader/``): encoder vectors by text (:mod:`.embeddings`), reading pairs per split
 and the trained reader, each keyed by a fingerprint of everything that shapes it (the config, the encoder, the
-task files and the corpus file, :data:`FEATURE_VERSION`), so the second call loads in about a second. Training is
-deterministic: the same config gives the same pairs, the same features and the same classifier.
+task files and the corpus file, :data:`FEATURE_VERSION`, :data:`PAIRS_VERSION`), so the second call loads in about
+a second. Training is deterministic: the same config gives the same pairs, the same features and the same classifier.
 """
 from __future__ import annotations
 
@@ -31,8 +31,12 @@ from .encoders import check_encoder_spec, make_encoder
 from .features import LEXICAL_NAMES, QuestionView, lexical_features, pair_features
 from .states import Document, ReadingPair, collect_pairs, observation_documents
 
-#: bump when the features, the labels or the pair collection change meaning (invalidates cached readers)
-FEATURE_VERSION = 1
+#: bump when the features change meaning (invalidates cached readers; the cached pairs stay valid). 2: the sentence
+#: splitter, words, stop list and entities of :mod:`steer_envs.text` (a sentence now ends only before a capital, a
+#: digit, a quote or a parenthesis, so "vs. the" or "e.g. a" no longer ends one)
+FEATURE_VERSION = 2
+#: bump when the labels or the pair collection change meaning (invalidates cached pairs and readers)
+PAIRS_VERSION = 1
 
 
 def _logreg(c: float):
@@ -112,7 +116,7 @@ def load_pairs(config: ReaderConfig, split: str, max_tasks: int | None = None,
                data_fp: str | None = None) -> list[ReadingPair]:
     """The split's reading pairs (cached under ``reader/pairs``)."""
     data_fp = data_fp or _data_fingerprint(config.data_dir)
-    key = _key({**config.pairs_fields(split, max_tasks), "data": data_fp, "version": FEATURE_VERSION})
+    key = _key({**config.pairs_fields(split, max_tasks), "data": data_fp, "version": PAIRS_VERSION})
     path = cache_dir("reader", "pairs") / f"{split}-{key}.pkl"
     if path.exists():
         with open(path, "rb") as fh:
@@ -199,7 +203,7 @@ def _pair_arrays(config: ReaderConfig, store: EmbeddingStore, pairs: Sequence[Re
 def reader_key(config: ReaderConfig, data_fp: str | None = None) -> str:
     encoder = make_encoder(config.encoder)
     return _key({**asdict(config), "encoder_fp": encoder.fingerprint, "data": data_fp or _data_fingerprint(
-        config.data_dir), "version": FEATURE_VERSION})
+        config.data_dir), "version": FEATURE_VERSION, "pairs_version": PAIRS_VERSION})
 
 
 def train_reader(config: ReaderConfig | None = None, use_cache: bool = True, progress: bool = False,

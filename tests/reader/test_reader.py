@@ -92,6 +92,21 @@ def test_documents_are_read_from_both_steering_observations():
     assert parse_documents("just some text") == [Document(1, "", "just some text")]
 
 
+def test_features_read_text_with_the_shared_helpers():
+    from steer_envs import text
+    from steer_envs.reader import features
+
+    question = "Name a film Ridley Scott made first, Alien or Gladiator?"
+    assert features.content_words(question) == {"name", "film", "ridley", "scott", "made", "alien", "gladiator"}
+    assert features.content_words(question) == text.content_words(question, text.READER_STOP_WORDS)
+    assert features.entities(question) == ["ridley scott", "alien", "gladiator"]  # the leading "Name" is an opener
+    # one sentence splitter: "vs. the" does not end a sentence, so the best sentence keeps both clubs
+    doc = Document(1, "Derby", "Arsenal vs. the Spurs ended 3-1 in 1971. Later seasons were quieter.")
+    row = lexical_features("When did Arsenal play the Spurs?", doc)
+    assert row[LEXICAL_NAMES.index("best_sentence_overlap")] == pytest.approx(2 / 3)  # arsenal, spurs of 3
+    assert row[LEXICAL_NAMES.index("best_year")] == 1.0
+
+
 def test_answer_type_cues_see_a_year_for_a_when_question():
     assert question_type("When was the Eiffel Tower built?") == "when"
     assert question_type("How many moons does Mars have?") == "how_many"
