@@ -327,3 +327,32 @@ def test_harness_table_counts_failed_episodes_and_the_means_exclude_them(tmp_pat
     assert "Failed episodes" in table and "left out" in table
     metrics = json.loads((folder.root / "metrics.json").read_text())["methods"][0]
     assert metrics["failed"] == 2 and metrics["dropped_pairs"] == 2
+
+
+def test_policy_continuations_keep_failures_out_of_the_labels(bm25):
+    """continuation="policy" (the steerer takes the later decisions): a continuation a service failure cut short is
+    still dropped, never averaged in as a return."""
+    from agents.steering.encoder import EncoderSteerer
+    from agents.steering.interventions import options_from_catalogue
+    from agents.steering.rollouts import ContinuationPolicy
+
+    server = RetrievalServer(bm25, _broken_shard)
+    try:
+        env = gym.make("steer_envs/SearchSteering-v0", split="dev", benchmarks=["hotpotqa"], max_turns=4,
+                       action_mode="text", retriever=server.spec.replace("retries=1", "retries=0"))
+        steerer = EncoderSteerer(options_from_catalogue(env.unwrapped.catalogue), hash_dim=1 << 10).eval()
+        policy = ContinuationPolicy(steerer, tau=0.5, action_mode="text")
+        bank = collect_state_bank(env, [t.id for t in env.unwrapped.tasks[:6]], 5, "text")
+        seeds = continuation_seeds([0, 1], 4)
+        for state in bank:
+            outcomes = [continuation_outcome(env, state, "pass", s, "text", policy) for s in seeds]
+            finished = [o.total for o in outcomes if not o.failed]
+            if finished and len(finished) < len(outcomes):
+                break
+        else:
+            pytest.fail("no bank state with both failed and finished policy continuations")
+        m = measure_state(env, state, [], seeds, "text", retries=0, policy=policy)
+        assert m.failed_continuations == m.dropped_continuations == len(outcomes) - len(finished)
+        assert m.baseline == pytest.approx(float(np.mean(finished)))
+    finally:
+        server.kill()
