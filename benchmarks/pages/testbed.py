@@ -81,5 +81,5 @@ PAGE = Page(
     doc="docs/results_testbed.md", out="runs", load=load,
     sections=(Section("intro", lambda ctx: template("testbed_intro")), Section("headroom", _headroom),
               Section("sensitivity", _sensitivity), Section("reader", lambda ctx: template("testbed_reader")),
-              Section("weak", lambda ctx: template("testbed_weak"))),
+              Section("ladder", lambda ctx: template("testbed_ladder")), Section("weak", lambda ctx: template("testbed_weak"))),
 )
