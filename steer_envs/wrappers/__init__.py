@@ -4,8 +4,9 @@
   counters) for libraries that cannot take text, e.g. Stable-Baselines3.
 * :class:`InterventionCost` — charge a cost per intervention on top of any env that reports
   ``info["interventions"]``.
-* :class:`ActionGuidance` — reference-plan guidance per episode on GuidedSearch-v0 (a fixed ``k``, the full plan,
-  or a schedule), for any learner including Stable-Baselines3.
+* :class:`ReferencePlanHint` — the first ``k`` actions of an ACTGUIDE reference plan per episode on GuidedSearch-v0
+  (a fixed ``k``, the full plan, or a schedule), for any learner including Stable-Baselines3 (``ActionGuidance``:
+  its deprecated old name).
 * :class:`EpisodeRecorder` — append every finished episode (observations, actions, rewards, final info) to a
   JSONL file, for offline datasets and debugging.
 * :class:`AnswerabilityReader` — the reader's P(holds a gold answer) for the latest retrieved documents, in
