@@ -3,6 +3,7 @@ surrogates, tag soup, a megabyte): never a crash, never a hang, always a defined
 observation space, a finite reward, an info dict); a non-string action is a clear InvalidActionError."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import time
@@ -25,7 +26,10 @@ def _text_env(env_id: str):
     from steer_envs.registry import import_object
 
     cls = import_object(creator) if isinstance(creator, str) else creator
-    params = inspect.signature(cls.__init__ if inspect.isclass(cls) else cls).parameters
+    params = set(inspect.signature(cls.__init__ if inspect.isclass(cls) else cls).parameters)
+    config_class = getattr(cls, "config_class", None)  # envs taking **options declare them on their config
+    if config_class is not None:
+        params |= {f.name for f in dataclasses.fields(config_class)}
     if "action_mode" not in params:
         pytest.skip(f"{env_id} has no text action mode")
     kwargs = {k: v for k, v in {"split": "dev", "max_turns": 4}.items() if k in params}
