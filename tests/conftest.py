@@ -109,3 +109,30 @@ def _trim_the_heap_after_each_test():
     it back after every test makes the suite's memory peak the heaviest test's, not the sum of its history."""
     yield
     _give_freed_memory_back()
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_a_fresh_process_has_them(request):
+    """Every test starts with Python's own SIGINT handler and SIGINT/SIGTERM unblocked in the main thread.
+
+    Why: something a test drives (a library's worker or server, a resource tracker) can leave SIGINT ignored or
+    blocked in the one pytest process; every later subprocess inherits both, so a Ctrl-C test then measures the
+    leak instead of the code (an interrupted ``steer-envs eval`` exiting 0 instead of 130). A test that leaves them
+    changed is named in a warning, so the leak stays visible."""
+    import signal
+    import threading
+    import warnings
+
+    main = threading.current_thread() is threading.main_thread()
+    watched = {signal.SIGINT, signal.SIGTERM}
+    if main:
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
+    yield
+    if main:
+        handler = signal.getsignal(signal.SIGINT)
+        blocked = watched & set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+        if handler is not signal.default_int_handler or blocked:
+            warnings.warn(f"{request.node.nodeid} left SIGINT handled by {handler!r} and {sorted(blocked)} blocked; "
+                          "the next test starts with them reset", RuntimeWarning)
