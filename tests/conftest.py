@@ -115,10 +115,11 @@ def _trim_the_heap_after_each_test():
 def _signals_as_a_fresh_process_has_them(request):
     """Every test starts with Python's own SIGINT handler and SIGINT/SIGTERM unblocked in the main thread.
 
-    Why: something a test drives (a library's worker or server, a resource tracker) can leave SIGINT ignored or
-    blocked in the one pytest process; every later subprocess inherits both, so a Ctrl-C test then measures the
-    leak instead of the code (an interrupted ``steer-envs eval`` exiting 0 instead of 130). A test that leaves them
-    changed is named in a warning, so the leak stays visible."""
+    Why: a suite started as a background job of a non-interactive shell (``cmd &`` in a script) inherits SIGINT
+    *ignored*, and Python then installs no KeyboardInterrupt handler; something a test drives can also leave SIGINT
+    ignored or blocked. Every subprocess a test spawns inherits both, so a Ctrl-C test would measure how the suite
+    was launched instead of the code (an interrupted ``steer-envs eval`` exiting 0 instead of 130). A test that
+    leaves them changed is named in a warning, so a leak stays visible."""
     import signal
     import threading
     import warnings
