@@ -27,7 +27,7 @@ from steer_envs.paths import file_fingerprint
 from benchmarks.harness.stats import Interval, benchmark_means, paired_gain
 
 from . import codefacts
-from .builder import Page, PageContext, Section, template
+from .builder import Page, PageContext, Section, read_run_json, template
 from .provenance import code_version, machine_line, today
 from .tables import markdown_table
 from .timing import read_times, wall
@@ -150,11 +150,7 @@ def read_barrier(plan: Plan):
 
 
 def load(out: Path) -> dict[str, Any]:
-    path = out / PAGE_FILE
-    if not path.is_file():
-        raise SteerEnvsError(f"{path} is missing: the ACTGUIDE page is rebuilt from the runs of "
-                             f"`python -m benchmarks.harness.actguide_doc --out {out}`; run it first")
-    page = json.loads(path.read_text(encoding="utf-8"))
+    page = read_run_json(out / PAGE_FILE, f"python -m benchmarks.harness.actguide_doc --out {out}")
     plan = Plan.from_json(page["plan"])
     plan.seconds = read_times(out / "times.json")
     plan.seconds["train"] = sum(read_times(out / "train_times.json").values())

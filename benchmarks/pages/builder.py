@@ -9,6 +9,7 @@ from run folders (what ``load`` reads), and the page is written with :func:`stee
 """
 from __future__ import annotations
 
+import json
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,14 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 @lru_cache(maxsize=64)
+def read_run_json(path: Path, generator: str) -> Any:
+    """A page's record in its run folder (what its generator wrote), or a clear error naming the command that
+    writes it: a page is only rebuilt, never run, by ``steer-envs report``."""
+    if not path.is_file():
+        raise SteerEnvsError(f"{path} is missing: the page is rebuilt from the run folders of `{generator}`; run it first")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def _template_text(name: str) -> str:
     path = TEMPLATES / f"{name}.md"
     if not path.is_file():

@@ -7,23 +7,17 @@ harness: :mod:`benchmarks.harness.stats`, :mod:`benchmarks.harness.setting`); th
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from steer_envs.errors import SteerEnvsError
-
-from .builder import Page, PageContext, Section
+from .builder import Page, PageContext, Section, read_run_json
 from .tables import markdown_table
 
 REPORT_FILE = "results_handoff.json"
 
 
 def load(out: Path) -> dict[str, Any]:
-    path = out / REPORT_FILE
-    if not path.is_file():
-        raise SteerEnvsError(f"{path} is missing: run `python -m benchmarks.handoff_results --out {out}` first")
-    return {"report": json.loads(path.read_text(encoding="utf-8"))}
+    return {"report": read_run_json(out / REPORT_FILE, f"python -m benchmarks.handoff_results --out {out}")}
 
 
 def card_section(report: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from benchmarks.harness.stats import Interval, MethodSummary
 from benchmarks.harness.sweeps import executor_dirname
 from benchmarks.harness.tables import comparison_table, display_name, pairwise_table
 
-from .builder import Page, PageContext, Section, template
+from .builder import Page, PageContext, Section, read_run_json, template
 from .provenance import code_version, folder_list, machine_line, today
 
 PAGE_FILE = "results_page.json"
@@ -48,11 +48,7 @@ def card_from_dict(d: dict) -> SettingCard:
 
 
 def load(out: Path) -> dict[str, Any]:
-    path = out / PAGE_FILE
-    if not path.is_file():
-        raise SteerEnvsError(f"{path} is missing: the results page is rebuilt from the run folders of "
-                             f"`python -m benchmarks.harness.results_doc --out {out}`; run it first")
-    page = json.loads(path.read_text(encoding="utf-8"))
+    page = read_run_json(out / PAGE_FILE, f"python -m benchmarks.harness.results_doc --out {out}")
     comparisons = {}
     for executor in page["profiles"]:
         cmp_path = out / executor_dirname(executor) / "comparison.json"
