@@ -20,6 +20,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -34,25 +35,21 @@ REGION_ORDER = ("barrier", "in_region", "out_of_reach")
 REGION_LABEL = {"barrier": "barrier", "in_region": "in-region", "out_of_reach": "out of reach"}
 
 
-def evaluate_model(model_dir: Path, label: str, setting: dict, split: str, per_benchmark: int, rollouts: int,
-                   seed: int, log_dir: Path) -> list[EpisodeRecord]:
-    """Unguided episodes of one trained learner on the evaluation tasks, cached in ``log_dir/label.jsonl``."""
-    from agents.actguide.config import ActGuideConfig
+def evaluate_model(model_dir: Path, label: str, env, task_ids: Sequence[str], rollouts: int, seed: int,
+                   log_dir: Path) -> list[EpisodeRecord]:
+    """Unguided episodes of one trained learner on ``task_ids``, cached in ``log_dir/label.jsonl``."""
     from agents.actguide.evaluate import evaluate
-    from agents.actguide.tasks import make_env, sample_tasks
     from agents.actguide.trainer import load_learner
 
-    env = make_env(ActGuideConfig(**setting), split=split)
-    ids = sample_tasks(env, per_benchmark, 0)
     log = EpisodeLog(log_dir / f"{label}.jsonl")
-    expected = {(t, seed * 100 + r) for t in ids for r in range(rollouts)}
+    expected = {(t, seed * 100 + r) for t in task_ids for r in range(rollouts)}
     have = {(r.task_id, r.seed) for r in log.records}
-    todo = [t for t in ids if any((t, seed * 100 + r) not in have for r in range(rollouts))]
+    todo = [t for t in task_ids if any((t, seed * 100 + r) not in have for r in range(rollouts))]
     if todo:
         learner, _ = load_learner(model_dir)
-        for episode in evaluate(learner, env, todo, rollouts, label.split("@")[0], seed=seed, seed_offset=seed * 100):
+        for episode in evaluate(learner, env, todo, rollouts, label, seed=seed, seed_offset=seed * 100):
             log.append(episode)
-    return [r for r in EpisodeLog(log.path).records if (r.task_id, r.seed) in expected]
+    return [r for r in log.records if (r.task_id, r.seed) in expected]
 
 
 def pass_at_k(records: Sequence[EpisodeRecord], tasks: set[str]) -> float:
@@ -78,8 +75,6 @@ def success(records: Sequence[EpisodeRecord], tasks: set[str]) -> float:
 
 
 def _relabel(records: Sequence[EpisodeRecord], method: str) -> list[EpisodeRecord]:
-    from dataclasses import replace
-
     return [replace(r, method=method) for r in records]
 
 
@@ -149,14 +144,18 @@ def main(argv: list[str] | None = None) -> int:
     setting = json.loads(Path(args.setting).read_text())
     log_dir = runs / "episodes_regions"
     log_dir.mkdir(parents=True, exist_ok=True)
+    from agents.actguide.config import ActGuideConfig
+    from agents.actguide.tasks import make_env, sample_tasks
+
+    env = make_env(ActGuideConfig(**setting), split=args.split)  # one env and task list for every model and seed
+    task_ids = sample_tasks(env, args.tasks_per_benchmark, 0)
     records: dict[str, list[EpisodeRecord]] = {"base": [], "zero_rl": [], "actguide": []}
     for s in range(args.seeds):
         for label, folder in (("base", runs / "runs" / "base"), ("zero_rl", runs / "runs" / "zero_rl" / f"seed{s}"),
                               ("actguide", runs / "runs" / "actguide" / f"seed{s}")):
             if not (folder / "model.pt").is_file():
                 raise SteerEnvsError(f"{folder} has no trained model.pt; train it first (see the module docstring)")
-            records[label] += evaluate_model(folder, label, setting, args.split, args.tasks_per_benchmark,
-                                             args.rollouts, s, log_dir)
+            records[label] += evaluate_model(folder, label, env, task_ids, args.rollouts, s, log_dir)
     command = ("python -m benchmarks.actguide_regions " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None))
     text = page(regions, records, args.seeds, args.rollouts, command, time.perf_counter() - start)
