@@ -23,7 +23,6 @@ import hashlib
 import json
 import sys
 import time
-import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, replace
@@ -108,22 +107,9 @@ def calibrate(config: EvalConfig) -> dict[str, Any]:
 
 
 # -- aggregation over training seeds ---------------------------------------------------------------------------------
-def _row_runs(name: str, rows: list[list[EpisodeRecord]]) -> RowRuns:
+def row_runs(name: str, rows: list[list[EpisodeRecord]]) -> RowRuns:
     """A table row for the harness bootstrap: one run per training seed."""
     return RowRuns(name, {f"{name}#{i}": records for i, records in enumerate(rows)})
-
-
-def paired_interval(rows_a: list[list[EpisodeRecord]], rows_b: list[list[EpisodeRecord]], benchmarks: Sequence[str],
-                    seed: int = 0) -> dict[str, float]:
-    """Deprecated: the mean of (a − b) with its 95% interval from the harness's one paired bootstrap
-    (:class:`benchmarks.harness.stats.HierarchicalBootstrap`: tasks within benchmarks and training seeds resampled).
-    :func:`run` uses that bootstrap directly."""
-    warnings.warn("benchmarks.handoff_results.paired_interval is deprecated: use "
-                  "benchmarks.harness.stats.HierarchicalBootstrap (RowRuns per row, .gain(a, b))", DeprecationWarning,
-                  stacklevel=2)
-    boot = HierarchicalBootstrap([_row_runs("a", rows_a), _row_runs("b", rows_b)], benchmarks, resamples=RESAMPLES,
-                                 seed=seed)
-    return asdict(boot.gain("a", "b")[1])
 
 
 def row_summary(rows: list[list[EpisodeRecord]], benchmarks: Sequence[str]) -> dict[str, Any]:
@@ -193,7 +179,7 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
             records[name].append(EpisodeLog(folder.episodes_path(outcome.label)).records)
     benchmarks = list(config.benchmarks)
     # one paired bootstrap over every row: the same task draws pair them, training seeds resampled per row
-    boot = HierarchicalBootstrap([_row_runs(name, recs) for name, recs in records.items()], benchmarks,
+    boot = HierarchicalBootstrap([row_runs(name, recs) for name, recs in records.items()], benchmarks,
                                  resamples=RESAMPLES)
     rows = {}
     for name, recs in records.items():

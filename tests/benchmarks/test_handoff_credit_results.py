@@ -4,9 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.handoff_credit import credit, render
-from benchmarks.handoff_results import calibrate, paired_interval, render as render_results
+from benchmarks.handoff_results import RESAMPLES, calibrate, render as render_results, row_runs
 from benchmarks.harness.config import EvalConfig
 from benchmarks.harness.records import EpisodeRecord
+from benchmarks.harness.stats import HierarchicalBootstrap
 from steer_envs.executors.pipeline import ROLES
 
 
@@ -27,13 +28,23 @@ def _records(method, gains, seed_shift=0.0):
     return out
 
 
-def test_paired_interval_resamples_tasks_and_training_seeds():
+def _gain(rows_a, rows_b, benchmarks):
+    """The hand-off page's interval: the harness bootstrap over one run per training seed of each row."""
+    boot = HierarchicalBootstrap([row_runs("a", rows_a), row_runs("b", rows_b)], benchmarks, resamples=RESAMPLES, seed=0)
+    g = boot.gain("a", "b")[1]
+    return {"mean": g.mean, "low": g.low, "high": g.high}
+
+
+def test_the_handoff_interval_resamples_tasks_and_training_seeds():
     base = {"nq": [0.2, 0.4, 0.6], "popqa": [0.0, 1.0]}
     ref = [_records("none", base)]
-    same = paired_interval([_records("a", base)], ref, ["nq", "popqa"])
+    same = _gain([_records("a", base)], ref, ["nq", "popqa"])
     assert same == {"mean": 0.0, "low": 0.0, "high": 0.0}
-    shifted = paired_interval([_records("a", base, 0.1), _records("a", base, 0.3)], ref, ["nq", "popqa"])
+    shifted = _gain([_records("a", base, 0.1), _records("a", base, 0.3)], ref, ["nq", "popqa"])
     assert np.isclose(shifted["mean"], 20.0) and shifted["low"] <= 20.0 <= shifted["high"] and shifted["high"] > shifted["low"]
+    # one training seed per row: the seed level has nothing to resample, so the interval is narrower
+    one_seed = _gain([_records("a", base, 0.2)], ref, ["nq", "popqa"])
+    assert np.isclose(one_seed["mean"], 20.0) and one_seed["high"] - one_seed["low"] < shifted["high"] - shifted["low"]
 
 
 def test_calibration_measures_turns_and_over_rejection():
