@@ -29,7 +29,7 @@ def test_the_old_wrapper_name_warns_and_gives_the_same_episodes():
     with pytest.warns(DeprecationWarning, match="ReferencePlanHint"):
         old = ActionGuidance(gym.make("steer_envs/GuidedSearch-v0", **KW), k=2)
     (obs_new, info_new), (obs_old, info_old) = new.reset(seed=4), old.reset(seed=4)
-    assert obs_new["prompt"] == obs_old["prompt"] and info_new["guidance_k"] == info_old["guidance_k"] == 2
+    assert obs_new["prompt"] == obs_old["prompt"] and info_new["plan_k"] == info_old["plan_k"] == 2
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ReferencePlanHint(gym.make("steer_envs/GuidedSearch-v0", **KW))  # the primary name does not warn

@@ -17,6 +17,7 @@ from gymnasium import spaces
 from ..data.records import Task
 from ..data.scoring import get_metric
 from ..data.tasks import load_task_file, load_tasks
+from ..deprecation import rename_options
 from ..errors import InvalidActionError, SteerEnvsError, unknown_name
 from ..executors.base import Executor, ExecutorContext, Intervention
 from ..executors.registry import make_executor, parse_spec
@@ -42,45 +43,45 @@ class UnknownOptionError(SteerEnvsError, TypeError):
 
 
 @dataclass(frozen=True)
-class EnvConfig:
-    """Constructor options of every search env: the single list of them (their defaults, types and docs; the
-    env cards, ``option_docs`` and the constructors read it). Stored on the env so forks and unpickling rebuild
-    the same env. An env with other options subclasses it (:class:`~.handoff.HandoffEnvConfig`)."""
+class SearchTaskConfig:
+    """The options every search-task env shares (the supervision envs' :class:`EnvConfig` and GuidedSearch-v0's
+    :class:`~.guided.GuidedSearchConfig` extend it): where the tasks come from, how the agent searches, its turn
+    budget, action mode, reward metric and render mode, each defined once with its doc. A subclass adds only its own
+    options; where its default differs it redeclares the field with :meth:`redefault` (the doc stays this one), and
+    where an option *means* something else there (``action_mode``: what an index selects) it redeclares the field
+    with its own doc, as a dataclass subclass may (the field keeps its place in the list)."""
 
-    executor: str = option(
-        "sim:default", "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ...")
     benchmarks: tuple[str, ...] | None = option(None, "benchmarks to draw tasks from (default: all seven)")
     split: str = option("train", "task split: train, dev or test")
     task_ids: tuple[str, ...] | None = option(
-        None, "explicit task ids (default: every task of the benchmarks and split the executor supports)")
-    max_turns: int = option(10, "the executor's turn budget")
-    action_mode: str = option(
-        "discrete", "`discrete` (index into `env.unwrapped.catalogue`) or `text` (a free note, `pass` to pass)")
-    intervention_cost: float = option(0.0, "reward cost of each intervention")
+        None, "explicit task ids (default: every task of the benchmarks and split that this env can run)")
+    max_turns: int = option(
+        10, "the searching agent's turn budget (the executor's in the supervision envs, the learner's in GuidedSearch)")
+    action_mode: str = option("discrete", "`discrete` (an index into the env's action set) or `text` (a string)")
     metric: str = option("f1", "reward metric: f1, em, cover_em, ...")
     data_dir: str | None = option(None, "data folder (default: $STEER_ENVS_DATA, else ../shared/data)")
     retriever: str = option("bm25s", "retriever spec: `bm25s`, `lucene`, `http:<url>`, or a plugin's kind")
     topk: int = option(3, "documents per search")
-    max_transcript_chars: int = option(6000, "how much of the transcript the observation shows")
-    decision_every: int = option(1, "executor turns between two decisions")
-    task_file: str | None = option(None, "a FlashRAG / Search-R1 JSONL task file instead of the shared benchmarks")
     render_mode: str | None = option(None, "`ansi` (render returns the observation as text) or `human` (prints it)")
 
     def __post_init__(self) -> None:
-        """Normalise what callers pass loosely (a benchmark name, lists, a path) and fail fast on bad values."""
+        """Normalise what callers pass loosely (a benchmark name, lists) and fail fast on bad values."""
         benchmarks, task_ids = self.benchmarks, self.task_ids
         if isinstance(benchmarks, str):
             benchmarks = (benchmarks,)
+        if isinstance(task_ids, str):
+            task_ids = (task_ids,)
         object.__setattr__(self, "benchmarks", tuple(benchmarks) if benchmarks else None)
         object.__setattr__(self, "task_ids", tuple(task_ids) if task_ids else None)
-        object.__setattr__(self, "intervention_cost", float(self.intervention_cost))
-        object.__setattr__(self, "task_file", str(self.task_file) if self.task_file else None)
         if self.action_mode not in ACTION_MODES:
             raise unknown_name("action_mode", self.action_mode, ACTION_MODES)
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
             raise SteerEnvsError(f"max_turns must be a positive integer, got {self.max_turns!r}")
-        if not isinstance(self.decision_every, int) or self.decision_every < 1:
-            raise SteerEnvsError(f"decision_every must be a positive integer, got {self.decision_every!r}")
+
+    @classmethod
+    def redefault(cls, name: str, default: Any) -> Any:
+        """``name``'s field of this class with another default and the same doc (for a subclass's body)."""
+        return option(default, cls.__dataclass_fields__[name].metadata["doc"])  # type: ignore[attr-defined]
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
@@ -92,8 +93,11 @@ class EnvConfig:
         return {f.name: f.metadata.get("doc", "") for f in fields(cls)}
 
     @classmethod
-    def from_options(cls, env_name: str = "this env", **options: Any) -> "EnvConfig":
-        """The config of ``gymnasium.make(id, **options)``; an unknown keyword is an error naming the valid ones."""
+    def from_options(cls, env_name: str = "this env", **options: Any) -> "SearchTaskConfig":
+        """The config of ``gymnasium.make(id, **options)``; an unknown keyword is an error naming the valid ones.
+        A renamed option's old keyword (``cls.renamed_options``: :mod:`steer_envs.deprecation`) still works, with a
+        ``DeprecationWarning`` naming the new one."""
+        options = rename_options(options, getattr(cls, "renamed_options", {}), env_name, stacklevel=4)
         unknown = sorted(set(options) - set(cls.option_names()))
         if unknown:
             close = {name: difflib.get_close_matches(name, cls.option_names(), n=1) for name in unknown}
@@ -102,6 +106,30 @@ class EnvConfig:
                 f"{env_name} has no option {', '.join(map(repr, unknown))}{hints}; its options: "
                 f"{', '.join(cls.option_names())} (documented in docs/envs/ and `env.unwrapped.option_docs`)")
         return cls(**options)
+
+
+@dataclass(frozen=True)
+class EnvConfig(SearchTaskConfig):
+    """Constructor options of every search supervision env: :class:`SearchTaskConfig`'s and the executor's (their
+    defaults, types and docs; the env cards, ``option_docs`` and the constructors read it). Stored on the env so
+    forks and unpickling rebuild the same env. An env with other options subclasses it
+    (:class:`~.handoff.HandoffEnvConfig`)."""
+
+    action_mode: str = option(
+        "discrete", "`discrete` (index into `env.unwrapped.catalogue`) or `text` (a free note, `pass` to pass)")
+    executor: str = option(
+        "sim:default", "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ...")
+    intervention_cost: float = option(0.0, "reward cost of each intervention")
+    max_transcript_chars: int = option(6000, "how much of the transcript the observation shows")
+    decision_every: int = option(1, "executor turns between two decisions")
+    task_file: str | None = option(None, "a FlashRAG / Search-R1 JSONL task file instead of the shared benchmarks")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "intervention_cost", float(self.intervention_cost))
+        object.__setattr__(self, "task_file", str(self.task_file) if self.task_file else None)
+        if not isinstance(self.decision_every, int) or self.decision_every < 1:
+            raise SteerEnvsError(f"decision_every must be a positive integer, got {self.decision_every!r}")
 
 
 class SearchEnv(SearchTaskEnv):

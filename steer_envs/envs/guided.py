@@ -3,11 +3,17 @@
 The agent answers a real question on the real corpus with the real retriever, in the Search-R1 text protocol: each
 step it searches (the top ``topk`` passages come back as an ``<information>`` block) or answers (the episode ends
 and the reward is the answer's score, exact match by default). Guidance (PAPERS.md B) is the first ``k`` actions of
-a reference sequence (``steer_envs.guidance``):
+a reference plan (:mod:`steer_envs.reference_plans`):
 
-* ``guidance_mode="prompt"``: the actions are written into the prompt as a numbered plan (the hint);
-* ``guidance_mode="prefix"``: the reference *searches* among them are executed before the agent's first step, and
+* ``plan_mode="prompt"``: the actions are written into the prompt as a numbered plan (the hint);
+* ``plan_mode="prefix"``: the reference *searches* among them are executed before the agent's first step, and
   the agent continues from there (a reference answer is never executed: the agent must answer itself).
+
+The plan's options are named ``plan_*`` (``plan_k``, ``plan_mode``, ``plan_sources``, ``plan_noise``,
+``plan_noise_seed``, ``plan_answers``); their old ``guidance_*`` names still work in ``gymnasium.make``, in
+``reset(options=...)`` and on the config, with a ``DeprecationWarning`` (:mod:`steer_envs.deprecation`). The options
+every search-task env shares (tasks, retriever, turn budget, action mode, metric, render mode) are
+:class:`~.base.SearchTaskConfig`'s, defined once there.
 
 ``info["unguided_observation"]`` is the observation of the same state without the hint, so a learner can score an
 action under both the guided and the unguided prompt (the ``r_mix`` ratio of ACTGUIDE-RL). In prefix mode the two
@@ -21,7 +27,7 @@ The env is forkable (``get_state`` / ``set_state`` / ``fork``).
 
 What it shares with the supervision envs (task loading and picking, the reset order of RNG draws, scoring,
 failures as truncations, render, forking with the RNG's seed, close) lives in their common base,
-:class:`~steer_envs.envs.task_env.SearchTaskEnv`; this module holds what is its own: guidance, the search/answer
+:class:`~steer_envs.envs.task_env.SearchTaskEnv`; this module holds what is its own: the reference plan, the search/answer
 protocol, the admissible set.
 """
 from __future__ import annotations
@@ -34,6 +40,7 @@ from gymnasium import spaces
 
 from ..data.records import Task
 from ..data.tasks import load_tasks
+from ..deprecation import PLAN_OPTION_RENAMES, rename_options, renamed_options
 from ..errors import InvalidActionError, ServiceError, SteerEnvsError, unknown_name
 from ..failures import failure_source
 from ..executors.prompts import get_prompt_template
@@ -44,36 +51,55 @@ from ..guidance.store import SOURCE_KINDS, load_action_data
 from ..retrieval.cache import cached_search
 from ..retrieval.registry import make_retriever
 from .admissible import FEATURE_NAMES, HINT_COLUMNS, Candidate, RetrievedDoc, build_candidates, candidate_features
+from .base import SearchTaskConfig, option
 from .spaces import AnyText, discrete_index
 from .task_env import ACTION_MODES, SearchTaskEnv
 
-GUIDANCE_MODES = ("prompt", "prefix")
+PLAN_MODES = ("prompt", "prefix")
+GUIDANCE_MODES = PLAN_MODES  # the old name
 MAX_PROMPT_CHARS = 8000
 MAX_TRANSCRIPT_CHARS = 1 << 16
 
 
+@renamed_options(PLAN_OPTION_RENAMES)
 @dataclass(frozen=True)
-class GuidedSearchConfig:
-    """Constructor options (kept so forks and unpickling rebuild the same env)."""
+class GuidedSearchConfig(SearchTaskConfig):
+    """GuidedSearch-v0's options: :class:`~.base.SearchTaskConfig`'s (with this env's own defaults: 6 turns, exact
+    match), the reference plan's and the admissible set's. Stored on the env so forks and unpickling rebuild the
+    same env; the plan options' old ``guidance_*`` names still work (deprecated: :mod:`steer_envs.deprecation`)."""
 
-    benchmarks: tuple[str, ...] | None = None
-    split: str = "train"
-    task_ids: tuple[str, ...] | None = None
-    data_dir: str | None = None
-    retriever: str = "bm25s"
-    topk: int = 3
-    max_turns: int = 6
-    action_mode: str = "discrete"
-    metric: str = "em"
-    guidance_k: int = 0
-    guidance_mode: str = "prompt"
-    guidance_sources: tuple[str, ...] = SOURCE_KINDS
-    guidance_noise: float = 0.0
-    guidance_noise_seed: int = 0
-    max_queries: int = 8
-    max_answers: int = 24
-    prompt_template: str = "search-r1"
-    guidance_answers: bool = True
+    max_turns: int = SearchTaskConfig.redefault("max_turns", 6)
+    action_mode: str = option(
+        "discrete", "`discrete` (index into the admissible set) or `text` (any string in the protocol)")
+    metric: str = SearchTaskConfig.redefault("metric", "em")
+    plan_k: int = option(0, "reference-plan actions given as a hint (0: none)")
+    plan_mode: str = option(
+        "prompt", "`prompt` (the plan as a hint in the prompt) or `prefix` (the plan's searches executed first)")
+    plan_sources: tuple[str, ...] = option(
+        SOURCE_KINDS, "where reference plans may come from (recorded rollouts, gold structure)")
+    plan_noise: float = option(0.0, "share of reference-plan actions replaced by noise")
+    plan_noise_seed: int = option(0, "seed of that noise")
+    max_queries: int = option(8, "discrete mode: candidate query slots")
+    max_answers: int = option(24, "discrete mode: candidate answer slots")
+    prompt_template: str = option("search-r1", "the task prompt's template")
+    plan_answers: bool = option(True, "whether the plan's answer may be part of the hint")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.plan_mode not in PLAN_MODES:
+            raise unknown_name("plan_mode", self.plan_mode, PLAN_MODES)
+        if not isinstance(self.plan_k, int) or self.plan_k < 0:
+            raise SteerEnvsError(f"plan_k must be an integer >= 0 (0 = no plan shown), got {self.plan_k!r}")
+        if self.max_queries < 1 or self.max_answers < 1:
+            raise SteerEnvsError("max_queries and max_answers must be >= 1 (the admissible set needs both kinds)")
+        if not 0.0 <= self.plan_noise <= 1.0:
+            raise SteerEnvsError(f"plan_noise is a share of actions in [0, 1], got {self.plan_noise!r}")
+        get_prompt_template(self.prompt_template)
+        sources = (self.plan_sources,) if isinstance(self.plan_sources, str) else self.plan_sources
+        object.__setattr__(self, "plan_sources", tuple(sources))
+        object.__setattr__(self, "plan_noise", float(self.plan_noise))
+        object.__setattr__(self, "plan_noise_seed", int(self.plan_noise_seed))
+        object.__setattr__(self, "plan_answers", bool(self.plan_answers))
 
     @property
     def slots(self) -> int:
@@ -121,11 +147,11 @@ class GuidedSearchEnv(SearchTaskEnv):
 
     # -- documentation read by the env cards (``steer-envs cards``, docs/envs/) ---------------------------------
     reward_doc = ("Terminal: the score of the agent's answer against the golden answers under `metric` (exact match "
-                  "by default; 0 when it never answers within `max_turns`). Every other step gives 0. Guidance "
-                  "changes what the agent sees, never the reward.")
+                  "by default; 0 when it never answers within `max_turns`). Every other step gives 0. A reference "
+                  "plan changes what the agent sees, never the reward.")
     observation_docs: dict[str, str] = {
-        "prompt": "the task prompt; with `guidance_mode='prompt'` and `guidance_k > 0`, the hint (the first k "
-                  "reference actions as a numbered plan) is written into it",
+        "prompt": "the task prompt; with `plan_mode='prompt'` and `plan_k > 0`, the hint (the first k "
+                  "reference-plan actions as a numbered plan) is written into it",
         "transcript": "the episode so far in the Search-R1 protocol (searches, `<information>` blocks, invalid-action "
                       "replies), including executed reference searches in prefix mode",
         "turn": "agent turns taken so far",
@@ -136,9 +162,11 @@ class GuidedSearchEnv(SearchTaskEnv):
     info_docs: dict[str, str] = {
         "task_id": "the task's id",
         "benchmark": "the task's benchmark",
-        "guidance_k": "how many reference actions guide this episode",
-        "guidance_mode": "`prompt` (hint in the prompt) or `prefix` (reference searches executed first)",
-        "reference_length": "length of the episode's reference action sequence (0 without one)",
+        "plan_k": "how many reference-plan actions guide this episode",
+        "plan_mode": "`prompt` (hint in the prompt) or `prefix` (the plan's searches executed first)",
+        "guidance_k": "deprecated name of `plan_k` (the same value)",
+        "guidance_mode": "deprecated name of `plan_mode` (the same value)",
+        "reference_length": "length of the episode's reference plan (0 without one)",
         "reference_source": "where the reference came from (a recorded rollout, or the gold structure)",
         "prefix_executed": "reference actions consumed as a prefix so far",
         "turns": "agent turns taken",
@@ -153,89 +181,38 @@ class GuidedSearchEnv(SearchTaskEnv):
         "failure_source": "what failed (`retrieval`, ...): the episode is then truncated (terminated=False) with "
                           "reward 0, a failure and not an outcome (final step, only when it happened)",
     }
-    option_docs: dict[str, str] = {
-        "benchmarks": "benchmarks to draw tasks from (default: all seven)",
-        "split": "task split: train, dev or test",
-        "task_ids": "explicit task ids",
-        "data_dir": "data folder (default: $STEER_ENVS_DATA, else ../shared/data)",
-        "retriever": "retriever spec: `bm25s`, `lucene`, `http:<url>`, or a plugin's kind",
-        "topk": "documents per search",
-        "max_turns": "the agent's turn budget",
-        "action_mode": "`discrete` (index into the admissible set) or `text` (any string in the protocol)",
-        "metric": "reward metric: em (default), f1, cover_em, ...",
-        "guidance_k": "reference actions given as guidance (0: none)",
-        "guidance_mode": "`prompt` (a hint in the prompt) or `prefix` (reference searches executed first)",
-        "guidance_sources": "where reference sequences may come from (recorded rollouts, gold structure)",
-        "guidance_noise": "share of reference actions replaced by noise",
-        "guidance_noise_seed": "seed of that noise",
-        "max_queries": "discrete mode: candidate query slots",
-        "max_answers": "discrete mode: candidate answer slots",
-        "prompt_template": "the task prompt's template",
-        "guidance_answers": "whether the reference's answer may be part of the hint",
-        "render_mode": "`ansi` (render returns the observation as text) or `human` (prints it)",
-    }
+    #: the options (``gymnasium.make`` keywords) and their defaults, types and docs
+    config_class: type[GuidedSearchConfig] = GuidedSearchConfig
+    option_docs: dict[str, str] = GuidedSearchConfig.option_docs()
 
-    def __init__(
-        self,
-        benchmarks=None,
-        split: str = "train",
-        task_ids=None,
-        data_dir: str | None = None,
-        retriever: str = "bm25s",
-        topk: int = 3,
-        max_turns: int = 6,
-        action_mode: str = "discrete",
-        metric: str = "em",
-        guidance_k: int = 0,
-        guidance_mode: str = "prompt",
-        guidance_sources=SOURCE_KINDS,
-        guidance_noise: float = 0.0,
-        guidance_noise_seed: int = 0,
-        max_queries: int = 8,
-        max_answers: int = 24,
-        prompt_template: str = "search-r1",
-        guidance_answers: bool = True,
-        render_mode: str | None = None,
-    ) -> None:
-        self._check_common_options(action_mode, max_turns, render_mode, metric)
-        if guidance_mode not in GUIDANCE_MODES:
-            raise unknown_name("guidance_mode", guidance_mode, GUIDANCE_MODES)
-        if not isinstance(guidance_k, int) or guidance_k < 0:
-            raise SteerEnvsError(f"guidance_k must be an integer >= 0 (0 = no guidance), got {guidance_k!r}")
-        if max_queries < 1 or max_answers < 1:
-            raise SteerEnvsError("max_queries and max_answers must be >= 1 (the admissible set needs both kinds)")
-        if not 0.0 <= guidance_noise <= 1.0:
-            raise SteerEnvsError(f"guidance_noise is a share of actions in [0, 1], got {guidance_noise!r}")
-        get_prompt_template(prompt_template)
-        if isinstance(guidance_sources, str):
-            guidance_sources = (guidance_sources,)
-        self.config = GuidedSearchConfig(
-            self._names(benchmarks), split, self._names(task_ids), data_dir, retriever,
-            topk, max_turns, action_mode, metric, guidance_k, guidance_mode, tuple(guidance_sources),
-            float(guidance_noise), int(guidance_noise_seed), max_queries, max_answers, prompt_template,
-            bool(guidance_answers),
-        )
-        self.render_mode = render_mode
+    def __init__(self, **options: Any) -> None:
+        """``options``: the fields of :attr:`config_class` (:class:`GuidedSearchConfig`), by keyword; an unknown one
+        is an :class:`~.base.UnknownOptionError` naming the valid ones."""
+        config = self.config_class.from_options(type(self).__name__, **options)
+        self._check_common_options(config.action_mode, config.max_turns, config.render_mode, config.metric)
+        self.config = config
+        self.render_mode = config.render_mode
         self._tasks: list[Task] | None = None
         if not self.tasks:
             raise SteerEnvsError(
-                f"no tasks with a reference action sequence match benchmarks={benchmarks!r} split={split!r} "
-                f"task_ids={task_ids!r} (sources {list(guidance_sources)}); `steer-envs guidance coverage` lists them"
+                f"no tasks with a reference plan match benchmarks={config.benchmarks!r} split={config.split!r} "
+                f"task_ids={config.task_ids!r} (sources {list(config.plan_sources)}); `steer-envs guidance coverage` "
+                "lists them"
             )
         self._retriever = None
-        self.template = get_prompt_template(prompt_template)
-        n, f = self.config.slots, len(FEATURE_NAMES)
+        self.template = get_prompt_template(config.prompt_template)
+        n, f = config.slots, len(FEATURE_NAMES)
         obs: dict[str, spaces.Space] = {
             "prompt": AnyText(MAX_PROMPT_CHARS),
             "transcript": AnyText(MAX_TRANSCRIPT_CHARS),
-            "turn": spaces.Discrete(max_turns + 1),
+            "turn": spaces.Discrete(config.max_turns + 1),
         }
-        if action_mode == "discrete":
+        if config.action_mode == "discrete":
             obs["candidates"] = AnyText(MAX_TRANSCRIPT_CHARS)
             obs["features"] = spaces.Box(-1.0, 1.0, shape=(n, f), dtype=np.float32)
             obs["action_mask"] = spaces.MultiBinary(n)  # int8, as the observation's mask
         self.observation_space = spaces.Dict(obs)
-        self.action_space = spaces.Discrete(n) if action_mode == "discrete" else AnyText(MAX_TRANSCRIPT_CHARS)
+        self.action_space = spaces.Discrete(n) if config.action_mode == "discrete" else AnyText(MAX_TRANSCRIPT_CHARS)
         self.state: EpisodeState | None = None
         self._candidates: list[Candidate] | None = None
 
@@ -243,17 +220,17 @@ class GuidedSearchEnv(SearchTaskEnv):
     @property
     def action_data(self):
         c = self.config
-        return load_action_data(c.benchmarks, c.split, c.data_dir, sources=c.guidance_sources)
+        return load_action_data(c.benchmarks, c.split, c.data_dir, sources=c.plan_sources)
 
     def _load_tasks(self) -> list[Task]:
-        """The tasks with a reference action sequence (from the allowed sources)."""
+        """The tasks with a reference plan (from the allowed sources)."""
         c = self.config
         tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
         data = self.action_data
-        return [t for t in tasks if data.reference(t.id, c.guidance_sources) is not None]
+        return [t for t in tasks if data.reference(t.id, c.plan_sources) is not None]
 
     def _task_hint(self) -> str:
-        return "; only tasks with a reference action sequence are included"
+        return "; only tasks with a reference plan are included"
 
     @property
     def retriever(self):
@@ -262,28 +239,30 @@ class GuidedSearchEnv(SearchTaskEnv):
         return self._retriever
 
     def reference_for(self, task_id: str) -> ReferenceSequence | None:
-        """The task's reference sequence with this env's source preference and noise; without its answer actions
-        when ``guidance_answers=False`` (guidance then shows the searches only, like tool-call trajectories)."""
+        """The task's reference plan with this env's source preference and noise; without its answer actions
+        when ``plan_answers=False`` (the hint then shows the searches only, like tool-call trajectories)."""
         c = self.config
-        seq = self.action_data.reference(task_id, c.guidance_sources, c.guidance_noise, c.guidance_noise_seed)
-        if seq is None or c.guidance_answers:
+        seq = self.action_data.reference(task_id, c.plan_sources, c.plan_noise, c.plan_noise_seed)
+        if seq is None or c.plan_answers:
             return seq
         searches = tuple(a for a in seq.actions if a.name == SEARCH)
         return ReferenceSequence(seq.task_id, searches, seq.source) if searches else None
 
     # -- gymnasium API (SearchTaskEnv: reset picks the task, draws the episode seed, then _begin) -------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Options: ``task_id``; ``guidance_k`` and ``guidance_mode`` (this episode only); ``reference`` (a
-        :class:`ReferenceSequence` to guide with instead of the task's own, e.g. a noisy or foreign one)."""
+        """Options: ``task_id``; ``plan_k`` and ``plan_mode`` (this episode only; their old names ``guidance_k``,
+        ``guidance_mode`` are deprecated); ``reference`` (a :class:`ReferenceSequence` to guide with instead of the
+        task's own, e.g. a noisy or foreign one)."""
         return super().reset(seed=seed, options=options)
 
     def _begin(self, task: Task, episode_seed: int, options: dict[str, Any]) -> None:
-        k = options.get("guidance_k", self.config.guidance_k)
-        mode = options.get("guidance_mode", self.config.guidance_mode)
+        options = rename_options(options, PLAN_OPTION_RENAMES, "GuidedSearchEnv.reset options", stacklevel=5)
+        k = options.get("plan_k", self.config.plan_k)
+        mode = options.get("plan_mode", self.config.plan_mode)
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
-            raise SteerEnvsError(f"options['guidance_k'] must be an integer >= 0, got {k!r}")
-        if mode not in GUIDANCE_MODES:
-            raise unknown_name("guidance_mode", mode, GUIDANCE_MODES)
+            raise SteerEnvsError(f"options['plan_k'] must be an integer >= 0, got {k!r}")
+        if mode not in PLAN_MODES:
+            raise unknown_name("plan_mode", mode, PLAN_MODES)
         reference = options.get("reference") or self.reference_for(task.id)
         if reference is not None and not isinstance(reference, ReferenceSequence):
             raise SteerEnvsError(f"options['reference'] must be a ReferenceSequence, got {type(reference).__name__}")
@@ -466,7 +445,9 @@ class GuidedSearchEnv(SearchTaskEnv):
         info: dict[str, Any] = {
             "task_id": s.task.id,
             "benchmark": s.task.benchmark,
-            "guidance_k": s.k,
+            "plan_k": s.k,
+            "plan_mode": s.mode,
+            "guidance_k": s.k,  # deprecated names of the two above
             "guidance_mode": s.mode,
             "reference_length": len(s.reference) if s.reference is not None else 0,
             "reference_source": s.reference.source if s.reference is not None else "",
@@ -500,4 +481,4 @@ class GuidedSearchEnv(SearchTaskEnv):
         clone._candidates = None
 
 
-__all__ = ["GuidedSearchConfig", "GuidedSearchEnv", "EpisodeState", "HINT_COLUMNS"]
+__all__ = ["GUIDANCE_MODES", "PLAN_MODES", "GuidedSearchConfig", "GuidedSearchEnv", "EpisodeState", "HINT_COLUMNS"]

@@ -11,9 +11,17 @@ reference plan; "guidance" keeps its steering meaning. Import from here:
 * :func:`format_plan_hint` / :func:`parse_plan_hint` (the first ``k`` actions as the prompt's numbered hint);
 * :class:`ReferencePlanHint` (the wrapper that decides each episode's ``k``; :mod:`steer_envs.wrappers`).
 
+The env's and the ACTGUIDE-RL config's option keys carry the same name: ``plan_k`` (how many plan actions the
+hint shows), ``plan_mode`` (``prompt``: a hint; ``prefix``: the plan's searches executed), ``plan_sources``,
+``plan_noise``, ``plan_noise_seed`` and ``plan_answers`` (also the ``reset(options=...)`` keys ``plan_k`` /
+``plan_mode`` and ``info["plan_k"]`` / ``info["plan_mode"]``).
+
 The old names (``steer_envs.guidance``: ``ReferenceSequence``, ``GuidanceAction``, ``ActionData``,
-``load_action_data``, ``format_hint``; ``ActionGuidance``) are the same objects and keep working; the env's
-option keys (``guidance_k``, ``guidance_mode``, ...) are unchanged.
+``load_action_data``, ``format_hint``; ``ActionGuidance``) are the same objects and keep working; the old option
+keys (``guidance_k``, ``guidance_mode``, ``guidance_sources``, ``guidance_noise``, ``guidance_noise_seed``,
+``guidance_answers``) work too, with a ``DeprecationWarning`` naming the new key, in ``gymnasium.make``, ``reset``
+options, the configs and config files (:data:`steer_envs.deprecation.PLAN_OPTION_RENAMES`); run folders made before
+the rename keep their fingerprints and resume.
 """
 from ..guidance import (
     ACTION_NAMES,

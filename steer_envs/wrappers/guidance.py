@@ -2,8 +2,9 @@
 any learner (Stable-Baselines3 included). ``ActionGuidance`` is its old, deprecated name ("guidance" alone now
 means a steering note; :mod:`steer_envs.reference_plans`).
 
-The env takes ``guidance_k`` / ``guidance_mode`` per episode through ``reset(options=...)``; most training
-libraries call ``reset()`` without options, so this wrapper decides the guidance of every episode itself:
+The env takes ``plan_k`` / ``plan_mode`` per episode through ``reset(options=...)`` (their old names
+``guidance_k`` / ``guidance_mode`` are deprecated); most training libraries call ``reset()`` without options, so this
+wrapper decides the plan shown in every episode itself:
 
 * ``k``: an int (the first ``k`` reference actions), ``"full"`` (the whole reference), or a callable
   ``k(task_id, reference_length, episode_index) -> int`` (a schedule, e.g. decaying guidance);
@@ -11,7 +12,7 @@ libraries call ``reset()`` without options, so this wrapper decides the guidance
 * ``mode``: ``"prompt"`` (hint in the prompt) or ``"prefix"`` (reference searches executed first).
 
 The draw of ``p`` uses the wrapper's own generator seeded at the first ``reset(seed=...)``, so runs repeat.
-``info["guidance_k"]`` says what each episode got; ``info["unguided_observation"]`` comes from the env.
+``info["plan_k"]`` says what each episode got; ``info["unguided_observation"]`` comes from the env.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ..deprecation import PLAN_OPTION_RENAMES, rename_options
 from ..errors import SteerEnvsError
 
 KSchedule = Callable[[str, int, int], int]
@@ -48,19 +50,19 @@ class ReferencePlanHint(gym.Wrapper):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
             self._rng = np.random.default_rng([seed, 0x6A1D])
-        options = dict(options or {})
+        options = rename_options(options or {}, PLAN_OPTION_RENAMES, f"{type(self).__name__}.reset options")
         base = self.env.unwrapped
         if "task_id" not in options:  # choose the task here so its reference length is known before the reset
-            base.reset(seed=seed, options={"guidance_k": 0})
+            base.reset(seed=seed, options={"plan_k": 0})
             seed = None
             options["task_id"] = base.state.task.id
-        if "guidance_k" not in options:
+        if "plan_k" not in options:
             reference = base.reference_for(options["task_id"])
             length = len(reference) if reference is not None else 0
             guided = self._rng.random() < self.p
-            options["guidance_k"] = self._k(options["task_id"], length) if guided else 0
+            options["plan_k"] = self._k(options["task_id"], length) if guided else 0
         if self.mode is not None:
-            options.setdefault("guidance_mode", self.mode)
+            options.setdefault("plan_mode", self.mode)
         self.episodes += 1
         return self.env.reset(seed=seed, options=options)
 

@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 import steer_envs  # noqa: F401
+from steer_envs.deprecation import PLAN_OPTION_RENAMES
 from steer_envs.envs.admissible import FEATURE_NAMES, HINT_COLUMNS, RetrievedDoc, build_candidates, candidate_features
+from steer_envs.envs.base import EnvConfig, SearchTaskConfig, UnknownOptionError
+from steer_envs.envs.guided import GuidedSearchConfig
 from steer_envs.errors import InvalidActionError, SteerEnvsError
 from steer_envs.guidance import HINT_HEADER
 
@@ -24,7 +27,7 @@ def make(mode="discrete", **kw):
 
 def test_prompt_hint_and_unguided_view():
     env = make().unwrapped
-    obs, info = env.reset(seed=0, options={"task_id": TASK, "guidance_k": 2})
+    obs, info = env.reset(seed=0, options={"task_id": TASK, "plan_k": 2})
     assert HINT_HEADER in obs["prompt"] and '1. search: {"query": "Van Hook Township' in obs["prompt"]
     assert "3. answer" not in obs["prompt"]
     unguided = info["unguided_observation"]
@@ -41,14 +44,14 @@ def test_prompt_hint_and_unguided_view():
 
 def test_prefix_mode_executes_reference_searches_but_never_the_answer():
     env = make().unwrapped
-    obs, info = env.reset(seed=0, options={"task_id": TASK, "guidance_k": 3, "guidance_mode": "prefix"})
+    obs, info = env.reset(seed=0, options={"task_id": TASK, "plan_k": 3, "plan_mode": "prefix"})
     assert HINT_HEADER not in obs["prompt"]
     assert obs["transcript"].count("<search>") == 2 and "<answer>" not in obs["transcript"]
     assert info["env_steps"] == 2 and info["prefix_executed"] == 3 and not env.state.done
     assert info["unguided_observation"]["transcript"] == obs["transcript"]
     # the state after the prefix equals the state reached by advancing a k=0 episode over the same reference
     other = make().unwrapped
-    other.reset(seed=0, options={"task_id": TASK, "guidance_mode": "prefix"})
+    other.reset(seed=0, options={"task_id": TASK, "plan_mode": "prefix"})
     other.advance_prefix(3)
     assert other.state.transcript == env.state.transcript
     assert np.array_equal(other._observation()["features"], obs["features"])
@@ -78,10 +81,10 @@ def test_discrete_actions_and_errors():
         env.step(10_000)
     with pytest.raises(InvalidActionError, match="integer index"):
         env.step("search: x")
-    with pytest.raises(SteerEnvsError, match="guidance_k"):
-        make(guidance_k=-1)
-    with pytest.raises(SteerEnvsError, match="guidance_mode"):
-        make(guidance_mode="assistant")
+    with pytest.raises(SteerEnvsError, match="plan_k"):
+        make(plan_k=-1)
+    with pytest.raises(SteerEnvsError, match="plan_mode"):
+        make(plan_mode="assistant")
     with pytest.raises(SteerEnvsError, match="not among this env"):
         env.reset(options={"task_id": "nq/does-not-exist"})
 
@@ -125,3 +128,63 @@ def test_candidates_cover_questions_entities_titles_and_spans():
     assert ("search", "Van Hook Township") in kinds and ("answer", "Mountrail County") in kinds
     assert ("answer", "1,032") in kinds and ("answer", "yes") in kinds and ("answer", "no") in kinds
     assert ("search", question.rstrip("?")) not in kinds  # already searched
+
+
+# -- the option list: shared fields defined once, renamed plan options, unknown keywords ---------------------------
+def _episode(env, seed, options=None):
+    """The observations, rewards and infos of a seeded episode that takes the first admissible action each step."""
+    obs, info = env.reset(seed=seed, options=options)
+    out = [obs["prompt"], obs["transcript"], obs["features"].tolist(), info["plan_k"], info["reference_length"]]
+    for _ in range(8):
+        obs, reward, terminated, truncated, info = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        out += [obs["transcript"], obs["features"].tolist(), reward, info["env_steps"]]
+        if terminated or truncated:
+            break
+    return out
+
+
+def test_old_guidance_keys_warn_and_give_the_identical_env_and_episode():
+    new = make(plan_k=2, plan_mode="prefix", plan_sources=("gold",), plan_noise=0.3, plan_noise_seed=4,
+               plan_answers=False).unwrapped
+    with pytest.warns(DeprecationWarning) as caught:
+        old = make(guidance_k=2, guidance_mode="prefix", guidance_sources=("gold",), guidance_noise=0.3,
+                   guidance_noise_seed=4, guidance_answers=False).unwrapped
+    messages = " ".join(str(w.message) for w in caught)
+    for old_key, new_key in PLAN_OPTION_RENAMES.items():  # each old key named with its new one
+        assert f"{old_key!r} is deprecated, use {new_key!r}" in messages
+    assert old.config == new.config
+    assert _episode(old, 3) == _episode(new, 3)
+    assert _episode(new, 3)[3] > 0  # the plan is used (k > 0): the comparison is of guided episodes
+    with pytest.warns(DeprecationWarning, match="'guidance_k' is deprecated, use 'plan_k'"), \
+            pytest.warns(DeprecationWarning, match="'guidance_mode' is deprecated, use 'plan_mode'"):
+        by_old_option = _episode(new, 5, {"guidance_k": 1, "guidance_mode": "prompt"})
+    assert by_old_option == _episode(new, 5, {"plan_k": 1, "plan_mode": "prompt"})
+    with pytest.warns(DeprecationWarning, match="use GuidedSearchConfig.plan_k"):
+        assert new.config.guidance_k == 2
+    with pytest.raises(SteerEnvsError, match="pass only 'plan_k'"):
+        make(guidance_k=1, plan_k=1)
+
+
+def test_an_unknown_keyword_is_an_error_naming_the_valid_options():
+    with pytest.raises(UnknownOptionError) as raised:
+        make(plan_kk=2)
+    message = str(raised.value)
+    assert "'plan_kk'" in message and "did you mean 'plan_k'" in message
+    for name in GuidedSearchConfig.option_names():
+        assert name in message
+    with pytest.raises(UnknownOptionError, match="'executor'"):  # a supervision env's option is not one here
+        make(executor="sim:default")
+
+
+def test_the_shared_options_are_one_definition_with_guided_search_defaults():
+    shared = {f.name: f for f in dataclasses.fields(SearchTaskConfig)}
+    guided = {f.name: f for f in dataclasses.fields(GuidedSearchConfig)}
+    supervision = {f.name: f for f in dataclasses.fields(EnvConfig)}
+    assert set(shared) <= set(guided) and set(shared) <= set(supervision)
+    for name in set(shared) - {"action_mode"}:  # action_mode means another index in each: its own doc
+        assert guided[name].metadata["doc"] == supervision[name].metadata["doc"] == shared[name].metadata["doc"]
+    assert (guided["max_turns"].default, guided["metric"].default) == (6, "em")
+    assert (supervision["max_turns"].default, supervision["metric"].default) == (10, "f1")
+    env = make().unwrapped
+    assert env.option_docs == GuidedSearchConfig.option_docs() and all(env.option_docs.values())
+    assert env.config_class is GuidedSearchConfig and env.config.render_mode is None

@@ -181,7 +181,7 @@ def test_retrieval_server_killed_truncates_guided_search_and_its_prefix(bm25):
         _assert_truncated_by(out, "retrieval", server.url)
         assert env.fork().state.failure is not None  # forks and snapshots carry the failure
         # a reference prefix that fails during reset: the first step reports the truncation
-        env.reset(seed=1, options={"task_id": env.tasks[1].id, "guidance_k": 2, "guidance_mode": "prefix"})
+        env.reset(seed=1, options={"task_id": env.tasks[1].id, "plan_k": 2, "plan_mode": "prefix"})
         assert env.state.done and env.state.failure is not None
         _assert_truncated_by(env.step("<answer> x </answer>"), "retrieval", server.url)
     finally:

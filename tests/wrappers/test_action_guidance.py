@@ -17,25 +17,25 @@ KW = {"split": "train", "benchmarks": ["musique"]}
 def test_full_fixed_and_scheduled_guidance():
     env = ActionGuidance(gym.make("steer_envs/GuidedSearch-v0", **KW), k="full")
     obs, info = env.reset(seed=0)
-    assert info["guidance_k"] == info["reference_length"] > 0 and HINT_HEADER in obs["prompt"]
+    assert info["plan_k"] == info["reference_length"] > 0 and HINT_HEADER in obs["prompt"]
     assert HINT_HEADER not in info["unguided_observation"]["prompt"]
     env = ActionGuidance(gym.make("steer_envs/GuidedSearch-v0", **KW), k=1)
-    assert env.reset(seed=0)[1]["guidance_k"] == 1
+    assert env.reset(seed=0)[1]["plan_k"] == 1
     seen = []
     env = ActionGuidance(gym.make("steer_envs/GuidedSearch-v0", **KW),
                          k=lambda task, length, episode: seen.append(episode) or min(length, episode))
-    ks = [env.reset(seed=s)[1]["guidance_k"] for s in range(3)]
+    ks = [env.reset(seed=s)[1]["plan_k"] for s in range(3)]
     assert seen == [0, 1, 2] and ks == [0, 1, 2]  # every MuSiQue reference has >= 3 actions
     env = ActionGuidance(gym.make("steer_envs/GuidedSearch-v0", **KW), k="full", mode="prefix")
     obs, info = env.reset(seed=0)
-    assert info["guidance_mode"] == "prefix" and "<search>" in obs["transcript"]
+    assert info["plan_mode"] == "prefix" and "<search>" in obs["transcript"]
 
 
 def test_probability_of_guiding_is_seeded():
     def draws(seed):
         env = ActionGuidance(gym.make("steer_envs/GuidedSearch-v0", **KW), k="full", p=0.5)
         env.reset(seed=seed)
-        return [env.reset()[1]["guidance_k"] > 0 for _ in range(40)]
+        return [env.reset()[1]["plan_k"] > 0 for _ in range(40)]
 
     a = draws(3)
     assert a == draws(3) and 5 < sum(a) < 35
