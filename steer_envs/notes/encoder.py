@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import SteerEnvsError
+from .memo import TextMemo
 
 MAX_TOKENS = 128  # notes are short; longer input is truncated, as sentence-transformers does (its limit is 256)
 MAX_CHARS = 2000  # tokenising a 1 MB string would take seconds; no note needs more than its first 2000 characters
@@ -62,9 +62,8 @@ class MiniLMEncoder:
         self._tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._memo: TextMemo[np.ndarray] = TextMemo(cache_size)
 
     def __getstate__(self):  # weights are reloaded from the package, never pickled with an env
         return {"model_dir": str(self.model_dir), "cache_size": self._cache_size}
@@ -75,17 +74,7 @@ class MiniLMEncoder:
     def encode(self, text: str) -> np.ndarray:
         # lone surrogates (possible in any Python str) make the tokenizer raise; they read as replacement marks
         text = str(text)[:MAX_CHARS].encode("utf-8", "replace").decode("utf-8")
-        with self._lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit
-        vector = self._forward(text)
-        with self._lock:
-            self._cache[text] = vector
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return vector
+        return self._memo(text, self._forward)
 
     def encode_many(self, texts: list[str]) -> np.ndarray:
         return np.stack([self.encode(t) for t in texts]) if texts else np.zeros((0, self.dim), dtype=np.float32)

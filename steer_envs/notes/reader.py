@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from .encoder import MiniLMEncoder, shared_encoder
 from .intents import NONE, IntentSet, get_intent_set
+from .memo import TextMemo
 
 #: inverse regularisation of the probe (chosen on the development paraphrases)
 PROBE_C = 30.0
@@ -81,9 +81,8 @@ class NoteReader:
         self._encoder = encoder
         self._prototypes: np.ndarray | None = None
         self._probe = None
-        self._cache: OrderedDict[str, Reading] = OrderedDict()
         self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._memo: TextMemo[Reading] = TextMemo(cache_size)
         self._fit_lock = threading.Lock()
 
     @property
@@ -142,17 +141,7 @@ class NoteReader:
 
     def read(self, text: object) -> Reading:
         text = "" if text is None else str(text)
-        with self._lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit
-        reading = self._read(text)
-        with self._lock:
-            self._cache[text] = reading
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return reading
+        return self._memo(text, self._read)
 
     def _read(self, text: str) -> Reading:
         if not text.strip():
