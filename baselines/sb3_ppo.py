@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.wrappers import FeatureObservation
 
@@ -160,7 +161,7 @@ def build_sb3_ppo(context: MethodContext) -> SB3Policy:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--executor", default="sim:default")
+    add_protocol_arguments(parser, include=("executor",))
     parser.add_argument("--timesteps", type=int, default=6000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="folder for ppo_model.zip and the training log")

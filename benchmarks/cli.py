@@ -5,31 +5,30 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from steer_envs.cli.common import add_data_dir
+from steer_envs.cli.common import add_data_dir, add_protocol_arguments, protocol_kwargs
 from steer_envs.cli.registry import Command, register_command, rerun
 from steer_envs.data import BENCHMARKS, SPLITS
 from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
 
+#: the env protocol's fields an evaluation command takes as flags: all but ``metric`` (the tables score F1), so a
+#: new protocol field becomes a flag of eval, sweep, sensitivity, compare and headroom
+EVAL_PROTOCOL_EXCLUDE = ("metric",)
+
+
 def _add_protocol(parser: argparse.ArgumentParser, split: str = "test", seeds: int = 3) -> None:
-    parser.add_argument("--executor", default="sim:default", help="executor spec (default sim:default)")
-    parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS), metavar="B",
-                        help=f"benchmarks (default all 7: {' '.join(BENCHMARKS)})")
-    parser.add_argument("--split", default=split, choices=SPLITS, help=f"task split (default {split})")
+    add_protocol_arguments(parser, exclude=EVAL_PROTOCOL_EXCLUDE,
+                           defaults={"benchmarks": list(BENCHMARKS), "split": split},
+                           overrides={"benchmarks": {"metavar": "B"}, "split": {"choices": SPLITS}})
     parser.add_argument("--seeds", type=int, default=seeds, help=f"seeds per task (default {seeds})")
     parser.add_argument("--limit", type=int, default=0, help="first N tasks of each benchmark (default 0: all)")
-    parser.add_argument("--max-turns", type=int, default=10, help="executor turn budget (default 10)")
-    parser.add_argument("--intervention-cost", type=float, default=0.0, help="reward cost per intervention")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    add_data_dir(parser)
 
 
 def _config(args: argparse.Namespace):
     from .harness.config import EvalConfig
 
-    return EvalConfig(executor=args.executor, benchmarks=tuple(args.benchmarks), split=args.split, seeds=args.seeds,
-                      limit=args.limit, max_turns=args.max_turns, intervention_cost=args.intervention_cost,
-                      data_dir=args.data_dir)
+    return EvalConfig(seeds=args.seeds, limit=args.limit, **protocol_kwargs(args))
 
 
 # -- eval --------------------------------------------------------------------------------------------------------

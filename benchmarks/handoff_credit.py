@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.failures import episode_failed
 from steer_envs.ids import HANDOFF_ENV
@@ -137,13 +138,12 @@ def render(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.handoff_credit", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", default="dev")
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "dev"})
     parser.add_argument("--per-benchmark", type=int, default=10, help="first N tasks of each benchmark")
     parser.add_argument("--seeds", type=int, default=4, help="continuations per branch (common random numbers)")
     parser.add_argument("--options", action="store_true", help="also measure every catalogue intervention")
-    parser.add_argument("--executor", default="sim:default")
-    parser.add_argument("--max-turns", type=int, default=30)
-    parser.add_argument("--benchmarks", nargs="*", default=None)
+    add_protocol_arguments(parser, include=("executor", "max_turns", "benchmarks"), defaults={"max_turns": 30},
+                           overrides={"benchmarks": {"nargs": "*"}})
     parser.add_argument("--out", default="runs/handoff_credit")
     args = parser.parse_args(argv)
     report = credit(args.split, args.per_benchmark, args.seeds, args.options, args.executor, args.max_turns, args.benchmarks)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from steer_envs.atomic import atomic_write_text
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.failures import episode_failed
 from steer_envs.ids import HANDOFF_ENV
@@ -201,13 +202,12 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.handoff_results", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/handoff_results")
-    parser.add_argument("--split", default="test")
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "test"})
     parser.add_argument("--limit", type=int, default=40, help="first N tasks of each benchmark (0: all)")
     parser.add_argument("--seeds", type=int, default=3, help="evaluation seeds per task")
     parser.add_argument("--train-seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--coverage", type=float, default=0.25)
-    parser.add_argument("--max-turns", type=int, default=30)
-    parser.add_argument("--executor", default="sim:default")
+    add_protocol_arguments(parser, include=("max_turns", "executor"), defaults={"max_turns": 30})
     parser.add_argument("--train-options", default="", help="extra handoff_rl options, e.g. m=8,k=32")
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)

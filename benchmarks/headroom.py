@@ -27,6 +27,7 @@ from agents.steering.interventions import options_from_catalogue
 from baselines.fixed_rule import FixedRule
 from baselines.oracle import Oracle
 from baselines.simple import NoSupervision, RandomIntervention
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.data import BENCHMARKS
 from steer_envs.episodes import dev_episode_seed, play_episode
 from steer_envs.failures import episode_failed
@@ -116,13 +117,12 @@ def format_table(results: dict[str, PolicyResult], top: int = 10) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.headroom", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--executor", default="sim:default")
-    parser.add_argument("--split", default="dev")
+    add_protocol_arguments(parser, include=("executor", "split"), defaults={"split": "dev"})
     parser.add_argument("--limit", type=int, default=40, help="tasks per benchmark (0 = all)")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--p", type=float, default=0.35, help="random's intervention probability per decision")
     parser.add_argument("--max-at", type=int, default=3)
-    parser.add_argument("--max-turns", type=int, default=10)
+    add_protocol_arguments(parser, include=("max_turns",))
     args = parser.parse_args(argv)
     start = time.perf_counter()
     results = run(args.executor, args.split, args.limit, args.seeds, args.p, args.max_at, max_turns=args.max_turns)

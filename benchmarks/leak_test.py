@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.data import load_tasks
 from steer_envs.executors import Intervention, make_executor
 from steer_envs.executors.protocol import parse_action
@@ -142,7 +143,7 @@ def format_table(results: list[LeakResult], executor: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.leak_test", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--executor", default="sim:default")
+    add_protocol_arguments(parser, include=("executor",))
     parser.add_argument("--train", type=int, default=6000)
     parser.add_argument("--heldout", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)

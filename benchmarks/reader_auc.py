@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.reader import CLASSIFIERS, ReaderConfig, evaluate_reader, train_reader
 
@@ -21,17 +22,18 @@ def _tasks(value: str) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.reader_auc", description=__doc__.splitlines()[0])
-    ap.add_argument("--split", default="test", choices=("dev", "test"), help="the split to report (default test)")
+    add_protocol_arguments(ap, include=("split",), defaults={"split": "test"}, overrides={
+        "split": {"choices": ("dev", "test"), "help": "the split to report (default test)"}})
     ap.add_argument("--encoder", default=ReaderConfig.encoder,
                     help="reader encoder spec: lexical (no embedding), minilm, minilm:<tokens>, hash:<dim>")
     ap.add_argument("--no-interactions", action="store_true", help="leave out the q*p product features")
     ap.add_argument("--classifiers", default=",".join(ReaderConfig.classifiers),
                     help=f"candidates chosen among on dev, comma-separated from: {', '.join(CLASSIFIERS)}")
-    ap.add_argument("--executor", default="sim:default")
+    add_protocol_arguments(ap, include=("executor",))
     ap.add_argument("--train-tasks", type=_tasks, default=ReaderConfig.train_tasks, help="train tasks (or 'all')")
     ap.add_argument("--eval-tasks", type=_tasks, default=None, help="held-out tasks (default all of the split)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data-dir", default=None)
+    add_protocol_arguments(ap, include=("data_dir",))
     ap.add_argument("--no-cache", action="store_true", help="retrain even if a cached reader exists")
     args = ap.parse_args(argv)
     cpu_thread_default("cpu")

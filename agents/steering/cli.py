@@ -5,6 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
+from steer_envs.cli.common import add_protocol_arguments, protocol_kwargs
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
@@ -12,11 +13,11 @@ HELP = "train the steering agent (fast path + slow path) with the paper's RL alg
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--executor", default=None, help="executor spec (default: the config's, sim:default)")
+    add_protocol_arguments(parser, include=("executor", "data_dir"), defaults={"executor": None},
+                           overrides={"executor": {"help": "executor spec (default: the config's, sim:default)"}})
     parser.add_argument("--out", required=True, help="run folder: config, log.jsonl, checkpoint.pt, model.pt")
     parser.add_argument("--config", default=None, help="a .json or .toml file of SteeringConfig keys (m, k, eps_sel, G, N, tau, lr, cost, ...)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    parser.add_argument("--data-dir", default=None, help="data folder (default: $STEER_ENVS_DATA, else ../shared/data)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_pool_arguments(parser)
 
@@ -32,10 +33,8 @@ def run(args: argparse.Namespace) -> int:
         config = SteeringConfig.from_dict(json.loads((out / CONFIG_FILE).read_text())["config"], where=str(out / CONFIG_FILE))
     else:
         config = SteeringConfig()
-    if args.executor:
-        config.executor = args.executor
-    if args.data_dir:
-        config.data_dir = args.data_dir
+    for name, value in protocol_kwargs(args, drop_none=True).items():  # a flag given replaces the config's value
+        setattr(config, name, value)
     if args.resume and not (out / "checkpoint.pt").is_file():
         raise SteerEnvsError(f"--resume: no checkpoint in {str(out)!r}; start the run without --resume")
     pool = pool_config_from_args(args)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.data import load_tasks
 from steer_envs.data.tasks import BENCHMARKS
 
@@ -190,10 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rollouts", type=int, default=3, help="no-intervention rollouts per train task")
     parser.add_argument("--test-tasks", type=int, default=140)
     parser.add_argument("--N", type=int, default=16, help="continuations per branch")
-    parser.add_argument("--executor", default="sim:default")
+    add_protocol_arguments(parser, include=("executor",))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write the JSON report here")
-    parser.add_argument("--data-dir", default=None)
+    add_protocol_arguments(parser, include=("data_dir",))
     args = parser.parse_args(argv)
     report = diagnose(args.train_tasks, args.rollouts, args.test_tasks, args.N, args.executor, args.seed, args.data_dir)
     if args.out:

@@ -10,7 +10,7 @@ import json
 import time
 
 from ..serving import API_KEY_ENV, resolve_api_key, serve_until_stopped, warn_if_exposed
-from .common import add_data_dir
+from .common import add_protocol_arguments, protocol_kwargs
 from .registry import Command, register_command
 
 DEFAULTS = {"max_sessions": 64, "idle_timeout": 600.0, "max_action_chars": 16384, "max_body_bytes": 1 << 20}
@@ -21,8 +21,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    parser.add_argument("--executor", default=None,
-                        help="executor spec of the supervision envs (default: the env's own, sim:default)")
+    add_protocol_arguments(parser, include=("executor",), defaults={"executor": None}, overrides={
+        "executor": {"help": "executor spec of the supervision envs (default: the env's own, sim:default)"}})
     parser.add_argument("--env-kwargs", default="{}",
                         help='more gymnasium.make options as JSON, e.g. \'{"split": "dev", "action_mode": "text"}\'')
     parser.add_argument("--max-sessions", type=int, default=DEFAULTS["max_sessions"],
@@ -37,7 +37,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help=f"require this key on every route but /health and the docs (Authorization: Bearer KEY "
                              f"or X-API-Key: KEY; WebSocket handshakes too); default ${API_KEY_ENV}")
     parser.add_argument("--verbose", action="store_true", help="log every request")
-    add_data_dir(parser)
+    add_protocol_arguments(parser, include=("data_dir",))
 
 
 def _env_kwargs(args: argparse.Namespace) -> dict:
@@ -49,10 +49,7 @@ def _env_kwargs(args: argparse.Namespace) -> dict:
         raise SteerEnvsError(f"--env-kwargs must be a JSON object ({exc}), e.g. '{{\"split\": \"dev\"}}'") from None
     if not isinstance(kwargs, dict):
         raise SteerEnvsError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
-    if args.executor is not None:
-        kwargs["executor"] = args.executor
-    if args.data_dir is not None:
-        kwargs["data_dir"] = args.data_dir
+    kwargs.update(protocol_kwargs(args, drop_none=True))  # a flag given wins over the same key in --env-kwargs
     return kwargs
 
 
