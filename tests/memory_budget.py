@@ -68,19 +68,19 @@ class MemoryBudget:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         self._stop.set()
         gb = self.peak / 1e9
-        terminalreporter.write_line(f"peak memory of the test processes: {gb:.2f} GB (during {self.peak_test}); "
+        terminalreporter.write_line(f"peak memory of the test processes: {gb:.2f} GB (during {_short(self.peak_test)}); "
                                     f"budget {self.budget_gb:g} GB")
         if gb > self.budget_gb:
-            terminalreporter.write_line(f"OVER THE MEMORY BUDGET (${BUDGET_ENV}): look at {self.peak_test}", red=True)
+            terminalreporter.write_line(f"OVER THE MEMORY BUDGET (${BUDGET_ENV}): look at {_short(self.peak_test)}", red=True)
         # the next heaviest tests: where the margin under the budget is thinnest
         heaviest = sorted(self.test_peaks.items(), key=lambda kv: -kv[1])[:5]
         terminalreporter.write_line("heaviest tests (peak memory of the process tree while each ran): " + "; ".join(
-            f"{name} {peak / 1e9:.2f} GB" for name, peak in heaviest))
+            f"{_short(name)} {peak / 1e9:.2f} GB" for name, peak in heaviest))
         # what the test process keeps after a test (caches, models) is carried into every later test's peak
         kept = sorted(self.retained.items(), key=lambda kv: -kv[1])[:5]
         if kept:
             terminalreporter.write_line("memory the test process kept after a test (largest): " + "; ".join(
-                f"{name} +{growth / 1e9:.2f} GB" for name, growth in kept))
+                f"{_short(name)} +{growth / 1e9:.2f} GB" for name, growth in kept))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:
@@ -96,3 +96,10 @@ def register(config) -> None:
         return
     budget = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_GB))
     config.pluginmanager.register(MemoryBudget(budget), "steer_envs_memory_budget")
+
+
+def _short(nodeid: str | None, limit: int = 160) -> str | None:
+    """A test id fit for one summary line: a parametrised id can hold a 1 MB input (the hostile-string tests)."""
+    if nodeid is None or len(nodeid) <= limit:
+        return nodeid
+    return f"{nodeid[:limit]}…[{len(nodeid) - limit} more characters]"
