@@ -10,16 +10,24 @@ below, documented with the reason, so the differences are visible side by side i
 The extensions exist because simulated episodes, steering feature vectors and ACTGUIDE candidate features must
 stay identical for the same seeds (trained steerers and recorded results depend on them): each extension is
 exactly the word set its reader used before this module existed.
+
+Entities work the same way: one extractor, :func:`entities`, and one :class:`EntityRules` per reader whose reading
+differs (``ENTITY_RULES``, ``GOAL_ENTITY_RULES``, ``READER_ENTITY_RULES``, ``PIPELINE_ENTITY_RULES``,
+``CANDIDATE_ENTITY_RULES``, ``CANDIDATE_SPAN_RULES``, ``ARGUMENT_ENTITY_RULES``), each exactly what that reader's
+own copy did before.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
 __all__ = [
-    "WORD", "TOKEN", "SENTENCE", "CAPITALISED",
+    "WORD", "TOKEN", "SENTENCE", "CAPITALISED", "CANDIDATE_SPAN", "ARGUMENT_PHRASE", "QUOTED_TITLE",
     "STOP_WORDS", "FEATURE_STOP_WORDS", "OBSERVER_STOP_WORDS", "SITUATION_STOP_WORDS", "CANDIDATE_STOP_WORDS",
     "READER_STOP_WORDS", "RELATION_STOP_WORDS", "WH_WORDS", "QUESTION_OPENERS", "PIPELINE_OPENERS", "READER_OPENERS",
-    "NO_WORDS",
+    "NO_WORDS", "LEADING_FUNCTION_WORDS", "ARGUMENT_SKIP_WORDS",
+    "EntityRules", "ENTITY_RULES", "GOAL_ENTITY_RULES", "READER_ENTITY_RULES", "PIPELINE_ENTITY_RULES",
+    "CANDIDATE_ENTITY_RULES", "CANDIDATE_SPAN_RULES", "ARGUMENT_ENTITY_RULES", "entity_spans",
     "words", "tokens", "content_words", "similarity", "entities", "sentences", "split_sentences", "normalize_query",
     "strip_tags", "query_key",
 ]
@@ -32,6 +40,17 @@ TOKEN = re.compile(r"[\w'’]+")
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 #: a capitalised phrase: capitalised words joined by spaces and the lowercase particles of names ("Republic of China")
 CAPITALISED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|and|[A-Z][\w'’.-]*))*")
+#: the admissible action set's name span: capitalised words joined by whitespace and a wider list of name particles
+#: ("Ludwig van Beethoven", "Procter & Gamble", "Juan Carlos y Borbón"); a span always ends on a capitalised word
+_CAP_WORD = r"(?:[A-Z][\w'’\-\.]*)"
+CANDIDATE_SPAN = re.compile(
+    rf"{_CAP_WORD}(?:(?:\s+(?:of|the|de|del|da|di|von|van|der|du|le|la|and|for|in|on|&|y))*\s+{_CAP_WORD})*"
+)
+#: the steerer's argument phrase: like ``CAPITALISED``, but a particle may also *start* a phrase, so "the Beatles"
+#: or "of France" in the middle of a goal is one phrase (which ``ARGUMENT_ENTITY_RULES`` then drops whole)
+ARGUMENT_PHRASE = re.compile(r"\b(?:[A-Z][\w'’.-]*|of|the|de|von|and)(?:\s+(?:[A-Z][\w'’.-]*|of|the|de|von|and))*")
+#: a quoted title ("Who wrote \"The Hobbit\"?"): 2 to 80 characters between double quotes
+QUOTED_TITLE = re.compile(r"\"([^\"]{2,80})\"")
 _TAG = re.compile(r"<[^>]{1,40}>")
 
 #: the stop list: articles, prepositions, conjunctions, question words and auxiliaries that every reader skips
@@ -70,6 +89,15 @@ READER_OPENERS: frozenset[str] = QUESTION_OPENERS | frozenset({"name"})
 PIPELINE_OPENERS: frozenset[str] = QUESTION_OPENERS - frozenset("whom whose why are were do".split())
 #: an empty word set (``entities(..., skip=NO_WORDS)`` keeps every phrase)
 NO_WORDS: frozenset[str] = frozenset()
+#: the function words that start a sentence rather than a name ("The Beatles were" -> "Beatles", "After the war
+#: ..."): the admissible action set trims them, repeatedly, from the front of its spans (capitalised, as written
+#: at a sentence start; a lowercase "the" inside a span is a particle and stays)
+LEADING_FUNCTION_WORDS: frozenset[str] = frozenset(
+    "the a an in on at by for from his her its their he she it they this that after before during when while as "
+    "with of and but however although since there".split()
+)
+#: the single words that are no argument of the steerer's interventions (question words and "the")
+ARGUMENT_SKIP_WORDS: frozenset[str] = frozenset("who what which when where the".split())
 
 
 def words(text: str) -> list[str]:
@@ -100,21 +128,140 @@ def similarity(a: str, b: str, stop: frozenset[str] = CANDIDATE_STOP_WORDS) -> f
     return 2 * p * r / (p + r)
 
 
-def entities(text: str, *, openers: frozenset[str] = QUESTION_OPENERS, skip: frozenset[str] = STOP_WORDS) -> list[str]:
-    """The capitalised phrases of ``text`` (``CAPITALISED``), in order: the names a question or query is about.
+@dataclass(frozen=True)
+class EntityRules:
+    """How :func:`entities` reads the names out of a text: the one extractor's differences between readers, named.
 
-    A phrase at the very start loses its first word when that word is an opener ("Who", "In", "The"); a phrase that
-    is a single word of ``skip`` is dropped ("What" in the middle of a question). Pass ``skip=NO_WORDS`` to keep
-    every phrase (the steering features and pipeline roles read them that way)."""
-    out = []
-    for m in CAPITALISED.finditer(text):
-        phrase = m.group(0).strip(" .,'’?")
-        first, _, rest = phrase.partition(" ")
-        if m.start() == 0 and first.lower() in openers:
-            phrase = rest
-        if phrase and phrase.lower() not in skip:
-            out.append(phrase)
+    Why a rule set and not a copy per reader: the readers genuinely differ (the admissible action set wants clean
+    spans it can score and search, the steering features every phrase as written), and those differences must stay
+    exactly as they were (simulated episodes, feature vectors and candidate sets depend on them); as fields of one
+    rule set they sit side by side in this module, each instance below saying which reader it is and why.
+
+    A phrase is read in this order: a ``pattern`` match, stripped of ``strip`` characters at both ends; then, when
+    ``trim_leading`` is set, its first word removed while it is one of ``trim_leading`` (as written) and more words
+    follow, and stripped again; then, for a match at the very start of the text, its first word removed when that
+    word (lowercased) is an opener. It is kept when it has at least ``min_length`` characters, is not skipped (a
+    phrase that, lowercased, is one word of ``skip``; with ``skip_all_words``, one whose words all are), and, with
+    ``capital_start``, when it starts with a capital. :func:`entities` then puts the quoted titles first (with
+    ``quoted_titles``; they obey ``min_length`` only), lowercases (``lowercase``) and drops repeats (``dedupe``).
+    """
+
+    pattern: re.Pattern[str] = CAPITALISED  # what counts as one phrase
+    strip: str = " .,'’?"  # characters stripped from both ends of a phrase
+    openers: frozenset[str] = QUESTION_OPENERS  # first words dropped from a phrase that starts the text
+    trim_leading: frozenset[str] = NO_WORDS  # words (case as written) trimmed, repeatedly, from a phrase's front
+    skip: frozenset[str] = STOP_WORDS  # single words that are no name
+    skip_all_words: bool = False  # skip a phrase whose words (``words``) are all in ``skip``, not only a single one
+    capital_start: bool = False  # drop a phrase the pattern starts with a lowercase particle ("the Beatles")
+    quoted_titles: bool = False  # the titles between double quotes come first ('Who wrote "The Hobbit"?')
+    dedupe: bool = False  # each phrase once, at its first place
+    min_length: int = 1  # fewer characters than this: no name
+    lowercase: bool = False  # phrases lowercased (readers that compare them with lowercased text)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pattern, re.Pattern):
+            raise TypeError(f"EntityRules.pattern must be a compiled pattern, got {self.pattern!r}: pass "
+                            f"re.compile({self.pattern!r})")
+        for name in ("openers", "trim_leading", "skip"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise TypeError(f"EntityRules.{name} must be a set of words, got the string {value!r} (it would "
+                                f"match its substrings): pass frozenset({value.split()!r})")
+            if not isinstance(value, frozenset):  # a set or list of words: hashable, like the named word sets
+                object.__setattr__(self, name, frozenset(value))
+        if self.min_length < 1:
+            raise ValueError(f"EntityRules.min_length must be at least 1, got {self.min_length}: an empty phrase is "
+                             "no name; min_length=1 keeps every non-empty phrase")
+
+
+#: the default: the simulator's searcher and every ``entities(text)`` caller (openers and single stop words out)
+ENTITY_RULES = EntityRules()
+#: the steering features (``agents.steering.features.goal_entities``): every phrase kept, lowercased, because the
+#: features look phrases up in lowercased titles
+GOAL_ENTITY_RULES = EntityRules(skip=NO_WORDS, lowercase=True)
+#: the answerability reader (``steer_envs.reader.features``): as the steering features, with the reader's openers
+#: ("Name the ..." does not name "Name")
+READER_ENTITY_RULES = EntityRules(openers=READER_OPENERS, skip=NO_WORDS, lowercase=True)
+#: the pipeline roles (``executors.pipeline.roles``): every phrase kept as written, the pipeline's narrower openers
+PIPELINE_ENTITY_RULES = EntityRules(openers=PIPELINE_OPENERS, skip=NO_WORDS)
+#: the admissible action set's question entities (``envs.admissible``): its candidates are searched and answered
+#: as they are, so they are clean names: quoted titles, the wider name span, leading function words trimmed,
+#: single function words out, each once, one-letter spans out. (The question words and auxiliaries it also used to
+#: drop by a case-sensitive match are all in ``CANDIDATE_STOP_WORDS``, so ``skip`` alone drops them.)
+CANDIDATE_ENTITY_RULES = EntityRules(
+    pattern=CANDIDATE_SPAN, strip=" ,;:.'\"()[]", openers=NO_WORDS,
+    trim_leading=frozenset(w.capitalize() for w in LEADING_FUNCTION_WORDS), skip=CANDIDATE_STOP_WORDS,
+    quoted_titles=True, dedupe=True, min_length=2,
+)
+#: the admissible action set's document spans (``envs.admissible``, one sentence of a retrieved document at a
+#: time, with positions: :func:`entity_spans`): the question entities' spans, but a span is dropped only when
+#: all its words are function words ("In The", "Who Was")
+CANDIDATE_SPAN_RULES = replace(CANDIDATE_ENTITY_RULES, skip_all_words=True, quoted_titles=False, dedupe=False)
+#: the steerer's intervention arguments (``agents.steering.interventions``): the goal's phrases as written, a
+#: phrase opening with a particle dropped whole, question words and "the" out
+ARGUMENT_ENTITY_RULES = EntityRules(pattern=ARGUMENT_PHRASE, strip=" .,'’", openers=NO_WORDS,
+                                    skip=ARGUMENT_SKIP_WORDS, capital_start=True)
+
+
+def _phrases(text: str, rules: EntityRules, positions: bool) -> list:
+    """The one extractor (see :class:`EntityRules` for the order): with ``positions`` the phrase stage with where
+    each match sits, else the finished list of :func:`entities`. Rule fields are read once per text (hot path)."""
+    strip, openers, trim, skip, min_length = rules.strip, rules.openers, rules.trim_leading, rules.skip, rules.min_length
+    all_words, capital_start = rules.skip_all_words, rules.capital_start
+    out: list = []
+    for m in rules.pattern.finditer(text):
+        phrase = m.group(0).strip(strip)
+        if trim:
+            # drop the first word while it is in ``trim`` and whitespace follows it (``str.split`` and the pattern
+            # agree on what whitespace is); a phrase starting with whitespace has no first word to drop
+            while phrase[:1] and not phrase[:1].isspace():
+                head = phrase.split(None, 1)
+                if head[0] not in trim or len(head[0]) == len(phrase):
+                    break
+                phrase = head[1] if len(head) == 2 else ""
+            phrase = phrase.strip(strip)
+        if openers and m.start() == 0:
+            first, _, rest = phrase.partition(" ")
+            if first.lower() in openers:
+                phrase = rest
+        if len(phrase) < min_length:
+            continue
+        if all(w in skip for w in words(phrase)) if all_words else phrase.lower() in skip:
+            continue
+        if capital_start and not phrase.split()[0][:1].isupper():
+            continue
+        out.append((phrase, m.start(), m.end()) if positions else phrase)
+    if positions:
+        return out
+    if rules.quoted_titles:
+        quoted = (m.group(1).strip() for m in QUOTED_TITLE.finditer(text))
+        out = [q for q in quoted if len(q) >= min_length] + out
+    if rules.lowercase:
+        out = [phrase.lower() for phrase in out]
+    if rules.dedupe:
+        out = list(dict.fromkeys(out))
     return out
+
+
+def entity_spans(text: str, rules: EntityRules = ENTITY_RULES) -> list[tuple[str, int, int]]:
+    """The phrases of ``text`` under ``rules`` with where their pattern match starts and ends, in order (no quoted
+    titles, no lowercasing, repeats kept): the stage of :func:`entities` for a reader that needs positions."""
+    return _phrases(text, rules, True)
+
+
+def entities(text: str, rules: EntityRules = ENTITY_RULES, *, openers: frozenset[str] | None = None,
+             skip: frozenset[str] | None = None) -> list[str]:
+    """The names a question or query is about: the phrases of ``text`` under ``rules`` (:class:`EntityRules`; the
+    named instances above are the readers' sets), in order. The one entity extractor of the project.
+
+    With the default rules a phrase is a ``CAPITALISED`` run; at the very start it loses its first word when that
+    word is an opener ("Who", "In", "The"), and a phrase that is a single stop word is dropped ("What" in the middle
+    of a question). ``openers=`` / ``skip=`` override those two fields of ``rules`` (``skip=NO_WORDS`` keeps every
+    phrase)."""
+    if openers is not None or skip is not None:
+        rules = replace(rules, openers=rules.openers if openers is None else openers,
+                        skip=rules.skip if skip is None else skip)
+    return _phrases(text, rules, False)
 
 
 def split_sentences(text: str) -> list[str]:

@@ -90,3 +90,99 @@ def test_old_homes_reexport():
     assert roles.sentences is sentences and roles.entities(WHOSE)[0] == "Whose"
     assert features.goal_entities(WHOSE) == ["salem", "mccarthyism"]
     assert text.__all__ and all(hasattr(text, n) for n in text.__all__)
+
+
+# -- the one entity extractor: each reader's named rule set, pinned on hand-written questions -------------------
+BEATLES = "Which album did The Beatles record after Abbey Road?"
+QUOTED = 'Who wrote "The Hobbit" and "Leaf by Niggle"?'
+PARTICLES = "Who was the teacher of Ludwig van Beethoven and Otto von Bismarck?"
+CONGO = "What is the capital of the Republic of the Congo?"
+TWO = "Whose wife was Anne of Cleves? Who Was the King of England?"
+DRUMMER = "In which city did The Beatles play? Who Was the drummer?"
+
+
+def test_default_rules_read_capitalised_phrases_as_written():
+    assert text.ENTITY_RULES == text.EntityRules() and entities(BEATLES) == entities(BEATLES, text.ENTITY_RULES)
+    assert entities(BEATLES) == ["The Beatles", "Abbey Road"]  # no leading trim: "The" stays mid-question
+    assert entities(QUOTED) == ["The Hobbit", "Leaf", "Niggle"]  # no quoted titles; "Who" at the start: an opener
+    assert entities(PARTICLES) == ["Ludwig", "Beethoven and Otto von Bismarck"]  # "van" is no particle here
+    assert entities(CONGO) == ["Republic of the Congo"]
+    assert entities(TWO) == ["Anne of Cleves", "Who Was the King of England"]  # "Whose" opener; mid "Who" kept
+    assert entities(TWO, text.PIPELINE_ENTITY_RULES) == ["Whose", "Anne of Cleves", "Who Was the King of England"]
+    assert entities(TWO, text.GOAL_ENTITY_RULES) == ["anne of cleves", "who was the king of england"]
+    assert entities("Name the King of Spain.", text.READER_ENTITY_RULES) == ["the king of spain"]  # "Name" opener
+    assert entities("Name the King of Spain.", text.GOAL_ENTITY_RULES) == ["name the king of spain"]
+
+
+def test_candidate_rules_give_clean_searchable_names():
+    rules = text.CANDIDATE_ENTITY_RULES
+    # quoted titles first, then the spans; repeats once; one-letter spans and single function words out
+    assert entities(QUOTED, rules) == ["The Hobbit", "Leaf by Niggle", "Hobbit", "Leaf", "Niggle"]
+    assert entities(BEATLES, rules) == ["Beatles", "Abbey Road"]  # "The" trimmed from the front of the span
+    assert entities("After The Beatles, In The Hague: A X?", rules) == ["Beatles", "Hague"]  # repeated trim
+    assert entities(PARTICLES, rules) == ["Ludwig van Beethoven and Otto von Bismarck"]  # the wider particles
+    assert entities(TWO, rules) == ["Anne of Cleves", "Who Was the King of England"]
+    assert entities(DRUMMER, rules) == ["Beatles", "Who Was"]  # a question span: only a single stop word is out
+    assert entities('"Ed Wood" and Ed Wood', rules) == ["Ed Wood"]
+    # why ``skip`` alone drops the question words and auxiliaries (the old copy also had a case-sensitive list)
+    assert set("who what which when where how why is are was were did does do".split()) <= CANDIDATE_STOP_WORDS
+    assert rules.trim_leading == {w.capitalize() for w in text.LEADING_FUNCTION_WORDS}
+    assert entities("Visit In the Hague", rules) == ["Visit In the Hague"]  # only a span's *first* word is trimmed
+    assert entities("In the Hague", rules) == ["the Hague"]  # a lowercase "the" is a particle, not trimmed
+    # document spans: positions of the pattern match ("The" trimmed, the match's start kept); a span of function
+    # words only ("Who Was") is dropped
+    assert text.entity_spans(DRUMMER, text.CANDIDATE_SPAN_RULES) == [("Beatles", 18, 29)]
+    assert text.entity_spans(TWO, text.CANDIDATE_SPAN_RULES) == [("Anne of Cleves", 15, 29),
+                                                                  ("Who Was the King of England", 31, 58)]
+
+
+def test_argument_rules_drop_phrases_that_open_with_a_particle():
+    rules = text.ARGUMENT_ENTITY_RULES
+    assert entities(BEATLES, rules) == ["The Beatles", "Abbey Road"]
+    assert entities(PARTICLES, rules) == ["Beethoven and Otto von Bismarck"]  # "of Ludwig" is one phrase, dropped
+    assert entities(CONGO, rules) == []  # "the Republic of the Congo" opens with "the"
+    assert entities(TWO, rules) == ["Whose", "Anne of Cleves", "Who Was the King of England"]
+
+
+def test_rules_reject_bad_fields_with_the_fix():
+    with pytest.raises(TypeError, match=r"frozenset\(\['the'\]\)"):
+        entities(COMPARISON, skip="the")
+    with pytest.raises(TypeError, match="re.compile"):
+        text.EntityRules(pattern=r"[A-Z]\w+")
+    with pytest.raises(ValueError, match="min_length=1"):
+        text.EntityRules(min_length=0)
+    assert entities("What is Ed Wood?", skip={"ed wood"}) == []  # a plain set of words works as before
+
+
+def test_every_old_extractor_is_the_one_extractor():
+    from agents.steering import features, interventions
+    from steer_envs.envs import admissible
+    from steer_envs.executors.pipeline import roles
+    from steer_envs.executors.sim import searcher
+    from steer_envs.reader import features as reader_features
+
+    for question in (BEATLES, QUOTED, PARTICLES, CONGO, TWO, ROC):
+        assert admissible.question_entities(question) == entities(question, text.CANDIDATE_ENTITY_RULES)
+        assert roles.entities(question) == entities(question, text.PIPELINE_ENTITY_RULES)
+        assert reader_features.entities(question) == entities(question, text.READER_ENTITY_RULES)
+        assert features.goal_entities(question) == entities(question, text.GOAL_ENTITY_RULES)
+        assert searcher.question_entities(question) == entities(question)
+    args = interventions.argument_candidates({"goal": TWO, "transcript": ""})
+    assert args[:3] == ["Whose", "Anne of Cleves", "Who Was the King of England"]
+
+
+def test_no_second_entity_extractor_in_the_sources():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    defs, patterns = [], []
+    for package in ("steer_envs", "agents", "baselines", "benchmarks"):
+        for path in sorted((root / package).rglob("*.py")):
+            source = path.read_text(encoding="utf-8")
+            defs += [f"{path.relative_to(root)}: {m}" for m in re.findall(r"def .*entities.*", source)]
+            if path.name != "text.py" or path.parent.name != "steer_envs":  # a capitalised-word regex elsewhere
+                patterns += [f"{path.relative_to(root)}" for _ in re.findall(r"\[A-Z\]\[\\w", source)]
+    # what `grep -rn "def .*entities" steer_envs agents baselines benchmarks` finds: the one extractor only
+    assert len(defs) == 1 and defs[0].startswith("steer_envs/text.py: def entities(text: str, rules:"), defs
+    assert patterns == [], patterns

@@ -21,12 +21,13 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY, searched_queries
-from steer_envs.text import NO_WORDS, entities
+from steer_envs.text import GOAL_ENTITY_RULES, entities
 from steer_envs.text import OBSERVER_STOP_WORDS as _STOP
 from steer_envs.text import WH_WORDS as _QUESTION_WORDS
 from steer_envs.text import words as _text_words
@@ -112,17 +113,17 @@ def _overlap(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a) if a else 0.0
 
 
-def goal_entities(goal: str) -> list[str]:
-    """Capitalised phrases of the goal (beyond its first word), lowercased: the entities a question is about
-    (:func:`steer_envs.text.entities`, every phrase kept)."""
-    return [e.lower() for e in entities(goal, skip=NO_WORDS)]
+#: capitalised phrases of the goal (beyond its first word), lowercased: the entities a question is about
+#: (:func:`steer_envs.text.entities` with :data:`steer_envs.text.GOAL_ENTITY_RULES`, every phrase kept)
+goal_entities = partial(entities, rules=GOAL_ENTITY_RULES)
 
 
-def _entity_coverage(entities: list[str], titles: list[str]) -> float:
-    if not entities:
+def _entity_coverage(names: list[str], titles: list[str]) -> float:
+    """The share of the goal's entity names found in the titles."""
+    if not names:
         return 0.0
     joined = " || ".join(t.lower() for t in titles)
-    return sum(1 for e in entities if e in joined) / len(entities)
+    return sum(1 for e in names if e in joined) / len(names)
 
 
 def _invalid_streak(segments: list[str]) -> int:

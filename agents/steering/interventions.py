@@ -16,11 +16,11 @@ from typing import Any
 
 from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.protocol import information_titles, searched_queries
+from steer_envs.text import ARGUMENT_ENTITY_RULES, entities
 
 from .features import split_observation, words
 
 PASS_TEXT = "pass"
-_CAPS = re.compile(r"\b(?:[A-Z][\w'’.-]*|of|the|de|von|and)(?:\s+(?:[A-Z][\w'’.-]*|of|the|de|von|and))*")
 _WH = re.compile(r"^(?:who|what|which|when|where|why|how|whom|whose|is|was|did|does|do|are|were|in|the)\b\s*", re.I)
 
 
@@ -104,10 +104,7 @@ def argument_candidates(observation: Any, limit: int = 12) -> list[str]:
     spans: list[str] = []
     for block in reversed(information_titles(transcript)):
         spans.extend(title.strip().strip('"') for title in block)
-    for m in _CAPS.finditer(goal):
-        phrase = m.group(0).strip(" .,'’")
-        if phrase and phrase.split()[0][:1].isupper() and phrase.lower() not in {"who", "what", "which", "when", "where", "the"}:
-            spans.append(phrase)
+    spans.extend(entities(goal, ARGUMENT_ENTITY_RULES))
     core = _WH.sub("", goal.strip().rstrip("?")).strip()
     if core:
         spans.append(core)

@@ -21,25 +21,22 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..data.scoring import asearcher_normalize
 from ..guidance.records import ANSWER, SEARCH, GuidanceAction
+from ..text import CANDIDATE_ENTITY_RULES, CANDIDATE_SPAN_RULES, entities, entity_spans
 from ..text import CANDIDATE_STOP_WORDS as _STOP
 from ..text import content_words as _content_words
 from ..text import similarity, split_sentences, words  # noqa: F401  (similarity, words: re-exported, their old home)
 
-_CAP_WORD = r"(?:[A-Z][\w'’\-\.]*)"
-_CAP_SPAN = re.compile(rf"{_CAP_WORD}(?:(?:\s+(?:of|the|de|del|da|di|von|van|der|du|le|la|and|for|in|on|&|y))*\s+{_CAP_WORD})*")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{3,4}}|(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{3,4}}|(?:{_MONTHS})\s+\d{{3,4}})\b")
 _NUMBER = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d{3,}(?:\.\d+)?)\b")
 _IS_A = re.compile(r"\b(?:is|was|are|were|became|becomes)\s+(?:a|an|the)\s+((?:[A-Za-z\-]+\s+){0,2}[a-z\-]+)")
-_LEADING_STOP = re.compile(r"^(?:The|A|An|In|On|At|By|For|From|His|Her|Its|Their|He|She|It|They|This|That|After|"
-                           r"Before|During|When|While|As|With|Of|And|But|However|Although|Since|There)\s+")
 
 
 @dataclass(frozen=True)
@@ -88,26 +85,9 @@ def content_words(text: str) -> frozenset[str]:
     return _content_words(text, _STOP)
 
 
-def _clean_span(span: str) -> str:
-    span = span.strip(" ,;:.'\"()[]")
-    while True:
-        trimmed = _LEADING_STOP.sub("", span)
-        if trimmed == span:
-            break
-        span = trimmed
-    return span.strip(" ,;:.'\"()[]")
-
-
-def question_entities(question: str) -> list[str]:
-    """Capitalised spans and quoted titles of the question (its first word only when it is not a question word)."""
-    out = []
-    for m in re.finditer(r"\"([^\"]{2,80})\"", question):
-        out.append(m.group(1).strip())
-    for m in _CAP_SPAN.finditer(question):
-        span = _clean_span(m.group(0))
-        if span and span.lower() not in _STOP and not re.fullmatch(r"(?:Who|What|Which|When|Where|How|Why|Is|Are|Was|Were|Did|Does|Do)", span):
-            out.append(span)
-    return list(dict.fromkeys(s for s in out if len(s) > 1))
+#: quoted titles and capitalised spans of the question, each once (:func:`steer_envs.text.entities` with
+#: :data:`steer_envs.text.CANDIDATE_ENTITY_RULES`; this name is kept for its callers)
+question_entities = partial(entities, rules=CANDIDATE_ENTITY_RULES)
 
 
 @lru_cache(maxsize=100_000)
@@ -136,10 +116,7 @@ def _raw_spans(text: str) -> list[tuple[str, str, int, int]]:
         found.append((m.group(0), "date", m.start(), m.end()))
     for m in _NUMBER.finditer(text):
         found.append((m.group(0), "number", m.start(), m.end()))
-    for m in _CAP_SPAN.finditer(text):
-        span = _clean_span(m.group(0))
-        if span and len(span) > 1 and not all(w in _STOP for w in words(span)):
-            found.append((span, "span", m.start(), m.end()))
+    found.extend((span, "span", start, end) for span, start, end in entity_spans(text, CANDIDATE_SPAN_RULES))
     for m in _IS_A.finditer(text):
         tokens = m.group(1).split()
         while tokens and tokens[-1].lower() in _STOP:

@@ -18,6 +18,7 @@ are answer-type cues, which no other reader has.
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import numpy as np
 
@@ -66,10 +67,10 @@ def question_type(question: str) -> str:
     return "what"
 
 
-def entities(text: str) -> list[str]:
-    """The capitalised phrases of ``text``, lowercased (:func:`steer_envs.text.entities`, every phrase kept, a
-    leading question word of ``READER_OPENERS`` dropped)."""
-    return [e.lower() for e in _text.entities(text, openers=_text.READER_OPENERS, skip=_text.NO_WORDS)]
+#: the capitalised phrases of ``text``, lowercased (:func:`steer_envs.text.entities` with
+#: :data:`steer_envs.text.READER_ENTITY_RULES`: every phrase kept, a leading question word of ``READER_OPENERS``
+#: dropped)
+entities = partial(_text.entities, rules=_text.READER_ENTITY_RULES)
 
 
 class QuestionView:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ...data.scoring import f1 as f1_score
@@ -23,7 +24,7 @@ from ..sim.hops import fill_query, is_choice
 from ...retrieval.cache import cached_search
 from ..sim.situation import content_words
 from ..sim.thoughts import question_core
-from ...text import NO_WORDS, PIPELINE_OPENERS, sentences, tokens
+from ...text import PIPELINE_ENTITY_RULES, sentences, tokens
 from ...text import entities as _entities
 from .messages import FAIL, NO_ANSWER, PASS, USER, Handoff, claimed_answer
 
@@ -72,10 +73,9 @@ def coverage(question: str, facts: Sequence[str]) -> float:
     return len(goal & content_words(" ".join(facts))) / len(goal) if goal else 0.0
 
 
-def entities(text: str) -> list[str]:
-    """The names an objective or question is about (:func:`steer_envs.text.entities` with the pipeline's openers,
-    every phrase kept)."""
-    return _entities(text, openers=PIPELINE_OPENERS, skip=NO_WORDS)
+#: the names an objective or question is about (:func:`steer_envs.text.entities` with
+#: :data:`steer_envs.text.PIPELINE_ENTITY_RULES`: the pipeline's openers, every phrase kept)
+entities = partial(_entities, rules=PIPELINE_ENTITY_RULES)
 
 
 def focus_of(objective: str) -> str:

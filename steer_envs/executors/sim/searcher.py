@@ -442,10 +442,9 @@ class SimSearcher(SimResources, Executor):
         s.pending = "keep_searching"
 
 
-def question_entities(question: str) -> list[str]:
-    """Capitalised phrases of the question after its first word: the names a searcher anchors its queries on
-    (:func:`steer_envs.text.entities`; kept here as the searcher's name for it)."""
-    return entities(question)
+#: capitalised phrases of the question after its first word: the names a searcher anchors its queries on
+#: (:func:`steer_envs.text.entities` with its default rules; kept here as the searcher's name for it)
+question_entities = entities
 
 
 def _tokens(text: str) -> int:
