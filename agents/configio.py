@@ -28,9 +28,11 @@ def config_fingerprint(config: Any) -> str:
 
 def config_keys(cls: type) -> set[str]:
     """The keys a config file of ``cls`` may hold: its fields, with a held env protocol
-    (:func:`steer_envs.protocol.holds_protocol`) by its flat field names, as the file has always written them."""
+    (:func:`steer_envs.protocol.holds_protocol`) by its flat field names, as the file has always written them, and
+    the old names of renamed fields (loaded with a ``DeprecationWarning``)."""
     keywords = tuple(getattr(cls, "protocol_keywords", ()))
-    known = {f.name for f in fields(cls)} | set(keywords)  # type: ignore[arg-type]
+    renamed = set(getattr(cls, "renamed_options", {}))  # old names of renamed fields (steer_envs.deprecation)
+    known = {f.name for f in fields(cls)} | set(keywords) | renamed  # type: ignore[arg-type]
     return known - {"env_protocol"} if keywords else known
 
 

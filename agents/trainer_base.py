@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -104,14 +104,19 @@ def check_data_parallel(num_processes: int, executor: str | None) -> None:
         )
 
 
-def fingerprint_without_defaults(config: Any, late_fields: Iterable[str]) -> str:
+def fingerprint_without_defaults(config: Any, late_fields: Iterable[str],
+                                 hashed_names: Mapping[str, str] | None = None) -> str:
     """The config's hash with ``late_fields`` left out where they hold their default: fields added after run folders
-    existed keep those folders' fingerprints (and so their resumability)."""
+    existed keep those folders' fingerprints (and so their resumability). ``hashed_names`` (field -> name) hashes a
+    renamed field under its old name, so a rename keeps them too."""
     data = asdict(config)
     defaults = {f.name: f.default for f in fields(config)}
     for name in late_fields:
         if name in data and data[name] == defaults.get(name):
             del data[name]
+    for name, hashed in (hashed_names or {}).items():
+        if name in data:
+            data[hashed] = data.pop(name)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -161,7 +166,9 @@ class RunFolder:
         if config_path.exists():
             saved = json.loads(config_path.read_text())
             if saved.get("fingerprint") != fingerprint:
-                diff = sorted(k for k, v in self.config.to_dict().items() if saved.get("config", {}).get(k) != v)
+                renames = getattr(type(self.config), "renamed_options", {})  # a folder written before a rename
+                old = {renames.get(k, k): v for k, v in saved.get("config", {}).items()}
+                diff = sorted(k for k, v in self.config.to_dict().items() if old.get(k) != v)
                 raise SteerEnvsError(
                     f"run folder {str(self.path)!r} belongs to a different {self.what} (differs in: "
                     f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"

@@ -4,7 +4,12 @@ Variants are configs, not code paths: zero RL is ``guidance=false``; "without th
 ``adaptive=false`` (hard groups get full guidance at once); "without the fallback guider" is ``fallback=false``
 (a failed search leaves the group unguided); "without mixed-policy optimisation" is ``mixed_policy=false`` (guided
 rollouts trained as if on-policy, on the guided prompt); fixed-k guidance is ``fixed_k >= 1``; SFT-then-RL sets
-``sft_epochs >= 1``; noisy guidance sets ``guidance_noise``. :data:`VARIANTS` names them.
+``sft_epochs >= 1``; noisy guidance sets ``plan_noise``. :data:`VARIANTS` names them.
+
+The reference-plan keys are named as the env's options (``plan_mode``, ``plan_sources``, ``plan_noise``,
+``plan_noise_seed``, ``plan_answers``; :mod:`steer_envs.reference_plans`). Their old ``guidance_*`` names still load
+from config files, run folders and keywords, with a ``DeprecationWarning``, and the fingerprint hashes the renamed
+fields under their old names, so a run folder made before the rename resumes.
 """
 from __future__ import annotations
 
@@ -12,14 +17,20 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from steer_envs.deprecation import PLAN_OPTION_RENAMES, renamed_options
 from steer_envs.errors import SteerEnvsError, unknown_name
 
 from ..configio import config_from_dict, load_config
 from ..trainer_base import ACCELERATION_FIELDS, acceleration_checks, fingerprint_without_defaults
 
 LEARNERS = ("admissible", "causal_lm")
+#: the renamed reference-plan fields this config holds (``guidance_k`` is a per-episode choice here, not a field)
+RENAMED_FIELDS: dict[str, str] = {old: new for old, new in PLAN_OPTION_RENAMES.items() if old != "guidance_k"}
+#: field -> the name it is hashed under in a fingerprint (its name when run folders were first written)
+HASHED_NAMES: dict[str, str] = {new: old for old, new in RENAMED_FIELDS.items()}
 
 
+@renamed_options(RENAMED_FIELDS)
 @dataclass
 class ActGuideConfig:
     # -- environment (GuidedSearch-v0) -----------------------------------------------------------------------
@@ -36,11 +47,11 @@ class ActGuideConfig:
     max_queries: int = 8
     max_answers: int = 24
     data_dir: str | None = None
-    guidance_sources: list[str] = field(default_factory=lambda: ["rollout", "gold"])
-    guidance_mode: str = "prompt"  # "prompt" (hint in the prompt) | "prefix" (reference searches executed)
-    guidance_noise: float = 0.0  # share of reference actions replaced by plausible wrong ones
-    guidance_noise_seed: int = 0
-    guidance_answers: bool = True  # the hint may show the reference's final answer (else its searches only)
+    plan_sources: list[str] = field(default_factory=lambda: ["rollout", "gold"])
+    plan_mode: str = "prompt"  # "prompt" (hint in the prompt) | "prefix" (reference searches executed)
+    plan_noise: float = 0.0  # share of reference actions replaced by plausible wrong ones
+    plan_noise_seed: int = 0
+    plan_answers: bool = True  # the hint may show the reference's final answer (else its searches only)
     # -- the algorithm -------------------------------------------------------------------------------------------
     guidance: bool = True  # False = zero RL (GRPO without guidance)
     adaptive: bool = True  # binary search for the minimal k (else hard groups get full guidance)
@@ -79,9 +90,9 @@ class ActGuideConfig:
 
     def __post_init__(self) -> None:
         checks = [
-            (self.guidance_mode in ("prompt", "prefix"), "guidance_mode must be 'prompt' or 'prefix'"),
+            (self.plan_mode in ("prompt", "prefix"), "plan_mode must be 'prompt' or 'prefix'"),
             (self.pool in ("rl", "pretrain"), "pool must be 'rl' or 'pretrain'"),
-            (0.0 <= self.guidance_noise <= 1.0, "guidance_noise must be in [0, 1]"),
+            (0.0 <= self.plan_noise <= 1.0, "plan_noise must be in [0, 1]"),
             (self.fixed_k >= 0, "fixed_k must be >= 0 (0 = off)"),
             (self.ratio_shaping in ("clip", "luffy"), "ratio_shaping must be 'clip' or 'luffy'"),
             (self.luffy_gamma > 0, "luffy_gamma must be > 0"),
@@ -111,9 +122,9 @@ class ActGuideConfig:
         kwargs: dict[str, Any] = dict(
             benchmarks=self.benchmarks, split=split or self.split, data_dir=self.data_dir, topk=self.topk,
             max_turns=self.max_turns, action_mode=self.action_mode, metric=self.metric,
-            guidance_mode=self.guidance_mode, guidance_sources=tuple(self.guidance_sources),
-            guidance_noise=self.guidance_noise, guidance_noise_seed=self.guidance_noise_seed,
-            max_queries=self.max_queries, max_answers=self.max_answers, guidance_answers=self.guidance_answers,
+            plan_mode=self.plan_mode, plan_sources=tuple(self.plan_sources),
+            plan_noise=self.plan_noise, plan_noise_seed=self.plan_noise_seed,
+            max_queries=self.max_queries, max_answers=self.max_answers, plan_answers=self.plan_answers,
         )
         kwargs.update(overrides)
         return kwargs
@@ -123,8 +134,9 @@ class ActGuideConfig:
 
     def fingerprint(self) -> str:
         """A hash of everything that shapes the run; the acceleration fields enter it only away from their
-        defaults, so run folders of earlier versions keep their fingerprints and resume."""
-        return fingerprint_without_defaults(self, ACCELERATION_FIELDS)
+        defaults, and the renamed plan fields under their old names, so run folders of earlier versions keep their
+        fingerprints and resume."""
+        return fingerprint_without_defaults(self, ACCELERATION_FIELDS, HASHED_NAMES)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> "ActGuideConfig":
@@ -150,8 +162,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_adaptive": {"adaptive": False},
     "no_fallback": {"fallback": False},
     "no_mixed": {"mixed_policy": False},
-    "noise_10": {"guidance_noise": 0.1},
-    "noise_20": {"guidance_noise": 0.2},
-    "prefix": {"guidance_mode": "prefix"},
+    "noise_10": {"plan_noise": 0.1},
+    "noise_20": {"plan_noise": 0.2},
+    "prefix": {"plan_mode": "prefix"},
     "clip_rmix": {"ratio_shaping": "clip"},
 }

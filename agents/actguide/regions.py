@@ -12,7 +12,7 @@ either (nothing to learn from a hint there) or one that a larger unguided budget
 * ``unknown``: every rollout of a deciding measurement failed on a service (``steer_envs.failures``). A failure
   is no outcome, so it never makes a task look unsolvable.
 
-Guidance is shown the way the trainer shows it (the env's ``guidance_mode``, ``prompt`` by default), and the
+Guidance is shown the way the trainer shows it (the env's ``plan_mode``, ``prompt`` by default), and the
 hints grow one reference action at a time, stopping at the first that gives a success, so a barrier task also
 records the smallest ``k`` that lifts it. Rollout seeds are derived from ``(seed, task index)``, so the same
 policy, tasks and seed give the same regions.

@@ -159,9 +159,9 @@ def run_group(
 def reset_task(env: GuidedSearchEnv, task_id: str, seed: int, k: int = 0, mode: str | None = None,
                reference=None) -> int:
     """Reset ``env`` to ``task_id`` with guidance ``k``; return the env steps the reset spent (prefix searches)."""
-    options: dict[str, Any] = {"task_id": task_id, "guidance_k": int(k)}
+    options: dict[str, Any] = {"task_id": task_id, "plan_k": int(k)}
     if mode is not None:
-        options["guidance_mode"] = mode
+        options["plan_mode"] = mode
     if reference is not None:
         options["reference"] = reference
     env.reset(seed=seed, options=options)

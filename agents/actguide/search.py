@@ -135,7 +135,7 @@ class ForkProbes(ProbeRunner):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         if self.mode != "prefix":
-            raise ValueError("fork probes need guidance_mode='prefix' (a hint in the prompt changes every step)")
+            raise ValueError("fork probes need plan_mode='prefix' (a hint in the prompt changes every step)")
         self._states: list[tuple[dict, int]] = []  # (state after j actions, prefix searches it holds)
 
     def start_state(self, k: int) -> tuple[dict, int]:

@@ -215,7 +215,7 @@ class ActGuideTrainer(TrainerBase):
             return min(c.fixed_k, length), None
         if not c.adaptive:
             return length, None
-        probes = make_probes(env, learner, task_id, seed, c.probes_per_step, generator, c.guidance_mode, c.fork_probes)
+        probes = make_probes(env, learner, task_id, seed, c.probes_per_step, generator, c.plan_mode, c.fork_probes)
         result = minimal_k(probes.probe, length, c.max_probe_steps)
         cost: ProbeCost = probes.cost
         stats["probe_rollouts"] += cost.rollouts
@@ -240,7 +240,7 @@ class ActGuideTrainer(TrainerBase):
         failed_trajectories = 0
         for j, task_id in enumerate(task_ids):
             seed = int(np.random.default_rng([c.seed, it, j]).integers(2**31 - 1))
-            reset_task(env, task_id, seed, 0, c.guidance_mode)
+            reset_task(env, task_id, seed, 0, c.plan_mode)
             group = run_group(env, learner, c.group_size, generator)
             rollouts += len(group)
             failed_trajectories += sum(t.failed for t in group)
@@ -255,7 +255,7 @@ class ActGuideTrainer(TrainerBase):
                     if isinstance(probes, ForkProbes):
                         state, _ = probes.start_state(k)  # prefix mode: fork from the prefix state built once
                     else:
-                        reset_task(env, task_id, seed, k, c.guidance_mode)
+                        reset_task(env, task_id, seed, k, c.plan_mode)
                         state = env.get_state()
                     group = run_group(env, learner, c.group_size, generator, start=state)
                     rollouts += len(group)

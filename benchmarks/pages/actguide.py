@@ -35,7 +35,7 @@ from .timing import read_times, wall
 PAGE_FILE = "page.json"
 #: the documented training setting: these fields of ActGuideConfig, at their defaults (read from the dataclass)
 SETTING_FIELDS = ("tasks_per_benchmark", "budget", "batch_tasks", "group_size", "max_turns", "metric", "lr",
-                  "update_epochs", "clip_eps", "kl_coef", "probes_per_step", "max_probe_steps", "guidance_mode",
+                  "update_epochs", "clip_eps", "kl_coef", "probes_per_step", "max_probe_steps", "plan_mode",
                   "ratio_shaping", "luffy_gamma")
 MAIN = ("zero_rl", "actguide")
 ABLATIONS = ("sft_rl", "fixed_k", "no_adaptive", "no_fallback", "no_mixed", "clip_rmix", "prefix")

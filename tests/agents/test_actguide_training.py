@@ -82,7 +82,7 @@ def test_resume_continues_exactly(tmp_path):
 
 
 def test_probes_by_fork_reach_the_same_states_with_fewer_env_steps():
-    config = small(guidance_mode="prefix")
+    config = small(plan_mode="prefix")
     env = make_env(config)
     learner = build_learner("admissible", {})
     task = "musique/2hop__574419_270105"
@@ -103,7 +103,7 @@ def test_probes_by_fork_reach_the_same_states_with_fewer_env_steps():
 
 
 def test_prefix_mode_training_uses_fork_probes(tmp_path):
-    log = ActGuideTrainer(small(guidance_mode="prefix", budget=80), tmp_path / "p").run().log
+    log = ActGuideTrainer(small(plan_mode="prefix", budget=80), tmp_path / "p").run().log
     spent = sum(r["probe_env_steps"] for r in log)
     restart = sum(r["probe_restart_env_steps"] for r in log)
     assert sum(r["probe_rollouts"] for r in log) > 0 and spent < restart
