@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from steer_envs.atomic import atomic_write_text
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 from steer_envs.errors import SteerEnvsError
 
@@ -136,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", required=True, help="folder with runs/base, runs/zero_rl/seedN, runs/actguide/seedN")
     parser.add_argument("--regions", required=True, help="regions.json of the base policy on the evaluation split")
     parser.add_argument("--setting", required=True, help="the training setting (JSON) the runs were trained with")
-    parser.add_argument("--split", default="test", choices=("dev", "test"))
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "test"},
+                           overrides={"split": {"choices": ("dev", "test"),
+                                                "help": "evaluation split: dev or test (default test)"}})
     parser.add_argument("--tasks-per-benchmark", type=int, default=40)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=3)

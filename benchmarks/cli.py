@@ -164,6 +164,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                         help="methods shown beside the rate-matched rows without a knob (e.g. a fixed rule, oracle)")
 
 
+#: the protocol fields a comparison plan (and a headroom ladder) takes, read back with protocol_kwargs by name
+#: (intervention_cost is refused, metric is not a flag: both score F1)
+COMPARE_PROTOCOL = ("executor", "benchmarks", "split", "max_turns", "data_dir")
+
+
 def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
     from steer_envs.errors import SteerEnvsError
 
@@ -172,13 +177,15 @@ def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
     if args.intervention_cost:
         raise SteerEnvsError("a comparison scores F1 without an intervention cost (rates are matched on dev instead); "
                              "drop --intervention-cost")
+    protocol = protocol_kwargs(args, COMPARE_PROTOCOL)
+    if executor:
+        protocol["executor"] = executor
     return ComparisonPlan(
-        out=out, executor=executor or args.executor, benchmarks=tuple(args.benchmarks), split=args.split,
-        rl=args.rl, train_seeds=args.train_seeds, seeds=args.seeds, limit=args.limit, dev_seeds=args.dev_seeds,
-        dev_limit=args.dev_limit, target=args.target, max_probes=args.max_probes, max_turns=args.max_turns,
+        out=out, **protocol, rl=args.rl, train_seeds=args.train_seeds, seeds=args.seeds, limit=args.limit,
+        dev_seeds=args.dev_seeds, dev_limit=args.dev_limit, target=args.target, max_probes=args.max_probes,
         ppo_costs=tuple(args.ppo_costs), match_budgets=not args.no_budget_match, curve_seeds=args.curve_seeds,
         curves=not args.no_curves, spearman_tasks=args.spearman_tasks, context_rows=tuple(args.context_rows),
-        data_dir=args.data_dir, progress=not args.no_progress, pool=pool_config_from_args(args),
+        progress=not args.no_progress, pool=pool_config_from_args(args),
     )
 
 
@@ -228,12 +235,10 @@ def _configure_headroom(parser: argparse.ArgumentParser) -> None:
 def _run_headroom(args: argparse.Namespace) -> int:
     from .harness.ladder import LadderConfig, run_ladder
 
-    config = LadderConfig(executor=args.executor, split=args.split, seeds=args.seeds, limit=args.limit,
-                          max_turns=args.max_turns, benchmarks=tuple(args.benchmarks), dev_limit=args.dev_limit,
-                          dev_seeds=args.dev_seeds, max_at=args.max_at, train_tasks=args.train_tasks,
-                          train_forks=args.train_forks, planner_forks=args.planner_forks,
-                          oracle_lookahead=args.oracle_lookahead, target=args.target, rungs=tuple(args.rungs),
-                          data_dir=args.data_dir)
+    config = LadderConfig(**protocol_kwargs(args, COMPARE_PROTOCOL), seeds=args.seeds, limit=args.limit,
+                          dev_limit=args.dev_limit, dev_seeds=args.dev_seeds, max_at=args.max_at,
+                          train_tasks=args.train_tasks, train_forks=args.train_forks, planner_forks=args.planner_forks,
+                          oracle_lookahead=args.oracle_lookahead, target=args.target, rungs=tuple(args.rungs))
     out = args.out or str(Path("runs", "headroom", f"{args.executor.replace(':', '_')}_{args.split}"))
     print(run_ladder(config, out))
     print(f"ladder folder: {out} (ladder.md, ladder.json, choices.json, episodes/)")

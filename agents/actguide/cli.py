@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from steer_envs.cli.common import add_data_dir, add_protocol_arguments
 from steer_envs.errors import SteerEnvsError
 
 HELP = "train the search agent with ACTGUIDE-RL (guided GRPO on GuidedSearch-v0) or one of its baselines"
@@ -24,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-from", default=None,
                         help="run folder of a trained learner to start from (the initial policy and the KL reference)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    parser.add_argument("--data-dir", default=None, help="data folder (default: $STEER_ENVS_DATA, else ../shared/data)")
+    add_data_dir(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -70,13 +71,14 @@ def configure_barrier(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", nargs="+", default=["initial"],
                         help="run folder(s) of trained learners, or 'initial' (the untrained policy); default initial")
     parser.add_argument("--out", required=True, help="folder for barrier.json, barrier.md, barrier.png")
-    parser.add_argument("--split", default="dev", choices=("train", "dev", "test"))
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "dev"},
+                           overrides={"split": {"choices": ("train", "dev", "test")}})
     parser.add_argument("--tasks-per-benchmark", type=int, default=10)
     parser.add_argument("--K", type=int, default=8, help="rollouts per Pass@K estimate (default 8)")
     parser.add_argument("--max-k", type=int, default=4, help="largest guidance k (default 4)")
     parser.add_argument("--horizon", type=int, default=4, help="steps of M_t (default 4)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", default=None)
+    add_data_dir(parser)
     parser.add_argument("--regions", action="store_true",
                         help="instead of the diagnostics, split the tasks into in-region / barrier / out of reach "
                              "(regions.json, regions.md per model; agents/actguide/regions.py)")

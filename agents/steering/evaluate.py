@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from steer_envs.cli.common import add_data_dir, add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import load_tasks
 from steer_envs.data.tasks import BENCHMARKS
@@ -113,10 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m agents.steering.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a trained steering run folder (model.pt)")
-    parser.add_argument("--split", default="dev", help="split of the held-out states (default dev)")
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "dev"},
+                           overrides={"split": {"help": "split of the held-out states (default dev)"}})
     parser.add_argument("--tasks-per-benchmark", type=int, default=20)
     parser.add_argument("--N", type=int, default=None, help="continuations per branch (default: the run's N)")
-    parser.add_argument("--data-dir", default=None)
+    add_data_dir(parser)
     args = parser.parse_args(argv)
     steerer, payload = load_model(args.run_dir)
     cpu_thread_default(getattr(steerer, "device", "cpu"))

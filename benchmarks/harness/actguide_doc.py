@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from steer_envs.atomic import atomic_write_text
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cli.main import main as cli_main
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 from steer_envs.paths import REPO_ROOT
@@ -180,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", default=str(REPO_ROOT / "docs" / "results_actguide.md"))
     parser.add_argument("--seeds", type=int, default=3, help="training seeds of the main comparison (default 3)")
     parser.add_argument("--ablation-seeds", type=int, default=1, help="training seeds per ablation (default 1)")
-    parser.add_argument("--split", default="test", choices=("dev", "test"), help="evaluation split (dev: for choosing)")
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "test"},
+                           overrides={"split": {"choices": ("dev", "test"),
+                                                "help": "evaluation split (dev: for choosing)"}})
     parser.add_argument("--quick", action="store_true", help="a small dry run: tiny budgets, few tasks, 1 seed")
     args = parser.parse_args(argv)
     plan = Plan(Path(args.out), seeds=args.seeds, ablation_seeds=args.ablation_seeds, eval_split=args.split)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from steer_envs.cli.common import add_data_dir, add_protocol_arguments
 from steer_envs.data import Corpus, Task, load_corpus, load_tasks
 from steer_envs.retrieval import Hit, Retriever
 from steer_envs.retrieval.bm25 import BM25sRetriever
@@ -148,8 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--subset", type=int, default=100, help="queries for rank_bm25 (slow) and the common subset")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--data-dir", default=None)
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "test"})
+    add_data_dir(parser)
     args = parser.parse_args(argv)
     runs = compare(args.k, args.subset, args.split, args.data_dir)
     print(f"BM25 engines on the shared corpus, {args.split}-split tasks with supporting passages, question as query\n")

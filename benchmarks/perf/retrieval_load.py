@@ -119,13 +119,15 @@ def run_load(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from steer_envs.cli.common import add_data_dir
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=200, help="requests per client")
     parser.add_argument("--topk", type=int, default=3)
     parser.add_argument("--url", default=None, help="load an already running server instead of starting one")
     parser.add_argument("--backend", default="bm25s", help="retriever spec of the in-process server")
-    parser.add_argument("--data-dir", default=None)
+    add_data_dir(parser)
     args = parser.parse_args(argv)
 
     from steer_envs.data import load_tasks

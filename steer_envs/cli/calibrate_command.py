@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import add_data_dir
+from .common import add_data_dir, add_protocol_arguments
 from .registry import Command, register_command
 
 
@@ -17,7 +17,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--splits", nargs="+", default=None, choices=("train", "dev", "test"),
                         help="only recordings of tasks in these splits (profiles are fitted on train and dev)")
     parser.add_argument("--limit", type=int, default=0, help="rollouts per benchmark (evenly spaced; 0 = all)")
-    parser.add_argument("--max-turns", type=int, default=10, help="the simulator's turn budget")
+    add_protocol_arguments(parser, include=("max_turns",))  # the simulator's turn budget
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     add_data_dir(parser)

@@ -12,11 +12,10 @@ from ..errors import SteerEnvsError
 
 
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-dir",
-        default=None,
-        help="folder with tasks/, corpus/, trajectories/ (default: $STEER_ENVS_DATA, else ../shared/data)",
-    )
+    """``--data-dir``: the protocol's ``data_dir`` flag (generated like the others), its help naming what the folder
+    holds; for commands that take only a few protocol flags, or none but this one."""
+    add_protocol_arguments(parser, include=("data_dir",), overrides={"data_dir": {
+        "help": "folder with tasks/, corpus/, trajectories/ (default: $STEER_ENVS_DATA, else ../shared/data)"}})
 
 
 # -- the env protocol's flags --------------------------------------------------------------------------------------

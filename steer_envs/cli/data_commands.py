@@ -10,7 +10,7 @@ from ..data import BENCHMARKS, SPLITS, load_corpus, load_tasks, trajectory_files
 from ..paths import resolve_data_dir
 from ..retrieval import MAX_K, make_retriever
 from ..retrieval.evaluation import supporting_recall
-from .common import add_data_dir
+from .common import add_data_dir, add_protocol_arguments
 from .registry import Command, register_command
 
 
@@ -77,7 +77,7 @@ def _run_search(args: argparse.Namespace) -> int:
 def _configure_recall(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retriever", default="bm25s", help="retriever spec (default bm25s)")
     parser.add_argument("-k", type=int, default=5, help="cut-off (default 5)")
-    parser.add_argument("--split", default="test", help="task split (train, dev, test; default test)")
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "test"})
     add_data_dir(parser)
 
 

@@ -6,15 +6,18 @@ import argparse
 
 from ..data import BENCHMARKS, SPLITS
 from ..guidance.store import SOURCE_KINDS, load_action_data
-from .common import add_data_dir
+from .common import add_data_dir, add_protocol_arguments
 from .registry import Command, register_command
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="guidance_command", required=True, metavar="{coverage}")
     cov = sub.add_parser("coverage", help="reference action sequences per benchmark: rollouts, gold structure, any")
-    cov.add_argument("--split", default="all", choices=[*SPLITS, "all"], help="task split (default all)")
-    cov.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS), choices=BENCHMARKS, metavar="B")
+    add_protocol_arguments(cov, include=("benchmarks", "split"),
+                           defaults={"benchmarks": list(BENCHMARKS), "split": "all"},
+                           overrides={"benchmarks": {"choices": BENCHMARKS, "metavar": "B"},
+                                      "split": {"choices": [*SPLITS, "all"],
+                                                "help": "task split: train, dev, test or all (default all)"}})
     cov.add_argument("--sources", nargs="+", default=list(SOURCE_KINDS), choices=SOURCE_KINDS,
                      help="source kinds to load (default: rollout gold)")
     add_data_dir(cov)
