@@ -4,8 +4,11 @@ when they wrote the flags by hand."""
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import sys
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +19,7 @@ from steer_envs.cli.common import add_protocol_arguments, protocol_from_args, pr
 from steer_envs.cli.main import build_parser
 from steer_envs.data import BENCHMARKS
 from steer_envs.errors import SteerEnvsError
-from steer_envs.protocol import EnvProtocol
+from steer_envs.protocol import PROTOCOL_FIELDS, EnvProtocol
 
 
 def _actions(parser: argparse.ArgumentParser, *path: str) -> dict[str, argparse.Action]:
@@ -134,3 +137,85 @@ def test_selection_and_per_command_defaults():
 def test_a_name_that_is_no_protocol_field_is_a_clear_error():
     with pytest.raises(SteerEnvsError, match=r"exclude: \['max_turn'\] are no EnvProtocol fields; the fields are "):
         add_protocol_arguments(argparse.ArgumentParser(), exclude=("max_turn",))
+
+
+# -- no protocol flag written by hand ------------------------------------------------------------------------------
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("steer_envs", "agents", "baselines", "benchmarks")
+#: the one home of the protocol's flags (``add_protocol_arguments``, ``add_data_dir``)
+HOME = "steer_envs/cli/common.py"
+#: hand-written protocol flags kept on purpose, (file, flag) -> why: only a flag whose meaning differs from the
+#: protocol option's belongs here (none today: every --split/--benchmarks/--max-turns/--data-dir of the tree is the
+#: protocol's, with per-command defaults, choices or help given to add_protocol_arguments)
+HAND_WRITTEN_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def _hand_written_protocol_flags() -> set[tuple[str, str]]:
+    """(file, flag) of every ``add_argument("--<protocol flag>", ...)`` call outside the one home."""
+    flags = {protocol_flag(name) for name in PROTOCOL_FIELDS}
+    found = set()
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            text = path.read_text(encoding="utf-8")
+            if rel == HOME or not any(f'"{f}"' in text or f"'{f}'" in text for f in flags):
+                continue  # a file that names no protocol flag cannot add one (skips parsing most of the tree)
+            for node in ast.walk(ast.parse(text, filename=rel)):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == \
+                        "add_argument":
+                    found |= {(rel, a.value) for a in node.args if isinstance(a, ast.Constant) and a.value in flags}
+    return found
+
+
+def test_no_module_adds_a_protocol_flag_by_hand():
+    found = _hand_written_protocol_flags()
+    unexpected = sorted(found - set(HAND_WRITTEN_ALLOWED))
+    assert not unexpected, (f"{unexpected}: protocol flags written by hand; use steer_envs.cli.common."
+                            f"add_protocol_arguments(parser, include=..., defaults=..., overrides=...) (or "
+                            f"add_data_dir), or, for a flag with another meaning, list it in HAND_WRITTEN_ALLOWED "
+                            f"with the reason")
+    stale = sorted(set(HAND_WRITTEN_ALLOWED) - found)
+    assert not stale, f"{stale}: allowed hand-written flags that are gone; drop them from HAND_WRITTEN_ALLOWED"
+
+
+def test_the_scan_sees_a_hand_written_flag(tmp_path, monkeypatch):
+    """The scan above is not vacuous: a module that writes ``--max-turns`` by hand is caught."""
+    package = tmp_path / "benchmarks"
+    package.mkdir()
+    (package / "tool.py").write_text('import argparse\np = argparse.ArgumentParser()\n'
+                                     'p.add_argument("--max-turns", type=int, default=10)\n'
+                                     'p.add_argument("--max-turnsx")\n', encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGES", ("benchmarks",))
+    assert _hand_written_protocol_flags() == {("benchmarks/tool.py", "--max-turns")}
+
+
+# -- commands that read the protocol flags back by name ------------------------------------------------------------
+PLAN_ARGV = ["--executor", "sim:weak", "--benchmarks", "nq", "hotpotqa", "--split", "test", "--max-turns", "7",
+             "--data-dir", "/data/here", "--seeds", "2", "--limit", "4"]
+PLAN_PROTOCOL = dict(executor="sim:weak", benchmarks=("nq", "hotpotqa"), split="test", max_turns=7,
+                     data_dir="/data/here")
+
+
+def test_compare_plan_takes_the_protocol_flags(tmp_path):
+    from benchmarks.cli import compare_plan
+
+    args = build_parser().parse_args(["compare", "--out", str(tmp_path), *PLAN_ARGV])
+    plan = compare_plan(args, tmp_path)
+    assert {k: getattr(plan, k) for k in PLAN_PROTOCOL} == PLAN_PROTOCOL and (plan.seeds, plan.limit) == (2, 4)
+    assert compare_plan(args, tmp_path, executor="sim:loopy").executor == "sim:loopy"  # the results page's executor
+    args = build_parser().parse_args(["compare", "--out", str(tmp_path), "--intervention-cost", "0.1"])
+    with pytest.raises(SteerEnvsError, match="drop --intervention-cost"):
+        compare_plan(args, tmp_path)
+
+
+def test_headroom_ladder_config_takes_the_protocol_flags(monkeypatch, tmp_path):
+    import benchmarks.harness.ladder as ladder
+    from benchmarks.cli import _run_headroom
+
+    seen = {}
+    monkeypatch.setattr(ladder, "run_ladder", lambda config, out, log=print: seen.update(config=config) or "")
+    _run_headroom(build_parser().parse_args(["headroom", "--out", str(tmp_path), *PLAN_ARGV]))
+    config = seen["config"]
+    assert {k: getattr(config, k) for k in PLAN_PROTOCOL} == PLAN_PROTOCOL and (config.seeds, config.limit) == (2, 4)
+    assert config == ladder.LadderConfig(seeds=2, limit=4, **PLAN_PROTOCOL)
