@@ -157,8 +157,10 @@ def test_old_guidance_keys_warn_and_give_the_identical_env_and_episode():
     assert _episode(new, 3)[3] > 0  # the plan is used (k > 0): the comparison is of guided episodes
     with pytest.warns(DeprecationWarning, match="'guidance_k' is deprecated, use 'plan_k'"), \
             pytest.warns(DeprecationWarning, match="'guidance_mode' is deprecated, use 'plan_mode'"):
-        by_old_option = _episode(new, 5, {"guidance_k": 1, "guidance_mode": "prompt"})
-    assert by_old_option == _episode(new, 5, {"plan_k": 1, "plan_mode": "prompt"})
+        by_old_option = _episode(new, 5, {"task_id": TASK, "guidance_k": 1, "guidance_mode": "prompt"})
+    by_new_option = _episode(new, 5, {"task_id": TASK, "plan_k": 1, "plan_mode": "prompt"})
+    assert by_old_option == by_new_option and by_new_option[3] == 1  # k=1, not the env's plan_k=2
+    assert by_new_option != _episode(new, 5, {"task_id": TASK, "plan_mode": "prompt"})  # which k counts
     with pytest.warns(DeprecationWarning, match="use GuidedSearchConfig.plan_k"):
         assert new.config.guidance_k == 2
     with pytest.raises(SteerEnvsError, match="pass only 'plan_k'"):
