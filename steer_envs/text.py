@@ -172,6 +172,10 @@ class EntityRules:
         if self.min_length < 1:
             raise ValueError(f"EntityRules.min_length must be at least 1, got {self.min_length}: an empty phrase is "
                              "no name; min_length=1 keeps every non-empty phrase")
+        # the fields as one tuple (not a field: outside ==, hash and repr): the extractor reads them in one step
+        object.__setattr__(self, "_plan", (
+            self.pattern, self.strip, self.openers, self.trim_leading, self.skip, self.min_length,
+            self.skip_all_words, self.capital_start, self.quoted_titles, self.lowercase, self.dedupe))
 
 
 #: the default: the simulator's searcher and every ``entities(text)`` caller (openers and single stop words out)
@@ -206,10 +210,9 @@ ARGUMENT_ENTITY_RULES = EntityRules(pattern=ARGUMENT_PHRASE, strip=" .,'’", op
 def _phrases(text: str, rules: EntityRules, positions: bool) -> list:
     """The one extractor (see :class:`EntityRules` for the order): with ``positions`` the phrase stage with where
     each match sits, else the finished list of :func:`entities`. Rule fields are read once per text (hot path)."""
-    strip, openers, trim, skip, min_length = rules.strip, rules.openers, rules.trim_leading, rules.skip, rules.min_length
-    all_words, capital_start = rules.skip_all_words, rules.capital_start
+    pattern, strip, openers, trim, skip, min_length, all_words, capital_start, quoted, lowercase, dedupe = rules._plan
     out: list = []
-    for m in rules.pattern.finditer(text):
+    for m in pattern.finditer(text):
         phrase = m.group(0).strip(strip)
         if trim:
             # drop the first word while it is in ``trim`` and whitespace follows it (``str.split`` and the pattern
@@ -233,12 +236,12 @@ def _phrases(text: str, rules: EntityRules, positions: bool) -> list:
         out.append((phrase, m.start(), m.end()) if positions else phrase)
     if positions:
         return out
-    if rules.quoted_titles:
-        quoted = (m.group(1).strip() for m in QUOTED_TITLE.finditer(text))
-        out = [q for q in quoted if len(q) >= min_length] + out
-    if rules.lowercase:
+    if quoted:
+        titles = (m.group(1).strip() for m in QUOTED_TITLE.finditer(text))
+        out = [title for title in titles if len(title) >= min_length] + out
+    if lowercase:
         out = [phrase.lower() for phrase in out]
-    if rules.dedupe:
+    if dedupe:
         out = list(dict.fromkeys(out))
     return out
 
