@@ -12,6 +12,7 @@ import steer_envs
 from steer_envs import EnvProtocol, make_env
 from steer_envs.envs.base import EnvConfig, UnknownOptionError
 from steer_envs.envs.cards import _options
+from steer_envs.envs.guided import GuidedSearchConfig
 from steer_envs.envs.handoff import HandoffEnvConfig
 from steer_envs.envs.registration import env_ids
 from steer_envs.errors import SteerEnvsError
@@ -21,14 +22,14 @@ SUPERVISION_IDS = [steer_envs.STEERING_ENV, steer_envs.PLANNING_ENV, steer_envs.
                    steer_envs.HANDOFF_ENV]
 
 
-@pytest.mark.parametrize("config_class", [EnvConfig, HandoffEnvConfig])
+@pytest.mark.parametrize("config_class", [EnvConfig, HandoffEnvConfig, GuidedSearchConfig])
 def test_every_option_has_a_doc(config_class):
     for f in dataclasses.fields(config_class):
         assert f.metadata.get("doc", "").strip(), f"{config_class.__name__}.{f.name} has no doc in its metadata"
     assert config_class.option_docs() == {f.name: f.metadata["doc"] for f in dataclasses.fields(config_class)}
 
 
-@pytest.mark.parametrize("env_id", SUPERVISION_IDS)
+@pytest.mark.parametrize("env_id", [*SUPERVISION_IDS, steer_envs.GUIDED_SEARCH_ENV])
 def test_every_option_appears_in_the_card_with_its_doc(env_id):
     spec = gym.registry[env_id]
     creator = gym.envs.registration.load_env_creator(spec.entry_point)
