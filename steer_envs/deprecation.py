@@ -37,7 +37,8 @@ def rename_options(options: Mapping[str, Any], renames: Mapping[str, str], where
         if old not in out:
             continue
         if new in out:
-            raise SteerEnvsError(f"{where}: {old!r} is the deprecated name of {new!r}; pass only {new!r}")
+            raise SteerEnvsError(f"{where}: {old!r} is the deprecated name of {new!r}; pass only {new!r} "
+                                 f"(dataclasses.replace passes every current field, so it takes only the new name)")
         warnings.warn(f"{where}: option {old!r} is deprecated, use {new!r} (same meaning)", DeprecationWarning,
                       stacklevel=stacklevel)
         out[new] = out.pop(old)

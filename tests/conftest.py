@@ -48,7 +48,10 @@ def _one_torch_thread_by_default() -> None:
 
     torch = sys.modules.get("torch")  # a plugin imported it before this hook: the variable is read too late
     if torch is not None:
-        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+        try:
+            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"].split(",")[0]))
+        except ValueError:  # not a count: leave torch as it is
+            pass
 
 
 def _hypothesis_in(folder: Path) -> None:

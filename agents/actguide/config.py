@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from steer_envs.deprecation import PLAN_OPTION_RENAMES, renamed_options
+from steer_envs.deprecation import PLAN_OPTION_RENAMES, rename_options, renamed_options
 from steer_envs.errors import SteerEnvsError, unknown_name
 
 from ..configio import config_from_dict, load_config
@@ -126,7 +126,7 @@ class ActGuideConfig:
             plan_noise=self.plan_noise, plan_noise_seed=self.plan_noise_seed,
             max_queries=self.max_queries, max_answers=self.max_answers, plan_answers=self.plan_answers,
         )
-        kwargs.update(overrides)
+        kwargs.update(rename_options(overrides, PLAN_OPTION_RENAMES, "ActGuideConfig.env_kwargs"))
         return kwargs
 
     def to_dict(self) -> dict[str, Any]:

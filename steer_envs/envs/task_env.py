@@ -62,13 +62,6 @@ class SearchTaskEnv(gym.Env):
             raise unknown_name("render_mode", render_mode, self.metadata["render_modes"])
         get_metric(metric)  # fail fast on an unknown metric name
 
-    @staticmethod
-    def _names(values) -> tuple[str, ...] | None:
-        """A name or names as a tuple (None / empty: no filter)."""
-        if isinstance(values, str):
-            values = (values,)
-        return tuple(values) if values else None
-
     @property
     def metric_fn(self):
         """Looked up by name (metric functions are closures, which cannot be pickled)."""

@@ -16,16 +16,19 @@ V = TypeVar("V")
 
 
 class TextMemo(Generic[V]):
-    """``memo(text, compute)``: ``compute(text)`` remembered for the ``size`` most recently used texts."""
+    """``memo(text, compute)``: ``compute(text)`` remembered for the ``size`` most recently used texts (``size`` 0:
+    nothing is remembered, as a ``cache_size=0`` encoder or reader always did)."""
 
     def __init__(self, size: int) -> None:
-        if size < 1:
-            raise ValueError(f"a memo needs room for at least one entry, got size={size}")
+        if size < 0:
+            raise ValueError(f"a memo's size is a number of entries (0: remember nothing), got size={size}")
         self.size = size
         self._entries: OrderedDict[str, V] = OrderedDict()
         self._lock = threading.Lock()
 
     def __call__(self, text: str, compute: Callable[[str], V]) -> V:
+        if not self.size:
+            return compute(text)
         with self._lock:
             hit = self._entries.get(text)
             if hit is not None:

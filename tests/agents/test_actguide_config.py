@@ -83,3 +83,11 @@ def test_old_keywords_and_attributes_still_work():
     assert all(key not in RENAMED_FIELDS for switches in VARIANTS.values() for key in switches)
     kwargs = ActGuideConfig(plan_noise=0.1).env_kwargs()
     assert kwargs["plan_noise"] == 0.1 and not any(key.startswith("guidance_") for key in kwargs)
+
+
+def test_an_old_name_override_of_the_env_options_is_renamed_not_refused():
+    config = ActGuideConfig()
+    with pytest.warns(DeprecationWarning, match="guidance_mode"):
+        kwargs = config.env_kwargs(guidance_mode="prefix")
+    assert kwargs["plan_mode"] == "prefix" and "guidance_mode" not in kwargs
+    assert config.env_kwargs(plan_mode="prefix") == kwargs

@@ -41,6 +41,10 @@ def test_threads_read_one_memo_without_losing_entries_beyond_its_size():
     assert len(memo) == 64
 
 
-def test_a_memo_without_room_is_refused():
-    with pytest.raises(ValueError, match="at least one entry"):
-        TextMemo(0)
+def test_a_memo_of_size_zero_remembers_nothing_and_a_negative_size_is_refused():
+    calls: list[str] = []
+    memo: TextMemo[str] = TextMemo(0)
+    assert memo("a", lambda t: calls.append(t) or t) == "a" and memo("a", lambda t: calls.append(t) or t) == "a"
+    assert calls == ["a", "a"] and len(memo) == 0
+    with pytest.raises(ValueError, match="remember nothing"):
+        TextMemo(-1)
