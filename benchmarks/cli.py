@@ -165,7 +165,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 #: the protocol fields a comparison plan (and a headroom ladder) takes, read back with protocol_kwargs by name
-#: (intervention_cost is refused, metric is not a flag: both score F1)
+#: (both refuse a nonzero intervention_cost, and metric is not a flag: both score F1)
 COMPARE_PROTOCOL = ("executor", "benchmarks", "split", "max_turns", "data_dir")
 
 
@@ -233,8 +233,13 @@ def _configure_headroom(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_headroom(args: argparse.Namespace) -> int:
+    from steer_envs.errors import SteerEnvsError
+
     from .harness.ladder import LadderConfig, run_ladder
 
+    if args.intervention_cost:  # the flag comes with the protocol's; the ladder compares rungs at matched rates
+        raise SteerEnvsError("the headroom ladder scores F1 without an intervention cost (rates are matched on dev "
+                             "instead); drop --intervention-cost")
     config = LadderConfig(**protocol_kwargs(args, COMPARE_PROTOCOL), seeds=args.seeds, limit=args.limit,
                           dev_limit=args.dev_limit, dev_seeds=args.dev_seeds, max_at=args.max_at,
                           train_tasks=args.train_tasks, train_forks=args.train_forks, planner_forks=args.planner_forks,
