@@ -29,29 +29,9 @@ def pytest_configure(config):
         (_SESSION_DIR / sub).mkdir()
         os.environ[var] = str(_SESSION_DIR / sub)
     _hypothesis_in(_SESSION_DIR / "hypothesis")
-    _one_torch_thread_by_default()
     from tests.memory_budget import register
 
     register(config)
-
-
-def _one_torch_thread_by_default() -> None:
-    """The suite runs torch on one intra-op thread unless ``$OMP_NUM_THREADS`` says otherwise; subprocesses
-    inherit the variable. Why: the suite's torch work is many tiny tensors (note encodings, small networks), on
-    which a 2-core machine's default pool of 2 threads spins more than it computes: ``tests/notes/test_reader.py``
-    took 184 s of CPU (703 s wall) with torch's default and 48 s (227 s wall) with one thread, under load. This is
-    the CPU default the package itself applies to its training and evaluation runs
-    (:func:`steer_envs.cpu_threads.cpu_thread_default`); a test about threads sets its own
-    (``tests/envs/test_fork_safety.py``, ``tests/test_cpu_threads.py``)."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import sys
-
-    torch = sys.modules.get("torch")  # a plugin imported it before this hook: the variable is read too late
-    if torch is not None:
-        try:
-            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"].split(",")[0]))
-        except ValueError:  # not a count: leave torch as it is
-            pass
 
 
 def _hypothesis_in(folder: Path) -> None:
