@@ -63,6 +63,21 @@ def shared_data_dir() -> Path:
     return resolve_data_dir()
 
 
+@pytest.fixture(scope="session")
+def actguide_quick_run(tmp_path_factory) -> tuple[Path, Path, list[str]]:
+    """One small dry run of the ACTGUIDE page's pipeline (``actguide_doc --quick``: every variant trained, evaluated
+    and the page written), made once per session: the regeneration test and the page builder's old-against-new
+    test read the same run folder instead of training every variant twice. Returns (run folder, page, the
+    arguments it ran with)."""
+    from benchmarks.harness.actguide_doc import main
+
+    root = tmp_path_factory.mktemp("actguide_quick")
+    out, doc = root / "runs", root / "docs" / "results_actguide.md"
+    argv = ["--quick", "--out", str(out), "--doc", str(doc)]
+    assert main(argv) == 0
+    return out, doc, argv
+
+
 def _gzip_copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     with open(src, "rb") as fin, gzip.open(dst, "wb") as fout:

@@ -188,10 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     plan = Plan(Path(args.out), seeds=args.seeds, ablation_seeds=args.ablation_seeds, eval_split=args.split)
     if args.quick:
-        plan.seeds = plan.ablation_seeds = 1
-        plan.setting.update(tasks_per_benchmark=4, budget=200, batch_tasks=4)
-        plan.base.update(tasks_per_benchmark=4, budget=200, batch_tasks=4, pretrain_tasks_per_benchmark=8)
-        plan.eval_tasks_per_benchmark, plan.eval_rollouts, plan.barrier_tasks_per_benchmark = 3, 8, 1
+        plan.make_quick()
     shown = sys.argv[1:] if argv is None else argv
     argv_text = " ".join(["python -m benchmarks.harness.actguide_doc", *map(shlex.quote, shown)])
     commands = train_all(plan)

@@ -70,6 +70,15 @@ class Plan:
     variants: tuple[str, ...] = MAIN + ABLATIONS + NOISE
     seconds: dict = field(default_factory=dict)
 
+    def make_quick(self) -> Plan:
+        """Shrink this plan to the small dry run of ``actguide_doc --quick`` (tiny budgets, a few tasks per benchmark,
+        one seed): the same pipeline and page in minutes. Returns the plan itself."""
+        self.seeds = self.ablation_seeds = 1
+        self.setting.update(tasks_per_benchmark=4, budget=200, batch_tasks=4)
+        self.base.update(tasks_per_benchmark=4, budget=200, batch_tasks=4, pretrain_tasks_per_benchmark=8)
+        self.eval_tasks_per_benchmark, self.eval_rollouts, self.barrier_tasks_per_benchmark = 3, 8, 1
+        return self
+
     def seeds_of(self, variant: str) -> range:
         return range(self.seeds if variant in MAIN else self.ablation_seeds)
 

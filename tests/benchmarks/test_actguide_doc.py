@@ -10,9 +10,8 @@ from benchmarks.harness.actguide_doc import main
 
 
 @pytest.mark.slow
-def test_quick_regeneration_writes_every_section_and_resumes(tmp_path):
-    out, doc = tmp_path / "runs", tmp_path / "docs" / "results_actguide.md"
-    assert main(["--quick", "--out", str(out), "--doc", str(doc)]) == 0
+def test_quick_regeneration_writes_every_section_and_resumes(actguide_quick_run):
+    out, doc, argv = actguide_quick_run  # made by ``main(["--quick", "--out", out, "--doc", doc])`` (tests/conftest.py)
     page = doc.read_text()
     for section in ("## Setting card", "## Acceptance", "## The barrier: out-region test tasks", "## Main result",
                     "## Ablations", "## Noisy guidance", "## Budget curve", "## Barrier diagnostics", "## Probes by fork"):
@@ -21,6 +20,6 @@ def test_quick_regeneration_writes_every_section_and_resumes(tmp_path):
     assert (doc.parent / "results" / "actguide_budget.png").is_file()
     trained = json.loads((out / "train_times.json").read_text())
     episodes = {p.name: p.stat().st_size for p in (out / "episodes").iterdir()}
-    assert main(["--quick", "--out", str(out), "--doc", str(doc)]) == 0
+    assert main(argv) == 0
     assert json.loads((out / "train_times.json").read_text()) == trained  # nothing trained again
     assert {p.name: p.stat().st_size for p in (out / "episodes").iterdir()} == episodes  # nothing played again
