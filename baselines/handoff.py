@@ -115,9 +115,15 @@ def _operating_point(agent: SteeringAgent, context: MethodContext) -> SteeringAg
 
 
 def _steerer_args(context: MethodContext) -> dict[str, Any]:
-    """The hand-off steerer's arguments: its feature set, and ``slow_pass`` when the method asks for it (only then:
-    the spec, and so checkpoints of earlier runs, stay as they were)."""
-    return {**FEATURES, **({"slow_pass": True} if context.option("slow_pass", 0, int) else {})}
+    """The hand-off steerer's arguments: its feature set, and ``slow_pass`` / ``pass_prior`` when the method asks for
+    them (only then: the spec, and so checkpoints of earlier runs, stay as they were)."""
+    args = {**FEATURES, **({"slow_pass": True} if context.option("slow_pass", 0, int) else {})}
+    prior = context.option("pass_prior", 0.0, float)
+    if prior:
+        if "slow_pass" not in args:
+            raise SteerEnvsError("pass_prior sets the slow path's initial probability of pass: add slow_pass=1")
+        args["pass_prior"] = prior
+    return args
 
 
 def _continuation_overrides(context: MethodContext) -> dict[str, Any]:

@@ -97,12 +97,21 @@ class EncoderSteerer(Steerer):
         features: str = "search",
         reader: str = "",
         slow_pass: bool = False,
+        pass_prior: float = 0.0,
     ) -> None:
         super().__init__(options)
         #: whether "pass" is one of the slow path's choices (the paper's pass ∪ A_int at every decision): an extra,
         #: last output of the option head. Off by default (the earlier architecture, whose slow path always
         #: intervenes once the gate opens); on, a steerer whose gate is open at every decision can still let one by
         self.slow_pass = bool(slow_pass)
+        #: the slow path's initial probability of "pass" (``slow_pass`` only; 0: the head's plain initialisation,
+        #: about 1 / (options + 1)). A steerer asked at every hand-off starts near "let it by" and learns where a
+        #: note pays, the way a prompted steerer that notes only what it sees wrong starts, instead of starting as a
+        #: random intervener that must first unlearn the notes that hurt
+        self.pass_prior = float(pass_prior)
+        if self.pass_prior and not (self.slow_pass and 0.0 < self.pass_prior < 1.0):
+            raise SteerEnvsError(f"pass_prior must be in (0, 1) and needs slow_pass=True, got pass_prior={pass_prior!r}, "
+                                 f"slow_pass={slow_pass!r}")
         self.hash_dim = hash_dim
         self.span_hash_dim = span_hash_dim
         self.embed_dim = embed_dim
@@ -140,6 +149,10 @@ class EncoderSteerer(Steerer):
                 self.fast_trunk = nn.Identity()
                 self.fast_head = nn.Linear(hidden, 1)
             self.option_head = nn.Linear(hidden, len(self.options) + (1 if self.slow_pass else 0))
+            if self.pass_prior:  # the pass logit's bias gives it pass_prior of the softmax over the initial biases
+                with torch.no_grad():
+                    others = torch.logsumexp(self.option_head.bias[:-1], dim=0)
+                    self.option_head.bias[-1] = float(np.log(self.pass_prior / (1.0 - self.pass_prior))) + others
             self.span_bag = nn.EmbeddingBag(span_hash_dim, hidden, mode="mean")
             nn.init.normal_(self.span_bag.weight, std=0.05)
             self.span_stats = nn.Linear(SPAN_STATS, hidden)
@@ -156,6 +169,7 @@ class EncoderSteerer(Steerer):
             **({"features": self.features} if self.features != "search" else {}),
             **({"reader": self.reader} if self.reader else {}),
             **({"slow_pass": True} if self.slow_pass else {}),
+            **({"pass_prior": self.pass_prior} if self.pass_prior else {}),
         }
 
     # -- encoding -------------------------------------------------------------------------------------------

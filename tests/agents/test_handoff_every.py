@@ -52,6 +52,37 @@ def test_the_slow_path_can_choose_pass_and_then_no_note_is_sent():
     assert rebuilt.sample_slow(obs, 1, torch.Generator().manual_seed(0))[0].is_pass
 
 
+def test_pass_prior_sets_the_slow_paths_initial_probability_of_pass():
+    env = gym.make(HANDOFF_ENV, split="dev", action_mode="discrete", max_turns=12)
+    observations = [env.reset(seed=seed)[0] for seed in range(6)]
+    options = options_from_catalogue(HANDOFF)
+
+    def pass_probability(steerer: EncoderSteerer) -> float:
+        with torch.no_grad():
+            return float(sum(steerer._distributions(obs)[1][-1].exp() for obs in observations) / len(observations))
+
+    plain = EncoderSteerer(options, hash_dim=DIM, features="handoff", slow_pass=True)
+    for prior in (0.5, 0.8, 0.95):
+        steerer = EncoderSteerer(options, hash_dim=DIM, features="handoff", slow_pass=True, pass_prior=prior)
+        assert pass_probability(steerer) == pytest.approx(prior, abs=0.05)
+        assert steerer.build_spec()["pass_prior"] == prior
+        rebuilt = EncoderSteerer(options, **steerer.build_spec())
+        rebuilt.load_state_dict(steerer.state_dict())
+        assert pass_probability(rebuilt) == pytest.approx(pass_probability(steerer))
+    assert pass_probability(plain) < 0.2 and "pass_prior" not in plain.build_spec()  # about 1 / len(HANDOFF)
+    # the prior changes only the pass bias: every other parameter is the plain initialisation of the same seed
+    primed = EncoderSteerer(options, hash_dim=DIM, features="handoff", slow_pass=True, pass_prior=0.8).state_dict()
+    for name, value in plain.state_dict().items():
+        if name == "option_head.bias":
+            assert torch.equal(value[:-1], primed[name][:-1]) and value[-1] != primed[name][-1]
+        else:
+            assert torch.equal(value, primed[name]), name
+    with pytest.raises(SteerEnvsError, match="needs slow_pass=True"):
+        EncoderSteerer(options, hash_dim=DIM, features="handoff", pass_prior=0.8)
+    with pytest.raises(SteerEnvsError, match=r"must be in \(0, 1\)"):
+        EncoderSteerer(options, hash_dim=DIM, features="handoff", slow_pass=True, pass_prior=1.0)
+
+
 class _Counting(ContinuationPolicy):
     """The real policy, counting the interventions its agents make (to see that continuations repeat them)."""
 
@@ -133,5 +164,7 @@ def test_every_handoff_with_a_slow_pass_sends_fewer_notes_on_the_same_seeds(tmp_
     assert all(r.interventions == r.decisions for r in forced)  # no pass in the default slow path
     notes = sum(r.interventions for r in passing)
     assert notes < sum(r.interventions for r in forced) and notes < sum(r.decisions for r in passing)
+    with pytest.raises(SteerEnvsError, match="add slow_pass=1"):
+        evaluate(folder, "handoff_zero_shot:every=1,pass_prior=0.8", progress=False)
     with pytest.raises(SteerEnvsError, match="continuation_gate applies to continuation=policy"):
         evaluate(folder, "handoff_rl:every=1,continuation_gate=open,m=1,k=1,G=1,N=1,bank_tasks=1", progress=False)
