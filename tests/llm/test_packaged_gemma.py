@@ -31,3 +31,26 @@ def test_gemma_generates_stops_and_scores_yes_no(gemma_backend):
     for row in probs:
         assert sum(math.exp(v) for v in row.values()) <= 1 + 1e-6
     assert probs[0]["yes"] > probs[0]["no"]
+
+
+def test_one_metadata_parse_shares_the_reader_of_a_file_inside_the_block_only(tmp_path):
+    import gguf
+    import numpy as np
+
+    from steer_envs.llm.packaged import _one_metadata_parse
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_string("general.name", "tiny")
+    writer.add_tensor("w", np.arange(6, dtype=np.float32).reshape(2, 3))
+    for step in (writer.write_header_to_file, writer.write_kv_data_to_file, writer.write_tensors_to_file, writer.close):
+        step()
+    original = gguf.GGUFReader
+    with _one_metadata_parse():
+        first, second = gguf.GGUFReader(path), gguf.GGUFReader(str(path))
+        assert first is second and isinstance(first, original)  # one parse, the real reader
+        assert [t.name for t in first.tensors] == ["w"] and first.tensors[0].data.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert gguf.GGUFReader is original and gguf.GGUFReader(path) is not first  # the library as it was
+    with pytest.raises(RuntimeError), _one_metadata_parse():
+        raise RuntimeError("a failed conversion")
+    assert gguf.GGUFReader is original  # restored on failure too
