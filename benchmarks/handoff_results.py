@@ -6,7 +6,8 @@
 2. Every method through the one harness (``benchmarks.harness.evaluate``), in one run folder, on the same tasks and
    seeds: no supervision; zero-shot steering at the coverage (τ chosen on dev); zero-shot forced at every hand-off;
    random at the same coverage; the best fixed rule (chosen on dev); RL steering at the coverage and at every
-   hand-off, each trained with every ``--train-seeds`` seed.
+   hand-off, each trained with every ``--train-seeds`` seed; and RL at every hand-off whose slow path may pass
+   (``EVERY_WITH_PASS``).
 3. The table: F1 (macro over benchmarks), the paired gain over no supervision with a 95% interval (the harness's
    bootstrap, :class:`~benchmarks.harness.stats.HierarchicalBootstrap`: tasks resampled within benchmarks, seeds
    averaged per task, training seeds resampled for RL rows), agent turns per task, coverage (interventions per agent
@@ -47,6 +48,11 @@ from .pages.handoff import PAGE as HANDOFF_PAGE
 from .pages.handoff import REPORT_FILE
 
 RESAMPLES = 2000
+#: the every-hand-off steerer with the paper's pass ∪ A_int at every decision (issue 21, step 4): the slow path may
+#: pass, its initial pass probability 0.9 (chosen on dev among 0.8 / 0.9 / 0.95, docs/results_handoff.md), trained on
+#: continuations in which it takes every later hand-off, at the budget the choice was made with
+EVERY_WITH_PASS = ("every=1,slow_pass=1,pass_prior=0.9,continuation=policy,continuation_gate=open,"
+                   "m=12,k=48,G=4,N=4,bank_tasks=200")
 
 
 def method_specs(coverage: float, train_seeds: Sequence[int]) -> dict[str, list[str]]:
@@ -60,6 +66,7 @@ def method_specs(coverage: float, train_seeds: Sequence[int]) -> dict[str, list[
         "best fixed rule (chosen on dev)": ["handoff_best_fixed_rule"],
         f"RL steering, {coverage:.0%} coverage": [f"handoff_rl:coverage={c},seed={s}" for s in train_seeds],
         "RL steering, every hand-off": [f"handoff_rl:every=1,seed={s}" for s in train_seeds],
+        "RL steering, every hand-off, slow path may pass": [f"handoff_rl:{EVERY_WITH_PASS},seed={s}" for s in train_seeds],
     }
 
 
