@@ -99,13 +99,14 @@ def mini_data_dir(tmp_path) -> Path:
 GREW_ENOUGH_TO_COLLECT = 64 * 2**20
 
 
-def _resident_bytes() -> int:
-    """This process's resident set size, read from ``/proc`` (microseconds; 0 where there is no ``/proc``)."""
+def _resident_bytes() -> int | None:
+    """This process's resident set size, read from ``/proc`` in microseconds (None where there is no ``/proc``:
+    then every test collects, as before)."""
     try:
         with open("/proc/self/statm") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        return 0
+        return None
 
 
 def _give_freed_memory_back(grown_since: int | None = None) -> None:
@@ -118,7 +119,8 @@ def _give_freed_memory_back(grown_since: int | None = None) -> None:
     import ctypes
     import gc
 
-    if grown_since is None or _resident_bytes() - grown_since >= GREW_ENOUGH_TO_COLLECT:
+    now = _resident_bytes()
+    if grown_since is None or now is None or now - grown_since >= GREW_ENOUGH_TO_COLLECT:
         gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
