@@ -2,7 +2,7 @@
 made once per session (``actguide_doc --quick``: every variant trained briefly, one training seed)."""
 from __future__ import annotations
 
-import shlex
+import json
 
 import pytest
 
@@ -12,16 +12,16 @@ from benchmarks.pages.tables import table_lines
 
 @pytest.mark.slow
 def test_actguide_page_builder_writes_the_old_generators_tables(tmp_path, actguide_quick_run):
-    from benchmarks.harness.actguide_doc import Plan, evaluate_all, train_all, write_page
+    from benchmarks.harness.actguide_doc import PAGE_FILE, Plan, evaluate_all, train_all, write_page
     from benchmarks.pages import get_page
 
     # the run folder of ``actguide_doc --quick`` (tests/conftest.py): every variant trained, every episode played;
     # train_all / evaluate_all read them back
-    out, _, argv = actguide_quick_run
+    out = actguide_quick_run[0]
     plan = Plan(out).make_quick()
     commands = train_all(plan)
     records = evaluate_all(plan)
-    command = " ".join(["python -m benchmarks.harness.actguide_doc", *map(shlex.quote, argv)])  # as the run's page
+    command = json.loads((out / PAGE_FILE).read_text(encoding="utf-8"))["command"]  # the one the run's page shows
     old = legacy.actguide_write_page(plan, commands, records, tmp_path / "legacy" / "results_actguide.md", command)
     new = write_page(plan, commands, records, tmp_path / "docs" / "results_actguide.md", command)
     old_text, new_text = old.read_text(encoding="utf-8"), new.read_text(encoding="utf-8")
