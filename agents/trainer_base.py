@@ -168,7 +168,8 @@ class RunFolder:
             if saved.get("fingerprint") != fingerprint:
                 renames = getattr(type(self.config), "renamed_options", {})  # a folder written before a rename
                 old = {renames.get(k, k): v for k, v in saved.get("config", {}).items()}
-                diff = sorted(k for k, v in self.config.to_dict().items() if old.get(k) != v)
+                defaults = {f.name: f.default for f in fields(self.config)}  # a field the folder predates reads as its default
+                diff = sorted(k for k, v in self.config.to_dict().items() if old.get(k, defaults.get(k)) != v)
                 raise SteerEnvsError(
                     f"run folder {str(self.path)!r} belongs to a different {self.what} (differs in: "
                     f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"

@@ -12,6 +12,11 @@ Usage (the run folders of ``python -m benchmarks.harness.actguide_doc`` or of th
 
     python -m benchmarks.actguide_regions --runs RUNS --regions RUNS/regions_test/regions.json \
         --setting RUNS/setting.json --doc docs/results_actguide_regions.md
+
+``--pool-runs POOL --pool-setting POOL/setting.json`` adds the comparison trained *where the barrier is* (issue 22,
+step 3): the same two methods from the same base, on the RL pool kept to the base's barrier and in-region tasks
+(``pool_regions`` of ``ActGuideConfig``, from ``steer-envs barrier --regions --split train`` on the pool's own
+tasks), evaluated on the same tasks and seeds, with where each training's rollout budget went.
 """
 from __future__ import annotations
 
@@ -94,8 +99,37 @@ def _fmt(iv: Interval | None) -> str:
     return "–" if iv is None else f"{iv.mean:+.1f} [{iv.low:+.1f}, {iv.high:+.1f}]"
 
 
+def region_table(base: Sequence[EpisodeRecord], zero_rl: Sequence[EpisodeRecord], actguide: Sequence[EpisodeRecord],
+                 groups: dict[str, set[str]]) -> list[str]:
+    """One row per region: success of the base and both methods, the paired gain, and unguided Pass@8 of each."""
+    lines = ["| Region | tasks | base success | zero RL | ACTGUIDE-RL | ACTGUIDE-RL − zero RL | base Pass@8 | "
+             "zero RL Pass@8 | ACTGUIDE-RL Pass@8 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in REGION_ORDER:
+        tasks = groups[name]
+        lines.append(f"| {REGION_LABEL[name]} | {len(tasks)} | {success(base, tasks):.1f} | {success(zero_rl, tasks):.1f} | "
+                     f"{success(actguide, tasks):.1f} | {_fmt(region_gain(actguide, zero_rl, tasks))} | "
+                     f"{pass_at_k(base, tasks):.1f} | {pass_at_k(zero_rl, tasks):.1f} | {pass_at_k(actguide, tasks):.1f} |")
+    return lines
+
+
+def budget_row(training: str, method: str, folders: Sequence[Path]) -> list[str]:
+    """Means over a method's run folders of its log: iterations, the shares of the rollout budget, rescue rate."""
+    rows = []
+    for folder in folders:
+        log = [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines() if line.strip()]
+        used = max(1, sum(r["rollouts"] for r in log))
+        probes = sum(r["probe_rollouts"] for r in log)
+        guided = sum(r["guided_groups"] for r in log) * int(json.loads((folder / "config.json").read_text())["config"]["group_size"])
+        rows.append((len(log), (used - probes - guided) / used, probes / used, guided / used,
+                     sum(r["rescued_groups"] for r in log) / max(1, sum(r["guided_groups"] for r in log))))
+    m = np.mean(rows, axis=0)
+    return [training, method, f"{m[0]:.0f}", f"{100 * m[1]:.0f}%", f"{100 * m[2]:.0f}%", f"{100 * m[3]:.0f}%",
+            f"{100 * m[4]:.0f}%" if m[3] else "–"]
+
+
 def page(regions: dict[str, str], records: dict[str, list[EpisodeRecord]], seeds: int, rollouts: int,
-         command: str, seconds: float, split: str = "test", setting: dict | None = None) -> str:
+         command: str, seconds: float, split: str = "test", setting: dict | None = None,
+         pooled: dict | None = None) -> str:
     setting = setting or {}
     corpus = corpus_card(setting.get("data_dir"))
     groups = {name: {t for t, g in regions.items() if g == name} for name in REGION_ORDER}
@@ -111,15 +145,25 @@ def page(regions: dict[str, str], records: dict[str, list[EpisodeRecord]], seeds
              f"Command (resumable): `{command}` ({seconds:.0f} s this run).", "",
              f"Setting card: split {split}, {len(regions)} tasks, code `{code_version()}`, corpus "
              f"`{corpus[0]}` ({corpus[1]}), training setting `{json.dumps(setting, sort_keys=True)}`.", "",
-             "| Region | tasks | base success | zero RL | ACTGUIDE-RL | ACTGUIDE-RL − zero RL | base Pass@8 | "
-             "zero RL Pass@8 | ACTGUIDE-RL Pass@8 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name in REGION_ORDER:
-        tasks = groups[name]
-        gain = region_gain(records["actguide"], records["zero_rl"], tasks)
-        lines.append(f"| {REGION_LABEL[name]} | {len(tasks)} | {success(records['base'], tasks):.1f} | "
-                     f"{success(records['zero_rl'], tasks):.1f} | {success(records['actguide'], tasks):.1f} | "
-                     f"{_fmt(gain)} | {pass_at_k(records['base'], tasks):.1f} | "
-                     f"{pass_at_k(records['zero_rl'], tasks):.1f} | {pass_at_k(records['actguide'], tasks):.1f} |")
+             *region_table(records["base"], records["zero_rl"], records["actguide"], groups)]
+    if pooled:
+        lines += ["", "## Trained where the barrier is", "",
+                  "The same comparison, both methods trained on the RL pool kept to its barrier and in-region tasks "
+                  "(`pool_regions`: the base's regions of the pool's own train tasks, `steer-envs barrier --regions "
+                  "--split train`), so no rollout goes to a task the base cannot reach even with a hint. Same base, "
+                  "budget, evaluation tasks and rollout seeds as above.", "",
+                  f"Training setting `{json.dumps(pooled['setting'], sort_keys=True)}`; pool: {pooled['pool']}.", "",
+                  *region_table(records["base"], pooled["zero_rl"], pooled["actguide"], groups), "",
+                  "Pooled against unfiltered training (paired, same evaluation episodes' seeds):", "",
+                  "| Region | zero RL: pool − all | ACTGUIDE-RL: pool − all |", "|---|---:|---:|"]
+        for name in REGION_ORDER:
+            lines.append(f"| {REGION_LABEL[name]} | {_fmt(region_gain(pooled['zero_rl'], records['zero_rl'], groups[name]))} | "
+                         f"{_fmt(region_gain(pooled['actguide'], records['actguide'], groups[name]))} |")
+        lines += ["", "Where the budget went (training logs, means over training seeds):", "",
+                  "| Training | method | iterations | unguided rollouts | probes | guided | rescued / guided groups |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for row in pooled["budget"]:
+            lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     per_bench: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     bench_of = {r.task_id: r.benchmark for r in records["base"]}
@@ -143,8 +187,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks-per-benchmark", type=int, default=40)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--pool-runs", default=None,
+                        help="a second folder with runs/zero_rl/seedN, runs/actguide/seedN trained from the same base "
+                             "on a region-filtered RL pool (pool_regions); adds the 'trained where the barrier is' section")
+    parser.add_argument("--pool-setting", default=None, help="with --pool-runs: the training setting of those runs")
     parser.add_argument("--doc", default=None, help="write the page here (default: print it)")
     args = parser.parse_args(argv)
+    if bool(args.pool_runs) != bool(args.pool_setting):
+        parser.error("--pool-runs and --pool-setting go together (the second folder's runs and their setting)")
     from agents.actguide.regions import read_regions
 
     start = time.perf_counter()
@@ -165,9 +215,31 @@ def main(argv: list[str] | None = None) -> int:
             if not (folder / "model.pt").is_file():
                 raise SteerEnvsError(f"{folder} has no trained model.pt; train it first (see the module docstring)")
             records[label] += evaluate_model(folder, label, env, task_ids, args.rollouts, s, log_dir)
+    pooled = None
+    if args.pool_runs:
+        pool_runs = Path(args.pool_runs)
+        pool_setting = json.loads(Path(args.pool_setting).read_text())
+        (pool_runs / "episodes_regions").mkdir(parents=True, exist_ok=True)
+        pooled = {"setting": pool_setting, "zero_rl": [], "actguide": []}
+        for s in range(args.seeds):
+            for label in ("zero_rl", "actguide"):
+                folder = pool_runs / "runs" / label / f"seed{s}"
+                if not (folder / "model.pt").is_file():
+                    raise SteerEnvsError(f"{folder} has no trained model.pt; train it first (see the module docstring)")
+                pooled[label] += evaluate_model(folder, label, env, task_ids, args.rollouts, s, pool_runs / "episodes_regions")
+        from agents.actguide.tasks import training_pool
+
+        train_env = make_env(ActGuideConfig(**pool_setting))
+        kept, full = training_pool(train_env, ActGuideConfig(**pool_setting)), training_pool(train_env, ActGuideConfig(**setting))
+        pooled["pool"] = f"{len(kept)} of the RL pool's {len(full)} train tasks"
+        seeds = range(args.seeds)
+        pooled["budget"] = [budget_row(training, label, [root / "runs" / label / f"seed{s}" for s in seeds])
+                            for training, root in (("all tasks", runs), ("barrier + in-region", pool_runs))
+                            for label in ("zero_rl", "actguide")]
     command = ("python -m benchmarks.actguide_regions " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None))
-    text = page(regions, records, args.seeds, args.rollouts, command, time.perf_counter() - start, args.split, setting)
+    text = page(regions, records, args.seeds, args.rollouts, command, time.perf_counter() - start, args.split, setting,
+                pooled)
     if args.doc:
         atomic_write_text(args.doc, text)
         print(f"written: {args.doc}")

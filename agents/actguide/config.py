@@ -28,6 +28,11 @@ LEARNERS = ("admissible", "causal_lm")
 RENAMED_FIELDS: dict[str, str] = {old: new for old, new in PLAN_OPTION_RENAMES.items() if old != "guidance_k"}
 #: field -> the name it is hashed under in a fingerprint (its name when run folders were first written)
 HASHED_NAMES: dict[str, str] = {new: old for old, new in RENAMED_FIELDS.items()}
+#: fields added after run folders existed: hashed only away from their defaults, so those folders resume
+POOL_FILTER_FIELDS = ("pool_regions", "pool_keep")
+#: the task regions of ``agents.actguide.regions`` (their home is here, where no torch is imported), any of which a
+#: pool filter may keep
+POOL_REGIONS = ("in_region", "barrier", "out_of_reach", "unknown")
 
 
 @renamed_options(RENAMED_FIELDS)
@@ -40,6 +45,10 @@ class ActGuideConfig:
     task_seed: int = 0
     pool: str = "rl"  # "rl" (the RL pool) | "pretrain" (train tasks outside the RL pool: the base policy's warm-up)
     pretrain_tasks_per_benchmark: int = 150
+    # the RL pool kept to the tasks of these regions of a ``regions.json`` (``steer-envs barrier --regions`` of the
+    # base policy on the pool's tasks): hard groups drawn where the barrier is, not from tasks out of reach
+    pool_regions: str | None = None
+    pool_keep: str = "barrier,in_region"  # comma-separated regions of ``pool_regions`` the pool keeps
     init_from: str | None = None  # a run folder whose learner is the initial policy (and π_ref); None = fresh
     max_turns: int = 6
     metric: str = "em"
@@ -92,6 +101,8 @@ class ActGuideConfig:
         checks = [
             (self.plan_mode in ("prompt", "prefix"), "plan_mode must be 'prompt' or 'prefix'"),
             (self.pool in ("rl", "pretrain"), "pool must be 'rl' or 'pretrain'"),
+            (bool(self.kept_regions) and set(self.kept_regions) <= set(POOL_REGIONS),
+             f"pool_keep must name regions among {', '.join(POOL_REGIONS)} (comma-separated; got {self.pool_keep!r})"),
             (0.0 <= self.plan_noise <= 1.0, "plan_noise must be in [0, 1]"),
             (self.fixed_k >= 0, "fixed_k must be >= 0 (0 = off)"),
             (self.ratio_shaping in ("clip", "luffy"), "ratio_shaping must be 'clip' or 'luffy'"),
@@ -115,6 +126,11 @@ class ActGuideConfig:
             raise unknown_name("learner", self.learner, LEARNERS)
 
     @property
+    def kept_regions(self) -> tuple[str, ...]:
+        """The regions of ``pool_regions`` whose tasks the RL pool keeps."""
+        return tuple(r.strip() for r in str(self.pool_keep).split(",") if r.strip())
+
+    @property
     def action_mode(self) -> str:
         return "text" if self.learner == "causal_lm" else "discrete"
 
@@ -136,7 +152,7 @@ class ActGuideConfig:
         """A hash of everything that shapes the run; the acceleration fields enter it only away from their
         defaults, and the renamed plan fields under their old names, so run folders of earlier versions keep their
         fingerprints and resume."""
-        return fingerprint_without_defaults(self, ACCELERATION_FIELDS, HASHED_NAMES)
+        return fingerprint_without_defaults(self, ACCELERATION_FIELDS + POOL_FILTER_FIELDS, HASHED_NAMES)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> "ActGuideConfig":

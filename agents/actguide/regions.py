@@ -33,10 +33,9 @@ from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.envs.guided import GuidedSearchEnv
 from steer_envs.errors import SteerEnvsError
 
+from .config import POOL_REGIONS as REGIONS
 from .rollout import reset_task, run_group
 from .search import probe_outcome
-
-REGIONS = ("in_region", "barrier", "out_of_reach", "unknown")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from steer_envs.envs.guided import GuidedSearchEnv
 from steer_envs.ids import GUIDED_SEARCH_ENV
 from steer_envs.protocol import make_env as make_any_env
 
+from steer_envs.errors import SteerEnvsError
+
 from .config import ActGuideConfig
 
 ENV_ID = GUIDED_SEARCH_ENV  # kept: the id's former home
@@ -39,7 +41,7 @@ def training_pool(env: GuidedSearchEnv, config: ActGuideConfig) -> list[str]:
     outside it: the base policy warms up on tasks the RL comparison never trains on."""
     rl = sample_tasks(env, config.tasks_per_benchmark, config.task_seed)
     if config.pool == "rl":
-        return rl
+        return keep_regions(rl, config) if config.pool_regions else rl
     taken = set(rl)
     by_bench: dict[str, list[str]] = defaultdict(list)
     for task in env.tasks:
@@ -53,3 +55,24 @@ def training_pool(env: GuidedSearchEnv, config: ActGuideConfig) -> list[str]:
             ids = sorted(np.random.default_rng([config.task_seed, 7, len(bench)]).choice(ids, size=n, replace=False).tolist())
         out.extend(ids)
     return out
+
+
+def keep_regions(task_ids: list[str], config: ActGuideConfig) -> list[str]:
+    """The tasks of ``task_ids`` whose region in ``config.pool_regions`` is one of ``config.kept_regions``.
+
+    Every task must have a region there: a regions file of other tasks (another split, seed or pool size) would
+    silently train on a different pool, so it is refused with the command that writes the right one."""
+    from .regions import read_regions
+
+    regions = read_regions(config.pool_regions)
+    missing = [t for t in task_ids if t not in regions]
+    if missing:
+        raise SteerEnvsError(
+            f"{config.pool_regions} has no region for {len(missing)} of the {len(task_ids)} RL-pool tasks (first: "
+            f"{missing[0]!r}); write it for this pool with `steer-envs barrier --regions --model BASE --split "
+            f"{config.split} --tasks-per-benchmark {config.tasks_per_benchmark} --seed {config.task_seed} --out DIR`")
+    kept = [t for t in task_ids if regions[t] in config.kept_regions]
+    if not kept:
+        raise SteerEnvsError(f"no RL-pool task is in the regions {', '.join(config.kept_regions)} of "
+                             f"{config.pool_regions}; keep more regions (pool_keep)")
+    return kept

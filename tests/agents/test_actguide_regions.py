@@ -65,3 +65,37 @@ def test_cli_writes_regions_per_model(tmp_path, capsys):
     assert len(payload["tasks"]) == 7 and "| all | 7 |" in printed  # one task of each of the seven benchmarks
     assert set(read_regions(out / "regions.json").values()) <= set(REGIONS)
     assert (out / "regions.md").read_text().startswith("Regions of initial")
+
+
+def test_rl_pool_keeps_the_tasks_of_the_chosen_regions_and_refuses_a_file_of_other_tasks(tmp_path):
+    from steer_envs.cli.main import main
+
+    from agents.actguide.tasks import training_pool
+
+    base = ActGuideConfig(benchmarks=["hotpotqa", "nq"], split="dev", tasks_per_benchmark=3, max_turns=4)
+    out = tmp_path / "pool_regions"
+    # the pool's own tasks: the split, pool size and task seed of the config
+    assert main(["barrier", "--regions", "--model", "initial", "--split", "dev", "--tasks-per-benchmark", "3",
+                 "--seed", str(base.task_seed), "--K-unguided", "4", "--K-guided", "2", "--max-k", "2",
+                 "--out", str(out)]) == 0
+    regions = read_regions(out / "regions.json")
+    env = make_env(base)
+    pool = training_pool(env, base)
+    assert set(pool) <= set(regions)
+    for keep in ("barrier,in_region", "out_of_reach", "in_region,barrier,out_of_reach"):
+        kept_regions = set(keep.split(","))
+        expected = [t for t in pool if regions[t] in kept_regions]
+        config = ActGuideConfig(**{**base.to_dict(), "pool_regions": str(out / "regions.json"), "pool_keep": keep})
+        if expected:
+            assert training_pool(env, config) == expected  # the pool's order, its other tasks left out
+        else:
+            with pytest.raises(SteerEnvsError, match="no RL-pool task is in the regions"):
+                training_pool(env, config)
+    # the filter off (the default) hashes as before it existed, so earlier run folders keep their fingerprints
+    assert ActGuideConfig().fingerprint() == ActGuideConfig(pool_keep="barrier,in_region").fingerprint()
+    assert ActGuideConfig(pool_regions="x.json").fingerprint() != ActGuideConfig().fingerprint()
+    with pytest.raises(SteerEnvsError, match="pool_keep must name regions"):
+        ActGuideConfig(pool_keep="barrier,hard")
+    other = ActGuideConfig(**{**base.to_dict(), "tasks_per_benchmark": 5, "pool_regions": str(out / "regions.json")})
+    with pytest.raises(SteerEnvsError, match=r"has no region for .* --tasks-per-benchmark 5 --seed 0"):
+        training_pool(env, other)

@@ -54,3 +54,25 @@ def test_page_from_tiny_runs_and_resume(tmp_path):
     assert {p.name: len(EpisodeLog(p).records) for p in (runs / "episodes_regions").glob("*.jsonl")} == logs
     with pytest.raises(SteerEnvsError, match="no trained model.pt"):
         main([*argv[:-2], "--seeds", "2"])
+
+    # the "trained where the barrier is" section: both methods again, on the RL pool kept to chosen regions of the
+    # base's regions on the pool's own train tasks (every region kept here: a tiny pool may have no barrier task)
+    assert cli(["barrier", "--regions", "--model", str(runs / "runs" / "base"), "--split", "train",
+                "--tasks-per-benchmark", "3", "--seed", "0", "--K-unguided", "4", "--K-guided", "2", "--max-k", "2",
+                "--out", str(runs / "regions_train")]) == 0
+    pool_setting = tmp_path / "pool_setting.json"
+    pool_setting.write_text(json.dumps({**SETTING, "pool_regions": str(runs / "regions_train" / "regions.json"),
+                                        "pool_keep": "in_region,barrier,out_of_reach"}))
+    pool_runs = tmp_path / "pool_runs"
+    for variant in ("zero_rl", "actguide"):
+        assert cli(["train", "actguide", "--config", str(pool_setting), "--variant", variant, "--init-from",
+                    str(runs / "runs" / "base"), "--out", str(pool_runs / "runs" / variant / "seed0"), "--no-progress"]) == 0
+    assert main([*argv, "--pool-runs", str(pool_runs), "--pool-setting", str(pool_setting)]) == 0
+    text = doc.read_text()
+    assert "## Trained where the barrier is" in text and "pool: 6 of the RL pool's 6 train tasks" in text
+    budget = [line for line in text.splitlines() if line.startswith(("| all tasks |", "| barrier + in-region |"))]
+    assert len(budget) == 4 and all(line.split("|")[4].strip().endswith("%") for line in budget)
+    assert {p.name: len(EpisodeLog(p).records) for p in (pool_runs / "episodes_regions").glob("*.jsonl")} == \
+        {"zero_rl.jsonl": 8, "actguide.jsonl": 8}
+    with pytest.raises(SystemExit):  # a second folder without its setting is a usage error
+        main([*argv, "--pool-runs", str(pool_runs)])
