@@ -82,6 +82,11 @@ def success(records: Sequence[EpisodeRecord], tasks: set[str]) -> float:
     return 100 * macro_mean(sub, sorted({r.benchmark for r in sub}), attr="em") if sub else float("nan")
 
 
+def episode_folder(split: str) -> str:
+    """Where a run folder keeps the episodes of one evaluation split (test's keeps its first name)."""
+    return "episodes_regions" if split == "test" else f"episodes_regions_{split}"
+
+
 def _relabel(records: Sequence[EpisodeRecord], method: str) -> list[EpisodeRecord]:
     return [replace(r, method=method) for r in records]
 
@@ -182,8 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regions", required=True, help="regions.json of the base policy on the evaluation split")
     parser.add_argument("--setting", required=True, help="the training setting (JSON) the runs were trained with")
     add_protocol_arguments(parser, include=("split",), defaults={"split": "test"},
-                           overrides={"split": {"choices": ("dev", "test"),
-                                                "help": "evaluation split: dev or test (default test)"}})
+                           overrides={"split": {"choices": ("train", "dev", "test"),
+                                                "help": "evaluation split (default test); train with "
+                                                        "--tasks-per-benchmark 150 is the RL pool itself: did the "
+                                                        "methods learn the tasks they trained on?"}})
     parser.add_argument("--tasks-per-benchmark", type=int, default=40)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=3)
@@ -201,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = Path(args.runs)
     regions = read_regions(args.regions)
     setting = json.loads(Path(args.setting).read_text())
-    log_dir = runs / "episodes_regions"
+    episodes = episode_folder(args.split)
+    log_dir = runs / episodes
     log_dir.mkdir(parents=True, exist_ok=True)
     from agents.actguide.config import ActGuideConfig
     from agents.actguide.tasks import make_env, sample_tasks
@@ -219,14 +227,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.pool_runs:
         pool_runs = Path(args.pool_runs)
         pool_setting = json.loads(Path(args.pool_setting).read_text())
-        (pool_runs / "episodes_regions").mkdir(parents=True, exist_ok=True)
+        (pool_runs / episodes).mkdir(parents=True, exist_ok=True)
         pooled = {"setting": pool_setting, "zero_rl": [], "actguide": []}
         for s in range(args.seeds):
             for label in ("zero_rl", "actguide"):
                 folder = pool_runs / "runs" / label / f"seed{s}"
                 if not (folder / "model.pt").is_file():
                     raise SteerEnvsError(f"{folder} has no trained model.pt; train it first (see the module docstring)")
-                pooled[label] += evaluate_model(folder, label, env, task_ids, args.rollouts, s, pool_runs / "episodes_regions")
+                pooled[label] += evaluate_model(folder, label, env, task_ids, args.rollouts, s, pool_runs / episodes)
         from agents.actguide.tasks import training_pool
 
         train_env = make_env(ActGuideConfig(**pool_setting))

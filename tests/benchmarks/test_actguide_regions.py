@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmarks.actguide_regions import main, pass_at_k, success
+from benchmarks.actguide_regions import episode_folder, main, pass_at_k, success
 from steer_envs.cli.main import main as cli
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 from steer_envs.errors import SteerEnvsError
@@ -22,6 +22,12 @@ def test_pass_at_k_is_per_task_and_training_seed():
     records = [_rec("a", 0, 0), _rec("a", 1, 1), _rec("a", 100, 0), _rec("b", 0, 0), _rec("c", 0, 1)]
     assert pass_at_k(records, {"a", "b"}) == pytest.approx(100 / 3)  # (a, seed 0) hit; (a, seed 1), (b, 0) missed
     assert success(records, {"a"}) == pytest.approx(100 / 3)
+
+
+def test_each_evaluation_split_keeps_its_own_episodes():
+    # the test split keeps the folder name run folders already have; train and dev episodes never mix with it
+    assert episode_folder("test") == "episodes_regions"
+    assert len({episode_folder(s) for s in ("train", "dev", "test")}) == 3
 
 
 @pytest.mark.slow
