@@ -54,10 +54,10 @@ def test_page_from_tiny_runs_and_resume(tmp_path):
     counts = [int(line.split("|")[2]) for line in text.splitlines() if line.startswith(("| barrier", "| in-region",
                                                                                         "| out of reach"))]
     assert sum(counts) == total
-    logs = {p.name: len(EpisodeLog(p).records) for p in (runs / "episodes_regions").glob("*.jsonl")}
+    logs = {p.name: len(EpisodeLog(p).records) for p in (runs / episode_folder("dev")).glob("*.jsonl")}
     assert logs == {"base.jsonl": 8, "zero_rl.jsonl": 8, "actguide.jsonl": 8}  # 4 tasks x 2 rollouts each
     assert main(argv) == 0  # a rerun reads the logs back
-    assert {p.name: len(EpisodeLog(p).records) for p in (runs / "episodes_regions").glob("*.jsonl")} == logs
+    assert {p.name: len(EpisodeLog(p).records) for p in (runs / episode_folder("dev")).glob("*.jsonl")} == logs
     with pytest.raises(SteerEnvsError, match="no trained model.pt"):
         main([*argv[:-2], "--seeds", "2"])
 
@@ -78,7 +78,7 @@ def test_page_from_tiny_runs_and_resume(tmp_path):
     assert "## Trained where the barrier is" in text and "pool: 6 of the RL pool's 6 train tasks" in text
     budget = [line for line in text.splitlines() if line.startswith(("| all tasks |", "| barrier + in-region |"))]
     assert len(budget) == 4 and all(line.split("|")[4].strip().endswith("%") for line in budget)
-    assert {p.name: len(EpisodeLog(p).records) for p in (pool_runs / "episodes_regions").glob("*.jsonl")} == \
+    assert {p.name: len(EpisodeLog(p).records) for p in (pool_runs / episode_folder("dev")).glob("*.jsonl")} == \
         {"zero_rl.jsonl": 8, "actguide.jsonl": 8}
     with pytest.raises(SystemExit):  # a second folder without its setting is a usage error
         main([*argv, "--pool-runs", str(pool_runs)])
