@@ -49,6 +49,8 @@ def evaluate_model(model_dir: Path, label: str, env, task_ids: Sequence[str], ro
     from agents.actguide.evaluate import evaluate
     from agents.actguide.trainer import load_learner
 
+    if not (model_dir / "model.pt").is_file():
+        raise SteerEnvsError(f"{model_dir} has no trained model.pt; train it first (see the module docstring)")
     log = EpisodeLog(log_dir / f"{label}.jsonl")
     expected = {(t, seed * 100 + r) for t in task_ids for r in range(rollouts)}
     have = {(r.task_id, r.seed) for r in log.records}
@@ -220,8 +222,6 @@ def main(argv: list[str] | None = None) -> int:
     for s in range(args.seeds):
         for label, folder in (("base", runs / "runs" / "base"), ("zero_rl", runs / "runs" / "zero_rl" / f"seed{s}"),
                               ("actguide", runs / "runs" / "actguide" / f"seed{s}")):
-            if not (folder / "model.pt").is_file():
-                raise SteerEnvsError(f"{folder} has no trained model.pt; train it first (see the module docstring)")
             records[label] += evaluate_model(folder, label, env, task_ids, args.rollouts, s, log_dir)
     pooled = None
     if args.pool_runs:
@@ -231,14 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         pooled = {"setting": pool_setting, "zero_rl": [], "actguide": []}
         for s in range(args.seeds):
             for label in ("zero_rl", "actguide"):
-                folder = pool_runs / "runs" / label / f"seed{s}"
-                if not (folder / "model.pt").is_file():
-                    raise SteerEnvsError(f"{folder} has no trained model.pt; train it first (see the module docstring)")
-                pooled[label] += evaluate_model(folder, label, env, task_ids, args.rollouts, s, pool_runs / episodes)
+                pooled[label] += evaluate_model(pool_runs / "runs" / label / f"seed{s}", label, env, task_ids,
+                                                args.rollouts, s, pool_runs / episodes)
         from agents.actguide.tasks import training_pool
 
-        train_env = make_env(ActGuideConfig(**pool_setting))
-        kept, full = training_pool(train_env, ActGuideConfig(**pool_setting)), training_pool(train_env, ActGuideConfig(**setting))
+        pool_config = ActGuideConfig(**pool_setting)
+        train_env = make_env(pool_config)
+        kept, full = training_pool(train_env, pool_config), training_pool(train_env, ActGuideConfig(**setting))
         pooled["pool"] = f"{len(kept)} of the RL pool's {len(full)} train tasks"
         seeds = range(args.seeds)
         pooled["budget"] = [budget_row(training, label, [root / "runs" / label / f"seed{s}" for s in seeds])

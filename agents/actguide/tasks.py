@@ -6,10 +6,9 @@ from collections import defaultdict
 import numpy as np
 
 from steer_envs.envs.guided import GuidedSearchEnv
+from steer_envs.errors import SteerEnvsError
 from steer_envs.ids import GUIDED_SEARCH_ENV
 from steer_envs.protocol import make_env as make_any_env
-
-from steer_envs.errors import SteerEnvsError
 
 from .config import ActGuideConfig
 
