@@ -30,6 +30,17 @@ def group_advantages(returns: Sequence[float], extra: Sequence[float] = (), eps:
     return (values - mean) / (std + eps)
 
 
+def baseline_advantages(returns: Sequence[float], baseline_returns: Sequence[float], eps: float = 1e-6) -> np.ndarray:
+    """Advantages of ``returns`` against another group's mean (``baseline_returns``: rollouts of the same state by
+    the policy being trained), scaled by the std over both groups; zeros when every reward is the same."""
+    values = np.asarray(returns, dtype=float)
+    baseline = np.asarray(baseline_returns, dtype=float)
+    std = np.append(values, baseline).std()
+    if std < eps or baseline.size == 0:
+        return np.zeros_like(values)
+    return (values - baseline.mean()) / (std + eps)
+
+
 def policy_gradient_loss(logprobs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
     """``−mean_j A_j · log π_θ(a_j | s)``: one on-policy step (its gradient equals the clipped one at ratio 1)."""
     if logprobs.numel() == 0:

@@ -4,7 +4,8 @@ Variants are configs, not code paths: zero RL is ``guidance=false``; "without th
 ``adaptive=false`` (hard groups get full guidance at once); "without the fallback guider" is ``fallback=false``
 (a failed search leaves the group unguided); "without mixed-policy optimisation" is ``mixed_policy=false`` (guided
 rollouts trained as if on-policy, on the guided prompt); fixed-k guidance is ``fixed_k >= 1``; SFT-then-RL sets
-``sft_epochs >= 1``; noisy guidance sets ``plan_noise``. :data:`VARIANTS` names them.
+``sft_epochs >= 1``; noisy guidance sets ``plan_noise``; ``guided_baseline="unguided"`` baselines a guided group by
+the unguided group it replaced (issue 22, step 2; not the public implementation's rule). :data:`VARIANTS` names them.
 
 The reference-plan keys are named as the env's options (``plan_mode``, ``plan_sources``, ``plan_noise``,
 ``plan_noise_seed``, ``plan_answers``; :mod:`steer_envs.reference_plans`). Their old ``guidance_*`` names still load
@@ -29,7 +30,9 @@ RENAMED_FIELDS: dict[str, str] = {old: new for old, new in PLAN_OPTION_RENAMES.i
 #: field -> the name it is hashed under in a fingerprint (its name when run folders were first written)
 HASHED_NAMES: dict[str, str] = {new: old for old, new in RENAMED_FIELDS.items()}
 #: fields added after run folders existed: hashed only away from their defaults, so those folders resume
-POOL_FILTER_FIELDS = ("pool_regions", "pool_keep")
+LATER_FIELDS = ("pool_regions", "pool_keep", "guided_baseline")
+#: how a guided group's advantages are baselined (see ``ActGuideConfig.guided_baseline``)
+GUIDED_BASELINES = ("group", "unguided")
 #: the task regions of ``agents.actguide.regions`` (their home is here, where no torch is imported), any of which a
 #: pool filter may keep
 POOL_REGIONS = ("in_region", "barrier", "out_of_reach", "unknown")
@@ -70,6 +73,11 @@ class ActGuideConfig:
     # | "clip" (PPO's clip of r_mix)
     ratio_shaping: str = "luffy"
     luffy_gamma: float = 0.1
+    # the baseline of a guided group's advantages: "group" (GRPO within the guided rollouts that replace the group:
+    # the public implementation) | "unguided" (the mean reward of the unguided group they replace, the value of the
+    # state under the policy being trained, scaled by the std over both groups: a guided failure then gets 0 instead
+    # of pushing π_u away from its own choices, and a group whose guided rollouts all succeed still teaches)
+    guided_baseline: str = "group"
     fixed_k: int = 0  # >= 1: hard groups get exactly this k (no search); 0 = off
     hard_threshold: float = 0.0  # a group is hard when all its unguided rewards are <= this
     probes_per_step: int = 2  # fresh probe rollouts per binary-search midpoint
@@ -107,6 +115,8 @@ class ActGuideConfig:
             (self.fixed_k >= 0, "fixed_k must be >= 0 (0 = off)"),
             (self.ratio_shaping in ("clip", "luffy"), "ratio_shaping must be 'clip' or 'luffy'"),
             (self.luffy_gamma > 0, "luffy_gamma must be > 0"),
+            (self.guided_baseline in GUIDED_BASELINES,
+             f"guided_baseline must be one of {', '.join(GUIDED_BASELINES)} (got {self.guided_baseline!r})"),
             (self.probes_per_step >= 1, "probes_per_step must be >= 1"),
             (self.max_probe_steps >= 1, "max_probe_steps must be >= 1"),
             (self.budget >= 1, "budget (rollouts) must be >= 1"),
@@ -152,7 +162,7 @@ class ActGuideConfig:
         """A hash of everything that shapes the run; the acceleration fields enter it only away from their
         defaults, and the renamed plan fields under their old names, so run folders of earlier versions keep their
         fingerprints and resume."""
-        return fingerprint_without_defaults(self, ACCELERATION_FIELDS + POOL_FILTER_FIELDS, HASHED_NAMES)
+        return fingerprint_without_defaults(self, ACCELERATION_FIELDS + LATER_FIELDS, HASHED_NAMES)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> "ActGuideConfig":
@@ -182,4 +192,5 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "noise_20": {"plan_noise": 0.2},
     "prefix": {"plan_mode": "prefix"},
     "clip_rmix": {"ratio_shaping": "clip"},
+    "unguided_baseline": {"guided_baseline": "unguided"},
 }

@@ -77,6 +77,9 @@ class Trajectory:
     #: set when a service (the retriever) failed after its retries: the trajectory has no outcome, and the trainer
     #: drops it from its group instead of reading its 0 as a reward (``steer_envs.failures``)
     failure: str | None = None
+    #: a guided rollout's record of the unguided group it replaced (their rewards: the state's value under the
+    #: unguided policy, the baseline of ``guided_baseline="unguided"``); empty for an unguided rollout
+    replaced: tuple[float, ...] = ()
 
     @property
     def success(self) -> bool:

@@ -7,12 +7,16 @@ Per iteration, for ``batch_tasks`` training tasks:
    adaptive guider binary-searches the minimal ``k`` (``lo = 0``, ``hi = L``, ``probes_per_step`` fresh probes per
    midpoint, at most ``max_probe_steps`` steps); when no probe succeeds the fallback guider gives full guidance.
 3. ``G`` guided rollouts with that ``k`` **replace** the group and act as the behaviour policy.
-4. GRPO advantages within each group; the loss per token is PPO's clipped surrogate, where for guided rollouts the
-   ratio is ``r_mix = π_θ(y | unguided prompt) / π_old(y | guided prompt)``: clipped like PPO's
+4. GRPO advantages within each group (``guided_baseline="unguided"``: a guided group's baseline is the mean reward
+   of the unguided group it replaced, scaled by the std over both); the loss per token is PPO's clipped surrogate,
+   where for guided rollouts the ratio is ``r_mix = π_θ(y | unguided prompt) / π_old(y | guided prompt)``: clipped like PPO's
    (``ratio_shaping="clip"``), or, the default chosen on dev, the public implementation's LUFFY option (ratio 1 and
    the advantage weighted by ``r_mix / (r_mix + γ)``); plus ``kl_coef · KL(π_θ ‖ π_ref)`` (k3 estimator) taken on the
    unguided prompt; token-mean over the batch; ``update_epochs`` optimiser steps. ``mixed_policy=False`` trains
    guided rollouts on the guided prompt instead, as if they were on-policy.
+
+The log's ``guided_push_up`` / ``guided_push_down`` split the weighted advantage on guided tokens by sign (per trained
+token): how hard an update pushes π_u toward the actions it took under guidance and away from them.
 
 Every rollout counts against ``budget`` (unguided, probes, guided), so variants compare at equal rollout budgets.
 
@@ -37,7 +41,7 @@ import torch
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.errors import SteerEnvsError
 
-from ..grpo import clipped_surrogate_terms, group_advantages, kl_k3, shaped_weight
+from ..grpo import baseline_advantages, clipped_surrogate_terms, group_advantages, kl_k3, shaped_weight
 from ..steering.checkpoint import atomic_torch_save, atomic_write_json
 from ..trainer_base import CONFIG_FILE, LOG_FILE, TrainerBase
 from .config import ActGuideConfig
@@ -257,7 +261,10 @@ class ActGuideTrainer(TrainerBase):
                     else:
                         reset_task(env, task_id, seed, k, c.plan_mode)
                         state = env.get_state()
+                    replaced = tuple(t.reward for t in finished)
                     group = run_group(env, learner, c.group_size, generator, start=state)
+                    for t in group:
+                        t.replaced = replaced
                     rollouts += len(group)
                     failed_trajectories += sum(t.failed for t in group)
                     rescued += any(t.success for t in group if not t.failed)
@@ -292,7 +299,8 @@ class ActGuideTrainer(TrainerBase):
         c = self.config
         batch = self._update_batch(learner, reference, groups)
         if batch is None:
-            return {"loss": 0.0, "loss_pg": 0.0, "loss_kl": 0.0, "tokens": 0, "r_mix": 0.0, "clip_frac": 0.0}
+            return {"loss": 0.0, "loss_pg": 0.0, "loss_kl": 0.0, "tokens": 0, "r_mix": 0.0, "clip_frac": 0.0,
+                    "guided_push_up": 0.0, "guided_push_down": 0.0}
         params = [p for p in learner.parameters() if p.requires_grad]
         first: dict[str, float] = {}
         for epoch in range(c.update_epochs):
@@ -307,12 +315,20 @@ class ActGuideTrainer(TrainerBase):
             optimizer.step()
         return first
 
+    def _advantages(self, group: list[Trajectory]) -> np.ndarray:
+        """GRPO advantages of one group; a guided group under ``guided_baseline="unguided"`` is baselined by the
+        unguided group it replaced."""
+        rewards = [t.reward for t in group]
+        if self.config.guided_baseline == "unguided" and group and group[0].replaced:
+            return baseline_advantages(rewards, group[0].replaced)
+        return group_advantages(rewards)
+
     def _update_batch(self, learner, reference, groups: list[list[Trajectory]]) -> UpdateBatch | None:
         """The iteration's steps as one token batch (advantages per group; π_ref's log-probs taken once)."""
         c = self.config
         views, actions, olds, advs, acted_guided = [], [], [], [], []
         for group in groups:
-            adv = group_advantages([t.reward for t in group])
+            adv = self._advantages(group)
             for traj, a in zip(group, adv):
                 for step in traj.steps:
                     use_unguided = c.mixed_policy and step.guided
@@ -352,6 +368,18 @@ class ActGuideTrainer(TrainerBase):
                 adv_used = torch.where(guided_tok, adv_tok * shaped_weight(new, old, c.luffy_gamma), adv_tok)
             return clipped_surrogate_terms(new[trained], old_used[trained], adv_used[trained], c.clip_eps)
 
+        def guided_push(new, old, adv_tok, guided_tok, trained) -> tuple[float, float]:
+            """Sums of the weighted advantage on guided trained tokens, positive and negative parts: how hard the
+            update pushes π_u toward guided actions and away from them (a diagnostic for the log)."""
+            g = guided_tok & trained
+            if not g.any():
+                return 0.0, 0.0
+            if c.ratio_shaping == "luffy" and c.mixed_policy:
+                weighted = adv_tok[g] * shaped_weight(new[g], old[g], c.luffy_gamma)
+            else:
+                weighted = adv_tok[g] * torch.exp(new[g] - old[g])
+            return float(weighted.clamp(min=0).sum()), float((-weighted).clamp(min=0).sum())
+
         def logprobs(a: int, b: int) -> torch.Tensor:
             new = torch.cat([t.reshape(-1) for t in learner.token_logprobs(batch.views[a:b], batch.actions[a:b])])
             return new.float() if c.mixed_precision != "no" else new
@@ -370,19 +398,23 @@ class ActGuideTrainer(TrainerBase):
                 with torch.no_grad():
                     ratio = torch.exp(new - old)
                     g = guided_tok & trained
+                    up, down = guided_push(new, old, adv_tok, guided_tok, trained)
+                    n = max(int(trained.sum()), 1)
                     first = {
                         "loss": float(loss.detach()), "loss_pg": float(loss_pg.detach()), "loss_kl": float(loss_kl.detach()),
                         "tokens": int(trained.sum()),
                         "r_mix": float(ratio[g].mean()) if g.any() else 0.0,
                         "clip_frac": float(((ratio[trained] - 1).abs() > c.clip_eps).float().mean()) if trained.any() else 0.0,
+                        "guided_push_up": up / n, "guided_push_down": down / n,
                     }
             if loss.requires_grad:
                 self.backward(loss)
             return first, bool(loss.requires_grad)
 
         n_tokens, n_trained = int(old.numel()), int(trained.sum())
-        # sums over this process's micro-batches: pg, kl, r_mix over guided trained tokens (sum, count), clipped
-        sums = np.zeros(5)
+        # sums over this process's micro-batches: pg, kl, r_mix over guided trained tokens (sum, count), clipped,
+        # the guided push toward and away from guided actions
+        sums = np.zeros(7)
         for chunk in self.micro_batches(len(batch.views)):
             a, b = batch.offsets[chunk.start], batch.offsets[chunk.stop]
             with self.autocast():
@@ -401,10 +433,13 @@ class ActGuideTrainer(TrainerBase):
                     ratio = torch.exp(new - old[a:b])
                     g = guided_tok[a:b] & tr
                     sums += [float(pg.detach()), float(kl.detach()), float(ratio[g].sum()), float(g.sum()),
-                             float(((ratio[tr] - 1).abs() > c.clip_eps).sum())]
+                             float(((ratio[tr] - 1).abs() > c.clip_eps).sum()),
+                             *guided_push(new, old[a:b], adv_tok[a:b], guided_tok[a:b], tr)]
         first = {}
         if epoch == 0:
-            pg_v, kl_v, r_sum, r_n, clipped = self.reduce_sum(sums.tolist())
+            pg_v, kl_v, r_sum, r_n, clipped, up, down = self.reduce_sum(sums.tolist())
+            n = max(n_trained, 1)
             first = {"loss": pg_v + c.kl_coef * kl_v, "loss_pg": pg_v, "loss_kl": kl_v, "tokens": n_trained,
-                     "r_mix": r_sum / r_n if r_n else 0.0, "clip_frac": clipped / n_trained if n_trained else 0.0}
+                     "r_mix": r_sum / r_n if r_n else 0.0, "clip_frac": clipped / n_trained if n_trained else 0.0,
+                     "guided_push_up": up / n, "guided_push_down": down / n}
         return first, any(p.requires_grad for p in learner.parameters())

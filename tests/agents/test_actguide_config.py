@@ -91,3 +91,11 @@ def test_an_old_name_override_of_the_env_options_is_renamed_not_refused():
         kwargs = config.env_kwargs(guidance_mode="prefix")
     assert kwargs["plan_mode"] == "prefix" and "guidance_mode" not in kwargs
     assert config.env_kwargs(plan_mode="prefix") == kwargs
+
+
+def test_the_guided_baseline_is_checked_and_hashed_only_away_from_its_default():
+    with pytest.raises(SteerEnvsError, match=r"guided_baseline must be one of group, unguided \(got 'mean'\)"):
+        ActGuideConfig(guided_baseline="mean")
+    config = ActGuideConfig(**_renamed(OLD_RUN_CONFIG))
+    assert config.guided_baseline == "group" and config.fingerprint() == OLD_RUN_FINGERPRINT  # old folders resume
+    assert config.variant("unguided_baseline").fingerprint() != OLD_RUN_FINGERPRINT

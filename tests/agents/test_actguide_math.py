@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agents.actguide.search import max_search_steps, minimal_k
-from agents.grpo import clipped_surrogate, group_advantages, kl_k3, mixed_ratio, policy_gradient_loss, shaped_weight
+from agents.grpo import baseline_advantages, clipped_surrogate, group_advantages, kl_k3, mixed_ratio, policy_gradient_loss, shaped_weight
 from agents.steering.objectives import grpo_advantages, grpo_clipped_loss, grpo_loss
 
 
@@ -94,6 +94,16 @@ def test_group_advantages_hand_computed_and_shared_with_steering():
     # the steering trainer's GRPO is this one with b_s in the group
     assert np.array_equal(grpo_advantages([0.5, 1.0, 0.0], 0.5), group_advantages([0.5, 1.0, 0.0], extra=[0.5]))
     assert grpo_loss is policy_gradient_loss and grpo_clipped_loss is clipped_surrogate
+
+
+def test_baseline_advantages_use_the_replaced_groups_mean_and_the_std_of_both_groups():
+    # guided rewards [1, 1, 0, 0] against an all-fail unguided group [0, 0, 0, 0]: mean 0, std of all 8 = sqrt(3/16)
+    adv = baseline_advantages([1.0, 1.0, 0.0, 0.0], [0.0] * 4)
+    assert adv.tolist() == pytest.approx([1 / math.sqrt(3 / 16)] * 2 + [0.0, 0.0], rel=1e-5)
+    # a guided group that all succeeds still teaches (within-group GRPO would give it zeros)
+    assert (baseline_advantages([1.0] * 4, [0.0] * 4) > 0).all() and not group_advantages([1.0] * 4).any()
+    assert not baseline_advantages([0.0] * 4, [0.0] * 4).any()  # nothing differs: nothing to learn
+    assert not baseline_advantages([1.0, 0.0], []).any()  # no baseline group: no advantage is made up
 
 
 def test_shaped_weight_of_guided_tokens_hand_computed():

@@ -15,6 +15,7 @@ import torch
 
 from agents.actguide.config import ActGuideConfig
 from agents.actguide.trainer import ActGuideTrainer
+from agents.grpo import baseline_advantages, group_advantages
 from agents.steering.config import SteeringConfig
 from agents.steering.trainer import SteeringTrainer
 from agents.trainer_base import RunFolder, TrainerBase
@@ -162,6 +163,28 @@ def actguide_update(tmp_path_factory):
     return captured["args"]
 
 
+def test_a_guided_group_is_baselined_by_the_unguided_group_it_replaced_only_when_asked(actguide_update, tmp_path):
+    learner, reference, groups = actguide_update
+    guided = [g for g in groups if g[0].guided]
+    assert guided and all(t.replaced for g in guided for t in g)  # every guided rollout records what it replaced
+    assert all(not t.replaced for g in groups if not g[0].guided for t in g)
+    by_group = ActGuideTrainer(ActGuideConfig(**ACTGUIDE), tmp_path / "a")
+    by_unguided = ActGuideTrainer(ActGuideConfig(**ACTGUIDE, guided_baseline="unguided"), tmp_path / "b")
+    for g in groups:
+        rewards = [t.reward for t in g]
+        assert by_group._advantages(g).tolist() == pytest.approx(group_advantages(rewards).tolist())
+        if g[0].guided:  # hard groups: the replaced rewards are all <= 0, so no guided rollout is pushed away
+            assert by_unguided._advantages(g).tolist() == pytest.approx(
+                baseline_advantages(rewards, g[0].replaced).tolist())
+            assert (by_unguided._advantages(g) >= 0).all()
+        else:
+            assert by_unguided._advantages(g).tolist() == pytest.approx(group_advantages(rewards).tolist())
+    # the update's log splits the guided push: the default can push π_u away from guided actions, the other cannot
+    stats = [t._gradients(learner, t._update_batch(learner, reference, groups), 0)[0] for t in (by_group, by_unguided)]
+    assert stats[1]["guided_push_down"] == 0.0 and stats[1]["guided_push_up"] > 0.0
+    assert stats[0]["guided_push_up"] + stats[0]["guided_push_down"] > 0.0
+
+
 @pytest.mark.parametrize("ratio_shaping", ["luffy", "clip"])
 def test_actguide_four_micro_batches_give_the_full_batch_gradient(actguide_update, tmp_path, ratio_shaping):
     learner, reference, groups = actguide_update
@@ -184,7 +207,7 @@ def test_actguide_four_micro_batches_give_the_full_batch_gradient(actguide_updat
         stats.append(s)
     assert max_diff(*grads) <= 1e-5
     assert stats[0]["tokens"] > 0 and stats[0]["loss_kl"] > 0 and stats[0]["r_mix"] > 0
-    for key in ("loss", "loss_pg", "loss_kl", "r_mix", "clip_frac"):
+    for key in ("loss", "loss_pg", "loss_kl", "r_mix", "clip_frac", "guided_push_up", "guided_push_down"):
         assert stats[1][key] == pytest.approx(stats[0][key], abs=1e-6)
     assert stats[1]["tokens"] == stats[0]["tokens"]
 

@@ -1,10 +1,17 @@
-"""benchmarks/actguide_regions.py: the by-region comparison from tiny real runs (train, regions, evaluate)."""
+"""benchmarks/actguide_regions.py and actguide_alignment.py: the by-region comparison and the reference-action
+alignment from tiny real runs (train, regions, evaluate)."""
 from __future__ import annotations
 
 import json
 
 import pytest
+import torch
 
+from agents.actguide.config import ActGuideConfig
+from agents.actguide.sft import demonstrations
+from agents.actguide.tasks import make_env
+from agents.actguide.trainer import load_learner
+from benchmarks.actguide_alignment import main as align_main
 from benchmarks.actguide_regions import episode_folder, main, pass_at_k, success
 from steer_envs.cli.main import main as cli
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
@@ -82,3 +89,28 @@ def test_page_from_tiny_runs_and_resume(tmp_path):
         {"zero_rl.jsonl": 8, "actguide.jsonl": 8}
     with pytest.raises(SystemExit):  # a second folder without its setting is a usage error
         main([*argv, "--pool-runs", str(pool_runs)])
+
+    # the reference-action alignment of the same runs on the pool's own tasks (benchmarks.actguide_alignment)
+    out = tmp_path / "align.json"
+    keep = "in_region,barrier,out_of_reach"
+    assert align_main(["--setting", str(setting), "--regions", str(runs / "regions_train" / "regions.json"),
+                       "--model", f"base={runs / 'runs' / 'base'}", "--model", f"again={runs / 'runs' / 'base'}",
+                       "--model", f"actguide={pool_runs / 'runs' / 'actguide' / 'seed0'}", "--keep", keep,
+                       "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert len(rows) == 9 and sum(r["steps"] for r in rows if r["model"] == "base") > 0
+    by = {(r["model"], r["region"]): r for r in rows}
+    for region in keep.split(","):
+        assert by["base", region] == {**by["again", region], "model": "base"}  # same weights, same scores
+    # against a direct computation: the base's mean probability of the reference actions of its largest region
+    region = max(keep.split(","), key=lambda r: by["base", r]["steps"])
+    ids = [t["task_id"] for t in json.loads((runs / "regions_train" / "regions.json").read_text())["tasks"]
+           if t["region"] == region]
+    learner = load_learner(runs / "runs" / "base")[0]
+    views, actions, _ = demonstrations(make_env(ActGuideConfig(**SETTING)), learner, ids, 0)
+    assert len(views) == by["base", region]["steps"] > 0
+    with torch.no_grad():
+        direct = float(torch.cat([t.reshape(-1) for t in learner.token_logprobs(views, actions)]).exp().mean())
+    assert by["base", region]["mean_p"] == pytest.approx(direct, rel=1e-5)
+    with pytest.raises(SystemExit):  # a model without NAME= is a usage error
+        align_main(["--setting", str(setting), "--regions", str(out), "--model", str(runs / "runs" / "base")])
