@@ -86,6 +86,11 @@ def configure_barrier(parser: argparse.ArgumentParser) -> None:
                         help="with --regions: unguided rollouts before a task counts as unreachable (default 32)")
     parser.add_argument("--K-guided", type=int, default=8,
                         help="with --regions: rollouts per hint size k = 1..--max-k (default 8)")
+    parser.add_argument("--regions-file", default=None,
+                        help="a regions.json of these tasks (`--regions` of the base): diagnose only the tasks of "
+                             "--region in it, e.g. the barrier group before and after training")
+    parser.add_argument("--region", default="barrier",
+                        help="with --regions-file: comma-separated regions to keep (default barrier)")
 
 
 def run_barrier(args: argparse.Namespace) -> int:
@@ -112,6 +117,8 @@ def run_barrier(args: argparse.Namespace) -> int:
             label = Path(spec).name
         env = make_env(config, split=args.split)
         ids = sample_tasks(env, args.tasks_per_benchmark, args.seed)
+        if args.regions_file:
+            ids = tasks_of_regions(ids, args.regions_file, args.region, args)
         if args.regions:
             _write_model_regions(args, learner, env, ids, label, out / label if len(args.model) > 1 else out)
             continue
@@ -125,6 +132,27 @@ def run_barrier(args: argparse.Namespace) -> int:
     print(table)
     print(f"\nwritten: {out / 'barrier.md'}, {out / 'barrier.json'}, {out / 'barrier.png'}")
     return 0
+
+
+def tasks_of_regions(ids: list[str], path: str, names: str, args: argparse.Namespace) -> list[str]:
+    """The tasks of ``ids`` whose region in ``path`` is one of ``names``; a file that lacks some of them was written
+    for other tasks, and is refused with the command that writes the right one."""
+    from .config import POOL_REGIONS
+    from .regions import read_regions
+
+    keep = {n.strip() for n in names.split(",") if n.strip()}
+    if not keep or not keep <= set(POOL_REGIONS):
+        raise SteerEnvsError(f"--region takes regions among {', '.join(POOL_REGIONS)} (comma-separated; got {names!r})")
+    regions = read_regions(path)
+    missing = [t for t in ids if t not in regions]
+    if missing:
+        raise SteerEnvsError(f"{path} has no region for {len(missing)} of these {len(ids)} tasks (first: {missing[0]!r}); "
+                             f"write it for them with `steer-envs barrier --regions --model BASE --split {args.split} "
+                             f"--tasks-per-benchmark {args.tasks_per_benchmark} --seed {args.seed} --out DIR`")
+    kept = [t for t in ids if regions[t] in keep]
+    if not kept:
+        raise SteerEnvsError(f"no task of {path} is in the regions {', '.join(sorted(keep))}")
+    return kept
 
 
 def _write_model_regions(args: argparse.Namespace, learner, env, ids: list[str], label: str, out: Path) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -99,3 +100,27 @@ def test_rl_pool_keeps_the_tasks_of_the_chosen_regions_and_refuses_a_file_of_oth
     other = ActGuideConfig(**{**base.to_dict(), "tasks_per_benchmark": 5, "pool_regions": str(out / "regions.json")})
     with pytest.raises(SteerEnvsError, match=r"has no region for .* --tasks-per-benchmark 5 --seed 0"):
         training_pool(env, other)
+
+
+def test_barrier_diagnostics_of_one_region_only(tmp_path, capsys):
+    """``barrier --regions-file R --region X``: the diagnostics of the group X of a regions file (the barrier
+    group before and after training), and clear refusals of a bad name or a file of other tasks."""
+    from steer_envs.cli.main import main
+
+    regions_dir = tmp_path / "regions"
+    common = ["--model", "initial", "--split", "dev", "--tasks-per-benchmark", "1", "--seed", "0"]
+    assert main(["barrier", "--regions", *common, "--K-unguided", "3", "--K-guided", "2", "--max-k", "1",
+                 "--out", str(regions_dir)]) == 0
+    regions = read_regions(regions_dir / "regions.json")
+    counts = {r: sum(v == r for v in regions.values()) for r in set(regions.values())}
+    region = max(counts, key=counts.get)
+    out = tmp_path / "diag"
+    assert main(["barrier", *common, "--K", "2", "--max-k", "1", "--horizon", "2", "--regions-file",
+                 str(regions_dir / "regions.json"), "--region", region, "--out", str(out)]) == 0
+    assert json.loads((out / "barrier.json").read_text())[0]["tasks"] == counts[region] < len(regions)
+    assert main(["barrier", *common, "--regions-file", str(regions_dir / "regions.json"), "--region", "hard",
+                 "--out", str(out)]) != 0
+    assert "--region takes regions among in_region, barrier" in capsys.readouterr().err
+    assert main(["barrier", *common[:-4], "--tasks-per-benchmark", "2", "--seed", "0", "--regions-file",
+                 str(regions_dir / "regions.json"), "--out", str(out)]) != 0
+    assert re.search(r"has no region for .* --tasks-per-benchmark 2 --seed 0", capsys.readouterr().err)
