@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from steer_envs.atomic import atomic_write_text
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.errors import SteerEnvsError
 
 from benchmarks.actguide_regions import REGION_LABEL
@@ -100,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="regions.json of the base on the same split (`steer-envs barrier --regions`)")
     parser.add_argument("--model", type=_model, action="append", required=True, help="NAME=RUN_FOLDER (repeatable)")
     parser.add_argument("--keep", default="barrier,in_region", help="comma-separated regions to score")
-    parser.add_argument("--split", default="train", choices=("train", "dev", "test"))
+    add_protocol_arguments(parser, include=("split",), defaults={"split": "train"},
+                           overrides={"split": {"choices": ("train", "dev", "test"),
+                                                "help": "the split of the tasks and of --regions (default train: the "
+                                                        "RL pool's own tasks)"}})
     parser.add_argument("--out", default=None, help="also write the rows here (JSON)")
     args = parser.parse_args(argv)
     from agents.actguide.regions import read_regions
