@@ -33,14 +33,15 @@ from benchmarks.actguide_regions import REGION_LABEL
 
 @dataclass(frozen=True)
 class Alignment:
-    """How one model's unguided policy scores the reference steps of one region."""
+    """How one model's unguided policy scores the reference steps of one region (``None``: the region has no
+    reference step to score)."""
 
     model: str
     region: str
     steps: int
-    mean_p: float
-    p_over_uniform: float
-    top1: float
+    mean_p: float | None
+    p_over_uniform: float | None
+    top1: float | None
 
 
 def score_steps(learner, views: Sequence, actions: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -72,7 +73,7 @@ def alignment(models: dict[str, str], setting: dict, regions: dict[str, str], ke
         views, actions, _ = demonstrations(env, next(iter(learners.values())), ids, seed)
         for name, learner in learners.items():
             if not views:
-                out.append(Alignment(name, region, 0, float("nan"), float("nan"), float("nan")))
+                out.append(Alignment(name, region, 0, None, None, None))
                 continue
             p, sizes, top = score_steps(learner, views, actions)
             out.append(Alignment(name, region, len(views), float(p.mean()), float((p * sizes).mean()), float(top.mean())))
@@ -82,8 +83,9 @@ def alignment(models: dict[str, str], setting: dict, regions: dict[str, str], ke
 def table(rows: Sequence[Alignment]) -> str:
     lines = ["| Region | model | reference steps | mean π_u(reference) | × candidates (1 = uniform) | reference is π_u's top |",
              "|---|---|---:|---:|---:|---:|"]
-    lines += [f"| {REGION_LABEL.get(r.region, r.region)} | {r.model} | {r.steps} | {r.mean_p:.3f} | {r.p_over_uniform:.2f} | "
-              f"{100 * r.top1:.1f}% |" for r in rows]
+    for r in rows:
+        cells = (f"{r.mean_p:.3f} | {r.p_over_uniform:.2f} | {100 * r.top1:.1f}%" if r.steps else "– | – | –")
+        lines.append(f"| {REGION_LABEL.get(r.region, r.region)} | {r.model} | {r.steps} | {cells} |")
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@ from agents.actguide.config import ActGuideConfig
 from agents.actguide.sft import demonstrations
 from agents.actguide.tasks import make_env
 from agents.actguide.trainer import load_learner
+from benchmarks.actguide_alignment import Alignment, table
 from benchmarks.actguide_alignment import main as align_main
 from benchmarks.actguide_regions import episode_folder, main, pass_at_k, success
 from steer_envs.cli.main import main as cli
@@ -29,6 +30,12 @@ def test_pass_at_k_is_per_task_and_training_seed():
     records = [_rec("a", 0, 0), _rec("a", 1, 1), _rec("a", 100, 0), _rec("b", 0, 0), _rec("c", 0, 1)]
     assert pass_at_k(records, {"a", "b"}) == pytest.approx(100 / 3)  # (a, seed 0) hit; (a, seed 1), (b, 0) missed
     assert success(records, {"a"}) == pytest.approx(100 / 3)
+
+
+def test_an_alignment_row_without_reference_steps_says_so():
+    rows = [Alignment("base", "barrier", 0, None, None, None), Alignment("base", "in_region", 4, 0.25, 2.0, 0.5)]
+    text = table(rows)
+    assert "| barrier | base | 0 | – | – | – |" in text and "| in-region | base | 4 | 0.250 | 2.00 | 50.0% |" in text
 
 
 def test_each_evaluation_split_keeps_its_own_episodes():
