@@ -109,9 +109,10 @@ def main(argv: list[str] | None = None) -> int:
                                                         "RL pool's own tasks)"}})
     parser.add_argument("--out", default=None, help="also write the rows here (JSON)")
     args = parser.parse_args(argv)
+    from agents.actguide.config import region_names
     from agents.actguide.regions import read_regions
 
-    keep = [r.strip() for r in args.keep.split(",") if r.strip()]
+    keep = region_names(args.keep)
     unknown = sorted(set(keep) - set(REGION_LABEL))
     if unknown:
         parser.error(f"--keep names unknown regions {unknown}; choose among {sorted(REGION_LABEL)}")

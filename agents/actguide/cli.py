@@ -118,7 +118,7 @@ def run_barrier(args: argparse.Namespace) -> int:
         env = make_env(config, split=args.split)
         ids = sample_tasks(env, args.tasks_per_benchmark, args.seed)
         if args.regions_file:
-            ids = tasks_of_regions(ids, args.regions_file, args.region, args)
+            ids = tasks_of_regions(ids, args)
         if args.regions:
             _write_model_regions(args, learner, env, ids, label, out / label if len(args.model) > 1 else out)
             continue
@@ -134,25 +134,18 @@ def run_barrier(args: argparse.Namespace) -> int:
     return 0
 
 
-def tasks_of_regions(ids: list[str], path: str, names: str, args: argparse.Namespace) -> list[str]:
-    """The tasks of ``ids`` whose region in ``path`` is one of ``names``; a file that lacks some of them was written
-    for other tasks, and is refused with the command that writes the right one."""
-    from .config import POOL_REGIONS
-    from .regions import read_regions
+def tasks_of_regions(ids: list[str], args: argparse.Namespace) -> list[str]:
+    """The tasks of ``ids`` in the regions ``--region`` of ``--regions-file`` (:func:`tasks.tasks_in_regions`)."""
+    from .config import POOL_REGIONS, region_names
+    from .tasks import tasks_in_regions
 
-    keep = {n.strip() for n in names.split(",") if n.strip()}
-    if not keep or not keep <= set(POOL_REGIONS):
-        raise SteerEnvsError(f"--region takes regions among {', '.join(POOL_REGIONS)} (comma-separated; got {names!r})")
-    regions = read_regions(path)
-    missing = [t for t in ids if t not in regions]
-    if missing:
-        raise SteerEnvsError(f"{path} has no region for {len(missing)} of these {len(ids)} tasks (first: {missing[0]!r}); "
-                             f"write it for them with `steer-envs barrier --regions --model BASE --split {args.split} "
-                             f"--tasks-per-benchmark {args.tasks_per_benchmark} --seed {args.seed} --out DIR`")
-    kept = [t for t in ids if regions[t] in keep]
-    if not kept:
-        raise SteerEnvsError(f"no task of {path} is in the regions {', '.join(sorted(keep))}")
-    return kept
+    keep = region_names(args.region)
+    if not keep or not set(keep) <= set(POOL_REGIONS):
+        raise SteerEnvsError(f"--region takes regions among {', '.join(POOL_REGIONS)} (comma-separated; got "
+                             f"{args.region!r})")
+    return tasks_in_regions(ids, args.regions_file, keep, "sampled",
+                            f"--split {args.split} --tasks-per-benchmark {args.tasks_per_benchmark} --seed {args.seed}",
+                            "keep more regions (--region)")
 
 
 def _write_model_regions(args: argparse.Namespace, learner, env, ids: list[str], label: str, out: Path) -> None:

@@ -38,6 +38,11 @@ GUIDED_BASELINES = ("group", "unguided")
 POOL_REGIONS = ("in_region", "barrier", "out_of_reach", "unknown")
 
 
+def region_names(text: str) -> tuple[str, ...]:
+    """The region names of a comma-separated list (``pool_keep``, ``barrier --region``, ``--keep``)."""
+    return tuple(r.strip() for r in str(text).split(",") if r.strip())
+
+
 @renamed_options(RENAMED_FIELDS)
 @dataclass
 class ActGuideConfig:
@@ -138,7 +143,7 @@ class ActGuideConfig:
     @property
     def kept_regions(self) -> tuple[str, ...]:
         """The regions of ``pool_regions`` whose tasks the RL pool keeps."""
-        return tuple(r.strip() for r in str(self.pool_keep).split(",") if r.strip())
+        return region_names(self.pool_keep)
 
     @property
     def action_mode(self) -> str:

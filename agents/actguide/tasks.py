@@ -61,17 +61,28 @@ def keep_regions(task_ids: list[str], config: ActGuideConfig) -> list[str]:
 
     Every task must have a region there: a regions file of other tasks (another split, seed or pool size) would
     silently train on a different pool, so it is refused with the command that writes the right one."""
+    return tasks_in_regions(task_ids, config.pool_regions, config.kept_regions, "RL-pool",
+                            f"--split {config.split} --tasks-per-benchmark {config.tasks_per_benchmark} "
+                            f"--seed {config.task_seed}", "keep more regions (pool_keep)")
+
+
+def tasks_in_regions(task_ids: list[str], path: str, keep: tuple[str, ...], whose: str, sampled_by: str,
+                     when_empty: str) -> list[str]:
+    """The tasks of ``task_ids`` (in their order) whose region in the regions file ``path`` is one of ``keep``.
+
+    A file that lacks some of the tasks was written for other tasks; it is refused with the ``barrier --regions``
+    command that writes the right one (``sampled_by``: the ``--split``, ``--tasks-per-benchmark`` and ``--seed`` the
+    tasks were sampled with). ``whose`` names the tasks in the errors, ``when_empty`` says what to do when none is
+    kept."""
     from .regions import read_regions
 
-    regions = read_regions(config.pool_regions)
+    regions = read_regions(path)
     missing = [t for t in task_ids if t not in regions]
     if missing:
         raise SteerEnvsError(
-            f"{config.pool_regions} has no region for {len(missing)} of the {len(task_ids)} RL-pool tasks (first: "
-            f"{missing[0]!r}); write it for this pool with `steer-envs barrier --regions --model BASE --split "
-            f"{config.split} --tasks-per-benchmark {config.tasks_per_benchmark} --seed {config.task_seed} --out DIR`")
-    kept = [t for t in task_ids if regions[t] in config.kept_regions]
+            f"{path} has no region for {len(missing)} of the {len(task_ids)} {whose} tasks (first: {missing[0]!r}); "
+            f"write it for them with `steer-envs barrier --regions --model BASE {sampled_by} --out DIR`")
+    kept = [t for t in task_ids if regions[t] in keep]
     if not kept:
-        raise SteerEnvsError(f"no RL-pool task is in the regions {', '.join(config.kept_regions)} of "
-                             f"{config.pool_regions}; keep more regions (pool_keep)")
+        raise SteerEnvsError(f"no {whose} task is in the regions {', '.join(keep)} of {path}; {when_empty}")
     return kept
