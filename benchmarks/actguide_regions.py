@@ -102,7 +102,7 @@ def region_gain(method: Sequence[EpisodeRecord], reference: Sequence[EpisodeReco
     return paired_gain(_relabel(m, "method"), _relabel(ref, "reference"), present, attr="em")[1]
 
 
-def _fmt(iv: Interval | None) -> str:
+def fmt_gain(iv: Interval | None) -> str:
     return "–" if iv is None else f"{iv.mean:+.1f} [{iv.low:+.1f}, {iv.high:+.1f}]"
 
 
@@ -114,7 +114,7 @@ def region_table(base: Sequence[EpisodeRecord], zero_rl: Sequence[EpisodeRecord]
     for name in REGION_ORDER:
         tasks = groups[name]
         lines.append(f"| {REGION_LABEL[name]} | {len(tasks)} | {success(base, tasks):.1f} | {success(zero_rl, tasks):.1f} | "
-                     f"{success(actguide, tasks):.1f} | {_fmt(region_gain(actguide, zero_rl, tasks))} | "
+                     f"{success(actguide, tasks):.1f} | {fmt_gain(region_gain(actguide, zero_rl, tasks))} | "
                      f"{pass_at_k(base, tasks):.1f} | {pass_at_k(zero_rl, tasks):.1f} | {pass_at_k(actguide, tasks):.1f} |")
     return lines
 
@@ -164,8 +164,8 @@ def page(regions: dict[str, str], records: dict[str, list[EpisodeRecord]], seeds
                   "Pooled against unfiltered training (paired, same evaluation episodes' seeds):", "",
                   "| Region | zero RL: pool − all | ACTGUIDE-RL: pool − all |", "|---|---:|---:|"]
         for name in REGION_ORDER:
-            lines.append(f"| {REGION_LABEL[name]} | {_fmt(region_gain(pooled['zero_rl'], records['zero_rl'], groups[name]))} | "
-                         f"{_fmt(region_gain(pooled['actguide'], records['actguide'], groups[name]))} |")
+            lines.append(f"| {REGION_LABEL[name]} | {fmt_gain(region_gain(pooled['zero_rl'], records['zero_rl'], groups[name]))} | "
+                         f"{fmt_gain(region_gain(pooled['actguide'], records['actguide'], groups[name]))} |")
         lines += ["", "Where the budget went (training logs, means over training seeds):", "",
                   "| Training | method | iterations | unguided rollouts | probes | guided | rescued / guided groups |",
                   "|---|---|---:|---:|---:|---:|---:|"]

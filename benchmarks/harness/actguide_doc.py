@@ -50,11 +50,11 @@ SETTING_SLOTS = "{max_queries} query + {max_answers} answer slots".format(**code
 DEV_NOTES = template("actguide_dev_notes", lambda0=f"{codefacts.admissible_policy()['lambda0']:g}")
 
 
-def _command(argv: Sequence[str]) -> str:
+def cli_command(argv: Sequence[str]) -> str:
     return "steer-envs " + " ".join(shlex.quote(str(a)) for a in argv)
 
 
-def _finished(run: Path) -> bool:
+def run_finished(run: Path) -> bool:
     progress = run / "checkpoint.json"
     config = run / "config.json"
     if not progress.is_file() or not config.is_file():
@@ -62,40 +62,40 @@ def _finished(run: Path) -> bool:
     return json.loads(progress.read_text())["budget_used"] >= json.loads(config.read_text())["config"]["budget"]
 
 
-def _train(argv: list[str], run: Path, timings: dict) -> str:
+def train_once(argv: list[str], run: Path, timings: dict) -> str:
     """Run one training command unless its run is finished; resume an interrupted one."""
-    command = _command(argv)
-    if not _finished(run):
+    command = cli_command(argv)
+    if not run_finished(run):
         full = argv + (["--resume"] if (run / "checkpoint.json").is_file() else [])
-        print(f"$ {_command(full)}", flush=True)
+        print(f"$ {cli_command(full)}", flush=True)
         start = time.perf_counter()
         if cli_main(full) != 0:
-            raise SystemExit(f"training failed: {_command(full)}")
+            raise SystemExit(f"training failed: {cli_command(full)}")
         timings[command] = timings.get(command, 0.0) + time.perf_counter() - start
     return command
 
 
-def _write_json(path: Path, data) -> None:
+def write_json(path: Path, data) -> None:
     atomic_write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 def train_all(plan: Plan) -> dict[str, str]:
     plan.out.mkdir(parents=True, exist_ok=True)
     setting_file, base_file = plan.out / "setting.json", plan.out / "base.json"
-    _write_json(setting_file, plan.setting)
-    _write_json(base_file, plan.base)
+    write_json(setting_file, plan.setting)
+    write_json(base_file, plan.base)
     timings_path = plan.out / "train_times.json"
     timings = json.loads(timings_path.read_text()) if timings_path.is_file() else {}
-    commands = {"base": _train(["train", "actguide", "--config", str(base_file), "--variant", "zero_rl", "--seed", "0",
+    commands = {"base": train_once(["train", "actguide", "--config", str(base_file), "--variant", "zero_rl", "--seed", "0",
                                 "--out", str(plan.base_dir), "--no-progress"], plan.base_dir, timings)}
-    _write_json(timings_path, timings)
+    write_json(timings_path, timings)
     for variant in plan.variants:
         for seed in plan.seeds_of(variant):
             run = plan.run_dir(variant, seed)
-            commands[f"{variant}/{seed}"] = _train(
+            commands[f"{variant}/{seed}"] = train_once(
                 ["train", "actguide", "--config", str(setting_file), "--variant", variant, "--seed", str(seed),
                  "--init-from", str(plan.base_dir), "--out", str(run), "--no-progress"], run, timings)
-            _write_json(timings_path, timings)
+            write_json(timings_path, timings)
     plan.seconds["train"] = sum(timings.values())
     return commands
 
@@ -161,7 +161,7 @@ def _barrier(plan: Plan):
     for label, folder in (("initial (base)", plan.base_dir), ("ACTGUIDE-RL (seed 0)", plan.run_dir("actguide", 0))):
         learner, _ = load_learner(folder)
         reports.append(diagnose(learner, env, ids, label, K=8, max_k=4, horizon=4, seed=0))
-    _write_json(plan.out / "barrier.json", [r.to_dict() for r in reports])
+    write_json(plan.out / "barrier.json", [r.to_dict() for r in reports])
     plan.seconds["barrier"] = _add_time(plan, "barrier", time.perf_counter() - start)
     return reports
 
@@ -171,7 +171,7 @@ def write_page(plan: Plan, commands: dict[str, str], records: dict[str, list[Epi
     """Record the plan and commands in ``OUT/page.json`` and build the page from the run folder (``records`` is
     not needed: the page reads the episode logs back)."""
     _barrier(plan)  # the page reads barrier.json: make sure it is there
-    _write_json(plan.out / PAGE_FILE, {"command": argv_text, "plan": plan.to_json(), "commands": commands})
+    write_json(plan.out / PAGE_FILE, {"command": argv_text, "plan": plan.to_json(), "commands": commands})
     return PAGE.build(plan.out, doc)
 
 

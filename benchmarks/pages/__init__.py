@@ -17,12 +17,15 @@ from steer_envs.errors import SteerEnvsError
 
 from .builder import Page, PageContext, Section, template
 
-#: page name -> the module that declares it (imported on use: the pages import torch-heavy code)
+#: page name -> the module that declares it as ``PAGE`` (or ``module:NAME``; imported on use: the pages import
+#: torch-heavy code)
 PAGE_MODULES = {
     "results": "benchmarks.pages.results",
     "results_actguide": "benchmarks.pages.actguide",
     "results_handoff": "benchmarks.pages.handoff",
     "results_testbed": "benchmarks.pages.testbed",
+    "results_actguide_regions": "benchmarks.pages.actguide_regions",
+    "results_actguide_regions_train": "benchmarks.pages.actguide_regions:TRAIN_PAGE",
 }
 
 
@@ -34,7 +37,8 @@ def get_page(name: str) -> Page:
     """The page declared under ``name`` (``results``, ``results_actguide``, ...)."""
     if name not in PAGE_MODULES:
         raise SteerEnvsError(f"unknown results page {name!r}; known: {', '.join(PAGE_MODULES)}")
-    return importlib.import_module(PAGE_MODULES[name]).PAGE
+    module, _, attribute = PAGE_MODULES[name].partition(":")  # "module" declares PAGE; "module:NAME" another page
+    return getattr(importlib.import_module(module), attribute or "PAGE")
 
 
 __all__ = ["PAGE_MODULES", "Page", "PageContext", "Section", "get_page", "page_names", "template"]

@@ -1,0 +1,385 @@
+"""Regenerate ``docs/results_actguide_regions.md`` (and its train-split page) from one resumable command (issue 22)::
+
+    python -m benchmarks.harness.actguide_regions_doc --out runs/actguide_regions      # the documented pipeline
+    python -m benchmarks.harness.actguide_regions_doc --quick --out /tmp/r --doc /tmp/r.md --train-doc /tmp/rt.md
+
+What it runs, in order (every step resumes: a finished training is skipped and an interrupted one continues from its
+checkpoint, a regions file or diagnostic already written is read back, every evaluation appends to a JSONL log that
+a rerun reads instead of playing again):
+
+1. the base policy (``actguide_doc``'s ``BASE``) and its regions (``steer-envs barrier --regions``) on the test,
+   dev and train splits (train: the RL pool's own tasks);
+2. zero RL and ACTGUIDE-RL at the documented setting on the whole RL pool and on the pool kept to the base's
+   barrier and in-region tasks (``pool_regions``), with the ablations of the documented setting;
+3. step 2: the dev grid (:data:`GRID_CELLS`, the same for both methods, ``--grid-seeds`` training seeds per cell),
+   the choice per method by the rule fixed before test (highest barrier + in-region success on dev, mean over the
+   cell's seeds), the chosen pair with every training seed on test, the barrier diagnostics of the base and the chosen pair, the reference-action alignment, and the
+   ablations at the chosen setting with ``--ablation-seeds`` seeds.
+
+The pages are then built from the run folders only (:mod:`benchmarks.pages.actguide_regions`;
+``steer-envs report results_actguide_regions --out OUT`` rebuilds one without running anything). Nothing is chosen
+on test. Intervals are the harness's paired stratified bootstrap (:mod:`benchmarks.harness.stats`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from steer_envs.cli.main import main as cli_main
+from steer_envs.episodes import EpisodeRecord
+from steer_envs.errors import SteerEnvsError
+from steer_envs.paths import REPO_ROOT
+
+from benchmarks.actguide_regions import REGION_ORDER, episode_folder, evaluate_model, success
+from benchmarks.pages.actguide import ABLATIONS, NOISE, default_base, default_setting
+from benchmarks.pages.actguide_regions import (
+    GRID_CELLS, PAGE, PAGE_FILE, STEP2_METHODS, TRAIN_PAGE, Step2Method, cell_name,
+)
+from benchmarks.pages.timing import add_time
+
+from .actguide_doc import cli_command, train_once, write_json
+
+#: every variant the ablation tables train (sft_rl at zero RL's chosen cell: it is SFT, then zero RL)
+ABLATION_VARIANTS = ABLATIONS + NOISE
+
+
+@dataclass
+class RegionsPlan:
+    """What the pipeline trains and evaluates; ``make_quick`` shrinks it to a dry run of the same steps."""
+
+    out: Path
+    seeds: int = 3  # training seeds of every comparison
+    grid_seeds: int = 3  # training seeds of each dev grid cell (the choice is by their mean)
+    ablation_seeds: int = 3  # training seeds of each ablation at the step 2 setting
+    pool_ablation_seeds: int = 1  # training seeds of each ablation at the documented setting (steps 1 and 3)
+    eval_tasks: int = 40  # test and dev tasks per benchmark
+    rollouts: int = 8  # unguided rollouts per task and training seed
+    setting: dict = field(default_factory=default_setting)
+    base: dict = field(default_factory=default_base)
+    grid: tuple[tuple[int, float], ...] = GRID_CELLS
+    ablations: tuple[str, ...] = ABLATION_VARIANTS
+    #: extra flags of the ``barrier --regions`` commands and of the diagnostics (the quick run's small K)
+    region_args: tuple[str, ...] = ()
+    diag_args: tuple[str, ...] = ()
+
+    def make_quick(self) -> RegionsPlan:
+        """Tiny budgets, two benchmarks, a two-cell grid, one ablation, one seed: every step in a few minutes."""
+        small = {"benchmarks": ["nq", "triviaqa"], "tasks_per_benchmark": 3, "budget": 24, "batch_tasks": 2,
+                 "group_size": 3, "max_turns": 3}
+        self.setting.update(small)
+        self.base.update(small, pretrain_tasks_per_benchmark=3)
+        self.seeds = self.ablation_seeds = self.pool_ablation_seeds = self.grid_seeds = 1
+        self.eval_tasks, self.rollouts = 2, 2
+        self.grid = ((2, 0.003), (4, 0.01))
+        self.ablations = ("no_mixed",)
+        self.region_args = ("--K-unguided", "4", "--K-guided", "2", "--max-k", "2")
+        self.diag_args = ("--K", "2", "--max-k", "2", "--horizon", "2")
+        return self
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["out"] = str(self.out)
+        return data
+
+    # -- where things live --------------------------------------------------------------------------------------
+    @property
+    def base_dir(self) -> Path:
+        return self.out / "runs" / "base"
+
+    def regions_file(self, split: str) -> Path:
+        return self.out / f"regions_{split}" / "regions.json"
+
+    @property
+    def pool(self) -> Path:
+        return self.out / "pool"
+
+    @property
+    def step2(self) -> Path:
+        return self.out / "step2"
+
+    def cell(self, method: Step2Method, epochs: int, lr: float) -> Path:
+        return self.step2 / "grid" / cell_name(method.name, epochs, lr)
+
+    @property
+    def pool_setting(self) -> dict:
+        """The documented setting with the RL pool kept to the base's barrier and in-region train tasks."""
+        return {**self.setting, "pool_regions": str(self.regions_file("train").resolve()), "pool_keep": "barrier,in_region"}
+
+    def cell_setting(self, method: Step2Method, epochs: int, lr: float) -> dict:
+        return {**self.pool_setting, "update_epochs": epochs, "lr": lr, **dict(method.overrides)}
+
+
+def check_trained_as(run: Path, setting_file: Path, variant: str, seed: int) -> None:
+    """Refuse a run folder trained with another setting: a finished run is skipped, not retrained, so a folder left
+    from a different setting would otherwise enter the page under this one's name. ``init_from`` is not compared
+    (a path, written relative or absolute by whoever ran the command)."""
+    from agents.actguide.config import ActGuideConfig
+    from agents.actguide.trainer import CONFIG_FILE
+
+    recorded = run / CONFIG_FILE
+    if not recorded.is_file():
+        return
+    expected = json.loads(json.dumps(asdict(ActGuideConfig.load(setting_file).variant(variant))))
+    expected["seed"] = seed
+    have = json.loads(json.dumps(asdict(ActGuideConfig.from_dict(json.loads(recorded.read_text())["config"],
+                                                                  where=str(recorded)))))  # older runs: defaults
+    differ = sorted(k for k in expected.keys() | have.keys() if k != "init_from" and expected.get(k) != have.get(k))
+    if differ:
+        raise SteerEnvsError(f"{run} was trained with another setting than {setting_file} (variant {variant}, seed "
+                             f"{seed}): {', '.join(f'{k} {have.get(k)!r} != {expected.get(k)!r}' for k in differ)}; "
+                             f"move the folder away or choose another --out")
+
+
+class Pipeline:
+    """The steps of the module docstring over one :class:`RegionsPlan`; ``commands`` keeps every command it stands
+    on (the page prints them), ``timings`` the wall time of each training it ran."""
+
+    def __init__(self, plan: RegionsPlan) -> None:
+        self.plan = plan
+        self.commands: dict[str, str] = {}
+        self.timings_path = plan.out / "train_times.json"
+        self.timings = json.loads(self.timings_path.read_text()) if self.timings_path.is_file() else {}
+        self.envs: dict[str, tuple] = {}
+
+    # -- training -------------------------------------------------------------------------------------------------
+    def train(self, key: str, setting_file: Path, variant: str, seed: int, run: Path, init: bool = True) -> Path:
+        argv = ["train", "actguide", "--config", str(setting_file), "--variant", variant, "--seed", str(seed),
+                *(["--init-from", str(self.plan.base_dir)] if init else []), "--out", str(run), "--no-progress"]
+        check_trained_as(run, setting_file, variant, seed)
+        self.commands[key] = train_once(argv, run, self.timings)
+        write_json(self.timings_path, self.timings)
+        return run
+
+    def setting_file(self, folder: Path, setting: dict) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / "setting.json", setting)
+        return folder / "setting.json"
+
+    def regions(self, split: str, tasks_per_benchmark: int) -> Path:
+        path = self.plan.regions_file(split)
+        argv = ["barrier", "--regions", "--model", str(self.plan.base_dir), "--split", split, "--tasks-per-benchmark",
+                str(tasks_per_benchmark), "--seed", "0", "--out", str(path.parent), *self.plan.region_args]
+        self.commands[f"regions/{split}"] = cli_command(argv)
+        if not path.is_file():
+            print(f"$ {cli_command(argv)}", flush=True)
+            if cli_main(argv) != 0:
+                raise SystemExit(f"failed: {cli_command(argv)}")
+        return path
+
+    # -- evaluation -----------------------------------------------------------------------------------------------
+    def env(self, split: str):
+        """One env and task list per split, shared by every model and seed (so every method sees the same episodes)."""
+        if split not in self.envs:
+            from agents.actguide.config import ActGuideConfig
+            from agents.actguide.tasks import make_env, sample_tasks
+
+            env = make_env(ActGuideConfig(**self.plan.setting), split=split)
+            per_benchmark = self.plan.setting["tasks_per_benchmark"] if split == "train" else self.plan.eval_tasks
+            self.envs[split] = (env, sample_tasks(env, per_benchmark, 0))
+        return self.envs[split]
+
+    def evaluate(self, runs: Path, variant: str, seeds: Sequence[int], split: str, log_dir: Path | None = None,
+                 label: str | None = None) -> list[EpisodeRecord]:
+        env, ids = self.env(split)
+        folder = log_dir if log_dir is not None else runs / episode_folder(split)
+        folder.mkdir(parents=True, exist_ok=True)
+        records = []
+        for s in seeds:
+            model = self.plan.base_dir if variant == "base" else runs / "runs" / variant / f"seed{s}"
+            records += evaluate_model(model, label or variant, env, ids, self.plan.rollouts, s, folder)
+        return records
+
+    # -- the steps ------------------------------------------------------------------------------------------------
+    def base_and_regions(self) -> None:
+        p = self.plan
+        base_file = p.out / "base.json"
+        self.setting_file(p.out, p.setting)
+        write_json(base_file, p.base)
+        self.train("base", base_file, "zero_rl", 0, p.base_dir, init=False)
+        for split in ("test", "dev"):
+            self.regions(split, p.eval_tasks)
+        self.regions("train", p.setting["tasks_per_benchmark"])
+
+    def documented_setting(self) -> None:
+        """Steps 1 and 3: both methods on the whole pool and on the barrier pool, and the pool's ablations."""
+        p = self.plan
+        setting_file = p.out / "setting.json"
+        pool_file = p.out / "pool_setting.json"
+        write_json(pool_file, p.pool_setting)
+        seeds = range(p.seeds)
+        for variant in ("zero_rl", "actguide"):
+            for s in seeds:
+                self.train(f"all/{variant}/{s}", setting_file, variant, s, p.out / "runs" / variant / f"seed{s}")
+                self.train(f"pool/{variant}/{s}", pool_file, variant, s, p.pool / "runs" / variant / f"seed{s}")
+        for variant in p.ablations:
+            for s in range(p.pool_ablation_seeds):
+                self.train(f"pool/{variant}/{s}", pool_file, variant, s, p.pool / "runs" / variant / f"seed{s}")
+        for split in ("test", "train"):
+            self.evaluate(p.out, "base", seeds, split)
+            for variant in ("zero_rl", "actguide"):
+                self.evaluate(p.out, variant, seeds, split)
+                self.evaluate(p.pool, variant, seeds, split)
+        for variant in p.ablations:
+            self.evaluate(p.pool, variant, range(p.pool_ablation_seeds), "test", p.pool / "ablations" / episode_folder("test"))
+
+    def dev_grid(self) -> dict[str, list]:
+        """Every cell of every step 2 method at seed 0 on dev, and the half-budget zero RL; returns the choices."""
+        p = self.plan
+        base_dev = self.evaluate(p.step2 / "grid", "base", [0], "dev")
+        groups = self.region_groups("dev")
+        for method in STEP2_METHODS:
+            for epochs, lr in self.cells_of(method):
+                cell = p.cell(method, epochs, lr)
+                setting_file = self.setting_file(cell, p.cell_setting(method, epochs, lr))
+                for s in range(p.grid_seeds):
+                    self.train(f"grid/{cell.name}/{s}", setting_file, method.variant, s,
+                               cell / "runs" / method.variant / f"seed{s}")
+                self.evaluate(cell, method.variant, range(p.grid_seeds), "dev")
+        half = p.step2 / "half"
+        first = p.grid[0]
+        half_file = self.setting_file(half, {**p.cell_setting(STEP2_METHODS[0], *first),
+                                             "budget": p.setting["budget"] // 2})
+        self.train("half/zero_rl/0", half_file, "zero_rl", 0, half / "runs" / "zero_rl" / "seed0")
+        self.evaluate(half, "zero_rl", [0], "dev")
+        choices = {}
+        for method in STEP2_METHODS:
+            if not method.chosen_by_rule:
+                continue
+            scores = []
+            for epochs, lr in self.cells_of(method):
+                records = self.evaluate(p.cell(method, epochs, lr), method.variant, range(p.grid_seeds), "dev")
+                # an empty region adds nothing (its success is NaN, which would make every comparison false)
+                scores.append((sum(success(records, groups[g]) for g in ("barrier", "in_region") if groups[g]), epochs, lr))
+            best = max(scores, key=lambda s: s[0])  # the first cell wins a tie (the grid's order)
+            choices[method.name] = [best[1], best[2]]
+        write_json(p.step2 / "choices.json", {"rule": f"highest barrier + in-region unguided success on dev, mean "
+                                                      f"over training seeds 0..{p.grid_seeds - 1}",
+                                              "choices": choices, "base_dev_episodes": len(base_dev)})
+        return choices
+
+    def cells_of(self, method: Step2Method) -> tuple[tuple[int, float], ...]:
+        return tuple(c for c in method.cells if c in self.plan.grid) or self.plan.grid[:1]
+
+    def region_groups(self, split: str) -> dict[str, set[str]]:
+        from agents.actguide.regions import read_regions
+
+        regions = read_regions(self.plan.regions_file(split))
+        return {name: {t for t, g in regions.items() if g == name} for name in REGION_ORDER}
+
+    def chosen_pair(self, choices: dict[str, list]) -> dict[str, Path]:
+        """Every training seed of the chosen cells, evaluated on test; the barrier diagnostics and the alignment."""
+        p = self.plan
+        folders = {}
+        for method in STEP2_METHODS:
+            if method.name not in choices:
+                continue
+            cell = p.cell(method, *choices[method.name])
+            for s in range(p.seeds):
+                self.train(f"chosen/{method.name}/{s}", cell / "setting.json", method.variant, s,
+                           cell / "runs" / method.variant / f"seed{s}")
+            self.evaluate(cell, method.variant, range(p.seeds), "test")
+            folders[method.name] = cell
+        self.barrier_diagnostics(folders)
+        self.alignment(folders)
+        return folders
+
+    def barrier_diagnostics(self, folders: dict[str, Path]) -> None:
+        """``steer-envs barrier`` of the base and seed 0 of the chosen pair on the test barrier group (the command
+        labels a model by its folder's name, so it reads them through links named after the methods)."""
+        p = self.plan
+        diag = p.step2 / "diag"
+        diag.mkdir(parents=True, exist_ok=True)
+        models = {"base": p.base_dir, **{name: cell / "runs" / ("zero_rl" if name == "zero_rl" else "actguide") / "seed0"
+                                         for name, cell in folders.items()}}
+        for name, target in models.items():
+            link = diag / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            os.symlink(target.resolve(), link)
+        out = p.step2 / "barrier_test"
+        argv = ["barrier", "--model", *(str(diag / n) for n in models), "--split", "test", "--tasks-per-benchmark",
+                str(p.eval_tasks), "--seed", "0", "--regions-file", str(p.regions_file("test")), "--region", "barrier",
+                "--out", str(out), *p.diag_args]
+        self.commands["barrier_test"] = cli_command(argv)
+        if not (out / "barrier.json").is_file():
+            print(f"$ {cli_command(argv)}", flush=True)
+            if cli_main(argv) != 0:
+                raise SystemExit(f"failed: {cli_command(argv)}")
+
+    def alignment(self, folders: dict[str, Path]) -> None:
+        from benchmarks.actguide_alignment import main as alignment_main
+
+        p = self.plan
+        out = p.step2 / "align.json"
+        models = [f"base={p.base_dir}", f"zero_rl (setting)={p.pool / 'runs' / 'zero_rl' / 'seed0'}",
+                  f"actguide (setting)={p.pool / 'runs' / 'actguide' / 'seed0'}"]
+        models += [f"{name} (chosen)={cell / 'runs' / ('zero_rl' if name == 'zero_rl' else 'actguide') / 'seed0'}"
+                   for name, cell in folders.items()]
+        argv = ["--setting", str(p.out / "pool_setting.json"), "--regions", str(p.regions_file("train")),
+                *[a for m in models for a in ("--model", m)], "--out", str(out)]
+        self.commands["alignment"] = "python -m benchmarks.actguide_alignment " + " ".join(map(shlex.quote, argv))
+        if not out.is_file():
+            print(f"$ {self.commands['alignment']}", flush=True)
+            alignment_main(argv)
+
+    def step2_ablations(self, choices: dict[str, list]) -> None:
+        p = self.plan
+        root = p.step2 / "ablations"
+        for variant in p.ablations:
+            method = STEP2_METHODS[0] if variant == "sft_rl" else STEP2_METHODS[1]
+            setting_file = p.cell(method, *choices[method.name]) / "setting.json"
+            for s in range(p.ablation_seeds):
+                self.train(f"ablation/{variant}/{s}", setting_file, variant, s, root / "runs" / variant / f"seed{s}")
+            self.evaluate(root, variant, range(p.ablation_seeds), "test")
+
+    def run(self, argv_text: str, doc: Path, train_doc: Path) -> tuple[Path, Path]:
+        start = time.perf_counter()
+        self.base_and_regions()
+        self.documented_setting()
+        choices = self.dev_grid()
+        self.chosen_pair(choices)
+        self.step2_ablations(choices)
+        seconds = add_time(self.plan.out / "times.json", "pipeline", time.perf_counter() - start)
+        from agents.actguide.config import ActGuideConfig
+        from agents.actguide.tasks import make_env, training_pool
+
+        train_env = make_env(ActGuideConfig(**self.plan.setting))
+        pool = {"kept": len(training_pool(train_env, ActGuideConfig(**self.plan.pool_setting))),
+                "all": len(training_pool(train_env, ActGuideConfig(**self.plan.setting)))}
+        write_json(self.plan.out / PAGE_FILE, {"command": argv_text, "plan": self.plan.to_json(), "choices": choices,
+                                               "commands": self.commands, "pool": pool, "seconds": seconds})
+        return PAGE.build(self.plan.out, doc), TRAIN_PAGE.build(self.plan.out, train_doc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/actguide_regions", help="run folders (default runs/actguide_regions)")
+    parser.add_argument("--doc", default=str(REPO_ROOT / "docs" / "results_actguide_regions.md"))
+    parser.add_argument("--train-doc", default=str(REPO_ROOT / "docs" / "results_actguide_regions_train.md"),
+                        help="the same tables on the RL pool's own train tasks")
+    parser.add_argument("--seeds", type=int, default=3, help="training seeds of every comparison (default 3)")
+    parser.add_argument("--grid-seeds", type=int, default=3,
+                        help="training seeds of each step 2 dev grid cell; the choice is by their mean (default 3)")
+    parser.add_argument("--ablation-seeds", type=int, default=3,
+                        help="training seeds of each ablation at the step 2 setting (default 3)")
+    parser.add_argument("--quick", action="store_true", help="a small dry run: tiny budgets, few tasks, 1 seed")
+    args = parser.parse_args(argv)
+    plan = RegionsPlan(Path(args.out), seeds=args.seeds, grid_seeds=args.grid_seeds, ablation_seeds=args.ablation_seeds)
+    if args.quick:
+        plan.make_quick()
+    shown = sys.argv[1:] if argv is None else argv
+    argv_text = " ".join(["python -m benchmarks.harness.actguide_regions_doc", *map(shlex.quote, shown)])
+    doc, train_doc = Pipeline(plan).run(argv_text, Path(args.doc), Path(args.train_doc))
+    print(f"wrote {doc} and {train_doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
