@@ -317,11 +317,14 @@ class ActGuideTrainer(TrainerBase):
 
     def _advantages(self, group: list[Trajectory]) -> np.ndarray:
         """GRPO advantages of one group; a guided group under ``guided_baseline="unguided"`` is baselined by the
-        unguided group it replaced."""
+        unguided group it replaced, and a guided group's advantages are scaled by ``guided_weight``."""
         rewards = [t.reward for t in group]
-        if self.config.guided_baseline == "unguided" and group and group[0].replaced:
-            return baseline_advantages(rewards, group[0].replaced)
-        return group_advantages(rewards)
+        guided = bool(group) and group[0].guided
+        if self.config.guided_baseline == "unguided" and guided and group[0].replaced:
+            adv = baseline_advantages(rewards, group[0].replaced)
+        else:
+            adv = group_advantages(rewards)
+        return adv * self.config.guided_weight if guided else adv
 
     def _update_batch(self, learner, reference, groups: list[list[Trajectory]]) -> UpdateBatch | None:
         """The iteration's steps as one token batch (advantages per group; π_ref's log-probs taken once)."""

@@ -54,6 +54,12 @@ def cli_command(argv: Sequence[str]) -> str:
     return "steer-envs " + " ".join(shlex.quote(str(a)) for a in argv)
 
 
+def invocation(module: str, argv: Sequence[str] | None) -> str:
+    """How a generator was called (``python -m MODULE ARGS``), for its page: ``argv`` as given, or the process's."""
+    shown = sys.argv[1:] if argv is None else argv
+    return " ".join(["python -m " + module, *map(shlex.quote, shown)])
+
+
 def run_finished(run: Path) -> bool:
     progress = run / "checkpoint.json"
     config = run / "config.json"
@@ -189,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan(Path(args.out), seeds=args.seeds, ablation_seeds=args.ablation_seeds, eval_split=args.split)
     if args.quick:
         plan.make_quick()
-    shown = sys.argv[1:] if argv is None else argv
-    argv_text = " ".join(["python -m benchmarks.harness.actguide_doc", *map(shlex.quote, shown)])
+    argv_text = invocation("benchmarks.harness.actguide_doc", argv)
     commands = train_all(plan)
     records = evaluate_all(plan)
     doc = write_page(plan, commands, records, Path(args.doc), argv_text)

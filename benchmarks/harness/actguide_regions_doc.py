@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shlex
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -44,7 +43,7 @@ from benchmarks.pages.actguide_regions import (
 )
 from benchmarks.pages.timing import add_time
 
-from .actguide_doc import cli_command, train_once, write_json
+from .actguide_doc import cli_command, invocation, train_once, write_json
 
 #: every variant the ablation tables train (sft_rl at zero RL's chosen cell: it is SFT, then zero RL)
 ABLATION_VARIANTS = ABLATIONS + NOISE
@@ -374,9 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = RegionsPlan(Path(args.out), seeds=args.seeds, grid_seeds=args.grid_seeds, ablation_seeds=args.ablation_seeds)
     if args.quick:
         plan.make_quick()
-    shown = sys.argv[1:] if argv is None else argv
-    argv_text = " ".join(["python -m benchmarks.harness.actguide_regions_doc", *map(shlex.quote, shown)])
-    doc, train_doc = Pipeline(plan).run(argv_text, Path(args.doc), Path(args.train_doc))
+    doc, train_doc = Pipeline(plan).run(invocation("benchmarks.harness.actguide_regions_doc", argv), Path(args.doc),
+                                        Path(args.train_doc))
     print(f"wrote {doc} and {train_doc}")
     return 0
 

@@ -46,6 +46,8 @@ STEP2_METHODS = (
                 GRID_CELLS, True),
     Step2Method("actguide_group", "actguide", (), "ACTGUIDE-RL, group baseline (the setting's rule)",
                 ((2, 0.003), (4, 0.003)), False),
+    *(Step2Method(f"actguide_w{w:g}", "actguide", (("guided_baseline", "unguided"), ("guided_weight", float(w))),
+                  f"ACTGUIDE-RL, unguided baseline, guided_weight {w:g}", ((4, 0.01),), False) for w in (2, 4)),
 )
 VARIANT_NOTES = {
     "no_mixed": "guided rollouts trained on the guided prompt", "no_fallback": "no full guidance after a failed search",
@@ -173,10 +175,12 @@ def _runs(data: dict, text: str) -> str:
     return text.replace(data["out"], "RUNS").replace(data["plan"]["out"], "RUNS")
 
 
-def _success(records: list, tasks: set[str]) -> float:
+def _success(records: list, tasks: set[str]) -> str:
+    """Unguided success on ``tasks`` as the page shows it (– for a region without tasks)."""
     from benchmarks.actguide_regions import success
 
-    return success(records, tasks)
+    value = success(records, tasks) if tasks else float("nan")
+    return "–" if np.isnan(value) else f"{value:.1f}"
 
 
 # -- sections ------------------------------------------------------------------------------------------------------
@@ -269,31 +273,38 @@ def _step2(ctx: PageContext) -> str:
               "iterations), the first grid cell.", "",
               "| Region (dev) | zero RL, half budget | ACTGUIDE-RL, group baseline |", "|---|---:|---:|"]
     for g in ("barrier", "in_region"):
-        lines.append(f"| {g.replace('_', '-')} | {_success(half['dev'], dev[g]):.1f} | "
-                     f"{_success(group['dev'], dev[g]) if group else float('nan'):.1f} |")
-    choices = d["record"]["choices"]
+        lines.append(f"| {g.replace('_', '-')} | {_success(half['dev'], dev[g])} | "
+                     f"{_success(group['dev'], dev[g]) if group else '–'} |")
     n = d["plan"]["grid_seeds"]
-    lines += ["", f"**Dev grid** ({n} training seed{'s' if n > 1 else ''} per cell, mean; dev regions of the same base: {len(dev['barrier'])} barrier, "
-              f"{len(dev['in_region'])} in-region tasks; unguided success, EM %; base: "
-              f"{_success(d['base_dev'], dev['barrier']):.1f} / {_success(d['base_dev'], dev['in_region']):.1f}). "
+    chosen = [m for m in STEP2_METHODS if m.chosen_by_rule]
+    lines += ["", f"**Dev grid** ({n} training seed{'s' if n > 1 else ''} per cell, mean; dev regions of the same base: "
+              f"{len(dev['barrier'])} barrier, {len(dev['in_region'])} in-region tasks; unguided success, EM %; base: "
+              f"{_success(d['base_dev'], dev['barrier'])} / {_success(d['base_dev'], dev['in_region'])}). "
               "The same `update_epochs` × `lr` grid for both chosen methods; the rule, fixed before test: the cell with "
               "the highest barrier + in-region success (mean over the cell's seeds), per method. One seed per cell moves "
               "zero RL's barrier success by as much as the methods differ, hence the seeds.", "",
-              "| update_epochs | lr | " + " | ".join(f"{m.label}: barrier / in-region" for m in STEP2_METHODS) + " |",
-              "|---:|---:|" + "---:|" * len(STEP2_METHODS)]
+              "| update_epochs | lr | " + " | ".join(f"{m.label}: barrier / in-region" for m in chosen) + " |",
+              "|---:|---:|" + "---:|" * len(chosen)]
     for epochs, lr in (tuple(c) for c in d["plan"]["grid"]):
-        cells = []
-        for m in STEP2_METHODS:
-            cell = grid.get((m.name, epochs, lr))
-            if cell is None:
-                cells.append("–")
-                continue
-            text = f"{_success(cell['dev'], dev['barrier']):.1f} / {_success(cell['dev'], dev['in_region']):.1f}"
-            cells.append(f"**{text}** (chosen)" if choices.get(m.name) == [epochs, lr] else text)
+        cells = [_dev_cell(d, m, epochs, lr) for m in chosen]
         lines.append(f"| {epochs} | {lr:g} | " + " | ".join(cells) + " |")
+    lines += ["", "Other ACTGUIDE-RL settings on the same dev tasks and seeds (shown, not chosen among):", "",
+              "| Setting | update_epochs | lr | barrier / in-region |", "|---|---:|---:|---:|"]
+    lines += [f"| {m.label} | {key[1]} | {key[2]:g} | {_dev_cell(d, m, key[1], key[2])} |"
+              for m in STEP2_METHODS if not m.chosen_by_rule for key in grid if key[0] == m.name]
     lines += ["", _card(d, "dev", d["plan"]["setting"], "each cell is `pool_setting.json` with the cell's "
                         "`update_epochs`, `lr` and the method's overrides"), ""]
     return "\n".join(lines)
+
+
+def _dev_cell(d: dict, method: Step2Method, epochs: int, lr: float) -> str:
+    """``barrier / in-region`` dev success of one grid cell (bold when the rule chose it; – when not run)."""
+    cell = d["grid"].get((method.name, epochs, lr))
+    if cell is None:
+        return "–"
+    dev = d["groups"]["dev"]
+    text = f"{_success(cell['dev'], dev['barrier'])} / {_success(cell['dev'], dev['in_region'])}"
+    return f"**{text}** (chosen)" if d["record"]["choices"].get(method.name) == [epochs, lr] else text
 
 
 def _chosen(ctx: PageContext) -> str:

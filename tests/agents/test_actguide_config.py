@@ -99,3 +99,11 @@ def test_the_guided_baseline_is_checked_and_hashed_only_away_from_its_default():
     config = ActGuideConfig(**_renamed(OLD_RUN_CONFIG))
     assert config.guided_baseline == "group" and config.fingerprint() == OLD_RUN_FINGERPRINT  # old folders resume
     assert config.variant("unguided_baseline").fingerprint() != OLD_RUN_FINGERPRINT
+
+
+def test_the_guided_weight_is_checked_and_hashed_only_away_from_its_default():
+    with pytest.raises(SteerEnvsError, match=r"guided_weight must be > 0 \(got 0\.0; 1 = the paper's objective\)"):
+        ActGuideConfig(guided_weight=0.0)
+    config = ActGuideConfig(**_renamed(OLD_RUN_CONFIG))
+    assert config.guided_weight == 1.0 and config.fingerprint() == OLD_RUN_FINGERPRINT  # old folders resume
+    assert ActGuideConfig(**_renamed(OLD_RUN_CONFIG), guided_weight=4.0).fingerprint() != OLD_RUN_FINGERPRINT

@@ -185,6 +185,19 @@ def test_a_guided_group_is_baselined_by_the_unguided_group_it_replaced_only_when
     assert stats[0]["guided_push_up"] + stats[0]["guided_push_down"] > 0.0
 
 
+def test_the_guided_weight_scales_only_guided_groups(actguide_update, tmp_path):
+    learner, reference, groups = actguide_update
+    plain = ActGuideTrainer(ActGuideConfig(**ACTGUIDE, guided_baseline="unguided"), tmp_path / "a")
+    heavy = ActGuideTrainer(ActGuideConfig(**ACTGUIDE, guided_baseline="unguided", guided_weight=4.0), tmp_path / "b")
+    for g in groups:
+        factor = 4.0 if g[0].guided else 1.0
+        assert heavy._advantages(g).tolist() == pytest.approx((factor * plain._advantages(g)).tolist())
+    # the push toward guided actions grows with it; the unguided groups' tokens are untouched
+    stats = [t._gradients(learner, t._update_batch(learner, reference, groups), 0)[0] for t in (plain, heavy)]
+    assert stats[1]["guided_push_up"] == pytest.approx(4.0 * stats[0]["guided_push_up"], rel=1e-5)
+    assert stats[0]["guided_push_up"] > 0.0
+
+
 @pytest.mark.parametrize("ratio_shaping", ["luffy", "clip"])
 def test_actguide_four_micro_batches_give_the_full_batch_gradient(actguide_update, tmp_path, ratio_shaping):
     learner, reference, groups = actguide_update
