@@ -136,6 +136,17 @@ def check_trained_as(run: Path, setting_file: Path, variant: str, seed: int) -> 
                              f"move the folder away or choose another --out")
 
 
+def cached(result: Path, inputs: dict) -> bool:
+    """Whether ``result`` was computed from exactly ``inputs`` (the model folders a diagnostic read): a dev choice
+    that changes makes the diagnostics of the old pair stale, so they are recomputed instead of read back."""
+    record = result.with_name(result.name + ".inputs.json")
+    return result.is_file() and record.is_file() and json.loads(record.read_text()) == inputs
+
+
+def remember(result: Path, inputs: dict) -> None:
+    write_json(result.with_name(result.name + ".inputs.json"), inputs)
+
+
 class Pipeline:
     """The steps of the module docstring over one :class:`RegionsPlan`; ``commands`` keeps every command it stands
     on (the page prints them), ``timings`` the wall time of each training it ran."""
@@ -307,10 +318,12 @@ class Pipeline:
                 str(p.eval_tasks), "--seed", "0", "--regions-file", str(p.regions_file("test")), "--region", "barrier",
                 "--out", str(out), *p.diag_args]
         self.commands["barrier_test"] = cli_command(argv)
-        if not (out / "barrier.json").is_file():
+        inputs = {name: str(target.resolve()) for name, target in models.items()}
+        if not cached(out / "barrier.json", inputs):
             print(f"$ {cli_command(argv)}", flush=True)
             if cli_main(argv) != 0:
                 raise SystemExit(f"failed: {cli_command(argv)}")
+            remember(out / "barrier.json", inputs)
 
     def alignment(self, folders: dict[str, Path]) -> None:
         from benchmarks.actguide_alignment import main as alignment_main
@@ -324,9 +337,11 @@ class Pipeline:
         argv = ["--setting", str(p.out / "pool_setting.json"), "--regions", str(p.regions_file("train")),
                 *[a for m in models for a in ("--model", m)], "--out", str(out)]
         self.commands["alignment"] = "python -m benchmarks.actguide_alignment " + " ".join(map(shlex.quote, argv))
-        if not out.is_file():
+        inputs = {"models": [m.split("=", 1)[0] + "=" + str(Path(m.split("=", 1)[1]).resolve()) for m in models]}
+        if not cached(out, inputs):
             print(f"$ {self.commands['alignment']}", flush=True)
             alignment_main(argv)
+            remember(out, inputs)
 
     def step2_ablations(self, choices: dict[str, list]) -> None:
         p = self.plan

@@ -4,6 +4,8 @@ then resumed without training, rebuilt by ``steer-envs report``, and refused on 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +23,7 @@ def test_both_region_pages_are_registered():
 
 
 def test_the_quick_plan_keeps_the_documented_grid_rule():
-    plan = RegionsPlan(out=__import__("pathlib").Path("x")).make_quick()
+    plan = RegionsPlan(out=Path("x")).make_quick()
     assert plan.grid and all(cell in STEP2_METHODS[0].cells for cell in plan.grid)
     assert plan.pool_setting["pool_keep"] == "barrier,in_region"
 
@@ -55,6 +57,10 @@ def test_pipeline_runs_resumes_and_rebuilds(tmp_path, capsys):
             scores[(epochs, lr)] = sum(success(records, groups[g]) for g in groups if groups[g])
         best = max(scores.values())
         assert scores[tuple(record["choices"][method.name])] == best
+
+    # the diagnostics remember which models they read: a changed dev choice recomputes them instead of reusing
+    inputs = json.loads((out / "step2" / "barrier_test" / "barrier.json.inputs.json").read_text())
+    assert set(inputs) == {"base", "zero_rl", "actguide"} and all(os.path.isdir(p) for p in inputs.values())
 
     # a rerun trains nothing and evaluates nothing new; the page is rebuilt from the folders alone
     times = (out / "train_times.json").read_text()
