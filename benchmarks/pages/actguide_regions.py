@@ -272,9 +272,10 @@ def _step2(ctx: PageContext) -> str:
               f"baseline ({group['setting']['budget'] if group else '–'} rollouts, {len(group['log']) if group else '–'} "
               "iterations), the first grid cell.", "",
               "| Region (dev) | zero RL, half budget | ACTGUIDE-RL, group baseline |", "|---|---:|---:|"]
+    group_seed0 = [r for r in group["dev"] if r.seed // 100 == 0] if group else []  # paired with the half run's seed
     for g in ("barrier", "in_region"):
         lines.append(f"| {g.replace('_', '-')} | {_success(half['dev'], dev[g])} | "
-                     f"{_success(group['dev'], dev[g]) if group else '–'} |")
+                     f"{_success(group_seed0, dev[g]) if group else '–'} |")
     n = d["plan"]["grid_seeds"]
     chosen = [m for m in STEP2_METHODS if m.chosen_by_rule]
     lines += ["", f"**Dev grid** ({n} training seed{'s' if n > 1 else ''} per cell, mean; dev regions of the same base: "
