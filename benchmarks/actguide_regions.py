@@ -119,11 +119,50 @@ def region_table(base: Sequence[EpisodeRecord], zero_rl: Sequence[EpisodeRecord]
     return lines
 
 
+def training_log(run: Path) -> list[dict]:
+    """A training run's log rows (``agents.trainer_base.LOG_FILE``), or an error naming the run: a page that reads
+    the budget of a run that never trained would otherwise show an empty row."""
+    from agents.steering.checkpoint import read_jsonl
+    from agents.trainer_base import LOG_FILE
+
+    if not (run / LOG_FILE).is_file():
+        raise SteerEnvsError(f"{run} has no {LOG_FILE}; train it first (see the module docstring)")
+    return read_jsonl(run / LOG_FILE)
+
+
+def pool_gain_lines(pooled: dict[str, list[EpisodeRecord]], whole: dict[str, list[EpisodeRecord]],
+                    groups: dict[str, set[str]]) -> list[str]:
+    """Per region, each method trained on the barrier pool against the same method trained on the whole pool."""
+    lines = ["| Region | zero RL: pool − all | ACTGUIDE-RL: pool − all |", "|---|---:|---:|"]
+    for name in REGION_ORDER:
+        lines.append(f"| {REGION_LABEL[name]} | {fmt_gain(region_gain(pooled['zero_rl'], whole['zero_rl'], groups[name]))} | "
+                     f"{fmt_gain(region_gain(pooled['actguide'], whole['actguide'], groups[name]))} |")
+    return lines
+
+
+def budget_lines(rows: Sequence[list[str]]) -> list[str]:
+    """The table of :func:`budget_row` rows."""
+    return ["| Training | method | iterations | unguided rollouts | probes | guided | rescued / guided groups |",
+            "|---|---|---:|---:|---:|---:|---:|", *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def benchmark_lines(regions: dict[str, str], base: Sequence[EpisodeRecord]) -> list[str]:
+    """Tasks per benchmark and region (a task's benchmark read from the base's episodes on it)."""
+    per_bench: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    bench_of = {r.task_id: r.benchmark for r in base}
+    for t, g in regions.items():
+        if t in bench_of:
+            per_bench[bench_of[t]][g] += 1
+    return ["| Benchmark | in-region | barrier | out of reach |", "|---|---:|---:|---:|",
+            *(f"| {b} | {per_bench[b]['in_region']} | {per_bench[b]['barrier']} | {per_bench[b]['out_of_reach']} |"
+              for b in sorted(per_bench))]
+
+
 def budget_row(training: str, method: str, folders: Sequence[Path]) -> list[str]:
     """Means over a method's run folders of its log: iterations, the shares of the rollout budget, rescue rate."""
     rows = []
     for folder in folders:
-        log = [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines() if line.strip()]
+        log = training_log(folder)
         used = max(1, sum(r["rollouts"] for r in log))
         probes = sum(r["probe_rollouts"] for r in log)
         guided = sum(r["guided_groups"] for r in log) * int(json.loads((folder / "config.json").read_text())["config"]["group_size"])
@@ -162,24 +201,9 @@ def page(regions: dict[str, str], records: dict[str, list[EpisodeRecord]], seeds
                   f"Training setting `{json.dumps(pooled['setting'], sort_keys=True)}`; pool: {pooled['pool']}.", "",
                   *region_table(records["base"], pooled["zero_rl"], pooled["actguide"], groups), "",
                   "Pooled against unfiltered training (paired, same evaluation episodes' seeds):", "",
-                  "| Region | zero RL: pool − all | ACTGUIDE-RL: pool − all |", "|---|---:|---:|"]
-        for name in REGION_ORDER:
-            lines.append(f"| {REGION_LABEL[name]} | {fmt_gain(region_gain(pooled['zero_rl'], records['zero_rl'], groups[name]))} | "
-                         f"{fmt_gain(region_gain(pooled['actguide'], records['actguide'], groups[name]))} |")
-        lines += ["", "Where the budget went (training logs, means over training seeds):", "",
-                  "| Training | method | iterations | unguided rollouts | probes | guided | rescued / guided groups |",
-                  "|---|---|---:|---:|---:|---:|---:|"]
-        for row in pooled["budget"]:
-            lines.append("| " + " | ".join(row) + " |")
-    lines.append("")
-    per_bench: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    bench_of = {r.task_id: r.benchmark for r in records["base"]}
-    for t, g in regions.items():
-        if t in bench_of:
-            per_bench[bench_of[t]][g] += 1
-    lines += ["Tasks per benchmark:", "", "| Benchmark | in-region | barrier | out of reach |", "|---|---:|---:|---:|"]
-    for b in sorted(per_bench):
-        lines.append(f"| {b} | {per_bench[b]['in_region']} | {per_bench[b]['barrier']} | {per_bench[b]['out_of_reach']} |")
+                  *pool_gain_lines(pooled, records, groups), "",
+                  "Where the budget went (training logs, means over training seeds):", "", *budget_lines(pooled["budget"])]
+    lines += ["", "Tasks per benchmark:", "", *benchmark_lines(regions, records["base"])]
     return "\n".join(lines) + "\n"
 
 

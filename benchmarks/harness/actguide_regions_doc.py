@@ -39,7 +39,7 @@ from steer_envs.paths import REPO_ROOT
 from benchmarks.actguide_regions import REGION_ORDER, episode_folder, evaluate_model, success
 from benchmarks.pages.actguide import ABLATIONS, NOISE, default_base, default_setting
 from benchmarks.pages.actguide_regions import (
-    GRID_CELLS, PAGE, PAGE_FILE, STEP2_METHODS, TRAIN_PAGE, Step2Method, cell_name,
+    GRID_CELLS, PAGE, PAGE_FILE, STEP2_METHODS, TRAIN_PAGE, Step2Method, cell_name, grid_cells,
 )
 from benchmarks.pages.timing import add_time
 
@@ -240,18 +240,23 @@ class Pipeline:
             self.evaluate(p.pool, variant, range(p.pool_ablation_seeds), "test", p.pool / "ablations" / episode_folder("test"))
 
     def dev_grid(self) -> dict[str, list]:
-        """Every cell of every step 2 method at seed 0 on dev, and the half-budget zero RL; returns the choices."""
+        """Every cell of every step 2 method with ``grid_seeds`` seeds on dev, and the half-budget zero RL; returns
+        the choices."""
         p = self.plan
         base_dev = self.evaluate(p.step2 / "grid", "base", [0], "dev")
         groups = self.region_groups("dev")
+        scores: dict[str, list[tuple[float, int, float]]] = {}
         for method in STEP2_METHODS:
-            for epochs, lr in self.cells_of(method):
+            for epochs, lr in grid_cells(method, p.grid):
                 cell = p.cell(method, epochs, lr)
                 setting_file = self.setting_file(cell, p.cell_setting(method, epochs, lr))
                 for s in range(p.grid_seeds):
                     self.train(f"grid/{cell.name}/{s}", setting_file, method.variant, s,
                                cell / "runs" / method.variant / f"seed{s}")
-                self.evaluate(cell, method.variant, range(p.grid_seeds), "dev")
+                records = self.evaluate(cell, method.variant, range(p.grid_seeds), "dev")
+                # an empty region adds nothing (its success is NaN, which would make every comparison false)
+                score = sum(success(records, groups[g]) for g in ("barrier", "in_region") if groups[g])
+                scores.setdefault(method.name, []).append((score, epochs, lr))
         half = p.step2 / "half"
         first = p.grid[0]
         half_file = self.setting_file(half, {**p.cell_setting(STEP2_METHODS[0], *first),
@@ -260,22 +265,13 @@ class Pipeline:
         self.evaluate(half, "zero_rl", [0], "dev")
         choices = {}
         for method in STEP2_METHODS:
-            if not method.chosen_by_rule:
-                continue
-            scores = []
-            for epochs, lr in self.cells_of(method):
-                records = self.evaluate(p.cell(method, epochs, lr), method.variant, range(p.grid_seeds), "dev")
-                # an empty region adds nothing (its success is NaN, which would make every comparison false)
-                scores.append((sum(success(records, groups[g]) for g in ("barrier", "in_region") if groups[g]), epochs, lr))
-            best = max(scores, key=lambda s: s[0])  # the first cell wins a tie (the grid's order)
-            choices[method.name] = [best[1], best[2]]
+            if method.chosen_by_rule and scores.get(method.name):
+                best = max(scores[method.name], key=lambda c: c[0])  # the first cell wins a tie (the grid's order)
+                choices[method.name] = [best[1], best[2]]
         write_json(p.step2 / "choices.json", {"rule": f"highest barrier + in-region unguided success on dev, mean "
                                                       f"over training seeds 0..{p.grid_seeds - 1}",
                                               "choices": choices, "base_dev_episodes": len(base_dev)})
         return choices
-
-    def cells_of(self, method: Step2Method) -> tuple[tuple[int, float], ...]:
-        return tuple(c for c in method.cells if c in self.plan.grid) or self.plan.grid[:1]
 
     def region_groups(self, split: str) -> dict[str, set[str]]:
         from agents.actguide.regions import read_regions
@@ -284,9 +280,10 @@ class Pipeline:
         return {name: {t for t, g in regions.items() if g == name} for name in REGION_ORDER}
 
     def chosen_pair(self, choices: dict[str, list]) -> dict[str, Path]:
-        """Every training seed of the chosen cells, evaluated on test; the barrier diagnostics and the alignment."""
+        """Every training seed of the chosen cells, evaluated on test; the barrier diagnostics and the alignment.
+        Returns each chosen method's seed-0 run (what the diagnostics read)."""
         p = self.plan
-        folders = {}
+        seed0 = {}
         for method in STEP2_METHODS:
             if method.name not in choices:
                 continue
@@ -295,19 +292,18 @@ class Pipeline:
                 self.train(f"chosen/{method.name}/{s}", cell / "setting.json", method.variant, s,
                            cell / "runs" / method.variant / f"seed{s}")
             self.evaluate(cell, method.variant, range(p.seeds), "test")
-            folders[method.name] = cell
-        self.barrier_diagnostics(folders)
-        self.alignment(folders)
-        return folders
+            seed0[method.name] = cell / "runs" / method.variant / "seed0"
+        self.barrier_diagnostics(seed0)
+        self.alignment(seed0)
+        return seed0
 
-    def barrier_diagnostics(self, folders: dict[str, Path]) -> None:
+    def barrier_diagnostics(self, seed0: dict[str, Path]) -> None:
         """``steer-envs barrier`` of the base and seed 0 of the chosen pair on the test barrier group (the command
         labels a model by its folder's name, so it reads them through links named after the methods)."""
         p = self.plan
         diag = p.step2 / "diag"
         diag.mkdir(parents=True, exist_ok=True)
-        models = {"base": p.base_dir, **{name: cell / "runs" / ("zero_rl" if name == "zero_rl" else "actguide") / "seed0"
-                                         for name, cell in folders.items()}}
+        models = {"base": p.base_dir, **seed0}
         for name, target in models.items():
             link = diag / name
             if link.is_symlink() or link.exists():
@@ -325,19 +321,18 @@ class Pipeline:
                 raise SystemExit(f"failed: {cli_command(argv)}")
             remember(out / "barrier.json", inputs)
 
-    def alignment(self, folders: dict[str, Path]) -> None:
+    def alignment(self, seed0: dict[str, Path]) -> None:
         from benchmarks.actguide_alignment import main as alignment_main
 
         p = self.plan
         out = p.step2 / "align.json"
-        models = [f"base={p.base_dir}", f"zero_rl (setting)={p.pool / 'runs' / 'zero_rl' / 'seed0'}",
-                  f"actguide (setting)={p.pool / 'runs' / 'actguide' / 'seed0'}"]
-        models += [f"{name} (chosen)={cell / 'runs' / ('zero_rl' if name == 'zero_rl' else 'actguide') / 'seed0'}"
-                   for name, cell in folders.items()]
+        models = {"base": p.base_dir, "zero_rl (setting)": p.pool / "runs" / "zero_rl" / "seed0",
+                  "actguide (setting)": p.pool / "runs" / "actguide" / "seed0",
+                  **{f"{name} (chosen)": run for name, run in seed0.items()}}
         argv = ["--setting", str(p.out / "pool_setting.json"), "--regions", str(p.regions_file("train")),
-                *[a for m in models for a in ("--model", m)], "--out", str(out)]
+                *[a for name, run in models.items() for a in ("--model", f"{name}={run}")], "--out", str(out)]
         self.commands["alignment"] = "python -m benchmarks.actguide_alignment " + " ".join(map(shlex.quote, argv))
-        inputs = {"models": [m.split("=", 1)[0] + "=" + str(Path(m.split("=", 1)[1]).resolve()) for m in models]}
+        inputs = {"models": [f"{name}={run.resolve()}" for name, run in models.items()]}
         if not cached(out, inputs):
             print(f"$ {self.commands['alignment']}", flush=True)
             alignment_main(argv)
@@ -369,7 +364,8 @@ class Pipeline:
                 "all": len(training_pool(train_env, ActGuideConfig(**self.plan.setting)))}
         write_json(self.plan.out / PAGE_FILE, {"command": argv_text, "plan": self.plan.to_json(), "choices": choices,
                                                "commands": self.commands, "pool": pool, "seconds": seconds})
-        return PAGE.build(self.plan.out, doc), TRAIN_PAGE.build(self.plan.out, train_doc)
+        data = PAGE.load(self.plan.out)  # both pages read the same folders: read them once
+        return PAGE.build(self.plan.out, doc, data), TRAIN_PAGE.build(self.plan.out, train_doc, data)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,11 @@ import numpy as np
 
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 
+from benchmarks.actguide_regions import (
+    REGION_LABEL, REGION_ORDER, benchmark_lines, budget_lines, budget_row, episode_folder, fmt_gain, pool_gain_lines,
+    region_gain, region_table, success, training_log,
+)
+
 from .builder import Page, PageContext, Section, read_run_json, template
 
 PAGE_FILE = "regions_page.json"
@@ -62,6 +67,12 @@ def cell_name(method: str, epochs: int, lr: float) -> str:
     return f"{method}_e{epochs}_lr{lr:g}"
 
 
+def grid_cells(method: Step2Method, grid) -> tuple[tuple[int, float], ...]:
+    """The cells of ``method`` that the plan's grid holds (the generator trains them, the page reads them)."""
+    held = {tuple(c) for c in grid}
+    return tuple(c for c in method.cells if c in held)
+
+
 # -- reading the run folder ----------------------------------------------------------------------------------------
 def read_records(path: Path, tasks: set[str], seeds: int, rollouts: int) -> list[EpisodeRecord]:
     """The episodes of ``path`` on ``tasks`` for training seeds ``< seeds`` and rollouts ``< rollouts`` (a log may
@@ -70,13 +81,8 @@ def read_records(path: Path, tasks: set[str], seeds: int, rollouts: int) -> list
             if r.task_id in tasks and r.seed // 100 < seeds and r.seed % 100 < rollouts]
 
 
-def read_log_rows(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line.strip()]
-
-
 def load(out: Path) -> dict[str, Any]:
     from agents.actguide.regions import read_regions
-    from benchmarks.actguide_regions import REGION_ORDER, episode_folder
 
     record = read_run_json(out / PAGE_FILE, f"{GENERATOR} --out {out}")
     plan = record["plan"]
@@ -102,17 +108,15 @@ def load(out: Path) -> dict[str, Any]:
     step2 = out / "step2"
     data["grid"] = {}
     for method in STEP2_METHODS:
-        for epochs, lr in method.cells:
-            if [epochs, lr] not in [list(c) for c in plan["grid"]]:
-                continue
+        for epochs, lr in grid_cells(method, plan["grid"]):
             cell = step2 / "grid" / cell_name(method.name, epochs, lr)
             data["grid"][(method.name, epochs, lr)] = {
                 "dev": episodes(cell, method.variant, "dev", plan["grid_seeds"]),
-                "log": read_log_rows(cell / "runs" / method.variant / "seed0"),
+                "log": training_log(cell / "runs" / method.variant / "seed0"),
                 "setting": json.loads((cell / "setting.json").read_text())}
     data["base_dev"] = episodes(step2 / "grid", "base", "dev", 1)
     data["half"] = {"dev": episodes(step2 / "half", "zero_rl", "dev", 1),
-                    "log": read_log_rows(step2 / "half" / "runs" / "zero_rl" / "seed0"),
+                    "log": training_log(step2 / "half" / "runs" / "zero_rl" / "seed0"),
                     "setting": json.loads((step2 / "half" / "setting.json").read_text())}
     data["chosen"] = {}
     for method in STEP2_METHODS:
@@ -128,12 +132,6 @@ def load(out: Path) -> dict[str, Any]:
 
 
 # -- pieces --------------------------------------------------------------------------------------------------------
-def _gain_cell(iv) -> str:
-    from benchmarks.actguide_regions import fmt_gain
-
-    return fmt_gain(iv)
-
-
 def _card(data: dict, split: str, setting: dict, what: str) -> str:
     from benchmarks.harness.provenance import code_version
     from benchmarks.harness.setting import corpus_card
@@ -145,19 +143,15 @@ def _card(data: dict, split: str, setting: dict, what: str) -> str:
 
 
 def _region_table(data: dict, split: str, zero: list, act: list) -> str:
-    from benchmarks.actguide_regions import region_table
-
     return "\n".join(region_table(data[split]["base"], zero, act, data["groups"][split])) + "\n\n"
 
 
 def _effect_table(data: dict, rows: dict[str, list], reference: list) -> str:
-    from benchmarks.actguide_regions import region_gain
-
     lines = ["| Variant (what is removed or changed) | barrier: variant − ACTGUIDE-RL | in-region: variant − ACTGUIDE-RL |",
              "|---|---:|---:|"]
     groups = data["groups"]["test"]
     for variant, records in rows.items():
-        cells = [_gain_cell(region_gain(records, reference, groups[g])) for g in ("barrier", "in_region")]
+        cells = [fmt_gain(region_gain(records, reference, groups[g])) for g in ("barrier", "in_region")]
         lines.append(f"| {variant} ({VARIANT_NOTES.get(variant, '')}) | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n\n"
 
@@ -177,8 +171,6 @@ def _runs(data: dict, text: str) -> str:
 
 def _success(records: list, tasks: set[str]) -> str:
     """Unguided success on ``tasks`` as the page shows it (– for a region without tasks)."""
-    from benchmarks.actguide_regions import success
-
     value = success(records, tasks) if tasks else float("nan")
     return "–" if np.isnan(value) else f"{value:.1f}"
 
@@ -191,10 +183,10 @@ def _header(ctx: PageContext) -> str:
 
 
 def _documented(ctx: PageContext) -> str:
-    from benchmarks.actguide_regions import budget_row, region_gain
-
     d = ctx.data
-    test, groups = d["test"], d["groups"]["test"]
+    test = d["test"]
+    budget = [budget_row(training, v, folders) for (training, v), folders in d["budget"].items()]
+    pooled = {v: test[f"pool/{v}"] for v in ("zero_rl", "actguide")}
     text = ["## Trained on the whole RL pool (the documented setting)\n\n", _card(d, "test", d["plan"]["setting"], "both methods"),
             _region_table(d, "test", test["zero_rl"], test["actguide"]),
             "## Trained where the barrier is\n\n",
@@ -203,42 +195,20 @@ def _documented(ctx: PageContext) -> str:
             f"base's regions of those tasks: {_region_counts(d['regions']['train'])}), "
             "so no rollout goes to a task the base cannot reach even with a hint. Same base, budget, evaluation tasks "
             "and rollout seeds.\n\n",
-            _region_table(d, "test", test["pool/zero_rl"], test["pool/actguide"]),
+            _region_table(d, "test", pooled["zero_rl"], pooled["actguide"]),
             "Pooled against whole-pool training (paired, same evaluation seeds):\n\n",
-            "| Region | zero RL: pool − all | ACTGUIDE-RL: pool − all |\n|---|---:|---:|\n"]
-    from benchmarks.actguide_regions import REGION_LABEL, REGION_ORDER
-
-    for name in REGION_ORDER:
-        text.append(f"| {REGION_LABEL[name]} | {_gain_cell(region_gain(test['pool/zero_rl'], test['zero_rl'], groups[name]))} | "
-                    f"{_gain_cell(region_gain(test['pool/actguide'], test['actguide'], groups[name]))} |\n")
-    text += ["\nWhere the budget went (training logs, means over training seeds):\n\n",
-             "| Training | method | iterations | unguided rollouts | probes | guided | rescued / guided groups |\n",
-             "|---|---|---:|---:|---:|---:|---:|\n"]
-    text += ["| " + " | ".join(budget_row(training, v, folders)) + " |\n" for (training, v), folders in d["budget"].items()]
-    text.append("\n" + _per_benchmark(d) + "\n")
-    text.append("Commands (each resumable; written by the generator as it ran them):\n\n"
-                + _commands(d, "base", "regions", "all/", "pool/"))
+            "\n".join(pool_gain_lines(pooled, test, d["groups"]["test"])) + "\n",
+            "\nWhere the budget went (training logs, means over training seeds):\n\n", "\n".join(budget_lines(budget)) + "\n",
+            "\nTest tasks per benchmark and region (the three-way split):\n\n",
+            "\n".join(benchmark_lines(d["regions"]["test"], test["base"])) + "\n\n",
+            "Commands (each resumable; written by the generator as it ran them):\n\n",
+            _commands(d, "base", "regions", "all/", "pool/")]
     return "".join(text)
 
 
 def _region_counts(regions: dict[str, str]) -> str:
-    from benchmarks.actguide_regions import REGION_LABEL, REGION_ORDER
-
     counts = {name: sum(1 for g in regions.values() if g == name) for name in REGION_ORDER}
     return ", ".join(f"{counts[name]} {REGION_LABEL[name]}" for name in REGION_ORDER)
-
-
-def _per_benchmark(d: dict) -> str:
-    per_bench: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    bench_of = {r.task_id: r.benchmark for r in d["test"]["base"]}
-    for t, g in d["regions"]["test"].items():
-        if t in bench_of:
-            per_bench[bench_of[t]][g] += 1
-    lines = ["Test tasks per benchmark and region (the three-way split):", "",
-             "| Benchmark | in-region | barrier | out of reach |", "|---|---:|---:|---:|"]
-    lines += [f"| {b} | {per_bench[b]['in_region']} | {per_bench[b]['barrier']} | {per_bench[b]['out_of_reach']} |"
-              for b in sorted(per_bench)]
-    return "\n".join(lines) + "\n"
 
 
 def _pool_ablations(ctx: PageContext) -> str:
@@ -336,15 +306,13 @@ def _chosen(ctx: PageContext) -> str:
 
 def _acceptance(d: dict, zero: list, act: list) -> str:
     """Issue 22's second acceptance point, read off the table: barrier interval above 0, in-region not below 0."""
-    from benchmarks.actguide_regions import region_gain
-
     groups = d["groups"]["test"]
     barrier, in_region = (region_gain(act, zero, groups[g]) for g in ("barrier", "in_region"))
     if barrier is None or in_region is None:
         return ""
     met = barrier.low > 0 and in_region.low >= 0
-    return (f"ACTGUIDE-RL − zero RL: barrier {_gain_cell(barrier)} (interval {'above' if barrier.low > 0 else 'not above'} "
-            f"0), in-region {_gain_cell(in_region)} (interval {'not below' if in_region.low >= 0 else 'below'} 0): "
+    return (f"ACTGUIDE-RL − zero RL: barrier {fmt_gain(barrier)} (interval {'above' if barrier.low > 0 else 'not above'} "
+            f"0), in-region {fmt_gain(in_region)} (interval {'not below' if in_region.low >= 0 else 'below'} 0): "
             f"the acceptance point (barrier above 0, in-region not below 0) is **{'met' if met else 'not met'}**.\n\n")
 
 

@@ -80,20 +80,25 @@ class Page:
     load: Callable[[Path], dict[str, Any]]
     sections: tuple[Section, ...]
 
-    def context(self, out: str | Path | None = None, doc: str | Path | None = None) -> PageContext:
+    def context(self, out: str | Path | None = None, doc: str | Path | None = None,
+                data: dict[str, Any] | None = None) -> PageContext:
+        """The context of a build; ``data``: what ``load`` already read from ``out`` (pages that share a loader
+        and its folders are built from one read)."""
         out_path = Path(out if out is not None else self.out)
         if not out_path.is_dir():
             raise SteerEnvsError(f"{out_path} is not a folder of runs for page {self.name!r}; run its generator first "
                                  f"or pass --out RUN_DIR")
         doc_path = Path(doc) if doc is not None else REPO_ROOT / self.doc
-        return PageContext(out_path, doc_path, self.load(out_path))
+        return PageContext(out_path, doc_path, self.load(out_path) if data is None else data)
 
     def render(self, ctx: PageContext) -> str:
         return "".join(section.render(ctx) for section in self.sections)
 
-    def build(self, out: str | Path | None = None, doc: str | Path | None = None) -> Path:
-        """Render every section from the run folders and write the page atomically; return its path."""
-        ctx = self.context(out, doc)
+    def build(self, out: str | Path | None = None, doc: str | Path | None = None,
+              data: dict[str, Any] | None = None) -> Path:
+        """Render every section from the run folders (or from ``data``, what ``load`` read there) and write the page
+        atomically; return its path."""
+        ctx = self.context(out, doc, data)
         text = self.render(ctx)
         ctx.doc.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(ctx.doc, text)
