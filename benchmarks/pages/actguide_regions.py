@@ -95,7 +95,8 @@ def load(out: Path) -> dict[str, Any]:
         return read_records(folder / episode_folder(split) / f"{label}.jsonl", set(regions[split]), n_seeds, rollouts)
 
     data: dict[str, Any] = {"record": record, "plan": plan, "regions": regions, "groups": groups,
-                            "out": str(Path(plan["out"]).resolve())}
+                            "out": str(Path(plan["out"]).resolve()),
+                            "pool_setting": json.loads((out / "pool_setting.json").read_text())}
     for split in ("test", "train"):
         data[split] = {"base": episodes(out, "base", split),
                        **{v: episodes(out, v, split) for v in ("zero_rl", "actguide")},
@@ -132,13 +133,17 @@ def load(out: Path) -> dict[str, Any]:
 
 
 # -- pieces --------------------------------------------------------------------------------------------------------
-def _card(data: dict, split: str, setting: dict, what: str) -> str:
+def _card(data: dict, split: str, setting: dict, what: str, tasks: int | None = None, per_task: str | None = None) -> str:
+    """A table's setting card: split, task count (``tasks``: a region's, when not the split's), code, corpus, what was
+    run per task (``per_task``; default the evaluation's rollouts) and the training setting."""
     from benchmarks.harness.provenance import code_version
     from benchmarks.harness.setting import corpus_card
 
     corpus = corpus_card(setting.get("data_dir"))
-    return (f"*Setting card ({what}): split {split}, {len(data['regions'][split])} tasks, code `{code_version()}`, "
-            f"corpus `{corpus[0]}` ({corpus[1]}), {data['plan']['rollouts']} rollouts per task and training seed, "
+    tasks = len(data["regions"][split]) if tasks is None else tasks
+    per_task = per_task or f"{data['plan']['rollouts']} rollouts per task and training seed"
+    return (f"*Setting card ({what}): split {split}, {tasks} tasks, code `{code_version()}`, "
+            f"corpus `{corpus[0]}` ({corpus[1]}), {per_task}, "
             f"training setting `{_runs(data, json.dumps(setting, sort_keys=True))}`.*\n\n")
 
 
@@ -195,6 +200,7 @@ def _documented(ctx: PageContext) -> str:
             f"base's regions of those tasks: {_region_counts(d['regions']['train'])}), "
             "so no rollout goes to a task the base cannot reach even with a hint. Same base, budget, evaluation tasks "
             "and rollout seeds.\n\n",
+            _card(d, "test", d["pool_setting"], "both methods, the barrier pool"),
             _region_table(d, "test", pooled["zero_rl"], pooled["actguide"]),
             "Pooled against whole-pool training (paired, same evaluation seeds):\n\n",
             "\n".join(pool_gain_lines(pooled, test, d["groups"]["test"])) + "\n",
@@ -218,6 +224,7 @@ def _pool_ablations(ctx: PageContext) -> str:
     return (f"## Ablations and noise at the documented setting ({n} training seed{'s' if n > 1 else ''})\n\n"
             "Each variant of `agents/actguide/config.py:VARIANTS`, trained on the barrier pool with the documented "
             "setting, evaluated as above on test; variant − ACTGUIDE-RL on the same training and evaluation seeds.\n\n"
+            + _card(d, "test", d["pool_setting"], "each variant: `VARIANTS[V]` applied to this setting")
             + _effect_table(d, d["pool_ablations"], reference))
 
 
@@ -246,6 +253,8 @@ def _step2(ctx: PageContext) -> str:
     for g in ("barrier", "in_region"):
         lines.append(f"| {g.replace('_', '-')} | {_success(half['dev'], dev[g])} | "
                      f"{_success(group_seed0, dev[g]) if group else '–'} |")
+    lines += ["", _card(d, "dev", half["setting"], "the half-budget zero RL; the ACTGUIDE-RL runs of both tables are "
+                        "their grid cells' settings, below").rstrip()]
     n = d["plan"]["grid_seeds"]
     chosen = [m for m in STEP2_METHODS if m.chosen_by_rule]
     lines += ["", f"**Dev grid** ({n} training seed{'s' if n > 1 else ''} per cell, mean; dev regions of the same base: "
@@ -291,15 +300,26 @@ def _chosen(ctx: PageContext) -> str:
             _region_table(d, "test", zero["test"], act["test"]), _acceptance(d, zero["test"], act["test"]),
             "**Barrier diagnostics before and after, on the test barrier group** (`steer-envs barrier`, seed 0 of each "
             "chosen run; M_t: the potential of step t, κ_t its carry-over, B_k: the hint's lift at k reference "
-            "actions):\n\n", d["barrier_md"].strip() + "\n\n",
+            "actions):\n\n",
+            _card(d, "test", act["setting"], "the barrier group; ACTGUIDE-RL's setting, zero RL's is its own cell",
+                  tasks=len(d["groups"]["test"]["barrier"]),
+                  per_task="the diagnostics' rollouts per estimate (`steer-envs barrier` defaults unless the command "
+                           "below says otherwise)"),
+            d["barrier_md"].strip() + "\n\n",
             "**Did the hinted actions reach π_u?** `benchmarks.actguide_alignment` on the pool's own train tasks "
             "(reference actions replayed unguided; × candidates: π_u(reference) times the size of the admissible set, "
-            "1 = uniform):\n\n", _alignment_table(d["alignment"])]
+            "1 = uniform):\n\n",
+            _card(d, "train", d["pool_setting"], "the models' training settings are the tables' above",
+                  tasks=sum(len(d["groups"]["train"][g]) for g in ("barrier", "in_region")),
+                  per_task="every reference step of the barrier and in-region tasks scored once"),
+            _alignment_table(d["alignment"])]
     n = d["plan"]["ablation_seeds"]
     reference = [r for r in act["test"] if r.seed // 100 < n]
     text += [f"**Ablations and noise at the step 2 setting** ({n} training seed{'s' if n > 1 else ''} each; every "
              "variant's switches on top of the chosen ACTGUIDE-RL cell, `sft_rl` on zero RL's chosen cell; test; "
              "variant − ACTGUIDE-RL, paired over the same training and evaluation seeds):\n\n",
+             _card(d, "test", act["setting"], "each variant: `VARIANTS[V]` applied to this setting; `sft_rl` to zero "
+                   "RL's chosen cell"),
              _effect_table(d, d["step2_ablations"], reference), _commands(d, "chosen", "ablation")]
     return "".join(text)
 
@@ -345,7 +365,7 @@ def _train_page(ctx: PageContext) -> str:
             "method learn the tasks it trained on? Regions of the base on these tasks, same protocol.\n\n"
             + _card(d, "train", d["plan"]["setting"], "whole pool") + _region_table(d, "train", train["zero_rl"], train["actguide"])
             + "Trained where the barrier is (the pool kept to its barrier and in-region tasks):\n\n"
-            + _region_table(d, "train", train["pool/zero_rl"], train["pool/actguide"]))
+            + _card(d, "train", d["pool_setting"], "both methods, the barrier pool") + _region_table(d, "train", train["pool/zero_rl"], train["pool/actguide"]))
 
 
 PAGE = Page(
