@@ -21,7 +21,7 @@ from steer_envs.registry import import_object
 #: the zero-shot method's options that only a served steerer reads, with their defaults (the method list shows them)
 SERVED_ONLY_OPTIONS = {"top_logprobs": "20", "prompt_chars": "6000", "think_tokens": "48"}
 #: the hand-off steerers' deployment-only options (they share one checkpoint; :mod:`baselines.handoff`)
-HANDOFF_DEPLOY_OPTIONS = frozenset({"tau", "coverage", "every"})
+HANDOFF_DEPLOY_OPTIONS = frozenset({"tau", "coverage", "every", "pass_bias"})
 
 
 @holds_protocol(keywords=("executor", "benchmarks", "max_turns", "metric", "intervention_cost", "data_dir"))

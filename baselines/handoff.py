@@ -23,7 +23,12 @@ off by default (earlier labels, checkpoints and outputs unchanged):
 * ``continuation=policy`` (``handoff_rl``): the trainer's continuations let the current steerer take every later
   decision instead of passing after one intervention, so repeated interventions and their cost are in the labels;
   ``continuation_gate=open`` runs its slow path at every later hand-off (the regime the every-hand-off row
-  deploys); ``tau`` (default) gates them at the trainer's τ.
+  deploys); ``tau`` (default) gates them at the trainer's τ;
+* ``pass_reads_fast=1`` (with ``slow_pass=1``): the slow path's pass logit reads the fast path's z
+  (``EncoderSteerer(pass_reads_fast=True)``), so the steerer asked at every hand-off uses what its ranking-trained
+  fast path knows about where a note matters;
+* ``pass_bias=B`` (deployment, with ``slow_pass=1``; no retraining): B is added to the slow path's pass logit, the
+  slow path's counterpart of τ; ``pass_bias=dev`` chooses B among :data:`PASS_BIAS_GRID` by F1 on the dev tasks.
 """
 from __future__ import annotations
 
@@ -48,6 +53,9 @@ FEATURES = {"features": "handoff"}
 #: τ of an always-open gate: p = σ(z − logit τ) ≈ 1 for any z the steerer produces
 OPEN_GATE_TAU = 1e-12
 TAU_FILE = "tau_for_coverage.json"
+PASS_BIAS_FILE = "pass_bias_for_f1.json"
+#: the pass-logit shifts ``pass_bias=dev`` tries on dev (nats; 0 = the trained slow path as it is)
+PASS_BIAS_GRID = (0.0, 1.0, 2.0, 3.0, 4.0)
 DEPLOY_OPTIONS = HANDOFF_DEPLOY_OPTIONS
 
 
@@ -83,8 +91,52 @@ def tau_for_coverage(env, agent: SteeringAgent, task_ids: list[str], target: flo
     return best[0], best[2]
 
 
+def dev_f1(env, agent: SteeringAgent, task_ids: list[str]) -> float:
+    """Macro-over-benchmarks F1 of ``agent`` on ``task_ids`` (one fixed seed per task, as :func:`coverage_of`)."""
+    by_benchmark: dict[str, list[float]] = {}
+    for task_id in task_ids:
+        _, _, info = play_episode(env, agent, calibration_seed(task_id), task_id)
+        by_benchmark.setdefault(task_id.split("/", 1)[0], []).append(float(info["f1"]))  # ids are "benchmark/..."
+    return float(np.mean([np.mean(v) for v in by_benchmark.values()]))
+
+
+def _pass_bias(agent: SteeringAgent, context: MethodContext) -> None:
+    """``pass_bias=B`` shifts the slow path's pass logit by B at deployment; ``pass_bias=dev`` takes the B of
+    :data:`PASS_BIAS_GRID` with the highest F1 on the dev tasks (cached beside the checkpoint, as τ is)."""
+    value = context.options.get("pass_bias", "")
+    if value in ("", "0"):
+        return
+    if not getattr(agent.steerer, "slow_pass", False):
+        raise SteerEnvsError("pass_bias shifts the slow path's pass logit: the steerer needs slow_pass=1")
+    if value != "dev":
+        agent.steerer.pass_bias = context.option("pass_bias", 0.0, float)
+    else:
+        path = context.checkpoint_dir() / PASS_BIAS_FILE
+        per_benchmark = context.option("dev_tasks", 20, int)
+        stored = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if stored.get("dev_tasks_per_benchmark") != per_benchmark or stored.get("grid") != list(PASS_BIAS_GRID):
+            env = context.make_env(HANDOFF_ENV, split="dev", action_mode="discrete")
+            scores = {}
+            try:
+                for bias in PASS_BIAS_GRID:
+                    agent.steerer.pass_bias = bias
+                    scores[f"{bias:g}"] = dev_f1(env, agent, dev_task_ids(context, per_benchmark))
+            finally:
+                env.close()
+            best = max(scores, key=scores.get)  # the first (smallest) shift wins a tie
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"pass_bias": float(best), "dev_f1": scores, "dev_tasks_per_benchmark": per_benchmark,
+                                       "grid": list(PASS_BIAS_GRID), "split": "dev"}, indent=2), encoding="utf-8")
+            tmp.replace(path)
+        agent.steerer.pass_bias = float(json.loads(path.read_text(encoding="utf-8"))["pass_bias"])
+    agent.run_info = {**getattr(agent, "run_info", {}), "pass_bias": agent.steerer.pass_bias,
+                      **({"pass_bias_chosen_on": "dev"} if value == "dev" else {})}
+
+
 def _operating_point(agent: SteeringAgent, context: MethodContext) -> SteeringAgent:
-    """Set the agent's τ from the method's deployment options (see the module docstring)."""
+    """Set the agent's τ (and the slow path's pass bias) from the method's deployment options (see the module
+    docstring)."""
+    _pass_bias(agent, context)
     if context.option("every", 0, int):
         agent.tau = OPEN_GATE_TAU
         agent.run_info = {**getattr(agent, "run_info", {}), "gate": "open at every hand-off"}
@@ -115,7 +167,8 @@ def _operating_point(agent: SteeringAgent, context: MethodContext) -> SteeringAg
 
 
 def _steerer_args(context: MethodContext) -> dict[str, Any]:
-    """The hand-off steerer's arguments: its feature set, and ``slow_pass`` / ``pass_prior`` when the method asks for
+    """The hand-off steerer's arguments: its feature set, and ``slow_pass`` / ``pass_prior`` / ``pass_reads_fast``
+    when the method asks for
     them (only then: the spec, and so checkpoints of earlier runs, stay as they were)."""
     args = {**FEATURES, **({"slow_pass": True} if context.option("slow_pass", 0, int) else {})}
     prior = context.option("pass_prior", 0.0, float)
@@ -123,6 +176,10 @@ def _steerer_args(context: MethodContext) -> dict[str, Any]:
         if "slow_pass" not in args:
             raise SteerEnvsError("pass_prior sets the slow path's initial probability of pass: add slow_pass=1")
         args["pass_prior"] = prior
+    if context.option("pass_reads_fast", 0, int):
+        if "slow_pass" not in args:
+            raise SteerEnvsError("pass_reads_fast makes the slow path's pass read the fast path's z: add slow_pass=1")
+        args["pass_reads_fast"] = True
     return args
 
 

@@ -75,11 +75,11 @@ def _verification_rl() -> Method:
 
 def _handoff_rl() -> Method:
     return Method("handoff_rl", "the steering agent trained with the paper's RL (ranking loss + GRPO) on HandoffSteering-v0's "
-        "train split; coverage / every / slow_pass / pass_prior as for handoff_zero_shot; continuation=policy trains on "
+        "train split; coverage / every / slow_pass / pass_prior / pass_reads_fast as for handoff_zero_shot; continuation=policy trains on "
         "continuations where the current steerer takes every later decision (repeated interventions; "
         "continuation_gate=open: its slow path at every later hand-off)", HANDOFF_ENV, "baselines.handoff:build_handoff_rl",
         options={"tau": "0.5", "coverage": "", "every": "0", "dev_tasks": "20", "slow_pass": "0", "pass_prior": "0",
-                 "continuation": "pass", "continuation_gate": "tau", **_handoff_train()},
+                 "pass_reads_fast": "0", "pass_bias": "0", "continuation": "pass", "continuation_gate": "tau", **_handoff_train()},
         learns=True, group="steering", deploy_options=HANDOFF_DEPLOY_OPTIONS)
 
 
@@ -147,10 +147,12 @@ _ENTRIES: tuple[MethodEntry, ...] = (
            options={"max_at": "8", "dev_tasks": "20", "seeds": "1"}, learns=True, group="rule"),
     Method("handoff_zero_shot", "the steering agent without RL on the hand-off features (an untrained encoder steerer); "
            "coverage=C picks tau on dev for that share of agent turns, every=1 opens the gate at every hand-off, "
-           "slow_pass=1 makes pass one of the slow path's choices (pass_prior=P: its initial probability)",
+           "slow_pass=1 makes pass one of the slow path's choices (pass_prior=P: its initial probability; "
+           "pass_reads_fast=1: its pass logit reads the fast path's z; pass_bias=B|dev: a deployment shift of "
+           "the pass logit, dev: chosen by dev F1)",
            HANDOFF_ENV, "baselines.handoff:build_handoff_zero_shot",
            options={"tau": "0.5", "coverage": "", "every": "0", "dev_tasks": "20", "seed": "0", "slow_pass": "0",
-                    "pass_prior": "0"},
+                    "pass_prior": "0", "pass_reads_fast": "0", "pass_bias": "0"},
            group="steering",
            deploy_options=HANDOFF_DEPLOY_OPTIONS),
     ("handoff_rl", _handoff_rl),

@@ -7,7 +7,9 @@
    seeds: no supervision; zero-shot steering at the coverage (τ chosen on dev); zero-shot forced at every hand-off;
    random at the same coverage; the best fixed rule (chosen on dev); RL steering at the coverage and at every
    hand-off, each trained with every ``--train-seeds`` seed; and RL at every hand-off whose slow path may pass
-   (``EVERY_WITH_PASS``), at the table's budget and at the reduced budget its pass prior was chosen with.
+   (``EVERY_WITH_PASS``), at the table's budget and at the reduced budget its pass prior was chosen with, and the
+   same with a pass that reads the fast path's z (``EVERY_PASS_READS_FAST``), at the table's budget, as trained
+   and with its pass logit's deployment shift chosen on dev (``pass_bias=dev``).
 3. The table: F1 (macro over benchmarks), the paired gain over no supervision with a 95% interval (the harness's
    bootstrap, :class:`~benchmarks.harness.stats.HierarchicalBootstrap`: tasks resampled within benchmarks, seeds
    averaged per task, training seeds resampled for RL rows), agent turns per task, coverage (interventions per agent
@@ -52,6 +54,9 @@ RESAMPLES = 2000
 #: pass, its initial pass probability 0.9 (chosen on dev among 0.8 / 0.9 / 0.95 at ``REDUCED_BUDGET``,
 #: docs/results_handoff.md), trained on continuations in which it takes every later hand-off
 EVERY_WITH_PASS = "every=1,slow_pass=1,pass_prior=0.9,continuation=policy,continuation_gate=open"
+#: the same steerer whose slow-path pass reads the fast path's z (``pass_reads_fast``), its pass prior chosen on dev at
+#: ``REDUCED_BUDGET`` among 0.3 / 0.5 / 0.7 / 0.9 (docs/results_handoff.md)
+EVERY_PASS_READS_FAST = "every=1,slow_pass=1,pass_prior=0.5,pass_reads_fast=1,continuation=policy,continuation_gate=open"
 #: the training budget the pass prior was chosen with (the table's RL rows train at ``handoff_train_options``)
 REDUCED_BUDGET = "m=12,k=48,G=4,N=4,bank_tasks=200"
 
@@ -70,6 +75,10 @@ def method_specs(coverage: float, train_seeds: Sequence[int]) -> dict[str, list[
         "RL steering, every hand-off, slow path may pass": [f"handoff_rl:{EVERY_WITH_PASS},seed={s}" for s in train_seeds],
         "RL steering, every hand-off, slow path may pass (reduced budget)":
             [f"handoff_rl:{EVERY_WITH_PASS},{REDUCED_BUDGET},seed={s}" for s in train_seeds],
+        "RL steering, every hand-off, slow path may pass, its pass reads the fast path's z":
+            [f"handoff_rl:{EVERY_PASS_READS_FAST},seed={s}" for s in train_seeds],
+        "the same, its pass bias chosen on dev (no retraining)":
+            [f"handoff_rl:{EVERY_PASS_READS_FAST},pass_bias=dev,seed={s}" for s in train_seeds],
     }
 
 

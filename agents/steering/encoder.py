@@ -98,6 +98,7 @@ class EncoderSteerer(Steerer):
         reader: str = "",
         slow_pass: bool = False,
         pass_prior: float = 0.0,
+        pass_reads_fast: bool = False,
     ) -> None:
         super().__init__(options)
         #: whether "pass" is one of the slow path's choices (the paper's pass ∪ A_int at every decision): an extra,
@@ -112,6 +113,19 @@ class EncoderSteerer(Steerer):
         if self.pass_prior and not (self.slow_pass and 0.0 < self.pass_prior < 1.0):
             raise SteerEnvsError(f"pass_prior must be in (0, 1) and needs slow_pass=True, got pass_prior={pass_prior!r}, "
                                  f"slow_pass={slow_pass!r}")
+        #: whether the slow path's pass logit reads the fast path's log-odds z (``slow_pass`` only): pass logit =
+        #: head output − g · z, z detached (the fast path stays trained by its ranking loss alone) and g a learned
+        #: gain (1 at start). A steerer asked at every hand-off then knows what its own fast path learned about
+        #: where a note matters, instead of relearning it from GRPO's few samples per state: the paper's one model
+        #: answers both questions from the same state, and this is the encoder's way to share the answer
+        self.pass_reads_fast = bool(pass_reads_fast)
+        if self.pass_reads_fast and not self.slow_pass:
+            raise SteerEnvsError("pass_reads_fast makes the slow path's pass read the fast path's z: it needs "
+                                 "slow_pass=True")
+        #: a deployment setting, not a parameter (not in the spec, nor the state dict): added to the pass logit at
+        #: decision time (``slow_pass`` only), the slow path's counterpart of the gate's τ, chosen on dev by whoever
+        #: deploys the steerer (``baselines.handoff``'s ``pass_bias=dev``); 0 leaves the trained policy as it is
+        self.pass_bias = 0.0
         self.hash_dim = hash_dim
         self.span_hash_dim = span_hash_dim
         self.embed_dim = embed_dim
@@ -153,6 +167,8 @@ class EncoderSteerer(Steerer):
                 with torch.no_grad():
                     others = torch.logsumexp(self.option_head.bias[:-1], dim=0)
                     self.option_head.bias[-1] = float(np.log(self.pass_prior / (1.0 - self.pass_prior))) + others
+            if self.pass_reads_fast:
+                self.pass_gain = nn.Parameter(torch.ones(()))
             self.span_bag = nn.EmbeddingBag(span_hash_dim, hidden, mode="mean")
             nn.init.normal_(self.span_bag.weight, std=0.05)
             self.span_stats = nn.Linear(SPAN_STATS, hidden)
@@ -170,6 +186,7 @@ class EncoderSteerer(Steerer):
             **({"reader": self.reader} if self.reader else {}),
             **({"slow_pass": True} if self.slow_pass else {}),
             **({"pass_prior": self.pass_prior} if self.pass_prior else {}),
+            **({"pass_reads_fast": True} if self.pass_reads_fast else {}),
         }
 
     # -- encoding -------------------------------------------------------------------------------------------
@@ -265,7 +282,15 @@ class EncoderSteerer(Steerer):
 
     def _distributions(self, observation: Any) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         h = self.hidden_states([observation])[0]
-        option_logp = torch.log_softmax(self.option_head(h), dim=-1)
+        logits = self.option_head(h)
+        if self.pass_reads_fast:
+            with torch.no_grad():
+                z = (self.fast_head(self.fast_trunk(h)).squeeze(-1) if self.fast_input != "stats"
+                     else self.fast_scores([observation])[0])
+            logits = torch.cat([logits[:-1], logits[-1:] - self.pass_gain * z])
+        if self.pass_bias:
+            logits = torch.cat([logits[:-1], logits[-1:] + self.pass_bias])
+        option_logp = torch.log_softmax(logits, dim=-1)
         spans = argument_candidates(observation, self.max_arguments)
         return h, option_logp, spans
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from steer_envs.atomic import atomic_write_text
+from steer_envs.atomic import atomic_write_json
 from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cli.main import main as cli_main
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
@@ -81,27 +81,23 @@ def train_once(argv: list[str], run: Path, timings: dict) -> str:
     return command
 
 
-def write_json(path: Path, data) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
-
-
 def train_all(plan: Plan) -> dict[str, str]:
     plan.out.mkdir(parents=True, exist_ok=True)
     setting_file, base_file = plan.out / "setting.json", plan.out / "base.json"
-    write_json(setting_file, plan.setting)
-    write_json(base_file, plan.base)
+    atomic_write_json(setting_file, plan.setting, sort_keys=False)
+    atomic_write_json(base_file, plan.base, sort_keys=False)
     timings_path = plan.out / "train_times.json"
     timings = json.loads(timings_path.read_text()) if timings_path.is_file() else {}
     commands = {"base": train_once(["train", "actguide", "--config", str(base_file), "--variant", "zero_rl", "--seed", "0",
                                 "--out", str(plan.base_dir), "--no-progress"], plan.base_dir, timings)}
-    write_json(timings_path, timings)
+    atomic_write_json(timings_path, timings, sort_keys=False)
     for variant in plan.variants:
         for seed in plan.seeds_of(variant):
             run = plan.run_dir(variant, seed)
             commands[f"{variant}/{seed}"] = train_once(
                 ["train", "actguide", "--config", str(setting_file), "--variant", variant, "--seed", str(seed),
                  "--init-from", str(plan.base_dir), "--out", str(run), "--no-progress"], run, timings)
-            write_json(timings_path, timings)
+            atomic_write_json(timings_path, timings, sort_keys=False)
     plan.seconds["train"] = sum(timings.values())
     return commands
 
@@ -167,7 +163,7 @@ def _barrier(plan: Plan):
     for label, folder in (("initial (base)", plan.base_dir), ("ACTGUIDE-RL (seed 0)", plan.run_dir("actguide", 0))):
         learner, _ = load_learner(folder)
         reports.append(diagnose(learner, env, ids, label, K=8, max_k=4, horizon=4, seed=0))
-    write_json(plan.out / "barrier.json", [r.to_dict() for r in reports])
+    atomic_write_json(plan.out / "barrier.json", [r.to_dict() for r in reports], sort_keys=False)
     plan.seconds["barrier"] = _add_time(plan, "barrier", time.perf_counter() - start)
     return reports
 
@@ -177,7 +173,8 @@ def write_page(plan: Plan, commands: dict[str, str], records: dict[str, list[Epi
     """Record the plan and commands in ``OUT/page.json`` and build the page from the run folder (``records`` is
     not needed: the page reads the episode logs back)."""
     _barrier(plan)  # the page reads barrier.json: make sure it is there
-    write_json(plan.out / PAGE_FILE, {"command": argv_text, "plan": plan.to_json(), "commands": commands})
+    atomic_write_json(plan.out / PAGE_FILE, {"command": argv_text, "plan": plan.to_json(), "commands": commands},
+                      sort_keys=False)
     return PAGE.build(plan.out, doc)
 
 

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from steer_envs.cli.main import main as cli_main
+from steer_envs.atomic import atomic_write_json
 from steer_envs.episodes import EpisodeRecord
 from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
@@ -43,7 +44,7 @@ from benchmarks.pages.actguide_regions import (
 )
 from benchmarks.pages.timing import add_time
 
-from .actguide_doc import cli_command, invocation, train_once, write_json
+from .actguide_doc import cli_command, invocation, train_once
 
 #: every variant the ablation tables train (sft_rl at zero RL's chosen cell: it is SFT, then zero RL)
 ABLATION_VARIANTS = ABLATIONS + NOISE
@@ -144,7 +145,7 @@ def cached(result: Path, inputs: dict) -> bool:
 
 
 def remember(result: Path, inputs: dict) -> None:
-    write_json(result.with_name(result.name + ".inputs.json"), inputs)
+    atomic_write_json(result.with_name(result.name + ".inputs.json"), inputs, sort_keys=False)
 
 
 class Pipeline:
@@ -164,12 +165,12 @@ class Pipeline:
                 *(["--init-from", str(self.plan.base_dir)] if init else []), "--out", str(run), "--no-progress"]
         check_trained_as(run, setting_file, variant, seed)
         self.commands[key] = train_once(argv, run, self.timings)
-        write_json(self.timings_path, self.timings)
+        atomic_write_json(self.timings_path, self.timings, sort_keys=False)
         return run
 
     def setting_file(self, folder: Path, setting: dict) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
-        write_json(folder / "setting.json", setting)
+        atomic_write_json(folder / "setting.json", setting, sort_keys=False)
         return folder / "setting.json"
 
     def regions(self, split: str, tasks_per_benchmark: int) -> Path:
@@ -211,7 +212,7 @@ class Pipeline:
         p = self.plan
         base_file = p.out / "base.json"
         self.setting_file(p.out, p.setting)
-        write_json(base_file, p.base)
+        atomic_write_json(base_file, p.base, sort_keys=False)
         self.train("base", base_file, "zero_rl", 0, p.base_dir, init=False)
         for split in ("test", "dev"):
             self.regions(split, p.eval_tasks)
@@ -222,7 +223,7 @@ class Pipeline:
         p = self.plan
         setting_file = p.out / "setting.json"
         pool_file = p.out / "pool_setting.json"
-        write_json(pool_file, p.pool_setting)
+        atomic_write_json(pool_file, p.pool_setting, sort_keys=False)
         seeds = range(p.seeds)
         for variant in ("zero_rl", "actguide"):
             for s in seeds:
@@ -268,9 +269,9 @@ class Pipeline:
             if method.chosen_by_rule and scores.get(method.name):
                 best = max(scores[method.name], key=lambda c: c[0])  # the first cell wins a tie (the grid's order)
                 choices[method.name] = [best[1], best[2]]
-        write_json(p.step2 / "choices.json", {"rule": f"highest barrier + in-region unguided success on dev, mean "
-                                                      f"over training seeds 0..{p.grid_seeds - 1}",
-                                              "choices": choices, "base_dev_episodes": len(base_dev)})
+        rule = f"highest barrier + in-region unguided success on dev, mean over training seeds 0..{p.grid_seeds - 1}"
+        atomic_write_json(p.step2 / "choices.json", {"rule": rule, "choices": choices, "base_dev_episodes": len(base_dev)},
+                          sort_keys=False)
         return choices
 
     def region_groups(self, split: str) -> dict[str, set[str]]:
@@ -362,8 +363,9 @@ class Pipeline:
         train_env = make_env(ActGuideConfig(**self.plan.setting))
         pool = {"kept": len(training_pool(train_env, ActGuideConfig(**self.plan.pool_setting))),
                 "all": len(training_pool(train_env, ActGuideConfig(**self.plan.setting)))}
-        write_json(self.plan.out / PAGE_FILE, {"command": argv_text, "plan": self.plan.to_json(), "choices": choices,
-                                               "commands": self.commands, "pool": pool, "seconds": seconds})
+        atomic_write_json(self.plan.out / PAGE_FILE, {"command": argv_text, "plan": self.plan.to_json(), "choices": choices,
+                                                      "commands": self.commands, "pool": pool, "seconds": seconds},
+                          sort_keys=False)
         data = PAGE.load(self.plan.out)  # both pages read the same folders: read them once
         return PAGE.build(self.plan.out, doc, data), TRAIN_PAGE.build(self.plan.out, train_doc, data)
 

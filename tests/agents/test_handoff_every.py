@@ -83,6 +83,47 @@ def test_pass_prior_sets_the_slow_paths_initial_probability_of_pass():
         EncoderSteerer(options, hash_dim=DIM, features="handoff", slow_pass=True, pass_prior=1.0)
 
 
+def test_pass_reads_fast_makes_pass_likelier_where_the_fast_path_sees_less_to_gain():
+    env = gym.make(HANDOFF_ENV, split="dev", action_mode="discrete", max_turns=12)
+    observations = [env.reset(seed=seed)[0] for seed in range(4)]
+    options = options_from_catalogue(HANDOFF)
+    steerer = EncoderSteerer(options, hash_dim=DIM, features="handoff", slow_pass=True, pass_prior=0.5,
+                             pass_reads_fast=True)
+    plain = EncoderSteerer(options, hash_dim=DIM, features="handoff", slow_pass=True, pass_prior=0.5)
+
+    def pass_logit_gap(model: EncoderSteerer, obs) -> float:  # log p(pass) − log p(first option)
+        with torch.no_grad():
+            logp = model._distributions(obs)[1]
+        return float(logp[-1] - logp[0])
+
+    for obs in observations:
+        # the same seed builds the same head: pass_reads_fast subtracts g·z (g = 1 at start) from the pass logit only
+        z = float(steerer.fast_scores([obs])[0])
+        assert pass_logit_gap(steerer, obs) == pytest.approx(pass_logit_gap(plain, obs) - z, abs=1e-5)
+    with torch.no_grad():
+        steerer.fast_head.bias += 5.0  # the fast path now sees a note as worth more in every state
+    assert all(pass_logit_gap(steerer, obs) == pytest.approx(pass_logit_gap(plain, obs)
+                                                               - float(steerer.fast_scores([obs])[0]), abs=1e-4)
+               for obs in observations)
+    assert all(pass_logit_gap(steerer, obs) < pass_logit_gap(plain, obs) - 4.0 for obs in observations)
+    # z is read, not trained through: GRPO's gradient on a pass sample reaches the gain and the heads, not fast_head
+    samples = steerer.sample_slow(observations[0], 3, torch.Generator().manual_seed(0))
+    steerer.slow_logprobs(observations[0], samples).sum().backward()
+    assert steerer.fast_head.weight.grad is None and steerer.pass_gain.grad is not None
+    spec = steerer.build_spec()
+    assert spec["pass_reads_fast"] is True and "pass_reads_fast" not in plain.build_spec()
+    rebuilt = EncoderSteerer(options, **spec)
+    rebuilt.load_state_dict(steerer.state_dict())
+    assert pass_logit_gap(rebuilt, observations[1]) == pytest.approx(pass_logit_gap(steerer, observations[1]))
+    with pytest.raises(SteerEnvsError, match="needs slow_pass=True"):
+        EncoderSteerer(options, hash_dim=DIM, features="handoff", pass_reads_fast=True)
+    # the deployment shift of the pass logit: exactly B nats, and no part of the architecture or the weights
+    before = pass_logit_gap(steerer, observations[2])
+    steerer.pass_bias = 2.5
+    assert pass_logit_gap(steerer, observations[2]) == pytest.approx(before + 2.5, abs=1e-5)
+    assert steerer.build_spec() == spec and set(steerer.state_dict()) == set(rebuilt.state_dict())
+
+
 class _Counting(ContinuationPolicy):
     """The real policy, counting the interventions its agents make (to see that continuations repeat them)."""
 
@@ -166,5 +207,15 @@ def test_every_handoff_with_a_slow_pass_sends_fewer_notes_on_the_same_seeds(tmp_
     assert notes < sum(r.interventions for r in forced) and notes < sum(r.decisions for r in passing)
     with pytest.raises(SteerEnvsError, match="add slow_pass=1"):
         evaluate(folder, "handoff_zero_shot:every=1,pass_prior=0.8", progress=False)
+    shifted = evaluate(folder, "handoff_zero_shot:every=1,slow_pass=1,pass_bias=4", progress=False).records
+    assert sum(r.interventions for r in shifted) < notes  # a pass logit 4 nats higher lets more hand-offs by
+    chosen = evaluate(folder, "handoff_zero_shot:every=1,slow_pass=1,pass_bias=dev,dev_tasks=1", progress=False)
+    choice = json.loads(next((tmp_path / "run" / "checkpoints").glob("*/pass_bias_for_f1.json")).read_text())
+    assert choice["split"] == "dev" and set(choice["dev_f1"]) == {"0", "1", "2", "3", "4"}
+    assert choice["dev_f1"][f"{choice['pass_bias']:g}"] == max(choice["dev_f1"].values()) and chosen.records
+    with pytest.raises(SteerEnvsError, match="needs slow_pass=1"):
+        evaluate(folder, "handoff_zero_shot:every=1,pass_bias=2", progress=False)
+    with pytest.raises(SteerEnvsError, match="pass_reads_fast .* add slow_pass=1"):
+        evaluate(folder, "handoff_zero_shot:every=1,pass_reads_fast=1", progress=False)
     with pytest.raises(SteerEnvsError, match="continuation_gate applies to continuation=policy"):
         evaluate(folder, "handoff_rl:every=1,continuation_gate=open,m=1,k=1,G=1,N=1,bank_tasks=1", progress=False)

@@ -28,6 +28,7 @@ def test_handoff_page_builder_writes_the_old_generators_tables(tmp_path):
     new = get_page("results_handoff").build(out, tmp_path / "results_handoff.md").read_text(encoding="utf-8")
     old = legacy.handoff_render(stored)
     assert table_lines(new) == table_lines(old)
-    assert len(table_lines(new)) == 2 + 2 + 2 + 9 + 2 + 3  # calibration (2 benchmarks), 9 rows, 3 comparisons
+    assert len(table_lines(new)) == 2 + 2 + 2 + 11 + 2 + 3  # calibration (2 benchmarks), 11 rows, 3 comparisons
     assert "| RL steering, every hand-off, slow path may pass |" in new
+    assert "| RL steering, every hand-off, slow path may pass, its pass reads the fast path's z |" in new
     assert new == (out / "results_handoff.md").read_text(encoding="utf-8")  # the generator wrote it with the builder
