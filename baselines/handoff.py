@@ -40,6 +40,7 @@ import numpy as np
 
 from agents.steering.agent import SteeringAgent
 from agents.steering.gate import sigmoid
+from steer_envs.atomic import atomic_write_json
 from steer_envs.data import load_tasks
 from steer_envs.episodes import calibration_seed, play_episode
 from steer_envs.errors import SteerEnvsError
@@ -124,11 +125,10 @@ def _pass_bias(agent: SteeringAgent, context: MethodContext) -> None:
             finally:
                 env.close()
             best = max(scores, key=scores.get)  # the first (smallest) shift wins a tie
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pass_bias": float(best), "dev_f1": scores, "dev_tasks_per_benchmark": per_benchmark,
-                                       "grid": list(PASS_BIAS_GRID), "split": "dev"}, indent=2), encoding="utf-8")
-            tmp.replace(path)
-        agent.steerer.pass_bias = float(json.loads(path.read_text(encoding="utf-8"))["pass_bias"])
+            stored = {"pass_bias": float(best), "dev_f1": scores, "dev_tasks_per_benchmark": per_benchmark,
+                      "grid": list(PASS_BIAS_GRID), "split": "dev"}
+            atomic_write_json(path, stored, sort_keys=False)
+        agent.steerer.pass_bias = float(stored["pass_bias"])
     agent.run_info = {**getattr(agent, "run_info", {}), "pass_bias": agent.steerer.pass_bias,
                       **({"pass_bias_chosen_on": "dev"} if value == "dev" else {})}
 
@@ -168,8 +168,7 @@ def _operating_point(agent: SteeringAgent, context: MethodContext) -> SteeringAg
 
 def _steerer_args(context: MethodContext) -> dict[str, Any]:
     """The hand-off steerer's arguments: its feature set, and ``slow_pass`` / ``pass_prior`` / ``pass_reads_fast``
-    when the method asks for
-    them (only then: the spec, and so checkpoints of earlier runs, stay as they were)."""
+    when the method asks for them (only then: the spec, and so checkpoints of earlier runs, stay as they were)."""
     args = {**FEATURES, **({"slow_pass": True} if context.option("slow_pass", 0, int) else {})}
     prior = context.option("pass_prior", 0.0, float)
     if prior:

@@ -74,12 +74,14 @@ def _verification_rl() -> Method:
 
 
 def _handoff_rl() -> Method:
-    return Method("handoff_rl", "the steering agent trained with the paper's RL (ranking loss + GRPO) on HandoffSteering-v0's "
-        "train split; coverage / every / slow_pass / pass_prior / pass_reads_fast as for handoff_zero_shot; continuation=policy trains on "
-        "continuations where the current steerer takes every later decision (repeated interventions; "
-        "continuation_gate=open: its slow path at every later hand-off)", HANDOFF_ENV, "baselines.handoff:build_handoff_rl",
+    return Method("handoff_rl", "the steering agent trained with the paper's RL (ranking loss + GRPO) on "
+        "HandoffSteering-v0's train split; coverage / every / slow_pass / pass_prior / pass_reads_fast / pass_bias as for "
+        "handoff_zero_shot; continuation=policy trains on continuations where the current steerer takes every later "
+        "decision (repeated interventions; continuation_gate=open: its slow path at every later hand-off)", HANDOFF_ENV,
+        "baselines.handoff:build_handoff_rl",
         options={"tau": "0.5", "coverage": "", "every": "0", "dev_tasks": "20", "slow_pass": "0", "pass_prior": "0",
-                 "pass_reads_fast": "0", "pass_bias": "0", "continuation": "pass", "continuation_gate": "tau", **_handoff_train()},
+                 "pass_reads_fast": "0", "pass_bias": "0", "continuation": "pass", "continuation_gate": "tau",
+                 **_handoff_train()},
         learns=True, group="steering", deploy_options=HANDOFF_DEPLOY_OPTIONS)
 
 
