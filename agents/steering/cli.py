@@ -23,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..trainer_base import end_processes
     from .config import SteeringConfig
     from .trainer import CONFIG_FILE, SteeringTrainer
 
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         raise SteerEnvsError(f"--resume: no checkpoint in {str(out)!r}; start the run without --resume")
     pool = pool_config_from_args(args)
     result = SteeringTrainer(config, out, resume=args.resume, progress=not args.no_progress, pool=pool).run()
+    end_processes()  # under accelerate launch: every process ends its process group before it exits
     last = result.log[-1] if result.log else {}
     print(
         f"trained {result.rounds} rounds in {result.wall_s:.0f} s; last round: loss {last.get('loss', float('nan')):.3f}, "

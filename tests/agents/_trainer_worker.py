@@ -14,6 +14,7 @@ from agents.actguide.config import ActGuideConfig
 from agents.actguide.trainer import ActGuideTrainer
 from agents.steering.config import SteeringConfig
 from agents.steering.trainer import SteeringTrainer
+from agents.trainer_base import end_processes
 
 STEERING = dict(m=2, k=6, G=4, N=2, bank_tasks=8, benchmarks=["nq", "hotpotqa"], eps_sel=0.5)
 ACTGUIDE = dict(benchmarks=["musique", "nq"], tasks_per_benchmark=4, budget=48, batch_tasks=3, group_size=4,
@@ -40,6 +41,7 @@ def main(run_dir: str, out: str, micro_batch: int = 0) -> None:
         "steering": [{k: r[k] for k in KEYS["steering"]} for r in s_log],
         "actguide": [{k: r[k] for k in KEYS["actguide"]} for r in a_log],
     }))
+    end_processes()  # without it a process can abort at exit (SIGABRT) while its gloo group is alive
 
 
 if __name__ == "__main__":
