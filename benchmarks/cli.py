@@ -28,7 +28,7 @@ def _add_protocol(parser: argparse.ArgumentParser, split: str = "test", seeds: i
 def _config(args: argparse.Namespace):
     from .harness.config import EvalConfig
 
-    return EvalConfig(seeds=args.seeds, limit=args.limit, **protocol_kwargs(args))
+    return EvalConfig(seeds=args.seeds, limit=args.limit, skip=getattr(args, "skip", 0), **protocol_kwargs(args))
 
 
 # -- eval --------------------------------------------------------------------------------------------------------
@@ -38,6 +38,9 @@ def _configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="run folder (created; reused to resume or add methods)")
     parser.add_argument("--list-methods", action="store_true", help="describe every method and exit")
     _add_protocol(parser)
+    parser.add_argument("--skip", type=int, default=0,
+                        help="pass over the first N tasks of each benchmark, then take --limit (default 0); e.g. "
+                             "--skip 40 confirms on tasks no --limit 40 run has used")
     add_pool_arguments(parser)
 
 

@@ -18,6 +18,10 @@
    ``steer-envs report results_handoff --out OUT`` rebuilds it from the run folder).
 
 Writes ``OUT/results_handoff.md`` and ``OUT/results_handoff.json``; the run folder is ``OUT`` (resumable).
+
+A confirmation (``--skip 40 --rows NAME ...``): the named rows and no supervision only, on tasks the table's
+``--limit 40`` never used (``--benchmarks`` without bamboogle, whose 36 test tasks the table uses all of). It
+writes ``OUT/results_handoff_confirm.json`` and prints the rows; no page (its comparisons need every row).
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ import numpy as np
 from steer_envs.atomic import atomic_write_text
 from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
+from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 from steer_envs.ids import HANDOFF_ENV
 
@@ -50,6 +55,8 @@ from .pages.handoff import PAGE as HANDOFF_PAGE
 from .pages.handoff import REPORT_FILE
 
 RESAMPLES = 2000
+#: what a confirmation (``--rows``) writes instead of the page's report
+CONFIRM_FILE = "results_handoff_confirm.json"
 #: the every-hand-off steerer with the paper's pass ∪ A_int at every decision (issue 21, step 4): the slow path may
 #: pass, its initial pass probability 0.9 (chosen on dev among 0.8 / 0.9 / 0.95 at ``REDUCED_BUDGET``,
 #: docs/results_handoff.md), trained on continuations in which it takes every later hand-off
@@ -177,18 +184,25 @@ def _with_options(spec: str, options: str) -> str:
 def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, train_seeds: Sequence[int] = (0, 1, 2),
         coverage: float = 0.25, max_turns: int = 30, executor: str = "sim:default", train_options: str = "",
         progress: bool = False, benchmarks: Sequence[str] | None = None,
-        method_options: dict[str, str] | None = None) -> dict[str, Any]:
+        method_options: dict[str, str] | None = None, skip: int = 0,
+        only_rows: Sequence[str] | None = None) -> dict[str, Any]:
     """Evaluate every row in the run folder ``out`` (resumable), write ``results_handoff.json`` and the page.
     ``method_options``: extra options per method name (e.g. ``{"handoff_zero_shot": "dev_tasks=2"}``, for a small
-    run); ``train_options`` is the same for ``handoff_rl``."""
+    run); ``train_options`` is the same for ``handoff_rl``. ``only_rows``: these rows (and no supervision), a
+    confirmation: written to ``results_handoff_confirm.json``, no page; ``skip``: the tasks to pass over first."""
     from steer_envs.data.tasks import BENCHMARKS
 
     start = time.time()
     config = EvalConfig(executor=executor, benchmarks=tuple(benchmarks or BENCHMARKS), split=split, seeds=seeds,
-                        limit=limit, max_turns=max_turns)
+                        limit=limit, max_turns=max_turns, skip=skip)
+    specs = method_specs(coverage, train_seeds)
+    if only_rows:
+        unknown = [r for r in only_rows if r not in specs]
+        if unknown:
+            raise SteerEnvsError(f"unknown hand-off row(s) {unknown}; the rows are: {list(specs)}")
+        specs = {k: v for k, v in specs.items() if k == "no supervision" or k in only_rows}
     folder = RunFolder(out, config)
     config = folder.config
-    specs = method_specs(coverage, train_seeds)
     extra = {**(method_options or {}), **({"handoff_rl": train_options} if train_options else {})}
     specs = {k: [_with_options(s, extra.get(s.split(":", 1)[0], "")) for s in v] for k, v in specs.items()}
     records: dict[str, list[list[EpisodeRecord]]] = {}
@@ -207,6 +221,11 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
         rows[name]["labels"] = specs[name]
         if name != "no supervision":
             rows[name]["gain"] = asdict(boot.gain(name, "no supervision")[1])
+    if only_rows:  # a confirmation: the rows against no supervision only
+        report = {"card": handoff_card(folder, coverage, train_seeds), "skip": skip, "rows": rows,
+                  "wall_s": round(time.time() - start, 1)}
+        atomic_write_text(Path(out, CONFIRM_FILE), json.dumps(report, indent=2) + "\n")
+        return report
     rl_name = f"RL steering, {coverage:.0%} coverage"
     comparisons = {name: asdict(boot.gain(rl_name, name)[1])
                    for name in (f"zero-shot steering, {coverage:.0%} coverage", f"random, {coverage:.0%} coverage",
@@ -221,8 +240,12 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.handoff_results", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/handoff_results")
-    add_protocol_arguments(parser, include=("split",), defaults={"split": "test"})
+    add_protocol_arguments(parser, include=("split", "benchmarks"), defaults={"split": "test"})
     parser.add_argument("--limit", type=int, default=40, help="first N tasks of each benchmark (0: all)")
+    parser.add_argument("--skip", type=int, default=0,
+                        help="pass over the first N tasks of each benchmark first (a confirmation on unused tasks)")
+    parser.add_argument("--rows", nargs="+", default=None, metavar="ROW",
+                        help="only these rows (by name) and no supervision: a confirmation, no page")
     parser.add_argument("--seeds", type=int, default=3, help="evaluation seeds per task")
     parser.add_argument("--train-seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--coverage", type=float, default=0.25)
@@ -232,10 +255,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cpu_thread_default()
     report = run(args.out, args.split, args.limit, args.seeds, args.train_seeds, args.coverage, args.max_turns,
-                 args.executor, args.train_options, args.progress)
+                 args.executor, args.train_options, args.progress, benchmarks=args.benchmarks, skip=args.skip,
+                 only_rows=args.rows)
+    if args.rows:
+        print(confirmation_lines(report))
+        print(f"written to {args.out}/{CONFIRM_FILE} ({report['wall_s']} s)")
+        return 0
     print(render(report))
     print(f"written to {args.out}/results_handoff.md ({report['wall_s']} s)")
     return 0
+
+
+def confirmation_lines(report: dict[str, Any]) -> str:
+    """A confirmation's rows: F1, the paired gain over no supervision, agent turns and notes per task."""
+    lines = ["| row | F1 | ΔF1 vs none [95%] | per training seed | agent turns / task | interventions / task |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name, row in report["rows"].items():
+        gain = row.get("gain")
+        interval = f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]" if gain else "-"
+        seeds = ", ".join(f"{f:.2f}" for f in row["f1_by_training_seed"])
+        lines.append(f"| {name} | {row['f1']:.2f} | {interval} | {seeds} | {row['agent_turns']:.2f} | "
+                     f"{row['interventions']:.2f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

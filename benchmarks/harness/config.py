@@ -19,6 +19,9 @@ from steer_envs.protocol import EnvProtocol, flat_dict, holds_protocol
 #: the fields that define the protocol (and therefore the hash); anything else is presentation
 PROTOCOL_FIELDS = ("executor", "benchmarks", "split", "seeds", "limit", "max_turns", "metric",
                    "intervention_cost", "task_ids_sha")
+#: protocol fields added later: in the protocol (and the hash) only when set away from their default, so the run
+#: folders written before them keep their hash
+LATER_PROTOCOL_FIELDS = {"skip": 0}
 
 
 @holds_protocol
@@ -27,7 +30,10 @@ class EvalConfig:
     """The evaluation protocol of one run folder.
 
     ``limit`` takes the first ``limit`` tasks of each benchmark in file order (``0``: all), so a small run is a
-    prefix of the full one. ``task_ids_sha`` pins the resolved task list, so a change of the data is detected.
+    prefix of the full one. ``skip`` first passes over that many tasks of each benchmark: tasks ``skip + 1`` to
+    ``skip + limit``. Why: a method fixed after looks at the first tasks of a split can be confirmed on tasks of the
+    same split that no look has used (``--skip 40`` after runs with ``--limit 40``). ``task_ids_sha`` pins the
+    resolved task list, so a change of the data is detected.
     """
 
     #: executor, benchmarks, split, max_turns, metric, intervention_cost, data_dir: the env protocol every method
@@ -36,12 +42,15 @@ class EvalConfig:
     seeds: int = 3
     limit: int = 0
     task_ids_sha: str = ""
+    skip: int = 0
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
             raise SteerEnvsError(f"--seeds must be at least 1, got {self.seeds}")
         if self.limit < 0:
             raise SteerEnvsError(f"--limit must be 0 (all tasks) or positive, got {self.limit}")
+        if self.skip < 0:
+            raise SteerEnvsError(f"--skip must be 0 (start at the first task) or positive, got {self.skip}")
         if self.max_turns < 1:
             raise SteerEnvsError(f"--max-turns must be at least 1, got {self.max_turns}")
 
@@ -49,7 +58,10 @@ class EvalConfig:
         """The task list, benchmark by benchmark, ``limit`` per benchmark (deterministic)."""
         chosen: list[Task] = []
         for bench in self.benchmarks:
-            tasks = load_tasks(bench, self.split, data_dir=self.data_dir)
+            tasks = load_tasks(bench, self.split, data_dir=self.data_dir)[self.skip:]
+            if not tasks and self.skip:
+                raise SteerEnvsError(f"--skip {self.skip} leaves no {self.split} task of {bench!r}: leave it out of "
+                                     f"--benchmarks, or skip fewer tasks")
             chosen.extend(tasks[: self.limit] if self.limit else tasks)
         if not chosen:
             raise SteerEnvsError(f"no tasks in benchmarks {list(self.benchmarks)} / split {self.split!r}")
@@ -63,7 +75,8 @@ class EvalConfig:
     def protocol(self) -> dict:
         data = flat_dict(self)
         data["benchmarks"] = list(self.benchmarks)
-        return {k: data[k] for k in PROTOCOL_FIELDS}
+        later = {k: data[k] for k, default in LATER_PROTOCOL_FIELDS.items() if data[k] != default}
+        return {**{k: data[k] for k in PROTOCOL_FIELDS}, **later}
 
     def config_hash(self) -> str:
         blob = json.dumps(self.protocol(), sort_keys=True)
@@ -74,6 +87,6 @@ class EvalConfig:
 
     @staticmethod
     def from_json(data: dict) -> "EvalConfig":
-        fields = {k: data[k] for k in PROTOCOL_FIELDS if k in data}
+        fields = {k: data[k] for k in (*PROTOCOL_FIELDS, *LATER_PROTOCOL_FIELDS) if k in data}
         fields["benchmarks"] = tuple(fields.get("benchmarks", BENCHMARKS))
         return EvalConfig(**fields, data_dir=data.get("data_dir"))

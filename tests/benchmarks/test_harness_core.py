@@ -49,6 +49,27 @@ def test_config_pins_the_task_list(tmp_path):
     assert longer.config_hash() != cfg.config_hash()
 
 
+def test_skip_takes_the_tasks_after_the_first_ones_and_keeps_old_hashes(tmp_path):
+    """``skip`` passes over the first tasks of each benchmark (a confirmation on tasks a ``--limit`` run never used);
+    at its default the protocol, and so the hash of every folder written before it, is unchanged."""
+    first = EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=4)
+    later = EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=2, skip=2)
+    assert [t.id for t in later.tasks()] == [t.id for t in first.tasks() if t.id not in
+                                             {u.id for u in EvalConfig(benchmarks=("nq", "musique"), split="dev",
+                                                                       seeds=1, limit=2).tasks()}]
+    assert "skip" not in first.protocol() and later.protocol()["skip"] == 2
+    assert EvalConfig.from_json(later.to_json()) == later
+    assert later.resolved().config_hash() != EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1,
+                                                        limit=2).resolved().config_hash()
+    RunFolder(tmp_path / "run", later)
+    with pytest.raises(ConfigMismatchError, match="skip: folder has 2, this run asks for 0"):
+        RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=2))
+    with pytest.raises(SteerEnvsError, match="--skip"):
+        EvalConfig(skip=-1)
+    with pytest.raises(SteerEnvsError, match="leaves no dev task of 'bamboogle'"):
+        EvalConfig(benchmarks=("bamboogle",), split="dev", skip=10_000).tasks()
+
+
 def test_bad_config_values_are_user_errors():
     with pytest.raises(SteerEnvsError, match="--seeds"):
         EvalConfig(seeds=0)

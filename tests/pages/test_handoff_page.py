@@ -32,3 +32,32 @@ def test_handoff_page_builder_writes_the_old_generators_tables(tmp_path):
     assert "| RL steering, every hand-off, slow path may pass |" in new
     assert "| RL steering, every hand-off, slow path may pass, its pass reads the fast path's z |" in new
     assert new == (out / "results_handoff.md").read_text(encoding="utf-8")  # the generator wrote it with the builder
+
+
+@pytest.mark.slow
+def test_a_confirmation_runs_the_named_rows_on_tasks_the_table_never_used(tmp_path, capsys):
+    """``--skip N --rows ...``: no supervision and the named rows only, on the tasks after the first N, against no
+    supervision; written to results_handoff_confirm.json, no page."""
+    from benchmarks.handoff_results import CONFIRM_FILE, main
+    from benchmarks.harness.runfolder import RunFolder
+
+    out = tmp_path / "confirm"
+    row = "the same, its pass bias chosen on dev (no retraining)"
+    code = main(["--out", str(out), "--split", "dev", "--limit", "1", "--skip", "1", "--seeds", "1", "--train-seeds",
+                 "0", "--max-turns", "12", "--benchmarks", "nq", "hotpotqa", "--rows", row,
+                 "--train-options", TINY_RL])
+    assert code == 0
+    report = json.loads((out / CONFIRM_FILE).read_text(encoding="utf-8"))
+    assert list(report["rows"]) == ["no supervision", row] and report["skip"] == 1
+    assert set(report["rows"][row]["gain"]) >= {"mean", "low", "high"}
+    assert report["card"]["tasks"] == {"nq": 1, "hotpotqa": 1}
+    folder = RunFolder(out)
+    skipped = {t.id for t in folder.config.tasks()}
+    from benchmarks.harness.config import EvalConfig
+
+    first = {t.id for t in EvalConfig(benchmarks=("nq", "hotpotqa"), split="dev", limit=1).tasks()}
+    assert skipped and not skipped & first  # the confirmation's tasks are not the first ones
+    assert not (out / "results_handoff.md").exists()
+    assert f"| {row} |" in capsys.readouterr().out
+    with pytest.raises(Exception, match="unknown hand-off row"):
+        main(["--out", str(out), "--split", "dev", "--limit", "1", "--skip", "1", "--rows", "no such row"])
