@@ -20,8 +20,9 @@
 Writes ``OUT/results_handoff.md`` and ``OUT/results_handoff.json``; the run folder is ``OUT`` (resumable).
 
 A confirmation (``--skip 40 --rows NAME ...``): the named rows and no supervision only, on tasks the table's
-``--limit 40`` never used (``--benchmarks`` without bamboogle, whose 36 test tasks the table uses all of). It
-writes ``OUT/results_handoff_confirm.json`` and prints the rows; no page (its comparisons need every row).
+``--limit 40`` never used (bamboogle, whose 36 test tasks the table uses all of, has none left: the averages are
+over the other six; training reads all seven train splits, as the table's does). It writes
+``OUT/results_handoff_confirm.json`` and prints the rows; no page (its comparisons need every row).
 """
 from __future__ import annotations
 

@@ -32,8 +32,11 @@ class EvalConfig:
     ``limit`` takes the first ``limit`` tasks of each benchmark in file order (``0``: all), so a small run is a
     prefix of the full one. ``skip`` first passes over that many tasks of each benchmark: tasks ``skip + 1`` to
     ``skip + limit``. Why: a method fixed after looks at the first tasks of a split can be confirmed on tasks of the
-    same split that no look has used (``--skip 40`` after runs with ``--limit 40``). ``task_ids_sha`` pins the
-    resolved task list, so a change of the data is detected.
+    same split that no look has used (``--skip 40`` after runs with ``--limit 40``). A benchmark with no task left
+    after the skip (bamboogle has 36 test tasks) has no episodes; it stays in ``benchmarks``, so methods that train
+    on the benchmarks' train splits train as in the first run, and the averages are over the benchmarks with
+    episodes (the setting card's task counts show which). ``task_ids_sha`` pins the resolved task list, so a change
+    of the data is detected.
     """
 
     #: executor, benchmarks, split, max_turns, metric, intervention_cost, data_dir: the env protocol every method
@@ -59,10 +62,10 @@ class EvalConfig:
         chosen: list[Task] = []
         for bench in self.benchmarks:
             tasks = load_tasks(bench, self.split, data_dir=self.data_dir)[self.skip:]
-            if not tasks and self.skip:
-                raise SteerEnvsError(f"--skip {self.skip} leaves no {self.split} task of {bench!r}: leave it out of "
-                                     f"--benchmarks, or skip fewer tasks")
             chosen.extend(tasks[: self.limit] if self.limit else tasks)
+        if not chosen and self.skip:
+            raise SteerEnvsError(f"--skip {self.skip} leaves no {self.split} task in benchmarks "
+                                 f"{list(self.benchmarks)}: skip fewer tasks")
         if not chosen:
             raise SteerEnvsError(f"no tasks in benchmarks {list(self.benchmarks)} / split {self.split!r}")
         return chosen

@@ -66,8 +66,12 @@ def test_skip_takes_the_tasks_after_the_first_ones_and_keeps_old_hashes(tmp_path
         RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=2))
     with pytest.raises(SteerEnvsError, match="--skip"):
         EvalConfig(skip=-1)
-    with pytest.raises(SteerEnvsError, match="leaves no dev task of 'bamboogle'"):
+    with pytest.raises(SteerEnvsError, match="--skip 10000 leaves no dev task"):
         EvalConfig(benchmarks=("bamboogle",), split="dev", skip=10_000).tasks()
+    # a benchmark the skip empties stays in the protocol (training reads it) and has no tasks; the others do
+    n_nq = len(EvalConfig(benchmarks=("nq",), split="dev").tasks())
+    mixed = EvalConfig(benchmarks=("nq", "bamboogle"), split="dev", skip=n_nq - 1)
+    assert [t.benchmark for t in mixed.tasks()] == ["nq"] and mixed.benchmarks == ("nq", "bamboogle")
 
 
 def test_bad_config_values_are_user_errors():
