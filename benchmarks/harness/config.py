@@ -75,11 +75,15 @@ class EvalConfig:
         ids = "\n".join(t.id for t in self.tasks())
         return replace(self, benchmarks=tuple(self.benchmarks), task_ids_sha=hashlib.sha256(ids.encode()).hexdigest()[:16])
 
-    def protocol(self) -> dict:
+    def protocol_values(self) -> dict:
+        """Every protocol field with its value, the later ones at their defaults too (what two configs compare)."""
         data = flat_dict(self)
         data["benchmarks"] = list(self.benchmarks)
-        later = {k: data[k] for k, default in LATER_PROTOCOL_FIELDS.items() if data[k] != default}
-        return {**{k: data[k] for k in PROTOCOL_FIELDS}, **later}
+        return {k: data[k] for k in (*PROTOCOL_FIELDS, *LATER_PROTOCOL_FIELDS)}
+
+    def protocol(self) -> dict:
+        """The protocol as hashed and stored: a later field only when it is away from its default."""
+        return {k: v for k, v in self.protocol_values().items() if LATER_PROTOCOL_FIELDS.get(k, object()) != v}
 
     def config_hash(self) -> str:
         blob = json.dumps(self.protocol(), sort_keys=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from steer_envs.atomic import atomic_write_json
 from steer_envs.errors import SteerEnvsError
 
-from .config import LATER_PROTOCOL_FIELDS, EvalConfig
+from .config import EvalConfig
 
 
 class ConfigMismatchError(SteerEnvsError):
@@ -123,10 +123,8 @@ class RunFolder:
             raise SteerEnvsError(f"{self.config_path} is not a valid run config ({exc}); use a new --out folder") from None
 
     def _mismatch_message(self, stored: EvalConfig, wanted: EvalConfig) -> str:
-        old, new = stored.protocol(), wanted.protocol()  # a later field is absent where it is at its default
-        diffs = [f"{k}: folder has {old.get(k, LATER_PROTOCOL_FIELDS.get(k))!r}, this run asks for "
-                 f"{new.get(k, LATER_PROTOCOL_FIELDS.get(k))!r}" for k in {**old, **new}
-                 if old.get(k, LATER_PROTOCOL_FIELDS.get(k)) != new.get(k, LATER_PROTOCOL_FIELDS.get(k))]
+        old, new = stored.protocol_values(), wanted.protocol_values()
+        diffs = [f"{k}: folder has {old[k]!r}, this run asks for {new[k]!r}" for k in old if old[k] != new[k]]
         return (
             f"run folder {str(self.root)!r} was created for a different configuration "
             f"(hash {stored.config_hash()} vs {wanted.config_hash()}): {'; '.join(diffs)}. "

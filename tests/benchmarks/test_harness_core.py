@@ -53,17 +53,16 @@ def test_skip_takes_the_tasks_after_the_first_ones_and_keeps_old_hashes(tmp_path
     """``skip`` passes over the first tasks of each benchmark (a confirmation on tasks a ``--limit`` run never used);
     at its default the protocol, and so the hash of every folder written before it, is unchanged."""
     first = EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=4)
+    head = EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=2)
     later = EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=2, skip=2)
-    assert [t.id for t in later.tasks()] == [t.id for t in first.tasks() if t.id not in
-                                             {u.id for u in EvalConfig(benchmarks=("nq", "musique"), split="dev",
-                                                                       seeds=1, limit=2).tasks()}]
+    head_ids = {t.id for t in head.tasks()}
+    assert [t.id for t in later.tasks()] == [t.id for t in first.tasks() if t.id not in head_ids]
     assert "skip" not in first.protocol() and later.protocol()["skip"] == 2
     assert EvalConfig.from_json(later.to_json()) == later
-    assert later.resolved().config_hash() != EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1,
-                                                        limit=2).resolved().config_hash()
+    assert later.resolved().config_hash() != head.resolved().config_hash()
     RunFolder(tmp_path / "run", later)
     with pytest.raises(ConfigMismatchError, match="skip: folder has 2, this run asks for 0"):
-        RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=2))
+        RunFolder(tmp_path / "run", head)
     with pytest.raises(SteerEnvsError, match="--skip"):
         EvalConfig(skip=-1)
     with pytest.raises(SteerEnvsError, match="--skip 10000 leaves no dev task"):

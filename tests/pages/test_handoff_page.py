@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks.pages import get_page, legacy
 from benchmarks.pages.tables import table_lines
+from steer_envs.errors import SteerEnvsError
 
 TINY_RL = "m=1,k=4,G=2,N=1,bank_tasks=3,dev_tasks=1"
 SMALL = {"handoff_zero_shot": "dev_tasks=1", "handoff_best_fixed_rule": "dev_tasks=1,seeds=1,max_at=1"}
@@ -59,5 +60,5 @@ def test_a_confirmation_runs_the_named_rows_on_tasks_the_table_never_used(tmp_pa
     assert skipped and not skipped & first  # the confirmation's tasks are not the first ones
     assert not (out / "results_handoff.md").exists()
     assert f"| {row} |" in capsys.readouterr().out
-    with pytest.raises(Exception, match="unknown hand-off row"):
+    with pytest.raises(SteerEnvsError, match="unknown hand-off row"):
         main(["--out", str(out), "--split", "dev", "--limit", "1", "--skip", "1", "--rows", "no such row"])
