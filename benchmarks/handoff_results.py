@@ -22,7 +22,10 @@ Writes ``OUT/results_handoff.md`` and ``OUT/results_handoff.json``; the run fold
 A confirmation (``--skip 40 --rows NAME ...``): the named rows and no supervision only, on tasks the table's
 ``--limit 40`` never used (bamboogle, whose 36 test tasks the table uses all of, has none left: the averages are
 over the other six; training reads all seven train splits, as the table's does). It writes
-``OUT/results_handoff_confirm.json`` and prints the rows; no page (its comparisons need every row).
+``OUT/results_handoff_confirm.json`` and prints the rows; no page (its comparisons need every row). With
+``--checkpoints DIR`` (the table's ``OUT/checkpoints``) it deploys the table's trained steerers and their dev
+choices instead of training its own; the two commands may run at once (each checkpoint is built once, under a
+lock, :func:`benchmarks.harness.budget.build_lock`).
 """
 from __future__ import annotations
 
@@ -51,7 +54,7 @@ from .harness.records import EpisodeLog, EpisodeRecord
 from .harness.runfolder import RunFolder
 from .harness.runner import evaluate
 from .harness.setting import setting_card
-from .harness.stats import HierarchicalBootstrap, RowRuns, _per_task, macro_mean
+from .harness.stats import HierarchicalBootstrap, RowRuns, macro_mean
 from .pages.handoff import PAGE as HANDOFF_PAGE
 from .pages.handoff import REPORT_FILE
 
@@ -186,11 +189,12 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
         coverage: float = 0.25, max_turns: int = 30, executor: str = "sim:default", train_options: str = "",
         progress: bool = False, benchmarks: Sequence[str] | None = None,
         method_options: dict[str, str] | None = None, skip: int = 0,
-        only_rows: Sequence[str] | None = None) -> dict[str, Any]:
+        only_rows: Sequence[str] | None = None, checkpoints: str | Path | None = None) -> dict[str, Any]:
     """Evaluate every row in the run folder ``out`` (resumable), write ``results_handoff.json`` and the page.
     ``method_options``: extra options per method name (e.g. ``{"handoff_zero_shot": "dev_tasks=2"}``, for a small
     run); ``train_options`` is the same for ``handoff_rl``. ``only_rows``: these rows (and no supervision), a
-    confirmation: written to ``results_handoff_confirm.json``, no page; ``skip``: the tasks to pass over first."""
+    confirmation: written to ``results_handoff_confirm.json``, no page; ``skip``: the tasks to pass over first;
+    ``checkpoints``: the trained steerers' folder (default ``out/checkpoints``; another run's, to deploy its)."""
     from steer_envs.data.tasks import BENCHMARKS
 
     start = time.time()
@@ -202,7 +206,7 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
         if unknown:
             raise SteerEnvsError(f"unknown hand-off row(s) {unknown}; the rows are: {list(specs)}")
         specs = {k: v for k, v in specs.items() if k == "no supervision" or k in only_rows}
-    folder = RunFolder(out, config)
+    folder = RunFolder(out, config, checkpoints)
     config = folder.config
     extra = {**(method_options or {}), **({"handoff_rl": train_options} if train_options else {})}
     specs = {k: [_with_options(s, extra.get(s.split(":", 1)[0], "")) for s in v] for k, v in specs.items()}
@@ -247,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="pass over the first N tasks of each benchmark first (a confirmation on unused tasks)")
     parser.add_argument("--rows", nargs="+", default=None, metavar="ROW",
                         help="only these rows (by name) and no supervision: a confirmation, no page")
+    parser.add_argument("--checkpoints", default=None, metavar="DIR",
+                        help="where trained steerers live (default OUT/checkpoints): the table's, for a confirmation")
     parser.add_argument("--seeds", type=int, default=3, help="evaluation seeds per task")
     parser.add_argument("--train-seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--coverage", type=float, default=0.25)
@@ -257,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu_thread_default()
     report = run(args.out, args.split, args.limit, args.seeds, args.train_seeds, args.coverage, args.max_turns,
                  args.executor, args.train_options, args.progress, benchmarks=args.benchmarks, skip=args.skip,
-                 only_rows=args.rows)
+                 only_rows=args.rows, checkpoints=args.checkpoints)
     if args.rows:
         print(confirmation_lines(report))
         print(f"written to {args.out}/{CONFIRM_FILE} ({report['wall_s']} s)")

@@ -148,6 +148,47 @@ def test_budget_is_the_measured_env_steps_of_training_and_a_reload_adds_none(tmp
     assert Budget.read(context.workdir).env_steps == spent and len(Budget.read(context.workdir).builds) == 1
 
 
+_BUILD_IN_SHARED_CHECKPOINTS = """
+import sys
+from pathlib import Path
+from baselines.registry import parse_method
+from benchmarks.harness.budget import build_measured
+from benchmarks.harness.config import EvalConfig
+from benchmarks.harness.runfolder import RunFolder
+from benchmarks.harness.runner import method_context
+from steer_envs.meter import env_steps
+out, shared, limit = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+folder = RunFolder(out, EvalConfig(benchmarks=("nq",), split="dev", seeds=1, limit=limit), checkpoints=shared)
+spec = parse_method("filtered_bc:N=2,tasks=3,epochs=5")
+before = env_steps()
+build_measured(spec, method_context(folder, spec.label, progress=False, training_label=spec.training_label))
+print("SPENT", env_steps() - before)
+"""
+
+
+def test_two_commands_sharing_checkpoints_train_a_method_once(tmp_path):
+    """A table and its confirmation (other tasks, one checkpoints folder) started together: the build lock makes
+    the second wait and load what the first trained, so one of them spends no env steps and the budget holds one
+    build. Without the lock both train (two builds, both spending steps)."""
+    import subprocess
+    import sys
+
+    shared = tmp_path / "shared"
+    script = tmp_path / "build.py"
+    script.write_text(_BUILD_IN_SHARED_CHECKPOINTS)
+    children = [subprocess.Popen([sys.executable, str(script), str(tmp_path / f"run{i}"), str(shared), str(i + 1)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    spent = []
+    for child in children:
+        stdout, stderr = child.communicate(timeout=300)
+        assert child.returncode == 0, stderr[-2000:]
+        spent.append(int(stdout.split("SPENT")[-1]))
+    (workdir,) = [d for d in shared.iterdir() if d.is_dir()]
+    budget = Budget.read(workdir)
+    assert sorted(spent)[0] == 0 and sorted(spent)[1] == budget.env_steps > 3, spent
+    assert len(budget.builds) == 1
+
+
 def test_the_oracle_is_headroom_never_the_best_row_and_labels_read_with_their_options():
     from benchmarks.harness.tables import best_row, display_name
 
