@@ -60,5 +60,19 @@ def test_a_confirmation_runs_the_named_rows_on_tasks_the_table_never_used(tmp_pa
     assert skipped and not skipped & first  # the confirmation's tasks are not the first ones
     assert not (out / "results_handoff.md").exists()
     assert f"| {row} |" in capsys.readouterr().out
+    # a second confirmation on other tasks deploys the first one's steerer (--checkpoints): nothing is trained again,
+    # the dev bias is read back, and the new folder keeps no checkpoints of its own
+    from benchmarks.harness.budget import Budget
+
+    (trained,) = [d for d in (out / "checkpoints").iterdir() if d.name.startswith("handoff_rl")]
+    chosen = (trained / "pass_bias_for_f1.json").read_text(encoding="utf-8")
+    again = tmp_path / "confirm_again"
+    assert main(["--out", str(again), "--checkpoints", str(out / "checkpoints"), "--split", "dev", "--limit", "1",
+                 "--skip", "2", "--seeds", "1", "--train-seeds", "0", "--max-turns", "12", "--benchmarks", "nq",
+                 "hotpotqa", "--rows", row, "--train-options", TINY_RL]) == 0
+    assert len(Budget.read(trained).builds) == 1 and Budget.read(trained).env_steps > 0
+    assert (trained / "pass_bias_for_f1.json").read_text(encoding="utf-8") == chosen
+    assert not (again / "checkpoints").exists()
+    assert json.loads((again / CONFIRM_FILE).read_text(encoding="utf-8"))["skip"] == 2
     with pytest.raises(SteerEnvsError, match="unknown hand-off row"):
         main(["--out", str(out), "--split", "dev", "--limit", "1", "--skip", "1", "--rows", "no such row"])
