@@ -44,9 +44,10 @@ def test_a_confirmation_runs_the_named_rows_on_tasks_the_table_never_used(tmp_pa
 
     out = tmp_path / "confirm"
     row = "the same, its pass bias chosen on dev (no retraining)"
-    code = main(["--out", str(out), "--split", "dev", "--limit", "1", "--skip", "1", "--seeds", "1", "--train-seeds",
-                 "0", "--max-turns", "12", "--benchmarks", "nq", "hotpotqa", "--rows", row,
-                 "--train-options", TINY_RL])
+    # one tiny confirmation's arguments, the run folder and the tasks to pass over left out
+    tiny = ["--split", "dev", "--limit", "1", "--seeds", "1", "--train-seeds", "0", "--max-turns", "12",
+            "--benchmarks", "nq", "hotpotqa", "--rows", row, "--train-options", TINY_RL]
+    code = main(["--out", str(out), "--skip", "1", *tiny])
     assert code == 0
     report = json.loads((out / CONFIRM_FILE).read_text(encoding="utf-8"))
     assert list(report["rows"]) == ["no supervision", row] and report["skip"] == 1
@@ -67,9 +68,7 @@ def test_a_confirmation_runs_the_named_rows_on_tasks_the_table_never_used(tmp_pa
     (trained,) = [d for d in (out / "checkpoints").iterdir() if d.name.startswith("handoff_rl")]
     chosen = (trained / "pass_bias_for_f1.json").read_text(encoding="utf-8")
     again = tmp_path / "confirm_again"
-    assert main(["--out", str(again), "--checkpoints", str(out / "checkpoints"), "--split", "dev", "--limit", "1",
-                 "--skip", "2", "--seeds", "1", "--train-seeds", "0", "--max-turns", "12", "--benchmarks", "nq",
-                 "hotpotqa", "--rows", row, "--train-options", TINY_RL]) == 0
+    assert main(["--out", str(again), "--checkpoints", str(out / "checkpoints"), "--skip", "2", *tiny]) == 0
     assert len(Budget.read(trained).builds) == 1 and Budget.read(trained).env_steps > 0
     assert (trained / "pass_bias_for_f1.json").read_text(encoding="utf-8") == chosen
     assert not (again / "checkpoints").exists()
