@@ -30,7 +30,7 @@ RENAMED_FIELDS: dict[str, str] = {old: new for old, new in PLAN_OPTION_RENAMES.i
 #: field -> the name it is hashed under in a fingerprint (its name when run folders were first written)
 HASHED_NAMES: dict[str, str] = {new: old for old, new in RENAMED_FIELDS.items()}
 #: fields added after run folders existed: hashed only away from their defaults, so those folders resume
-LATER_FIELDS = ("pool_regions", "pool_keep", "guided_baseline", "guided_weight")
+LATER_FIELDS = ("pool_regions", "pool_keep", "guided_baseline", "guided_weight", "guidance_until")
 #: how a guided group's advantages are baselined (see ``ActGuideConfig.guided_baseline``)
 GUIDED_BASELINES = ("group", "unguided")
 #: the task regions of ``agents.actguide.regions`` (their home is here, where no torch is imported), any of which a
@@ -86,6 +86,10 @@ class ActGuideConfig:
     # multiplies a guided group's advantages (every token of its rollouts): how hard a guided success moves π_u
     # against an unguided one, without more epochs or a larger lr for the unguided groups (1 = the paper's objective)
     guided_weight: float = 1.0
+    # the share of the budget during which hard groups may be guided; after it every iteration is unguided (zero
+    # RL's update on the same loss): guidance opens a barrier early and the rest of the budget sharpens, on π_u's own
+    # rollouts, what it opened (issue 22; a schedule, not in the paper or the public implementation; 1 = always)
+    guidance_until: float = 1.0
     fixed_k: int = 0  # >= 1: hard groups get exactly this k (no search); 0 = off
     hard_threshold: float = 0.0  # a group is hard when all its unguided rewards are <= this
     probes_per_step: int = 2  # fresh probe rollouts per binary-search midpoint
@@ -125,6 +129,8 @@ class ActGuideConfig:
             (self.luffy_gamma > 0, "luffy_gamma must be > 0"),
             (self.guided_baseline in GUIDED_BASELINES,
              f"guided_baseline must be one of {', '.join(GUIDED_BASELINES)} (got {self.guided_baseline!r})"),
+            (0.0 < self.guidance_until <= 1.0,
+             f"guidance_until must be in (0, 1] (the share of the budget with guidance; got {self.guidance_until!r})"),
             (self.guided_weight > 0, f"guided_weight must be > 0 (got {self.guided_weight!r}; 1 = the paper's objective)"),
             (self.probes_per_step >= 1, "probes_per_step must be >= 1"),
             (self.max_probe_steps >= 1, "max_probe_steps must be >= 1"),

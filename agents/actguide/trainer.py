@@ -3,7 +3,8 @@
 Per iteration, for ``batch_tasks`` training tasks:
 
 1. ``G`` unguided rollouts (a GRPO group).
-2. A group is **hard** when every unguided reward is ``<= hard_threshold``. Only then guidance is chosen: the
+2. A group is **hard** when every unguided reward is ``<= hard_threshold``. Only then guidance is chosen (and only
+   while less than ``guidance_until`` of the budget is spent: after it, iterations are zero RL's): the
    adaptive guider binary-searches the minimal ``k`` (``lo = 0``, ``hi = L``, ``probes_per_step`` fresh probes per
    midpoint, at most ``max_probe_steps`` steps); when no probe succeeds the fallback guider gives full guidance.
 3. ``G`` guided rollouts with that ``k`` **replace** the group and act as the behaviour policy.
@@ -194,7 +195,8 @@ class ActGuideTrainer(TrainerBase):
             it = progress["iteration"]
             order = np.random.default_rng([c.seed, 17]).permutation(len(pool))
             picked = [pool[order[(progress["cursor"] + j) % len(pool)]] for j in range(c.batch_tasks)]
-            record = self._iteration(it, env, learner, reference, optimizer, generator, picked)
+            guide = c.guidance and progress["budget_used"] < c.guidance_until * c.budget
+            record = self._iteration(it, env, learner, reference, optimizer, generator, picked, guide)
             progress["cursor"] += c.batch_tasks
             progress["iteration"] = it + 1
             progress["budget_used"] += record["rollouts"]
@@ -234,7 +236,10 @@ class ActGuideTrainer(TrainerBase):
             return result.k, probes
         return (length, probes) if c.fallback else (None, probes)
 
-    def _iteration(self, it, env, learner, reference, optimizer, generator, task_ids: list[str]) -> dict[str, Any]:
+    def _iteration(self, it, env, learner, reference, optimizer, generator, task_ids: list[str],
+                   guide: bool = True) -> dict[str, Any]:
+        """One iteration over ``task_ids``; hard groups are guided only when ``guide`` (the config's guidance and,
+        past ``guidance_until`` of the budget, never)."""
         c = self.config
         t0 = time.time()
         stats: dict[str, Any] = {"probe_rollouts": 0, "probe_env_steps": 0, "probe_restart_env_steps": 0,
@@ -252,7 +257,7 @@ class ActGuideTrainer(TrainerBase):
             unguided_success.extend(t.success for t in finished)
             is_hard = bool(finished) and all(t.reward <= c.hard_threshold for t in finished)
             hard += int(is_hard)
-            if c.guidance and is_hard:
+            if guide and is_hard:
                 length = len(env.state.reference) if env.state.reference is not None else 0
                 k, probes = self._choose_k(env, learner, task_id, seed, length, generator, stats) if length else (None, None)
                 if k is not None and k > 0:
@@ -279,6 +284,7 @@ class ActGuideTrainer(TrainerBase):
             "rollouts": rollouts,
             "unguided_success": float(np.mean(unguided_success)) if unguided_success else 0.0,
             "hard_groups": hard,
+            "guidance_on": guide,
             "guided_groups": guided_groups,
             "rescued_groups": rescued,
             "mean_k": float(np.mean(ks)) if ks else 0.0,

@@ -55,6 +55,24 @@ def test_zero_rl_never_guides_and_variants_differ(tmp_path):
                              "noise_10", "noise_20"}
 
 
+def test_guidance_until_stops_guiding_once_its_share_of_the_budget_is_spent(tmp_path):
+    """Past ``guidance_until`` of the budget no group is guided or probed (hard groups stay unguided), before it hard
+    groups are; the run with the whole budget guided guides in its second half too (the switch is what stops it)."""
+    log = ActGuideTrainer(small(budget=160, guidance_until=0.5), tmp_path / "half").run().log
+    before = [r for r in log if r["guidance_on"]]
+    after = [r for r in log if not r["guidance_on"]]
+    assert before and after and log.index(after[0]) == len(before)  # one switch, from on to off
+    assert all(r["budget_used"] - r["rollouts"] >= 80 for r in after)  # off exactly once half the budget is spent
+    assert sum(r["guided_groups"] for r in before) > 0
+    assert all(r["guided_groups"] == 0 and r["probe_rollouts"] == 0 and r["rollouts"] == 12 for r in after)
+    assert sum(r["hard_groups"] for r in after) > 0  # hard groups there were, and they stayed unguided
+    full = ActGuideTrainer(small(budget=160), tmp_path / "full").run().log
+    assert all(r["guidance_on"] for r in full)
+    assert sum(r["guided_groups"] for r in full if r["budget_used"] - r["rollouts"] >= 80) > 0
+    with pytest.raises(SteerEnvsError, match="guidance_until must be in"):
+        small(guidance_until=0.0)
+
+
 def test_resume_continues_exactly(tmp_path):
     config = small(budget=80)
     full = ActGuideTrainer(config, tmp_path / "full").run()
