@@ -148,6 +148,17 @@ def remember(result: Path, inputs: dict) -> None:
     atomic_write_json(result.with_name(result.name + ".inputs.json"), inputs, sort_keys=False)
 
 
+#: one training of :meth:`Pipeline.train_many`: (command key, setting file, variant, seed, run folder)
+TrainSpec = tuple[str, Path, str, int, Path]
+
+
+def _train_in_process(argv: list[str], run: Path) -> tuple[str, float]:
+    """:func:`train_once` in a worker process; returns the command and the seconds it trained (0 when finished)."""
+    timings: dict[str, float] = {}
+    command = train_once(argv, run, timings)
+    return command, timings.get(command, 0.0)
+
+
 class Pipeline:
     """The steps of the module docstring over one :class:`RegionsPlan`; ``commands`` keeps every command it stands
     on (the page prints them), ``timings`` the wall time of each training it ran."""
@@ -160,13 +171,38 @@ class Pipeline:
         self.envs: dict[str, tuple] = {}
 
     # -- training -------------------------------------------------------------------------------------------------
-    def train(self, key: str, setting_file: Path, variant: str, seed: int, run: Path, init: bool = True) -> Path:
-        argv = ["train", "actguide", "--config", str(setting_file), "--variant", variant, "--seed", str(seed),
+    def train_argv(self, setting_file: Path, variant: str, seed: int, run: Path, init: bool = True) -> list[str]:
+        return ["train", "actguide", "--config", str(setting_file), "--variant", variant, "--seed", str(seed),
                 *(["--init-from", str(self.plan.base_dir)] if init else []), "--out", str(run), "--no-progress"]
+
+    def train(self, key: str, setting_file: Path, variant: str, seed: int, run: Path, init: bool = True) -> Path:
+        argv = self.train_argv(setting_file, variant, seed, run, init)
         check_trained_as(run, setting_file, variant, seed)
         self.commands[key] = train_once(argv, run, self.timings)
         atomic_write_json(self.timings_path, self.timings, sort_keys=False)
         return run
+
+    def train_many(self, specs: Sequence[TrainSpec], jobs: int = 1) -> None:
+        """Several trainings (each starting from the base), ``jobs`` at a time, each in its own process (a training
+        uses one core: two of them finish in the time of one on a 2-core machine). The same commands, folders and
+        results as :meth:`train` one by one (a training's result depends only on its config and seed)."""
+        if jobs <= 1:
+            for spec in specs:
+                self.train(*spec)
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        for key, setting_file, variant, seed, run in specs:  # refuse a stale folder before anything runs
+            check_trained_as(run, setting_file, variant, seed)
+            self.commands[key] = cli_command(self.train_argv(setting_file, variant, seed, run))  # in the specs' order
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_train_in_process, self.train_argv(f, v, s, run), run) for _k, f, v, s, run in specs]
+            for future in as_completed(futures):
+                command, seconds = future.result()
+                if seconds:
+                    self.timings[command] = self.timings.get(command, 0.0) + seconds
+                    atomic_write_json(self.timings_path, self.timings, sort_keys=False)
 
     def setting_file(self, folder: Path, setting: dict) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
@@ -298,11 +334,13 @@ class Pipeline:
         self.alignment(seed0)
         return seed0
 
-    def barrier_diagnostics(self, seed0: dict[str, Path]) -> None:
-        """``steer-envs barrier`` of the base and seed 0 of the chosen pair on the test barrier group (the command
-        labels a model by its folder's name, so it reads them through links named after the methods)."""
+    def barrier_diagnostics(self, seed0: dict[str, Path], root: Path | None = None, key: str = "barrier_test") -> None:
+        """``steer-envs barrier`` of the base and seed 0 of the chosen pair on the test barrier group, under ``root``
+        (default the step 2 folder; the command labels a model by its folder's name, so it reads them through links
+        named after the methods)."""
         p = self.plan
-        diag = p.step2 / "diag"
+        root = p.step2 if root is None else root
+        diag = root / "diag"
         diag.mkdir(parents=True, exist_ok=True)
         models = {"base": p.base_dir, **seed0}
         for name, target in models.items():
@@ -310,11 +348,11 @@ class Pipeline:
             if link.is_symlink() or link.exists():
                 link.unlink()
             os.symlink(target.resolve(), link)
-        out = p.step2 / "barrier_test"
+        out = root / "barrier_test"
         argv = ["barrier", "--model", *(str(diag / n) for n in models), "--split", "test", "--tasks-per-benchmark",
                 str(p.eval_tasks), "--seed", "0", "--regions-file", str(p.regions_file("test")), "--region", "barrier",
                 "--out", str(out), *p.diag_args]
-        self.commands["barrier_test"] = cli_command(argv)
+        self.commands[key] = cli_command(argv)
         inputs = {name: str(target.resolve()) for name, target in models.items()}
         if not cached(out / "barrier.json", inputs):
             print(f"$ {cli_command(argv)}", flush=True)
