@@ -5,7 +5,9 @@ Variants are configs, not code paths: zero RL is ``guidance=false``; "without th
 (a failed search leaves the group unguided); "without mixed-policy optimisation" is ``mixed_policy=false`` (guided
 rollouts trained as if on-policy, on the guided prompt); fixed-k guidance is ``fixed_k >= 1``; SFT-then-RL sets
 ``sft_epochs >= 1``; noisy guidance sets ``plan_noise``; ``guided_baseline="unguided"`` baselines a guided group by
-the unguided group it replaced (issue 22, step 2; not the public implementation's rule). :data:`VARIANTS` names them.
+the unguided group it replaced (issue 22, step 2; not the public implementation's rule); ``guidance_until < 1`` guides
+only in the first share of the budget, then trains as zero RL (issue 22's schedule; not in the paper either).
+:data:`VARIANTS` names them.
 
 The reference-plan keys are named as the env's options (``plan_mode``, ``plan_sources``, ``plan_noise``,
 ``plan_noise_seed``, ``plan_answers``; :mod:`steer_envs.reference_plans`). Their old ``guidance_*`` names still load

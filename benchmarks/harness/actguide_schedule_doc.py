@@ -18,8 +18,8 @@ finished run there is read back, not retrained) and runs, each step resumable:
 3. the schedule on dev: ACTGUIDE-RL's cell with ``guidance_until`` in :data:`SHARES`; the choice among those and
    share 1 (the cell itself) by the regions pipeline's rule, fixed before test: the highest barrier + in-region
    unguided dev success, mean over the training seeds (a tie goes to the larger share: the less changed method);
-4. the chosen share, zero RL's cell and share 1 on test, every training seed; the barrier diagnostics of the base,
-   zero RL, share 1 and the chosen share on the test barrier group;
+4. the chosen share, zero RL's cell and share 1 on test and on the RL pool's own train tasks, every training seed;
+   the barrier diagnostics of the base, zero RL, share 1 and the chosen share on the test barrier group;
 5. the ablations and noise levels of ``VARIANTS`` on top of the chosen share (``sft_rl`` on zero RL's cell),
    ``--ablation-seeds`` seeds each, on test.
 
@@ -137,11 +137,12 @@ class SchedulePipeline(Pipeline):
         """Step 4: the three on test, and the diagnostics before and after."""
         p = self.plan
         seeds = range(p.seeds)
-        self.evaluate(p.out, "base", seeds, "test")
         zero, act = p.cell(ZERO, *choices[ZERO.name]), p.cell(ACT, *choices[ACT.name])
         chosen = act if share == 1.0 else share_folder(p.out, share)
-        for folder, variant in ((zero, ZERO.variant), (act, ACT.variant), (chosen, ACT.variant)):
-            self.evaluate(folder, variant, seeds, "test")
+        for split in ("test", "train"):  # train: the RL pool's own tasks (did guidance teach what it guided?)
+            self.evaluate(p.out, "base", seeds, split)
+            for folder, variant in ((zero, ZERO.variant), (act, ACT.variant), (chosen, ACT.variant)):
+                self.evaluate(folder, variant, seeds, split)
         models = {"zero_rl": self.runs(zero, ZERO.variant, 0), "actguide": self.runs(act, ACT.variant, 0)}
         if share != 1.0:
             models[f"actguide_until{share:g}"] = self.runs(chosen, ACT.variant, 0)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.actguide_regions import (
-    REGION_LABEL, REGION_ORDER, benchmark_lines, budget_lines, budget_row, episode_folder, fmt_gain, region_gain,
-    region_table, training_log,
+    REGION_LABEL, REGION_ORDER, benchmark_lines, budget_lines, budget_row, episode_folder, fmt_gain, pass_at_k,
+    region_gain, region_table, training_log,
 )
 
 from .actguide_regions import STEP2_METHODS, _acceptance, _card, _commands, _effect_table, _success, cell_name, read_records
@@ -40,7 +40,7 @@ def load(out: Path) -> dict[str, Any]:
     plan = record["plan"]
     regions_plan = plan["regions"]
     seeds, grid_seeds, rollouts = regions_plan["seeds"], regions_plan["grid_seeds"], regions_plan["rollouts"]
-    regions = {split: read_regions(out / f"regions_{split}" / "regions.json") for split in ("test", "dev")}
+    regions = {split: read_regions(out / f"regions_{split}" / "regions.json") for split in ("test", "dev", "train")}
     groups = {split: {name: {t for t, g in r.items() if g == name} for name in REGION_ORDER}
               for split, r in regions.items()}
 
@@ -56,11 +56,13 @@ def load(out: Path) -> dict[str, Any]:
     data: dict[str, Any] = {
         "record": record, "plan": regions_plan, "schedule": plan, "regions": regions, "groups": groups,
         "out": str(Path(regions_plan["out"]).resolve()), "choice": json.loads((out / "step3" / "choice.json").read_text()),
-        "base": {"test": episodes(out, "base", "test", seeds), "dev": episodes(out / "step2" / "grid", "base", "dev", 1)},
+        "base": {"test": episodes(out, "base", "test", seeds), "train": episodes(out, "base", "train", seeds),
+                 "dev": episodes(out / "step2" / "grid", "base", "dev", 1)},
         "zero": {split: episodes(cells[zero.name], zero.variant, split, n)
-                 for split, n in (("test", seeds), ("dev", grid_seeds))},
+                 for split, n in (("test", seeds), ("train", seeds), ("dev", grid_seeds))},
         "dev": {s: episodes(folder, act.variant, "dev", grid_seeds) for s, folder in candidates.items()},
         "test": {s: episodes(candidates[s], act.variant, "test", seeds) for s in {1.0, share}},
+        "train": {s: episodes(candidates[s], act.variant, "train", seeds) for s in {1.0, share}},
         "settings": {s: json.loads((folder / "setting.json").read_text()) for s, folder in candidates.items()},
         "zero_setting": json.loads((cells[zero.name] / "setting.json").read_text()),
         "budget": [budget_row("barrier + in-region", "zero RL", runs(cells[zero.name], zero.variant, seeds)),
@@ -154,6 +156,32 @@ def _test(ctx: PageContext) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _train(ctx: PageContext) -> str:
+    """The same models on the RL pool's own train tasks: whether guidance taught the tasks it guided (success) or only
+    widened what the policy reaches (Pass@8)."""
+    d = ctx.data
+    share = d["record"]["share"]
+    groups = d["groups"]["train"]
+    zero, always, chosen = d["zero"]["train"], d["train"][1.0], d["train"][share]
+    rows = [("base", d["base"]["train"]), ("zero RL", zero), ("guided throughout", always)]
+    if share != 1.0:
+        rows.append((f"chosen share ({share:g})", chosen))
+    lines = ["## The same models on the RL pool's own train tasks\n",
+             "Regions of the base on the pool's train tasks (`RUNS/regions_train`); the training pool holds the barrier "
+             "and in-region ones. Success, in parentheses unguided Pass@8; gains over zero RL paired as above.\n",
+             _card(d, "train", d["settings"][share], "the chosen share; the other rows their own settings").rstrip(), "",
+             "| Region | tasks | " + " | ".join(label for label, _ in rows) + " | guided throughout − zero RL | "
+             + ("chosen share − zero RL |" if share != 1.0 else ""),
+             "|---|---:|" + "---:|" * (len(rows) + 1 + (share != 1.0))]
+    for g in REGION_ORDER:
+        cells = [f"{_success(records, groups[g])} ({pass_at_k(records, groups[g]):.1f})" for _, records in rows]
+        gains = [fmt_gain(region_gain(always, zero, groups[g]))]
+        if share != 1.0:
+            gains.append(fmt_gain(region_gain(chosen, zero, groups[g])))
+        lines.append(f"| {REGION_LABEL[g]} | {len(groups[g])} | " + " | ".join(cells + gains) + " |")
+    return "\n".join(lines) + "\n\n"
+
+
 def _ablations(ctx: PageContext) -> str:
     d = ctx.data
     share = d["record"]["share"]
@@ -174,6 +202,6 @@ def _all_commands(ctx: PageContext) -> str:
 PAGE = Page(
     name="results_actguide_schedule", help="ACTGUIDE-RL with guidance for a share of the budget (issue 22)",
     doc="docs/results_actguide_schedule.md", out="runs/actguide_regions", load=load,
-    sections=(Section("header", _header), Section("split", _split), Section("dev", _dev), Section("test", _test),
+    sections=(Section("header", _header), Section("split", _split), Section("dev", _dev), Section("test", _test), Section("train", _train),
               Section("ablations", _ablations), Section("commands", _all_commands)),
 )

@@ -27,7 +27,8 @@ def test_schedule_pipeline_runs_in_parallel_resumes_and_rebuilds(tmp_path, capsy
     assert "$ steer-envs train actguide" in capsys.readouterr().out
     text = doc.read_text()
     for heading in ("## The three-way split", "## Dev: the share of the budget", "## Test: the chosen share",
-                    "**Barrier diagnostics before and after", "M_0", "## Ablations and noise at the chosen share"):
+                    "**Barrier diagnostics before and after", "M_0", "## The same models on the RL pool's own train tasks",
+                    "## Ablations and noise at the chosen share"):
         assert heading in text, heading
     assert "the acceptance point (barrier above 0, in-region not below 0) is **" in text
 
