@@ -32,7 +32,7 @@ RENAMED_FIELDS: dict[str, str] = {old: new for old, new in PLAN_OPTION_RENAMES.i
 #: field -> the name it is hashed under in a fingerprint (its name when run folders were first written)
 HASHED_NAMES: dict[str, str] = {new: old for old, new in RENAMED_FIELDS.items()}
 #: fields added after run folders existed: hashed only away from their defaults, so those folders resume
-LATER_FIELDS = ("pool_regions", "pool_keep", "guided_baseline", "guided_weight", "guidance_until")
+LATER_FIELDS = ("pool_regions", "pool_keep", "guided_baseline", "guided_weight", "guidance_until", "revisit_rescued")
 #: how a guided group's advantages are baselined (see ``ActGuideConfig.guided_baseline``)
 GUIDED_BASELINES = ("group", "unguided")
 #: the task regions of ``agents.actguide.regions`` (their home is here, where no torch is imported), any of which a
@@ -92,6 +92,10 @@ class ActGuideConfig:
     # RL's update on the same loss): guidance opens a barrier early and the rest of the budget sharpens, on π_u's own
     # rollouts, what it opened (issue 22; a schedule, not in the paper or the public implementation; 1 = always)
     guidance_until: float = 1.0
+    # a task whose guided group was rescued (a guided rollout succeeded) is drawn again in the next iteration, in
+    # place of a new task, so π_u's own rollouts meet the state guidance just opened while the update is fresh
+    # (issue 22: guidance widens what π_u reaches more than it sharpens it; a suite option, not in the paper)
+    revisit_rescued: bool = False
     fixed_k: int = 0  # >= 1: hard groups get exactly this k (no search); 0 = off
     hard_threshold: float = 0.0  # a group is hard when all its unguided rewards are <= this
     probes_per_step: int = 2  # fresh probe rollouts per binary-search midpoint

@@ -194,10 +194,15 @@ class ActGuideTrainer(TrainerBase):
         while progress["budget_used"] < c.budget:
             it = progress["iteration"]
             order = np.random.default_rng([c.seed, 17]).permutation(len(pool))
-            picked = [pool[order[(progress["cursor"] + j) % len(pool)]] for j in range(c.batch_tasks)]
+            revisit = list(progress.get("revisit", []))[: c.batch_tasks]  # rescued last iteration (revisit_rescued)
+            fresh = c.batch_tasks - len(revisit)
+            picked = revisit + [pool[order[(progress["cursor"] + j) % len(pool)]] for j in range(fresh)]
             guide = c.guidance and progress["budget_used"] < c.guidance_until * c.budget
             record = self._iteration(it, env, learner, reference, optimizer, generator, picked, guide)
-            progress["cursor"] += c.batch_tasks
+            rescued_tasks = record.pop("rescued_tasks")
+            progress["revisit"] = rescued_tasks if c.revisit_rescued else []
+            record["revisited"] = len(revisit)
+            progress["cursor"] += fresh
             progress["iteration"] = it + 1
             progress["budget_used"] += record["rollouts"]
             progress["probe_env_steps"] += record["probe_env_steps"]
@@ -245,7 +250,7 @@ class ActGuideTrainer(TrainerBase):
         stats: dict[str, Any] = {"probe_rollouts": 0, "probe_env_steps": 0, "probe_restart_env_steps": 0,
                                  "search_steps": [], "searches_found": 0, "searches_unknown": 0}
         groups: list[list[Trajectory]] = []
-        rollouts, hard, rescued, unguided_success, ks = 0, 0, 0, [], []
+        rollouts, hard, rescued, unguided_success, ks, rescued_tasks = 0, 0, 0, [], [], []
         failed_trajectories = 0
         for j, task_id in enumerate(task_ids):
             seed = int(np.random.default_rng([c.seed, it, j]).integers(2**31 - 1))
@@ -272,7 +277,9 @@ class ActGuideTrainer(TrainerBase):
                         t.replaced = replaced
                     rollouts += len(group)
                     failed_trajectories += sum(t.failed for t in group)
-                    rescued += any(t.success for t in group if not t.failed)
+                    if any(t.success for t in group if not t.failed):
+                        rescued += 1
+                        rescued_tasks.append(task_id)
                     ks.append(k)
             groups.append(group)
         rollouts += stats["probe_rollouts"]
@@ -287,6 +294,7 @@ class ActGuideTrainer(TrainerBase):
             "guidance_on": guide,
             "guided_groups": guided_groups,
             "rescued_groups": rescued,
+            "rescued_tasks": rescued_tasks,
             "mean_k": float(np.mean(ks)) if ks else 0.0,
             "searches_found": stats["searches_found"],
             "searches_unknown": stats["searches_unknown"],

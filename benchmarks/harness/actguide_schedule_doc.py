@@ -1,26 +1,28 @@
-"""Regenerate ``docs/results_actguide_schedule.md`` from one resumable command (issue 22: guidance for a share of the
-budget, then zero RL's iterations)::
+"""Regenerate ``docs/results_actguide_schedule.md`` from one resumable command (issue 22: where guidance is spent, at
+equal budgets: a share of the budget with guidance, rescued tasks revisited)::
 
     python -m benchmarks.harness.actguide_schedule_doc --out runs/actguide_regions --jobs 2
     python -m benchmarks.harness.actguide_schedule_doc --quick --out /tmp/s --doc /tmp/s.md
 
-Why a schedule: on the regions page's test table, ACTGUIDE-RL trained throughout with guidance reaches more barrier
-tasks than zero RL (unguided Pass@8 48.4 against 30.0) but solves each less reliably (mean success 16.4 against
-17.5), and spends half its rollouts on probes and guided groups. ``guidance_until`` (``ActGuideConfig``) guides hard
-groups only in the first share of the budget; the rest sharpens, on π_u's own rollouts, what guidance opened.
+Why: on the regions page's test table, ACTGUIDE-RL trained throughout with guidance reaches more barrier tasks than
+zero RL (unguided Pass@8 48.4 against 30.0) but solves each less reliably (mean success 16.4 against 17.5), and
+spends half its rollouts on probes and guided groups. Two switches of ``ActGuideConfig`` act on that:
+``guidance_until`` guides hard groups only in the first share of the budget (the rest sharpens, on π_u's own
+rollouts, what guidance opened) and ``revisit_rescued`` draws a rescued task again in the next iteration, unguided
+unless it is still hard. :data:`~benchmarks.pages.actguide_schedule.CANDIDATES` lists the settings tried.
 
 It shares the regions pipeline's run folder (``actguide_regions_doc``: the same base, regions and step 2 cells; a
 finished run there is read back, not retrained) and runs, each step resumable:
 
 1. the base and its regions (test, dev, train), as the regions pipeline does;
 2. both methods at their step 2 cells (``RUNS/step2/choices.json`` when the regions pipeline wrote one, else
-   :data:`STEP2_CHOICE`, the choice its dev grid made on the landed page), every training seed;
-3. the schedule on dev: ACTGUIDE-RL's cell with ``guidance_until`` in :data:`SHARES`; the choice among those and
-   share 1 (the cell itself) by the regions pipeline's rule, fixed before test: the highest barrier + in-region
-   unguided dev success, mean over the training seeds (a tie goes to the larger share: the less changed method);
-4. the chosen share, zero RL's cell and share 1 on test and on the RL pool's own train tasks, every training seed;
-   the barrier diagnostics of the base, zero RL, share 1 and the chosen share on the test barrier group;
-5. the ablations and noise levels of ``VARIANTS`` on top of the chosen share (``sft_rl`` on zero RL's cell),
+   ``STEP2_CHOICE``, the choice its dev grid made on the landed page), every training seed;
+3. the candidates on dev, each ACTGUIDE-RL's cell with its switches ("always": the cell itself); the choice by the
+   regions pipeline's rule, fixed before test: the highest barrier + in-region unguided dev success, mean over the
+   training seeds (a tie goes to the candidate listed first: the less changed method);
+4. the chosen candidate, zero RL's cell and "always" on test and on the RL pool's own train tasks, every training
+   seed; the barrier diagnostics of the base, zero RL, "always" and the chosen one on the test barrier group;
+5. the ablations and noise levels of ``VARIANTS`` on top of the chosen candidate (``sft_rl`` on zero RL's cell),
    ``--ablation-seeds`` seeds each, on test.
 
 Trainings run ``--jobs`` at a time (one core each). Nothing is chosen on test. The page is built from the run
@@ -39,7 +41,7 @@ from steer_envs.paths import REPO_ROOT
 
 from benchmarks.actguide_regions import success
 from benchmarks.pages.actguide_regions import STEP2_METHODS
-from benchmarks.pages.actguide_schedule import PAGE, PAGE_FILE, SHARES, STEP2_CHOICE, share_folder
+from benchmarks.pages.actguide_schedule import CANDIDATE, CANDIDATES, PAGE, PAGE_FILE, STEP2_CHOICE, candidate_folder
 from benchmarks.pages.timing import add_time
 
 from .actguide_doc import invocation
@@ -50,24 +52,25 @@ ZERO, ACT = STEP2_METHODS[0], STEP2_METHODS[1]  # zero RL and ACTGUIDE-RL with t
 
 @dataclass
 class SchedulePlan:
-    """The regions plan it shares folders with, the shares tried on dev and the ablations of the chosen share."""
+    """The regions plan it shares folders with, the candidates tried on dev and the ablations of the chosen one."""
 
     regions: RegionsPlan
-    shares: tuple[float, ...] = SHARES
+    candidates: tuple[str, ...] = tuple(c.name for c in CANDIDATES)
     ablations: tuple[str, ...] = ABLATION_VARIANTS
     ablation_seeds: int = 3
     jobs: int = 1
     step2_choice: dict = field(default_factory=lambda: {k: list(v) for k, v in STEP2_CHOICE.items()})
 
     def make_quick(self) -> SchedulePlan:
-        """The regions plan's quick size, two shares, one ablation, one seed."""
+        """The regions plan's quick size, three candidates, one ablation, one seed."""
         self.regions.make_quick()
-        self.shares, self.ablations, self.ablation_seeds = (0.5,), ("no_mixed",), 1
+        self.candidates = ("always", "until0.5", "until0.5_revisit")
+        self.ablations, self.ablation_seeds = ("no_mixed",), 1
         self.step2_choice = {"zero_rl": list(self.regions.grid[0]), "actguide": list(self.regions.grid[-1])}
         return self
 
     def to_json(self) -> dict:
-        return {"regions": self.regions.to_json(), "shares": list(self.shares), "ablations": list(self.ablations),
+        return {"regions": self.regions.to_json(), "candidates": list(self.candidates), "ablations": list(self.ablations),
                 "ablation_seeds": self.ablation_seeds, "jobs": self.jobs, "step2_choice": self.step2_choice}
 
 
@@ -91,68 +94,66 @@ class SchedulePipeline(Pipeline):
                 return choices, "the regions pipeline's dev grid (`RUNS/step2/choices.json`)"
         return self.schedule.step2_choice, "the regions page's dev grid as landed (`STEP2_CHOICE`)"
 
-    def share_setting(self, choices: dict, share: float) -> dict:
-        return {**self.plan.cell_setting(ACT, *choices[ACT.name]), "guidance_until": share}
+    def folder(self, choices: dict, name: str) -> Path:
+        return candidate_folder(self.plan.out, name, self.plan.cell(ACT, *choices[ACT.name]))
+
+    def candidate_setting(self, choices: dict, name: str) -> dict:
+        return {**self.plan.cell_setting(ACT, *choices[ACT.name]), **dict(CANDIDATE[name].overrides)}
 
     def runs(self, root: Path, variant: str, seed: int) -> Path:
         return root / "runs" / variant / f"seed{seed}"
 
     def trainings(self, choices: dict) -> list[TrainSpec]:
-        """Steps 2 and 3's trainings: both step 2 cells and every share, each with every training seed."""
+        """Steps 2 and 3's trainings: both step 2 cells and every candidate, each with every training seed."""
         p, n = self.plan, max(self.plan.seeds, self.plan.grid_seeds)
         specs: list[TrainSpec] = []
-        for method in (ZERO, ACT):
-            cell = p.cell(method, *choices[method.name])
-            setting = self.setting_file(cell, p.cell_setting(method, *choices[method.name]))
-            specs += [(f"chosen/{method.name}/{s}", setting, method.variant, s, self.runs(cell, method.variant, s))
-                      for s in range(n)]
-        for share in self.schedule.shares:
-            folder = share_folder(self.plan.out, share)
-            setting = self.setting_file(folder, self.share_setting(choices, share))
-            specs += [(f"schedule/{share:g}/{s}", setting, ACT.variant, s, self.runs(folder, ACT.variant, s))
-                      for s in range(n)]
+        cell = p.cell(ZERO, *choices[ZERO.name])
+        setting = self.setting_file(cell, p.cell_setting(ZERO, *choices[ZERO.name]))
+        specs += [(f"chosen/{ZERO.name}/{s}", setting, ZERO.variant, s, self.runs(cell, ZERO.variant, s)) for s in range(n)]
+        for name in self.schedule.candidates:
+            folder = self.folder(choices, name)
+            setting = self.setting_file(folder, self.candidate_setting(choices, name))
+            key = f"chosen/{ACT.name}" if name == "always" else f"schedule/{name}"
+            specs += [(f"{key}/{s}", setting, ACT.variant, s, self.runs(folder, ACT.variant, s)) for s in range(n)]
         return specs
 
-    def choose(self, choices: dict) -> float:
+    def choose(self, choices: dict) -> str:
         """Step 3's choice on dev (the rule of the module docstring); writes ``step3/choice.json``."""
         p = self.plan
         self.evaluate(p.step2 / "grid", "base", [0], "dev")
         groups = self.region_groups("dev")
         seeds = range(p.grid_seeds)
         self.evaluate(p.cell(ZERO, *choices[ZERO.name]), ZERO.variant, seeds, "dev")
-        candidates = {1.0: p.cell(ACT, *choices[ACT.name]),
-                      **{share: share_folder(p.out, share) for share in self.schedule.shares}}
         scores = {}
-        for share, folder in candidates.items():
-            records = self.evaluate(folder, ACT.variant, seeds, "dev")
-            scores[share] = sum(success(records, groups[g]) for g in ("barrier", "in_region") if groups[g])
-        best = max(sorted(scores, reverse=True), key=lambda share: scores[share])  # a tie: the larger share
+        for name in self.schedule.candidates:
+            records = self.evaluate(self.folder(choices, name), ACT.variant, seeds, "dev")
+            scores[name] = sum(success(records, groups[g]) for g in ("barrier", "in_region") if groups[g])
+        best = max(scores, key=lambda name: scores[name])  # a tie: the earlier candidate (the less changed method)
         rule = (f"highest barrier + in-region unguided success on dev, mean over training seeds 0..{p.grid_seeds - 1}; "
-                "a tie goes to the larger share")
-        atomic_write_json(self.step3 / "choice.json", {"rule": rule, "share": best,
-                                                       "scores": {f"{k:g}": v for k, v in scores.items()}}, sort_keys=False)
+                "a tie goes to the candidate listed first")
+        atomic_write_json(self.step3 / "choice.json", {"rule": rule, "chosen": best, "scores": scores}, sort_keys=False)
         return best
 
-    def test(self, choices: dict, share: float) -> None:
-        """Step 4: the three on test, and the diagnostics before and after."""
+    def test(self, choices: dict, name: str) -> None:
+        """Step 4: zero RL, guidance throughout and the chosen candidate on test and on the pool's train tasks; the
+        diagnostics before and after."""
         p = self.plan
         seeds = range(p.seeds)
-        zero, act = p.cell(ZERO, *choices[ZERO.name]), p.cell(ACT, *choices[ACT.name])
-        chosen = act if share == 1.0 else share_folder(p.out, share)
+        zero, always, chosen = p.cell(ZERO, *choices[ZERO.name]), self.folder(choices, "always"), self.folder(choices, name)
         for split in ("test", "train"):  # train: the RL pool's own tasks (did guidance teach what it guided?)
             self.evaluate(p.out, "base", seeds, split)
-            for folder, variant in ((zero, ZERO.variant), (act, ACT.variant), (chosen, ACT.variant)):
+            for folder, variant in dict.fromkeys(((zero, ZERO.variant), (always, ACT.variant), (chosen, ACT.variant))):
                 self.evaluate(folder, variant, seeds, split)
-        models = {"zero_rl": self.runs(zero, ZERO.variant, 0), "actguide": self.runs(act, ACT.variant, 0)}
-        if share != 1.0:
-            models[f"actguide_until{share:g}"] = self.runs(chosen, ACT.variant, 0)
+        models = {"zero_rl": self.runs(zero, ZERO.variant, 0), "actguide": self.runs(always, ACT.variant, 0)}
+        if name != "always":
+            models[f"actguide_{name}"] = self.runs(chosen, ACT.variant, 0)
         self.barrier_diagnostics(models, root=self.step3, key="step3/barrier_test")
 
-    def ablations(self, choices: dict, share: float) -> None:
-        """Step 5: every variant on top of the chosen share (``sft_rl``: zero RL's cell), on test."""
+    def ablations(self, choices: dict, name: str) -> None:
+        """Step 5: every variant on top of the chosen candidate (``sft_rl``: zero RL's cell), on test."""
         p, s = self.plan, self.schedule
-        root = self.step3 / "ablations"
-        chosen = self.setting_file(self.step3 / "chosen", self.share_setting(choices, share))
+        root = self.step3 / "ablations" / name  # per candidate: a changed choice trains its own ablations
+        chosen = self.folder(choices, name) / "setting.json"
         zero = p.cell(ZERO, *choices[ZERO.name]) / "setting.json"
         specs = [(f"step3/ablation/{v}/{seed}", zero if v == "sft_rl" else chosen, v, seed, self.runs(root, v, seed))
                  for v in s.ablations for seed in range(s.ablation_seeds)]
@@ -165,12 +166,12 @@ class SchedulePipeline(Pipeline):
         self.base_and_regions()
         choices, source = self.step2_choices()
         self.train_many(self.trainings(choices), self.schedule.jobs)
-        share = self.choose(choices)
-        self.test(choices, share)
-        self.ablations(choices, share)
+        chosen = self.choose(choices)
+        self.test(choices, chosen)
+        self.ablations(choices, chosen)
         seconds = add_time(self.plan.out / "times.json", "schedule pipeline", time.perf_counter() - start)
         atomic_write_json(self.plan.out / PAGE_FILE, {"command": argv_text, "plan": self.schedule.to_json(),
-                                                      "step2_choices": choices, "step2_source": source, "share": share,
+                                                      "step2_choices": choices, "step2_source": source, "chosen": chosen,
                                                       "commands": self.commands, "seconds": seconds}, sort_keys=False)
         return PAGE.build(self.plan.out, doc, PAGE.load(self.plan.out))
 

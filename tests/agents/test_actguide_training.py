@@ -73,6 +73,19 @@ def test_guidance_until_stops_guiding_once_its_share_of_the_budget_is_spent(tmp_
         small(guidance_until=0.0)
 
 
+def test_revisit_rescued_draws_a_rescued_task_again_in_the_next_iteration(tmp_path):
+    """Each iteration after a rescued guided group starts with that many revisits (the rescued tasks, in place of new
+    ones: the batch and the budget accounting stay as they were); without the option nothing is revisited."""
+    log = ActGuideTrainer(small(budget=200, revisit_rescued=True), tmp_path / "revisit").run().log
+    assert sum(r["rescued_groups"] for r in log[:-1]) > 0
+    for before, after in zip(log, log[1:]):
+        assert after["revisited"] == min(before["rescued_groups"], 3)
+    assert all(r["rollouts"] == 12 + 4 * r["guided_groups"] + r["probe_rollouts"] for r in log)
+    plain = ActGuideTrainer(small(budget=200), tmp_path / "plain").run().log
+    assert all(r["revisited"] == 0 and "rescued_tasks" not in r for r in plain)
+    assert [r["rescued_groups"] for r in plain] != [r["rescued_groups"] for r in log]
+
+
 def test_resume_continues_exactly(tmp_path):
     config = small(budget=80)
     full = ActGuideTrainer(config, tmp_path / "full").run()

@@ -11,7 +11,7 @@ from benchmarks.actguide_regions import success
 from benchmarks.harness.actguide_schedule_doc import main
 from benchmarks.pages import get_page
 from benchmarks.pages.actguide_regions import read_records
-from benchmarks.pages.actguide_schedule import share_folder
+from benchmarks.pages.actguide_schedule import candidate_folder
 from steer_envs.cli.main import main as cli
 
 
@@ -26,9 +26,9 @@ def test_schedule_pipeline_runs_in_parallel_resumes_and_rebuilds(tmp_path, capsy
     assert main(argv) == 0
     assert "$ steer-envs train actguide" in capsys.readouterr().out
     text = doc.read_text()
-    for heading in ("## The three-way split", "## Dev: the share of the budget", "## Test: the chosen share",
+    for heading in ("## The three-way split", "## Dev: the candidates", "## Test: the chosen candidate",
                     "**Barrier diagnostics before and after", "M_0", "## The same models on the RL pool's own train tasks",
-                    "## Ablations and noise at the chosen share"):
+                    "## Ablations and noise at the chosen candidate"):
         assert heading in text, heading
     assert "the acceptance point (barrier above 0, in-region not below 0) is **" in text
 
@@ -38,13 +38,15 @@ def test_schedule_pipeline_runs_in_parallel_resumes_and_rebuilds(tmp_path, capsy
     regions = read_regions(out / "regions_dev" / "regions.json")
     groups = {g: {t for t, r in regions.items() if r == g} for g in ("barrier", "in_region")}
     record = json.loads((out / "schedule_page.json").read_text())
-    step2 = out / "step2" / "grid" / f"actguide_e{record['step2_choices']['actguide'][0]}_lr{record['step2_choices']['actguide'][1]:g}"
+    cell = out / "step2" / "grid" / "actguide_e{}_lr{:g}".format(*record["step2_choices"]["actguide"])
     scores = {}
-    for share, folder in ((1.0, step2), (0.5, share_folder(out, 0.5))):
+    for name in record["plan"]["candidates"]:
+        folder = candidate_folder(out, name, cell)
         records = read_records(folder / "episodes_regions_dev" / "actguide.jsonl", set(regions), 1, 2)
-        scores[share] = sum(success(records, groups[g]) for g in groups if groups[g])
-    assert scores[record["share"]] == max(scores.values())
-    guided = [json.loads(line) for line in (share_folder(out, 0.5) / "runs" / "actguide" / "seed0" / "log.jsonl").open()]
+        scores[name] = sum(success(records, groups[g]) for g in groups if groups[g])
+    assert scores[record["chosen"]] == max(scores.values())
+    guided = [json.loads(line) for line in (candidate_folder(out, "until0.5", cell) / "runs" / "actguide" / "seed0"
+                                            / "log.jsonl").open()]
     assert not all(row["guidance_on"] for row in guided)  # the share's run stopped guiding
 
     # a rerun trains nothing; the page is rebuilt from the folders alone
