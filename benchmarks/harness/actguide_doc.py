@@ -41,6 +41,8 @@ from benchmarks.pages.actguide import subset as _subset  # noqa: F401
 from benchmarks.pages import codefacts, template
 from benchmarks.pages.timing import add_time
 
+from .budget import build_lock
+
 #: the documented training setting: ActGuideConfig's defaults of these fields (read from the dataclass)
 SETTING: dict = default_setting()
 #: the base policy: zero RL on train tasks outside the RL pool (the stand-in for a pretrained base model)
@@ -69,15 +71,18 @@ def run_finished(run: Path) -> bool:
 
 
 def train_once(argv: list[str], run: Path, timings: dict) -> str:
-    """Run one training command unless its run is finished; resume an interrupted one."""
+    """Run one training command unless its run is finished; resume an interrupted one. The run folder is locked
+    while it trains (:func:`~benchmarks.harness.budget.build_lock`): a second process on the same folder (the worker
+    of a pipeline that was killed, beside its rerun) waits, then finds the run finished instead of training it too."""
     command = cli_command(argv)
-    if not run_finished(run):
-        full = argv + (["--resume"] if (run / "checkpoint.json").is_file() else [])
-        print(f"$ {cli_command(full)}", flush=True)
-        start = time.perf_counter()
-        if cli_main(full) != 0:
-            raise SystemExit(f"training failed: {cli_command(full)}")
-        timings[command] = timings.get(command, 0.0) + time.perf_counter() - start
+    with build_lock(run):
+        if not run_finished(run):
+            full = argv + (["--resume"] if (run / "checkpoint.json").is_file() else [])
+            print(f"$ {cli_command(full)}", flush=True)
+            start = time.perf_counter()
+            if cli_main(full) != 0:
+                raise SystemExit(f"training failed: {cli_command(full)}")
+            timings[command] = timings.get(command, 0.0) + time.perf_counter() - start
     return command
 
 
