@@ -6,7 +6,8 @@ Variants are configs, not code paths: zero RL is ``guidance=false``; "without th
 rollouts trained as if on-policy, on the guided prompt); fixed-k guidance is ``fixed_k >= 1``; SFT-then-RL sets
 ``sft_epochs >= 1``; noisy guidance sets ``plan_noise``; ``guided_baseline="unguided"`` baselines a guided group by
 the unguided group it replaced (issue 22, step 2; not the public implementation's rule); ``guidance_until < 1`` guides
-only in the first share of the budget, then trains as zero RL (issue 22's schedule; not in the paper either).
+only in the first share of the budget, then trains as zero RL, and ``revisit_rescued`` draws a rescued task again in
+the next iteration (issue 22's schedules; not in the paper either).
 :data:`VARIANTS` names them.
 
 The reference-plan keys are named as the env's options (``plan_mode``, ``plan_sources``, ``plan_noise``,

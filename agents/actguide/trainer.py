@@ -2,6 +2,9 @@
 
 Per iteration, for ``batch_tasks`` training tasks:
 
+0. The tasks: the next ``batch_tasks`` of the pool's fixed permutation, after (``revisit_rescued``) the tasks whose
+   guided group was rescued in the previous iteration, which take the first places (a task rescued again is
+   revisited again; a revisit may meet its task again among the new ones).
 1. ``G`` unguided rollouts (a GRPO group).
 2. A group is **hard** when every unguided reward is ``<= hard_threshold``. Only then guidance is chosen (and only
    while less than ``guidance_until`` of the budget is spent: after it, iterations are zero RL's): the
@@ -199,9 +202,8 @@ class ActGuideTrainer(TrainerBase):
             picked = revisit + [pool[order[(progress["cursor"] + j) % len(pool)]] for j in range(fresh)]
             guide = c.guidance and progress["budget_used"] < c.guidance_until * c.budget
             record = self._iteration(it, env, learner, reference, optimizer, generator, picked, guide)
-            rescued_tasks = record.pop("rescued_tasks")
-            progress["revisit"] = rescued_tasks if c.revisit_rescued else []
-            record["revisited"] = len(revisit)
+            progress["revisit"] = record["rescued_tasks"] if c.revisit_rescued else []
+            record.update(tasks=picked, revisited=len(revisit))
             progress["cursor"] += fresh
             progress["iteration"] = it + 1
             progress["budget_used"] += record["rollouts"]

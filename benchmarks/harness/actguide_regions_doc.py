@@ -148,6 +148,12 @@ def remember(result: Path, inputs: dict) -> None:
     atomic_write_json(result.with_name(result.name + ".inputs.json"), inputs, sort_keys=False)
 
 
+def dev_score(records: Sequence[EpisodeRecord], groups: dict[str, set[str]]) -> float:
+    """The dev rule's score: barrier + in-region unguided success (an empty region adds nothing: its success is NaN,
+    which would make every comparison false)."""
+    return sum(success(records, groups[g]) for g in ("barrier", "in_region") if groups[g])
+
+
 #: one training of :meth:`Pipeline.train_many`: (command key, setting file, variant, seed, run folder)
 TrainSpec = tuple[str, Path, str, int, Path]
 
@@ -199,7 +205,11 @@ class Pipeline:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(_train_in_process, self.train_argv(f, v, s, run), run) for _k, f, v, s, run in specs]
             for future in as_completed(futures):
-                command, seconds = future.result()
+                try:
+                    command, seconds = future.result()
+                except BaseException:  # a failed training: stop the queue now, not after every other one
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
                 if seconds:
                     self.timings[command] = self.timings.get(command, 0.0) + seconds
                     atomic_write_json(self.timings_path, self.timings, sort_keys=False)
@@ -291,9 +301,7 @@ class Pipeline:
                     self.train(f"grid/{cell.name}/{s}", setting_file, method.variant, s,
                                cell / "runs" / method.variant / f"seed{s}")
                 records = self.evaluate(cell, method.variant, range(p.grid_seeds), "dev")
-                # an empty region adds nothing (its success is NaN, which would make every comparison false)
-                score = sum(success(records, groups[g]) for g in ("barrier", "in_region") if groups[g])
-                scores.setdefault(method.name, []).append((score, epochs, lr))
+                scores.setdefault(method.name, []).append((dev_score(records, groups), epochs, lr))
         half = p.step2 / "half"
         first = p.grid[0]
         half_file = self.setting_file(half, {**p.cell_setting(STEP2_METHODS[0], *first),

@@ -5,8 +5,8 @@ equal budgets: a share of the budget with guidance, rescued tasks revisited)::
     python -m benchmarks.harness.actguide_schedule_doc --quick --out /tmp/s --doc /tmp/s.md
 
 Why: on the regions page's test table, ACTGUIDE-RL trained throughout with guidance reaches more barrier tasks than
-zero RL (unguided Pass@8 48.4 against 30.0) but solves each less reliably (mean success 16.4 against 17.5), and
-spends half its rollouts on probes and guided groups. Two switches of ``ActGuideConfig`` act on that:
+zero RL (a higher unguided Pass@8) but solves each less reliably (a lower mean success), and spends about half its
+rollouts on probes and guided groups. Two switches of ``ActGuideConfig`` act on that:
 ``guidance_until`` guides hard groups only in the first share of the budget (the rest sharpens, on π_u's own
 rollouts, what guidance opened) and ``revisit_rescued`` draws a rescued task again in the next iteration, unguided
 unless it is still hard. :data:`~benchmarks.pages.actguide_schedule.CANDIDATES` lists the settings tried.
@@ -23,7 +23,8 @@ finished run there is read back, not retrained) and runs, each step resumable:
 4. the chosen candidate, zero RL's cell and "always" on test and on the RL pool's own train tasks, every training
    seed; the barrier diagnostics of the base, zero RL, "always" and the chosen one on the test barrier group;
 5. the ablations and noise levels of ``VARIANTS`` on top of the chosen candidate (``sft_rl`` on zero RL's cell),
-   ``--ablation-seeds`` seeds each, on test.
+   ``--ablation-seeds`` seeds each, on test (when "always" is chosen, the regions pipeline's step 2 ablations are
+   those runs: they are read from its folder, not trained twice).
 
 Trainings run ``--jobs`` at a time (one core each). Nothing is chosen on test. The page is built from the run
 folders only (``steer-envs report results_actguide_schedule --out RUNS`` rebuilds it without running anything).
@@ -39,13 +40,14 @@ from pathlib import Path
 from steer_envs.atomic import atomic_write_json
 from steer_envs.paths import REPO_ROOT
 
-from benchmarks.actguide_regions import success
 from benchmarks.pages.actguide_regions import STEP2_METHODS
-from benchmarks.pages.actguide_schedule import CANDIDATE, CANDIDATES, PAGE, PAGE_FILE, STEP2_CHOICE, candidate_folder
+from benchmarks.pages.actguide_schedule import (
+    CANDIDATE, CANDIDATES, PAGE, PAGE_FILE, STEP2_CHOICE, ablation_root, candidate_folder,
+)
 from benchmarks.pages.timing import add_time
 
 from .actguide_doc import invocation
-from .actguide_regions_doc import ABLATION_VARIANTS, Pipeline, RegionsPlan, TrainSpec
+from .actguide_regions_doc import ABLATION_VARIANTS, Pipeline, RegionsPlan, TrainSpec, dev_score
 
 ZERO, ACT = STEP2_METHODS[0], STEP2_METHODS[1]  # zero RL and ACTGUIDE-RL with the unguided baseline
 
@@ -126,8 +128,7 @@ class SchedulePipeline(Pipeline):
         self.evaluate(p.cell(ZERO, *choices[ZERO.name]), ZERO.variant, seeds, "dev")
         scores = {}
         for name in self.schedule.candidates:
-            records = self.evaluate(self.folder(choices, name), ACT.variant, seeds, "dev")
-            scores[name] = sum(success(records, groups[g]) for g in ("barrier", "in_region") if groups[g])
+            scores[name] = dev_score(self.evaluate(self.folder(choices, name), ACT.variant, seeds, "dev"), groups)
         best = max(scores, key=lambda name: scores[name])  # a tie: the earlier candidate (the less changed method)
         rule = (f"highest barrier + in-region unguided success on dev, mean over training seeds 0..{p.grid_seeds - 1}; "
                 "a tie goes to the candidate listed first")
@@ -152,7 +153,7 @@ class SchedulePipeline(Pipeline):
     def ablations(self, choices: dict, name: str) -> None:
         """Step 5: every variant on top of the chosen candidate (``sft_rl``: zero RL's cell), on test."""
         p, s = self.plan, self.schedule
-        root = self.step3 / "ablations" / name  # per candidate: a changed choice trains its own ablations
+        root = ablation_root(p.out, name, s.ablation_seeds == p.ablation_seeds)
         chosen = self.folder(choices, name) / "setting.json"
         zero = p.cell(ZERO, *choices[ZERO.name]) / "setting.json"
         specs = [(f"step3/ablation/{v}/{seed}", zero if v == "sft_rl" else chosen, v, seed, self.runs(root, v, seed))

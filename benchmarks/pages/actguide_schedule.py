@@ -18,7 +18,9 @@ from benchmarks.actguide_regions import (
     region_gain, region_table, training_log,
 )
 
-from .actguide_regions import STEP2_METHODS, _acceptance, _card, _commands, _effect_table, _success, cell_name, read_records
+from .actguide_regions import (
+    STEP2_METHODS, _acceptance, _card, _commands, _effect_table, _runs, _success, cell_name, read_records,
+)
 from .builder import Page, PageContext, Section, read_run_json, template
 
 PAGE_FILE = "schedule_page.json"
@@ -49,6 +51,12 @@ CANDIDATE = {c.name: c for c in CANDIDATES}
 #: the step 2 cells (update_epochs, lr) the regions page's dev grid chose (docs/results_actguide_regions.md), used when
 #: the run folder holds no ``step2/choices.json`` of its own
 STEP2_CHOICE = {"zero_rl": (4, 0.01), "actguide": (8, 0.01)}
+
+
+def ablation_root(out: Path, name: str, same_seeds: bool = True) -> Path:
+    """Where the ablations of the chosen candidate live: per candidate under ``step3/ablations``; for "always" (the
+    step 2 cell, with the regions pipeline's ablation seeds) the regions pipeline's own ``step2/ablations``."""
+    return out / "step2" / "ablations" if name == "always" and same_seeds else out / "step3" / "ablations" / name
 
 
 def candidate_folder(out: Path, name: str, step2_cell: Path) -> Path:
@@ -94,8 +102,8 @@ def load(out: Path) -> dict[str, Any]:
         "iterations": {name: [len(training_log(r)) for r in runs(folder, act.variant, grid_seeds)]
                        for name, folder in candidates.items()},
         "barrier_md": (out / "step3" / "barrier_test" / "barrier.md").read_text(encoding="utf-8"),
-        "ablations": {v: episodes(out / "step3" / "ablations" / chosen, v, "test", plan["ablation_seeds"])
-                      for v in plan["ablations"]},
+        "ablations": {v: episodes(ablation_root(out, chosen, plan["ablation_seeds"] == regions_plan["ablation_seeds"]),
+                                  v, "test", plan["ablation_seeds"]) for v in plan["ablations"]},
     }
     return data
 
@@ -111,10 +119,6 @@ def _header(ctx: PageContext) -> str:
 
 def _cell_text(cell: list) -> str:
     return f"{cell[0]} update epochs, lr {cell[1]:g}"
-
-
-def _runs(d: dict, text: str) -> str:
-    return text.replace(d["out"], "RUNS").replace(d["plan"]["out"], "RUNS")
 
 
 def _split(ctx: PageContext) -> str:

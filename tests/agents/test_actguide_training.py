@@ -61,7 +61,8 @@ def test_guidance_until_stops_guiding_once_its_share_of_the_budget_is_spent(tmp_
     before = [r for r in log if r["guidance_on"]]
     after = [r for r in log if not r["guidance_on"]]
     assert before and after and log.index(after[0]) == len(before)  # one switch, from on to off
-    assert all(r["budget_used"] - r["rollouts"] >= 80 for r in after)  # off exactly once half the budget is spent
+    assert all(r["budget_used"] - r["rollouts"] >= 80 for r in after)  # off once half the budget is spent
+    assert all(r["budget_used"] - r["rollouts"] < 80 for r in before)  # and not before
     assert sum(r["guided_groups"] for r in before) > 0
     assert all(r["guided_groups"] == 0 and r["probe_rollouts"] == 0 and r["rollouts"] == 12 for r in after)
     assert sum(r["hard_groups"] for r in after) > 0  # hard groups there were, and they stayed unguided
@@ -79,21 +80,28 @@ def test_revisit_rescued_draws_a_rescued_task_again_in_the_next_iteration(tmp_pa
     assert sum(r["rescued_groups"] for r in log[:-1]) > 0
     for before, after in zip(log, log[1:]):
         assert after["revisited"] == min(before["rescued_groups"], 3)
+        assert after["tasks"][: after["revisited"]] == before["rescued_tasks"][:3]  # those tasks, first in the batch
+    fresh = [t for r in log for t in r["tasks"][r["revisited"]:]]
+    pool = [t for r in ActGuideTrainer(small(budget=200), tmp_path / "order").run().log for t in r["tasks"]]
+    assert fresh == pool[: len(fresh)]  # the new tasks continue the pool's order: none skipped by a revisit
     assert all(r["rollouts"] == 12 + 4 * r["guided_groups"] + r["probe_rollouts"] for r in log)
     plain = ActGuideTrainer(small(budget=200), tmp_path / "plain").run().log
-    assert all(r["revisited"] == 0 and "rescued_tasks" not in r for r in plain)
+    assert all(r["revisited"] == 0 for r in plain)
     assert [r["rescued_groups"] for r in plain] != [r["rescued_groups"] for r in log]
 
 
-def test_resume_continues_exactly(tmp_path):
-    config = small(budget=80)
+@pytest.mark.parametrize("switches", [{}, {"revisit_rescued": True, "guidance_until": 0.5}], ids=["plain", "revisit"])
+def test_resume_continues_exactly(tmp_path, switches):
+    """Stopped after its first iteration (with revisits: after the first that rescued a group, so the tasks to revisit
+    are in the checkpoint), a run resumed from its checkpoint ends exactly as the run that never stopped."""
+    config = small(budget=80, **switches)
     full = ActGuideTrainer(config, tmp_path / "full").run()
 
     class Stop(Exception):
         pass
 
     def stop_after_first(i, record):
-        if i == 0:
+        if (record["rescued_groups"] > 0) if switches else i == 0:
             raise Stop
 
     with pytest.raises(Stop):
@@ -108,7 +116,7 @@ def test_resume_continues_exactly(tmp_path):
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(x, y), name
     with pytest.raises(SteerEnvsError, match="different actguide config"):
-        ActGuideTrainer(small(budget=81), tmp_path / "full", resume=True).run()
+        ActGuideTrainer(small(budget=81, **switches), tmp_path / "full", resume=True).run()
 
 
 def test_probes_by_fork_reach_the_same_states_with_fewer_env_steps():

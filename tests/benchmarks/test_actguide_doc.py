@@ -25,12 +25,13 @@ def test_quick_regeneration_writes_every_section_and_resumes(actguide_quick_run)
     assert {p.name: p.stat().st_size for p in (out / "episodes").iterdir()} == episodes  # nothing played again
 
 
-def _train_in_child(config: str, run: str, queue) -> None:
+def _train_in_child(config: str, run: str, queue, barrier) -> None:
     from pathlib import Path
 
     from benchmarks.harness.actguide_doc import train_once
 
     timings: dict = {}
+    barrier.wait(timeout=120)  # both reach the folder together (the race the lock is for)
     command = train_once(["train", "actguide", "--config", config, "--variant", "zero_rl", "--seed", "0",
                           "--out", run, "--no-progress"], Path(run), timings)
     queue.put(timings.get(command, 0.0))
@@ -47,8 +48,9 @@ def test_two_processes_on_one_run_folder_train_it_once(tmp_path):
     config.write_text(json.dumps(ActGuideConfig(benchmarks=["nq"], tasks_per_benchmark=3, budget=60, batch_tasks=2,
                                                 group_size=3, max_turns=3).to_dict()))
     context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    children = [context.Process(target=_train_in_child, args=(str(config), str(tmp_path / "run"), queue)) for _ in range(2)]
+    queue, barrier = context.Queue(), context.Barrier(2)
+    children = [context.Process(target=_train_in_child, args=(str(config), str(tmp_path / "run"), queue, barrier))
+                for _ in range(2)]
     for child in children:
         child.start()
     for child in children:
