@@ -325,15 +325,18 @@ def _chosen(ctx: PageContext) -> str:
 
 
 def _acceptance(d: dict, zero: list, act: list) -> str:
-    """Issue 22's second acceptance point, read off the table: barrier interval above 0, in-region not below 0."""
+    """Issue 22's second acceptance point, read off the table: the barrier interval above 0 (its lower end > 0), the
+    in-region interval not below 0 (its upper end >= 0: no measured fall; an interval wholly below 0 is a fall). The
+    stricter reading of the second half (lower end >= 0) is given beside it."""
     groups = d["groups"]["test"]
     barrier, in_region = (region_gain(act, zero, groups[g]) for g in ("barrier", "in_region"))
     if barrier is None or in_region is None:
         return ""
-    met = barrier.low > 0 and in_region.low >= 0
-    return (f"ACTGUIDE-RL − zero RL: barrier {fmt_gain(barrier)} (interval {'above' if barrier.low > 0 else 'not above'} "
-            f"0), in-region {fmt_gain(in_region)} (interval {'not below' if in_region.low >= 0 else 'below'} 0): "
-            f"the acceptance point (barrier above 0, in-region not below 0) is **{'met' if met else 'not met'}**.\n\n")
+    above, not_below = barrier.low > 0, in_region.high >= 0
+    return (f"ACTGUIDE-RL − zero RL: barrier {fmt_gain(barrier)} (interval {'above' if above else 'not above'} 0), "
+            f"in-region {fmt_gain(in_region)} (interval {'not below' if not_below else 'below'} 0; its lower end "
+            f"{'is' if in_region.low >= 0 else 'is not'} >= 0): the acceptance point (barrier above 0, in-region not "
+            f"below 0) is **{'met' if above and not_below else 'not met'}**.\n\n")
 
 
 def _alignment_table(rows: list[dict]) -> str:
