@@ -1,6 +1,6 @@
 """Regenerate ``docs/results_actguide_regions.md`` (and its train-split page) from one resumable command (issue 22)::
 
-    python -m benchmarks.harness.actguide_regions_doc --out runs/actguide_regions      # the documented pipeline
+    python -m benchmarks.harness.actguide_regions_doc --out runs/actguide_regions --jobs 2   # the documented pipeline
     python -m benchmarks.harness.actguide_regions_doc --quick --out /tmp/r --doc /tmp/r.md --train-doc /tmp/rt.md
 
 What it runs, in order (every step resumes: a finished training is skipped and an interrupted one continues from its
@@ -59,6 +59,7 @@ class RegionsPlan:
     grid_seeds: int = 3  # training seeds of each dev grid cell (the choice is by their mean)
     ablation_seeds: int = 3  # training seeds of each ablation at the step 2 setting
     pool_ablation_seeds: int = 1  # training seeds of each ablation at the documented setting (steps 1 and 3)
+    jobs: int = 1  # trainings at a time, each in its own process (one core each)
     eval_tasks: int = 40  # test and dev tasks per benchmark
     rollouts: int = 8  # unguided rollouts per task and training seed
     setting: dict = field(default_factory=default_setting)
@@ -271,13 +272,14 @@ class Pipeline:
         pool_file = p.out / "pool_setting.json"
         atomic_write_json(pool_file, p.pool_setting, sort_keys=False)
         seeds = range(p.seeds)
+        specs: list[TrainSpec] = []
         for variant in ("zero_rl", "actguide"):
             for s in seeds:
-                self.train(f"all/{variant}/{s}", setting_file, variant, s, p.out / "runs" / variant / f"seed{s}")
-                self.train(f"pool/{variant}/{s}", pool_file, variant, s, p.pool / "runs" / variant / f"seed{s}")
-        for variant in p.ablations:
-            for s in range(p.pool_ablation_seeds):
-                self.train(f"pool/{variant}/{s}", pool_file, variant, s, p.pool / "runs" / variant / f"seed{s}")
+                specs += [(f"all/{variant}/{s}", setting_file, variant, s, p.out / "runs" / variant / f"seed{s}"),
+                          (f"pool/{variant}/{s}", pool_file, variant, s, p.pool / "runs" / variant / f"seed{s}")]
+        specs += [(f"pool/{variant}/{s}", pool_file, variant, s, p.pool / "runs" / variant / f"seed{s}")
+                  for variant in p.ablations for s in range(p.pool_ablation_seeds)]
+        self.train_many(specs, p.jobs)
         for split in ("test", "train"):
             self.evaluate(p.out, "base", seeds, split)
             for variant in ("zero_rl", "actguide"):
@@ -292,21 +294,24 @@ class Pipeline:
         p = self.plan
         base_dev = self.evaluate(p.step2 / "grid", "base", [0], "dev")
         groups = self.region_groups("dev")
-        scores: dict[str, list[tuple[float, int, float]]] = {}
+        specs: list[TrainSpec] = []
         for method in STEP2_METHODS:
             for epochs, lr in grid_cells(method, p.grid):
                 cell = p.cell(method, epochs, lr)
                 setting_file = self.setting_file(cell, p.cell_setting(method, epochs, lr))
-                for s in range(p.grid_seeds):
-                    self.train(f"grid/{cell.name}/{s}", setting_file, method.variant, s,
-                               cell / "runs" / method.variant / f"seed{s}")
-                records = self.evaluate(cell, method.variant, range(p.grid_seeds), "dev")
-                scores.setdefault(method.name, []).append((dev_score(records, groups), epochs, lr))
+                specs += [(f"grid/{cell.name}/{s}", setting_file, method.variant, s,
+                           cell / "runs" / method.variant / f"seed{s}") for s in range(p.grid_seeds)]
         half = p.step2 / "half"
         first = p.grid[0]
         half_file = self.setting_file(half, {**p.cell_setting(STEP2_METHODS[0], *first),
                                              "budget": p.setting["budget"] // 2})
-        self.train("half/zero_rl/0", half_file, "zero_rl", 0, half / "runs" / "zero_rl" / "seed0")
+        specs.append(("half/zero_rl/0", half_file, "zero_rl", 0, half / "runs" / "zero_rl" / "seed0"))
+        self.train_many(specs, p.jobs)
+        scores: dict[str, list[tuple[float, int, float]]] = {}
+        for method in STEP2_METHODS:
+            for epochs, lr in grid_cells(method, p.grid):
+                records = self.evaluate(p.cell(method, epochs, lr), method.variant, range(p.grid_seeds), "dev")
+                scores.setdefault(method.name, []).append((dev_score(records, groups), epochs, lr))
         self.evaluate(half, "zero_rl", [0], "dev")
         choices = {}
         for method in STEP2_METHODS:
@@ -329,13 +334,12 @@ class Pipeline:
         Returns each chosen method's seed-0 run (what the diagnostics read)."""
         p = self.plan
         seed0 = {}
-        for method in STEP2_METHODS:
-            if method.name not in choices:
-                continue
+        chosen = [m for m in STEP2_METHODS if m.name in choices]
+        self.train_many([(f"chosen/{m.name}/{s}", p.cell(m, *choices[m.name]) / "setting.json", m.variant, s,
+                          p.cell(m, *choices[m.name]) / "runs" / m.variant / f"seed{s}")
+                         for m in chosen for s in range(p.seeds)], p.jobs)
+        for method in chosen:
             cell = p.cell(method, *choices[method.name])
-            for s in range(p.seeds):
-                self.train(f"chosen/{method.name}/{s}", cell / "setting.json", method.variant, s,
-                           cell / "runs" / method.variant / f"seed{s}")
             self.evaluate(cell, method.variant, range(p.seeds), "test")
             seed0[method.name] = cell / "runs" / method.variant / "seed0"
         self.barrier_diagnostics(seed0)
@@ -388,11 +392,14 @@ class Pipeline:
     def step2_ablations(self, choices: dict[str, list]) -> None:
         p = self.plan
         root = p.step2 / "ablations"
+        specs: list[TrainSpec] = []
         for variant in p.ablations:
             method = STEP2_METHODS[0] if variant == "sft_rl" else STEP2_METHODS[1]
             setting_file = p.cell(method, *choices[method.name]) / "setting.json"
-            for s in range(p.ablation_seeds):
-                self.train(f"ablation/{variant}/{s}", setting_file, variant, s, root / "runs" / variant / f"seed{s}")
+            specs += [(f"ablation/{variant}/{s}", setting_file, variant, s, root / "runs" / variant / f"seed{s}")
+                      for s in range(p.ablation_seeds)]
+        self.train_many(specs, p.jobs)
+        for variant in p.ablations:
             self.evaluate(root, variant, range(p.ablation_seeds), "test")
 
     def run(self, argv_text: str, doc: Path, train_doc: Path) -> tuple[Path, Path]:
@@ -427,9 +434,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="training seeds of each step 2 dev grid cell; the choice is by their mean (default 3)")
     parser.add_argument("--ablation-seeds", type=int, default=3,
                         help="training seeds of each ablation at the step 2 setting (default 3)")
+    parser.add_argument("--jobs", type=int, default=1, help="trainings at a time, one core each (default 1)")
     parser.add_argument("--quick", action="store_true", help="a small dry run: tiny budgets, few tasks, 1 seed")
     args = parser.parse_args(argv)
-    plan = RegionsPlan(Path(args.out), seeds=args.seeds, grid_seeds=args.grid_seeds, ablation_seeds=args.ablation_seeds)
+    plan = RegionsPlan(Path(args.out), seeds=args.seeds, grid_seeds=args.grid_seeds, ablation_seeds=args.ablation_seeds,
+                       jobs=args.jobs)
     if args.quick:
         plan.make_quick()
     doc, train_doc = Pipeline(plan).run(invocation("benchmarks.harness.actguide_regions_doc", argv), Path(args.doc),

@@ -60,7 +60,6 @@ class SchedulePlan:
     candidates: tuple[str, ...] = tuple(c.name for c in CANDIDATES)
     ablations: tuple[str, ...] = ABLATION_VARIANTS
     ablation_seeds: int = 3
-    jobs: int = 1
     step2_choice: dict = field(default_factory=lambda: {k: list(v) for k, v in STEP2_CHOICE.items()})
 
     def make_quick(self) -> SchedulePlan:
@@ -73,7 +72,7 @@ class SchedulePlan:
 
     def to_json(self) -> dict:
         return {"regions": self.regions.to_json(), "candidates": list(self.candidates), "ablations": list(self.ablations),
-                "ablation_seeds": self.ablation_seeds, "jobs": self.jobs, "step2_choice": self.step2_choice}
+                "ablation_seeds": self.ablation_seeds, "jobs": self.regions.jobs, "step2_choice": self.step2_choice}
 
 
 class SchedulePipeline(Pipeline):
@@ -158,7 +157,7 @@ class SchedulePipeline(Pipeline):
         zero = p.cell(ZERO, *choices[ZERO.name]) / "setting.json"
         specs = [(f"step3/ablation/{v}/{seed}", zero if v == "sft_rl" else chosen, v, seed, self.runs(root, v, seed))
                  for v in s.ablations for seed in range(s.ablation_seeds)]
-        self.train_many(specs, s.jobs)
+        self.train_many(specs, p.jobs)
         for v in s.ablations:
             self.evaluate(root, v, range(s.ablation_seeds), "test")
 
@@ -166,7 +165,7 @@ class SchedulePipeline(Pipeline):
         start = time.perf_counter()
         self.base_and_regions()
         choices, source = self.step2_choices()
-        self.train_many(self.trainings(choices), self.schedule.jobs)
+        self.train_many(self.trainings(choices), self.plan.jobs)
         chosen = self.choose(choices)
         self.test(choices, chosen)
         self.ablations(choices, chosen)
@@ -187,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="trainings at a time, one core each (default 1)")
     parser.add_argument("--quick", action="store_true", help="a small dry run: tiny budgets, few tasks, 1 seed")
     args = parser.parse_args(argv)
-    plan = SchedulePlan(RegionsPlan(Path(args.out), seeds=args.seeds, grid_seeds=args.seeds),
-                        ablation_seeds=args.ablation_seeds, jobs=args.jobs)
+    plan = SchedulePlan(RegionsPlan(Path(args.out), seeds=args.seeds, grid_seeds=args.seeds, jobs=args.jobs),
+                        ablation_seeds=args.ablation_seeds)
     if args.quick:
         plan.make_quick()
     doc = SchedulePipeline(plan).run_all(invocation("benchmarks.harness.actguide_schedule_doc", argv), Path(args.doc))

@@ -31,7 +31,7 @@ def test_the_quick_plan_keeps_the_documented_grid_rule():
 @pytest.mark.slow
 def test_pipeline_runs_resumes_and_rebuilds(tmp_path, capsys):
     out, doc, train_doc = tmp_path / "runs", tmp_path / "page.md", tmp_path / "train.md"
-    argv = ["--quick", "--out", str(out), "--doc", str(doc), "--train-doc", str(train_doc)]
+    argv = ["--quick", "--out", str(out), "--doc", str(doc), "--train-doc", str(train_doc), "--jobs", "2"]
     assert main(argv) == 0
     first = capsys.readouterr().out
     assert "$ steer-envs train actguide" in first
