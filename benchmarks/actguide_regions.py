@@ -84,6 +84,12 @@ def success(records: Sequence[EpisodeRecord], tasks: set[str]) -> float:
     return 100 * macro_mean(sub, sorted({r.benchmark for r in sub}), attr="em") if sub else float("nan")
 
 
+def run_folder(root: Path, variant: str, seed: int) -> Path:
+    """Where a variant's training run of ``seed`` lives under a run folder (``ROOT/runs/VARIANT/seedN``): one home for
+    the layout every generator and page of the ACTGUIDE results reads."""
+    return root / "runs" / variant / f"seed{seed}"
+
+
 def episode_folder(split: str) -> str:
     """Where a run folder keeps the episodes of one evaluation split (test's keeps its first name)."""
     return "episodes_regions" if split == "test" else f"episodes_regions_{split}"
@@ -244,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     task_ids = sample_tasks(env, args.tasks_per_benchmark, 0)
     records: dict[str, list[EpisodeRecord]] = {"base": [], "zero_rl": [], "actguide": []}
     for s in range(args.seeds):
-        for label, folder in (("base", runs / "runs" / "base"), ("zero_rl", runs / "runs" / "zero_rl" / f"seed{s}"),
-                              ("actguide", runs / "runs" / "actguide" / f"seed{s}")):
+        for label, folder in (("base", runs / "runs" / "base"), ("zero_rl", run_folder(runs, "zero_rl", s)),
+                              ("actguide", run_folder(runs, "actguide", s))):
             records[label] += evaluate_model(folder, label, env, task_ids, args.rollouts, s, log_dir)
     pooled = None
     if args.pool_runs:
@@ -255,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         pooled = {"setting": pool_setting, "zero_rl": [], "actguide": []}
         for s in range(args.seeds):
             for label in ("zero_rl", "actguide"):
-                pooled[label] += evaluate_model(pool_runs / "runs" / label / f"seed{s}", label, env, task_ids,
+                pooled[label] += evaluate_model(run_folder(pool_runs, label, s), label, env, task_ids,
                                                 args.rollouts, s, pool_runs / episodes)
         from agents.actguide.tasks import training_pool
 
@@ -264,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         kept, full = training_pool(train_env, pool_config), training_pool(train_env, ActGuideConfig(**setting))
         pooled["pool"] = f"{len(kept)} of the RL pool's {len(full)} train tasks"
         seeds = range(args.seeds)
-        pooled["budget"] = [budget_row(training, label, [root / "runs" / label / f"seed{s}" for s in seeds])
+        pooled["budget"] = [budget_row(training, label, [run_folder(root, label, s) for s in seeds])
                             for training, root in (("all tasks", runs), ("barrier + in-region", pool_runs))
                             for label in ("zero_rl", "actguide")]
     command = ("python -m benchmarks.actguide_regions " + " ".join(

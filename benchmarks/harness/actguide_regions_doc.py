@@ -37,7 +37,7 @@ from steer_envs.episodes import EpisodeRecord
 from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
 
-from benchmarks.actguide_regions import REGION_ORDER, episode_folder, evaluate_model, success
+from benchmarks.actguide_regions import REGION_ORDER, episode_folder, evaluate_model, run_folder, success
 from benchmarks.pages.actguide import ABLATIONS, NOISE, default_base, default_setting
 from benchmarks.pages.actguide_regions import (
     GRID_CELLS, PAGE, PAGE_FILE, STEP2_METHODS, TRAIN_PAGE, Step2Method, cell_name, grid_cells,
@@ -250,7 +250,7 @@ class Pipeline:
         folder.mkdir(parents=True, exist_ok=True)
         records = []
         for s in seeds:
-            model = self.plan.base_dir if variant == "base" else runs / "runs" / variant / f"seed{s}"
+            model = self.plan.base_dir if variant == "base" else run_folder(runs, variant, s)
             records += evaluate_model(model, label or variant, env, ids, self.plan.rollouts, s, folder)
         return records
 
@@ -275,9 +275,9 @@ class Pipeline:
         specs: list[TrainSpec] = []
         for variant in ("zero_rl", "actguide"):
             for s in seeds:
-                specs += [(f"all/{variant}/{s}", setting_file, variant, s, p.out / "runs" / variant / f"seed{s}"),
-                          (f"pool/{variant}/{s}", pool_file, variant, s, p.pool / "runs" / variant / f"seed{s}")]
-        specs += [(f"pool/{variant}/{s}", pool_file, variant, s, p.pool / "runs" / variant / f"seed{s}")
+                specs += [(f"all/{variant}/{s}", setting_file, variant, s, run_folder(p.out, variant, s)),
+                          (f"pool/{variant}/{s}", pool_file, variant, s, run_folder(p.pool, variant, s))]
+        specs += [(f"pool/{variant}/{s}", pool_file, variant, s, run_folder(p.pool, variant, s))
                   for variant in p.ablations for s in range(p.pool_ablation_seeds)]
         self.train_many(specs, p.jobs)
         for split in ("test", "train"):
@@ -300,12 +300,12 @@ class Pipeline:
                 cell = p.cell(method, epochs, lr)
                 setting_file = self.setting_file(cell, p.cell_setting(method, epochs, lr))
                 specs += [(f"grid/{cell.name}/{s}", setting_file, method.variant, s,
-                           cell / "runs" / method.variant / f"seed{s}") for s in range(p.grid_seeds)]
+                           run_folder(cell, method.variant, s)) for s in range(p.grid_seeds)]
         half = p.step2 / "half"
         first = p.grid[0]
         half_file = self.setting_file(half, {**p.cell_setting(STEP2_METHODS[0], *first),
                                              "budget": p.setting["budget"] // 2})
-        specs.append(("half/zero_rl/0", half_file, "zero_rl", 0, half / "runs" / "zero_rl" / "seed0"))
+        specs.append(("half/zero_rl/0", half_file, "zero_rl", 0, run_folder(half, "zero_rl", 0)))
         self.train_many(specs, p.jobs)
         scores: dict[str, list[tuple[float, int, float]]] = {}
         for method in STEP2_METHODS:
@@ -336,12 +336,12 @@ class Pipeline:
         seed0 = {}
         chosen = [m for m in STEP2_METHODS if m.name in choices]
         self.train_many([(f"chosen/{m.name}/{s}", p.cell(m, *choices[m.name]) / "setting.json", m.variant, s,
-                          p.cell(m, *choices[m.name]) / "runs" / m.variant / f"seed{s}")
+                          run_folder(p.cell(m, *choices[m.name]), m.variant, s))
                          for m in chosen for s in range(p.seeds)], p.jobs)
         for method in chosen:
             cell = p.cell(method, *choices[method.name])
             self.evaluate(cell, method.variant, range(p.seeds), "test")
-            seed0[method.name] = cell / "runs" / method.variant / "seed0"
+            seed0[method.name] = run_folder(cell, method.variant, 0)
         self.barrier_diagnostics(seed0)
         self.alignment(seed0)
         return seed0
@@ -377,8 +377,8 @@ class Pipeline:
 
         p = self.plan
         out = p.step2 / "align.json"
-        models = {"base": p.base_dir, "zero_rl (setting)": p.pool / "runs" / "zero_rl" / "seed0",
-                  "actguide (setting)": p.pool / "runs" / "actguide" / "seed0",
+        models = {"base": p.base_dir, "zero_rl (setting)": run_folder(p.pool, "zero_rl", 0),
+                  "actguide (setting)": run_folder(p.pool, "actguide", 0),
                   **{f"{name} (chosen)": run for name, run in seed0.items()}}
         argv = ["--setting", str(p.out / "pool_setting.json"), "--regions", str(p.regions_file("train")),
                 *[a for name, run in models.items() for a in ("--model", f"{name}={run}")], "--out", str(out)]
@@ -396,7 +396,7 @@ class Pipeline:
         for variant in p.ablations:
             method = STEP2_METHODS[0] if variant == "sft_rl" else STEP2_METHODS[1]
             setting_file = p.cell(method, *choices[method.name]) / "setting.json"
-            specs += [(f"ablation/{variant}/{s}", setting_file, variant, s, root / "runs" / variant / f"seed{s}")
+            specs += [(f"ablation/{variant}/{s}", setting_file, variant, s, run_folder(root, variant, s))
                       for s in range(p.ablation_seeds)]
         self.train_many(specs, p.jobs)
         for variant in p.ablations:

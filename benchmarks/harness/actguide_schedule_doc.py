@@ -40,6 +40,7 @@ from pathlib import Path
 from steer_envs.atomic import atomic_write_json
 from steer_envs.paths import REPO_ROOT
 
+from benchmarks.actguide_regions import run_folder
 from benchmarks.pages.actguide_regions import STEP2_METHODS
 from benchmarks.pages.actguide_schedule import (
     CANDIDATE, CANDIDATES, PAGE, PAGE_FILE, STEP2_CHOICE, ablation_root, candidate_folder,
@@ -101,21 +102,18 @@ class SchedulePipeline(Pipeline):
     def candidate_setting(self, choices: dict, name: str) -> dict:
         return {**self.plan.cell_setting(ACT, *choices[ACT.name]), **dict(CANDIDATE[name].overrides)}
 
-    def runs(self, root: Path, variant: str, seed: int) -> Path:
-        return root / "runs" / variant / f"seed{seed}"
-
     def trainings(self, choices: dict) -> list[TrainSpec]:
         """Steps 2 and 3's trainings: both step 2 cells and every candidate, each with every training seed."""
         p, n = self.plan, max(self.plan.seeds, self.plan.grid_seeds)
         specs: list[TrainSpec] = []
         cell = p.cell(ZERO, *choices[ZERO.name])
         setting = self.setting_file(cell, p.cell_setting(ZERO, *choices[ZERO.name]))
-        specs += [(f"chosen/{ZERO.name}/{s}", setting, ZERO.variant, s, self.runs(cell, ZERO.variant, s)) for s in range(n)]
+        specs += [(f"chosen/{ZERO.name}/{s}", setting, ZERO.variant, s, run_folder(cell, ZERO.variant, s)) for s in range(n)]
         for name in self.schedule.candidates:
             folder = self.folder(choices, name)
             setting = self.setting_file(folder, self.candidate_setting(choices, name))
             key = f"chosen/{ACT.name}" if name == "always" else f"schedule/{name}"
-            specs += [(f"{key}/{s}", setting, ACT.variant, s, self.runs(folder, ACT.variant, s)) for s in range(n)]
+            specs += [(f"{key}/{s}", setting, ACT.variant, s, run_folder(folder, ACT.variant, s)) for s in range(n)]
         return specs
 
     def choose(self, choices: dict) -> str:
@@ -144,9 +142,9 @@ class SchedulePipeline(Pipeline):
             self.evaluate(p.out, "base", seeds, split)
             for folder, variant in dict.fromkeys(((zero, ZERO.variant), (always, ACT.variant), (chosen, ACT.variant))):
                 self.evaluate(folder, variant, seeds, split)
-        models = {"zero_rl": self.runs(zero, ZERO.variant, 0), "actguide": self.runs(always, ACT.variant, 0)}
+        models = {"zero_rl": run_folder(zero, ZERO.variant, 0), "actguide": run_folder(always, ACT.variant, 0)}
         if name != "always":
-            models[f"actguide_{name}"] = self.runs(chosen, ACT.variant, 0)
+            models[f"actguide_{name}"] = run_folder(chosen, ACT.variant, 0)
         self.barrier_diagnostics(models, root=self.step3, key="step3/barrier_test")
 
     def ablations(self, choices: dict, name: str) -> None:
@@ -155,7 +153,7 @@ class SchedulePipeline(Pipeline):
         root = ablation_root(p.out, name, s.ablation_seeds == p.ablation_seeds)
         chosen = self.folder(choices, name) / "setting.json"
         zero = p.cell(ZERO, *choices[ZERO.name]) / "setting.json"
-        specs = [(f"step3/ablation/{v}/{seed}", zero if v == "sft_rl" else chosen, v, seed, self.runs(root, v, seed))
+        specs = [(f"step3/ablation/{v}/{seed}", zero if v == "sft_rl" else chosen, v, seed, run_folder(root, v, seed))
                  for v in s.ablations for seed in range(s.ablation_seeds)]
         self.train_many(specs, p.jobs)
         for v in s.ablations:

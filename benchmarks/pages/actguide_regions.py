@@ -21,7 +21,7 @@ from steer_envs.episodes import EpisodeLog, EpisodeRecord
 
 from benchmarks.actguide_regions import (
     REGION_LABEL, REGION_ORDER, benchmark_lines, budget_lines, budget_row, episode_folder, fmt_gain, pool_gain_lines,
-    region_gain, region_table, success, training_log,
+    region_gain, region_table, run_folder, success, training_log,
 )
 
 from .builder import Page, PageContext, Section, read_run_json, template
@@ -103,7 +103,7 @@ def load(out: Path) -> dict[str, Any]:
                        **{f"pool/{v}": episodes(out / "pool", v, split) for v in ("zero_rl", "actguide")}}
     n = plan["pool_ablation_seeds"]
     data["pool_ablations"] = {v: episodes(out / "pool" / "ablations", v, "test", n) for v in plan["ablations"]}
-    data["budget"] = {(training, v): [root / "runs" / v / f"seed{s}" for s in range(seeds)]
+    data["budget"] = {(training, v): [run_folder(root, v, s) for s in range(seeds)]
                       for training, root in (("all tasks", out), ("barrier + in-region", out / "pool"))
                       for v in ("zero_rl", "actguide")}
     step2 = out / "step2"
@@ -113,11 +113,11 @@ def load(out: Path) -> dict[str, Any]:
             cell = step2 / "grid" / cell_name(method.name, epochs, lr)
             data["grid"][(method.name, epochs, lr)] = {
                 "dev": episodes(cell, method.variant, "dev", plan["grid_seeds"]),
-                "log": training_log(cell / "runs" / method.variant / "seed0"),
+                "log": training_log(run_folder(cell, method.variant, 0)),
                 "setting": json.loads((cell / "setting.json").read_text())}
     data["base_dev"] = episodes(step2 / "grid", "base", "dev", 1)
     data["half"] = {"dev": episodes(step2 / "half", "zero_rl", "dev", 1),
-                    "log": training_log(step2 / "half" / "runs" / "zero_rl" / "seed0"),
+                    "log": training_log(run_folder(step2 / "half", "zero_rl", 0)),
                     "setting": json.loads((step2 / "half" / "setting.json").read_text())}
     data["chosen"] = {}
     for method in STEP2_METHODS:

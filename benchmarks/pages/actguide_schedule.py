@@ -15,7 +15,7 @@ from typing import Any
 
 from benchmarks.actguide_regions import (
     REGION_LABEL, REGION_ORDER, benchmark_lines, budget_lines, budget_row, episode_folder, fmt_gain, pass_at_k,
-    region_gain, region_table, training_log,
+    region_gain, region_table, run_folder, training_log,
 )
 
 from .actguide_regions import (
@@ -83,7 +83,7 @@ def load(out: Path) -> dict[str, Any]:
     cells = {m.name: out / "step2" / "grid" / cell_name(m.name, *choices[m.name]) for m in (zero, act)}
     candidates = {name: candidate_folder(out, name, cells[act.name]) for name in plan["candidates"]}
     chosen = record["chosen"]
-    runs = lambda folder, variant, n: [folder / "runs" / variant / f"seed{s}" for s in range(n)]  # noqa: E731
+    runs = lambda folder, variant, n: [run_folder(folder, variant, s) for s in range(n)]  # noqa: E731
     shown = dict.fromkeys(["always", chosen])  # the rows evaluated on test and train
     data: dict[str, Any] = {
         "record": record, "plan": regions_plan, "schedule": plan, "regions": regions, "groups": groups,
@@ -229,6 +229,6 @@ def _all_commands(ctx: PageContext) -> str:
 PAGE = Page(
     name="results_actguide_schedule", help="ACTGUIDE-RL with guidance for a share of the budget (issue 22)",
     doc="docs/results_actguide_schedule.md", out="runs/actguide_regions", load=load,
-    sections=(Section("header", _header), Section("split", _split), Section("dev", _dev), Section("test", _test), Section("train", _train),
-              Section("ablations", _ablations), Section("commands", _all_commands)),
+    sections=(Section("header", _header), Section("split", _split), Section("dev", _dev), Section("test", _test),
+              Section("train", _train), Section("ablations", _ablations), Section("commands", _all_commands)),
 )
