@@ -125,6 +125,8 @@ def _split(ctx: PageContext) -> str:
     d = ctx.data
     return ("## The three-way split of the test tasks\n\n"
             "Regions of the base (`steer-envs barrier --regions`; command below), per benchmark:\n\n"
+            + _card(d, "test", d["plan"]["base"], "the base's regions; the setting is the base's training",
+                    per_task="unguided Pass@32 and hinted Pass@8 at k <= 4 (`steer-envs barrier --regions` defaults)")
             + "\n".join(benchmark_lines(d["regions"]["test"], d["base"]["test"])) + "\n\n"
             + _commands(d, "regions/test"))
 
