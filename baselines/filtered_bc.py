@@ -25,7 +25,7 @@ from agents.steering.features import split_observation
 from steer_envs.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.failures import episode_failed
-from steer_envs.rollouts import Job, env_setup, using_pool
+from steer_envs.rollouts import Job, concurrent_pool, env_setup, executor_of, using_pool
 from steer_envs.wrappers import TextFeaturizer
 
 from .base import MethodContext
@@ -102,8 +102,10 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
                 items.append((base.get_state(), action, seeds))
                 proposals.append((featurizer(*split_observation(obs)), action))
             obs, _, terminated, truncated, _ = env.step(0)
-    with using_pool(context.pool) as pool, tqdm(total=len(items), desc="filtered_bc filter", unit="state",
-                                                disable=not context.progress, dynamic_ncols=True) as bar:
+    # an openai: executor's paired continuations wait on the server: many in flight (concurrent_pool)
+    with using_pool(concurrent_pool(context.pool, executor_of(env))) as pool, tqdm(
+            total=len(items), desc="filtered_bc filter", unit="state", disable=not context.progress,
+            dynamic_ncols=True) as bar:
         gains = pool.map(Job(env_setup(env, pool), proposal_gain), items, progress=bar.update)
     env.close()
     examples: list[BCExample] = []

@@ -21,7 +21,6 @@ _INSTANCES: dict[tuple[str, str], LLMBackend] = {}
 _LOCK = threading.Lock()
 
 
-
 def register_backend(kind: str, factory: BackendFactory | str) -> None:
     """Register a kind; ``factory(arg, **options)`` may be given as ``"module:function"`` (imported lazily)."""
     BACKENDS.register(kind, factory)
@@ -50,6 +49,30 @@ def make_backend(spec: str, shared: bool = True, **options: Any) -> LLMBackend:
         if shared:
             _INSTANCES[key] = backend
         return backend
+
+
+def _openai_in_flight(options: dict[str, Any]) -> int:
+    from .openai_client import OpenAIOptions
+
+    if "max_in_flight" not in options:
+        return OpenAIOptions.max_in_flight
+    return OpenAIOptions(max_in_flight=int(options["max_in_flight"])).max_in_flight  # validated as the backend does
+
+
+#: ``kind -> (options -> the most requests a backend of that kind keeps in flight)``, for kinds that wait on a server
+IN_FLIGHT_BOUNDS: dict[str, Callable[[dict[str, Any]], int]] = {"openai": _openai_in_flight}
+
+
+def in_flight_bound(spec: str, **options: Any) -> int | None:
+    """The most requests the backend ``spec`` built with ``options`` keeps in flight at once (``openai:``: its
+    ``max_in_flight``, ``OpenAIOptions``' default unless set), or None for a kind that runs in this process.
+
+    Why: a pool that keeps one episode in flight per thread sizes itself by what the backend lets reach the
+    server; fewer threads would leave the server's slots idle, more would only queue on the backend's bound.
+    Options the backend does not read (an executor's sampling settings) are ignored."""
+    kind, _ = parse_backend_spec(spec)
+    bound = IN_FLIGHT_BOUNDS.get(kind)
+    return None if bound is None else bound(options)
 
 
 def clear_backend_cache() -> None:

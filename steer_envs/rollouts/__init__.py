@@ -71,21 +71,43 @@ def executor_of(env: Any) -> str | None:
     return getattr(config, "executor", None)
 
 
+def in_flight_of(executor: str | None) -> int | None:
+    """How many requests the model backend of executor spec ``executor`` keeps in flight at once (``openai:``:
+    ``OpenAIOptions.max_in_flight``, 64 unless the spec says ``?max_in_flight=N``); None when the executor names
+    no such bound (no executor, a backend in this process, a plugin's kind, a spec that does not parse)."""
+    if not executor:
+        return None
+    from ..executors.llm_search import split_spec_options
+    from ..llm.registry import BACKENDS, in_flight_bound
+
+    target, options = split_spec_options(executor)
+    if target.partition(":")[0] not in BACKENDS:
+        return None
+    try:
+        return in_flight_bound(target, **options)
+    except Exception:  # noqa: BLE001 - the env that uses the spec gives the clear error
+        return None
+
+
 def concurrent_pool(spec: PoolConfig | RolloutPool | None, executor: str | None,
                     threads: int | None = None) -> PoolConfig | RolloutPool | None:
     """``spec``, except that an ``auto`` pool (the command line's default: a ``PoolConfig("auto")`` or the pool
     made from one) becomes a ``threads`` pool when ``executor`` is I/O-bound (``openai:``: its episodes wait on
     a model server, so many run at once in this process). Other executors keep the serial path, so their
     results stay those of the local loop by construction; any other pool (None and ``local`` included: one
-    episode at a time, in order, as a test against a dying server needs) is kept as it is."""
+    episode at a time, in order, as a test against a dying server needs) is kept as it is.
+
+    The threads pool keeps one episode in flight per thread, so it has as many threads as the backend lets
+    requests reach the server (:func:`in_flight_of`; ``threads`` overrides it): 64 for ``openai:`` unless the
+    spec's ``?max_in_flight=N`` says otherwise."""
     from ..executors.registry import is_io_bound
 
     config = spec if isinstance(spec, PoolConfig) else getattr(spec, "config", None)
     if getattr(config, "kind", None) != "auto" or not is_io_bound(executor):
         return spec
-    from .threads import AUTO_THREADS
+    from .threads import FALLBACK_THREADS
 
-    return PoolConfig("threads", workers=threads or AUTO_THREADS)
+    return PoolConfig("threads", workers=threads or in_flight_of(executor) or FALLBACK_THREADS)
 
 
 @contextmanager
@@ -102,5 +124,6 @@ def using_pool(spec: PoolConfig | RolloutPool | None = None) -> Iterator[Rollout
 
 __all__ = [
     "EnvFactory", "GivenState", "Job", "KILL_ONCE_ENV", "LocalPool", "POOL_KINDS", "PoolConfig", "PoolError",
-    "RolloutPool", "add_pool_arguments", "concurrent_pool", "env_setup", "executor_of", "replica_factory", "make_pool", "pool_config_from_args", "register_pool", "using_pool",
+    "RolloutPool", "add_pool_arguments", "concurrent_pool", "env_setup", "executor_of", "in_flight_of", "replica_factory",
+    "make_pool", "pool_config_from_args", "register_pool", "using_pool",
 ]

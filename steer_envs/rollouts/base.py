@@ -44,7 +44,8 @@ class PoolConfig:
     (actors on a Ray cluster: a local one started for the run, or ``ray_address``), threads (threads of this
     process, for executors that wait on a model server) or auto (the command line's default: threads where the
     executor is I/O-bound, ``openai:``, else local; see :func:`~steer_envs.rollouts.concurrent_pool`).
-    ``workers``: worker count (for ray without a count: one per CPU of the cluster; for threads: 16)."""
+    ``workers``: worker count (for ray without a count: one per CPU of the cluster; for threads without one:
+    the executor's in-flight bound, :func:`~steer_envs.rollouts.in_flight_of`)."""
 
     kind: str = "local"
     workers: int = 1

@@ -5,7 +5,11 @@ evaluation's episodes and the trainers' counterfactual continuations should be m
 processes would each load the corpus, the BM25 index and the tasks to do it, threads share them (and the model
 backend with its keep-alive connections and its ``max_in_flight`` bound). CPU-bound executors (the simulator, a
 model in this process) gain nothing from threads, so :func:`~steer_envs.rollouts.concurrent_pool` picks this pool
-only for I/O-bound executor kinds.
+only for I/O-bound executor kinds, with one thread per request the backend lets reach the server (its
+``max_in_flight``, :func:`~steer_envs.rollouts.in_flight_of`): each thread carries one episode at a time, so the
+episodes in flight are as many as the server may take, and none waits on a per-step barrier for the slowest.
+``PoolConfig("threads", workers=0)`` (``--pool threads`` without ``--workers``) sizes itself the same way from the
+executor of the first job it runs.
 
 Every thread unpickles the job itself, as a worker process would, so its env replica and companion (a policy)
 are its own and the results equal the local pool's, in item order, for any number of threads.
@@ -22,18 +26,38 @@ from typing import Any
 
 from .base import Job, PoolConfig, PoolError, RolloutPool, WorkerCache, job_bytes
 
-#: threads of a pool chosen automatically for an I/O-bound executor (the backend's own ``max_in_flight`` bounds
-#: what reaches the server)
-AUTO_THREADS = 16
+#: threads of a pool for an I/O-bound executor whose backend names no in-flight bound (a plugin's kind)
+FALLBACK_THREADS = 16
+
+
+def threads_for(job: Job) -> int:
+    """The thread count for ``job`` when none was given: the in-flight bound of its env's executor."""
+    from . import in_flight_of
+
+    kwargs = dict(getattr(job.setup, "kwargs", ()) or ())
+    return in_flight_of(kwargs.get("executor")) or FALLBACK_THREADS
 
 
 class ThreadPool(RolloutPool):
     kind = "threads"
 
     def __init__(self, config: PoolConfig | None = None) -> None:
-        super().__init__(config or PoolConfig("threads", workers=AUTO_THREADS))
-        self._threads = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="steer-rollout")
+        super().__init__(config or PoolConfig("threads", workers=0))
+        self._threads: ThreadPoolExecutor | None = None
+        self._size: int | None = None
+        if self.config.workers:
+            self._start(self.config.workers)
         self._local = threading.local()
+
+    def _start(self, workers: int) -> ThreadPoolExecutor:
+        self._size = workers
+        self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="steer-rollout")
+        return self._threads
+
+    @property
+    def workers(self) -> int:
+        """Threads of the pool (for ``workers=0``: known once the first job came, else the fallback)."""
+        return self._size or self.config.workers or FALLBACK_THREADS
 
     def _run(self, key: str, data: bytes, item: Any) -> Any:
         local = self._local
@@ -50,7 +74,8 @@ class ThreadPool(RolloutPool):
 
     def _unordered(self, job: Job, items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         key, data = job_bytes(job)
-        pending: dict[Future, int] = {self._threads.submit(self._run, key, data, item): position
+        threads = self._threads or self._start(threads_for(job))
+        pending: dict[Future, int] = {threads.submit(self._run, key, data, item): position
                                       for position, item in enumerate(items)}
         try:
             while pending:
@@ -68,4 +93,5 @@ class ThreadPool(RolloutPool):
                 future.cancel()
 
     def close(self) -> None:
-        self._threads.shutdown(wait=True, cancel_futures=True)
+        if self._threads is not None:
+            self._threads.shutdown(wait=True, cancel_futures=True)

@@ -63,7 +63,9 @@ def test_evaluation_records_are_identical_on_threads(tmp_path):
 
 def test_the_auto_pool_becomes_threads_for_an_io_bound_executor_only():
     openai = "openai:m@http://127.0.0.1:9/v1"
-    assert concurrent_pool(PoolConfig("auto"), openai) == PoolConfig("threads", 16)
+    assert concurrent_pool(PoolConfig("auto"), openai) == PoolConfig("threads", 64)  # OpenAIOptions.max_in_flight
+    assert concurrent_pool(PoolConfig("auto"), openai + "?max_in_flight=200&temperature=0") == PoolConfig("threads", 200)
+    assert concurrent_pool(PoolConfig("auto"), openai, threads=8) == PoolConfig("threads", 8)
     assert concurrent_pool(make_pool(PoolConfig("auto")), openai).kind == "threads"  # the pool made from it too
     auto = PoolConfig("auto")
     assert concurrent_pool(auto, "sim:default") is auto and make_pool(auto).kind == "local"
@@ -92,8 +94,8 @@ def test_a_long_lived_threads_pool_keeps_a_bounded_number_of_jobs_per_thread():
 
 
 def test_a_steering_run_on_an_io_bound_executor_opens_one_threads_pool(tmp_path, monkeypatch):
-    """The state bank and every round's continuations share one threads pool (not a fresh one, its 16 replicas
-    rebuilt, per call); the run's labels are those of the local pool."""
+    """The state bank and every round's continuations share one threads pool (not a fresh one, its replicas
+    rebuilt, per call), a thread per request the backend keeps in flight; the run's labels are the local pool's."""
     from agents.steering.config import SteeringConfig
     from agents.steering.trainer import SteeringTrainer
     from steer_envs.rollouts.threads import ThreadPool
@@ -111,6 +113,6 @@ def test_a_steering_run_on_an_io_bound_executor_opens_one_threads_pool(tmp_path,
                                 executor=server.spec)
         runs = {kind: SteeringTrainer(config, tmp_path / kind, pool=PoolConfig(kind)).run().log
                 for kind in ("auto", "local")}
-    assert len(opened) == 1 and opened[0].workers == 16
+    assert len(opened) == 1 and opened[0].workers == 64
     keys = ("states", "rollouts", "mean_q")
     assert [[r[k] for k in keys] for r in runs["auto"]] == [[r[k] for k in keys] for r in runs["local"]]
