@@ -1,4 +1,4 @@
-"""A loopback OpenAI-compatible completions server that answers every request after a fixed latency.
+"""A loopback OpenAI-compatible completions server that answers every request after a set latency.
 
 Why: the client side of serving (the ``openai:`` backend, the concurrent vector env, thread rollout pools) is
 measured and tested against a real HTTP server whose only behaviour is "a GPU server answers in ``latency``
@@ -7,21 +7,29 @@ what the client-side claims are about: requests, TCP connections opened, and the
 once. Built on the standard library's ``ThreadingHTTPServer`` (a thread per connection, HTTP/1.1 keep-alive),
 so the server costs little CPU beside the client it measures.
 
+The latency is fixed by default; with a coefficient of variation ``cv > 0`` each request draws its own from a
+lognormal of mean ``latency`` (seeded: the same seed gives the same sequence of draws), because real generation
+latencies differ by an order of magnitude between requests (short answers, long reasoning, a busy batch), and a
+client that waits for the slowest of a batch every step loses what a fixed latency hides.
+
 ``reply(prompt) -> text`` gives the completion; the default one runs a Search-R1 episode: a search on the first
 turn, then an answer (the executor closes the tags from the reported stop string, as with vLLM).
 
 In a thread of the caller (:class:`LatencyServer`) the server shares the caller's interpreter lock, which is
 what a test wants (counters read directly); :class:`LatencyServerProcess` runs it as its own process, as a real
-model server is (``python -m steer_envs.llm.latency_server --latency 0.1``; counters at ``GET /stats``), so a
+model server is (``python -m steer_envs.llm.latency_server --latency 0.1 [--cv 1 --seed 0]``; counters at ``GET /stats``), so a
 benchmark measures the client alone.
 """
 from __future__ import annotations
 
 import json
+import math
+import random
 import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -40,20 +48,49 @@ def answer_at_once(prompt: str) -> tuple[str, str]:
     return "<think> I know this one. </think>\n<answer> Wilhelm Conrad Röntgen", "</answer>"
 
 
+@dataclass(frozen=True)
+class Latency:
+    """Seconds before each answer: ``mean`` exactly when ``cv`` is 0, else a lognormal draw of mean ``mean`` and
+    coefficient of variation ``cv`` (standard deviation / mean) from a generator seeded with ``seed``."""
+
+    mean: float = 0.1
+    cv: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mean < 0 or self.cv < 0:
+            raise ValueError(f"latency mean and cv must be >= 0, got mean={self.mean}, cv={self.cv}")
+
+    def sampler(self) -> Callable[[], float]:
+        """A thread-safe function returning the next latency (one generator: draws follow the seed's sequence)."""
+        if self.cv == 0 or self.mean == 0:
+            return lambda: self.mean
+        sigma = math.sqrt(math.log1p(self.cv ** 2))  # lognormal whose mean is exp(mu + sigma^2 / 2) = self.mean
+        mu = math.log(self.mean) - sigma ** 2 / 2
+        rng, lock = random.Random(self.seed), threading.Lock()
+
+        def draw() -> float:
+            with lock:
+                return rng.lognormvariate(mu, sigma)
+
+        return draw
+
+
 #: the replies :class:`LatencyServerProcess` and the command line can name
 REPLIES: dict[str, Callable[[str], tuple[str, str | None]]] = {"search": search_then_answer, "answer": answer_at_once}
 
 
 class LatencyServer:
-    """Serve ``POST /v1/completions`` (and ``/v1/chat/completions``) after ``latency`` seconds each, on
-    ``127.0.0.1`` (any free port). Use as a context manager; :attr:`spec` is the ``openai:`` spec that reaches it.
+    """Serve ``POST /v1/completions`` (and ``/v1/chat/completions``) after ``latency`` seconds each (or a seeded
+    lognormal draw of that mean when ``cv > 0``, see :class:`Latency`), on ``127.0.0.1`` (any free port). Use as a context manager; :attr:`spec` is the ``openai:`` spec that reaches it.
 
     Counters (thread-safe): :attr:`requests`, :attr:`connections` (TCP connections accepted),
     :attr:`peak_in_flight` (the most requests being answered at once)."""
 
     def __init__(self, latency: float = 0.1, reply: Callable[[str], tuple[str, str | None]] = search_then_answer,
-                 model_name: str = "fake") -> None:
+                 model_name: str = "fake", cv: float = 0.0, seed: int = 0) -> None:
         self.latency = float(latency)
+        self.delay = Latency(self.latency, cv, seed).sampler()
         self.reply = reply
         self.model_name = model_name
         self.requests = 0
@@ -95,7 +132,7 @@ class LatencyServer:
                     server.in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                 try:
-                    time.sleep(server.latency)
+                    time.sleep(server.delay())
                     body = json.dumps(server._answer(self.path, json.loads(raw))).encode()
                 finally:
                     with server._lock:
@@ -163,10 +200,14 @@ class LatencyServerProcess:
     """:class:`LatencyServer` in a child process (``python -m steer_envs.llm.latency_server``); same
     :attr:`base_url` / :attr:`spec`, counters through :meth:`counters` (``GET /stats``)."""
 
-    def __init__(self, latency: float = 0.1, model_name: str = "fake", reply: str = "search") -> None:
+    def __init__(self, latency: float = 0.1, model_name: str = "fake", reply: str = "search", cv: float = 0.0,
+                 seed: int = 0) -> None:
         if reply not in REPLIES:
             raise ValueError(f"reply must be one of {sorted(REPLIES)}, got {reply!r}")
+        Latency(latency, cv, seed)  # checked here, not in the child
         self.latency = latency
+        self.cv = cv
+        self.seed = seed
         self.model_name = model_name
         self.reply = reply
         self.base_url = ""
@@ -181,7 +222,8 @@ class LatencyServerProcess:
         import sys
 
         self._proc = subprocess.Popen([sys.executable, "-m", "steer_envs.llm.latency_server", "--latency",
-                                       str(self.latency), "--model-name", self.model_name, "--reply", self.reply],
+                                       str(self.latency), "--cv", str(self.cv), "--seed", str(self.seed),
+                                       "--model-name", self.model_name, "--reply", self.reply],
                                       stdout=subprocess.PIPE, text=True)
         line = self._proc.stdout.readline().strip()
         if not line.startswith("serving "):
@@ -214,12 +256,17 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.1, help="seconds before every answer (default 0.1)")
+    parser.add_argument("--latency", type=float, default=0.1,
+                        help="seconds before every answer, or their mean with --cv (default 0.1)")
+    parser.add_argument("--cv", type=float, default=0.0,
+                        help="coefficient of variation of a lognormal latency (default 0: fixed)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the lognormal draws (default 0)")
     parser.add_argument("--model-name", default="fake")
     parser.add_argument("--reply", choices=sorted(REPLIES), default="search",
                         help="search: a search, then an answer, per episode (default); answer: an answer at once")
     args = parser.parse_args(argv)
-    server = LatencyServer(args.latency, reply=REPLIES[args.reply], model_name=args.model_name)
+    server = LatencyServer(args.latency, reply=REPLIES[args.reply], model_name=args.model_name, cv=args.cv,
+                           seed=args.seed)
     print(f"serving {server.base_url}", flush=True)
     try:
         server.httpd.serve_forever()
@@ -233,4 +280,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     raise SystemExit(main())
 
-__all__ = ["LatencyServer", "LatencyServerProcess", "REPLIES", "answer_at_once", "search_then_answer"]
+__all__ = ["Latency", "LatencyServer", "LatencyServerProcess", "REPLIES", "answer_at_once", "search_then_answer"]
