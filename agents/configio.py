@@ -5,10 +5,11 @@ never mixes two experiments. Used by the steering and the ACTGUIDE-RL configs.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sys
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,3 +64,18 @@ def load_config(cls: type[C], path: str | Path, what: str = "config") -> C:
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SteerEnvsError(f"config file {str(path)!r} is not valid {path.suffix[1:].upper()}: {exc}") from None
     return config_from_dict(cls, data, where=str(path), what=what)
+
+
+def add_log_with_argument(parser: argparse.ArgumentParser) -> None:
+    """``--log-with`` of the trainers' commands: the config's ``log_with`` (accelerate's experiment trackers)."""
+    parser.add_argument("--log-with", default=None, metavar="TRACKERS",
+                        help="also log every round's/iteration's numbers to accelerate's experiment trackers, "
+                             "comma-separated (tensorboard, wandb, trackio, aim, mlflow, comet_ml, ... or all; "
+                             "'none' = off); files under OUT/trackers/. Replaces the config's log_with; never "
+                             "part of the run's fingerprint, so a run resumes with it on or off")
+
+
+def with_log_with(config: C, args: argparse.Namespace) -> C:
+    """``config`` with ``--log-with`` applied when it was given (rebuilt, so the tracker names are checked)."""
+    value = getattr(args, "log_with", None)
+    return config if value is None else replace(config, log_with=value)  # type: ignore[type-var]

@@ -36,6 +36,13 @@ full copy: DDP's memory profile)::
     # `--cpu` alone starts a single process unless an MPI hostfile is given (accelerate's simple launcher)
     accelerate launch --multi_gpu --num_processes 2 -m steer_envs.cli.main train steering --config run.toml --out runs/s
 
+Experiment tracking (``log_with``, off by default): accelerate's trackers (TensorBoard, W&B, trackio, Aim, MLflow,
+Comet, ... whichever accelerate supports and is installed) receive the numbers of every ``log.jsonl`` row, with
+step = the round/iteration, beside the log (which stays the record a run resumes from). Their files go under
+``<run>/trackers/``. accelerate starts them on the main process only (``init_trackers``); the trainer ends them
+(``end_training``) when it finishes or fails. ``log_with`` never enters a fingerprint (:data:`UNHASHED_FIELDS`): it
+changes what is recorded about a run, not its results, so a folder resumes with tracking switched on or off.
+
 ``accelerate config`` writes accelerate's own config file, which ``accelerate launch`` reads (process count, mixed
 precision); the trainer's ``mixed_precision`` field must then agree with it. FSDP / DeepSpeed sharding is not
 supported: the steerers and learners are trained through their own methods (``fast_scores``, ``slow_logprobs``,
@@ -46,6 +53,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, fields
@@ -68,11 +76,20 @@ from .steering.checkpoint import (
 
 CONFIG_FILE = "config.json"
 LOG_FILE = "log.jsonl"
+#: the experiment trackers' folder inside a run folder (accelerate's ``project_dir``)
+TRACKERS_DIR = "trackers"
 
 DEVICES = ("cpu", "cuda", "auto")
 MIXED_PRECISIONS = ("no", "bf16")
 #: the acceleration fields every trainer config carries; they enter a fingerprint only away from their default
 ACCELERATION_FIELDS = ("device", "mixed_precision", "micro_batch")
+#: fields that never enter a fingerprint, whatever their value: they change what is recorded about a run (the
+#: experiment trackers), not its results, so a run folder resumes whether they are set or not
+UNHASHED_FIELDS = ("log_with",)
+#: the package (pip name) each of accelerate's trackers needs, named when it is missing
+TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "aim": "aim",
+                    "comet_ml": "comet-ml", "mlflow": "mlflow", "clearml": "clearml", "dvclive": "dvclive",
+                    "swanlab": "swanlab"}
 
 
 def acceleration_checks(config: Any) -> list[tuple[bool, str]]:
@@ -84,6 +101,70 @@ def acceleration_checks(config: Any) -> list[tuple[bool, str]]:
         (isinstance(config.micro_batch, int) and config.micro_batch >= 0,
          "micro_batch must be an integer >= 0 (0 = the whole batch in one backward pass)"),
     ]
+
+
+def tracker_names(value: Any) -> tuple[str, ...]:
+    """``log_with`` as a tuple of tracker names. Why several forms: a TOML/JSON list, one name or a comma-separated
+    string (``"tensorboard,wandb"``, the CLI's form), and ``None``/``"none"`` (off) all mean what they say."""
+    if value is None:
+        return ()
+    items = str(value).split(",") if isinstance(value, str) else [str(v) for v in value]
+    names = tuple(n.strip() for n in items if n.strip())
+    return () if names == ("none",) else names
+
+
+def tracker_checks(config: Any) -> list[tuple[bool, str]]:
+    """The validity check of ``log_with`` (for a config's ``__post_init__``): every name is one of accelerate's
+    trackers (:class:`accelerate.utils.LoggerType`). Whether its package is installed is checked when a trainer
+    starts (:func:`check_trackers_installed`), not here: a config read back from a run folder or a model card must
+    load on a machine without that package."""
+    names = getattr(config, "log_with", ())
+    if not names:
+        return []
+    from accelerate.utils import LoggerType
+
+    known = [t.value for t in LoggerType]
+    unknown = [n for n in names if n not in known]
+    return [(not unknown, f"log_with names unknown tracker(s) {unknown}; accelerate's trackers are {known}")]
+
+
+def check_trackers_installed(names: Sequence[str]) -> None:
+    """Refuse a tracker whose package is not installed, naming the package. Why here: accelerate itself only skips
+    such a tracker (a debug message), so a run asked to log to TensorBoard would train for hours and log nothing."""
+    if not names:
+        return
+    from accelerate.tracking import get_available_trackers
+
+    available = {t.value for t in get_available_trackers()}
+    if "all" in names and not available:
+        raise SteerEnvsError("log_with = ['all'] but none of accelerate's trackers is installed; install one, e.g. "
+                             "`pip install tensorboard`, or drop log_with / --log-with")
+    missing = [n for n in names if n != "all" and n not in available]
+    if missing:
+        packages = [TRACKER_PACKAGES.get(n, n) for n in missing]
+        raise SteerEnvsError(f"log_with: tracker(s) {missing} need package(s) that are not installed; "
+                             f"`pip install {' '.join(packages)}`, or drop them from log_with / --log-with")
+
+
+def tracker_scalars(record: Mapping[str, Any]) -> dict[str, int | float]:
+    """The numbers of a log row, as trackers take them (scalars): booleans as 0/1; strings, lists and ``None`` left
+    out (they stay in ``log.jsonl``)."""
+    out: dict[str, int | float] = {}
+    for key, value in record.items():
+        if isinstance(value, bool):
+            out[key] = int(value)
+        elif isinstance(value, numbers.Integral):
+            out[key] = int(value)
+        elif isinstance(value, numbers.Real):
+            out[key] = float(value)
+    return out
+
+
+def tracker_config(config: Any) -> dict[str, bool | int | float | str]:
+    """The config as trackers' hyperparameters: they take flat scalars (TensorBoard's hparams refuse anything else),
+    so lists, dicts and ``None`` go as their JSON text."""
+    return {key: value if isinstance(value, (bool, int, float, str)) else json.dumps(value, sort_keys=True)
+            for key, value in config.to_dict().items()}
 
 
 def check_data_parallel(num_processes: int, executor: str | None) -> None:
@@ -105,11 +186,14 @@ def check_data_parallel(num_processes: int, executor: str | None) -> None:
 
 
 def fingerprint_without_defaults(config: Any, late_fields: Iterable[str],
-                                 hashed_names: Mapping[str, str] | None = None) -> str:
+                                 hashed_names: Mapping[str, str] | None = None,
+                                 unhashed: Iterable[str] = UNHASHED_FIELDS) -> str:
     """The config's hash with ``late_fields`` left out where they hold their default: fields added after run folders
     existed keep those folders' fingerprints (and so their resumability). ``hashed_names`` (field -> name) hashes a
-    renamed field under its old name, so a rename keeps them too."""
+    renamed field under its old name, so a rename keeps them too. ``unhashed`` fields are always left out."""
     data = asdict(config)
+    for name in unhashed:
+        data.pop(name, None)
     defaults = {f.name: f.default for f in fields(config)}
     for name in late_fields:
         if name in data and data[name] == defaults.get(name):
@@ -169,7 +253,8 @@ class RunFolder:
                 renames = getattr(type(self.config), "renamed_options", {})  # a folder written before a rename
                 old = {renames.get(k, k): v for k, v in saved.get("config", {}).items()}
                 defaults = {f.name: f.default for f in fields(self.config)}  # a field the folder predates reads as its default
-                diff = sorted(k for k, v in self.config.to_dict().items() if old.get(k, defaults.get(k)) != v)
+                diff = sorted(k for k, v in self.config.to_dict().items()
+                              if k not in UNHASHED_FIELDS and old.get(k, defaults.get(k)) != v)
                 raise SteerEnvsError(
                     f"run folder {str(self.path)!r} belongs to a different {self.what} (differs in: "
                     f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"
@@ -225,10 +310,12 @@ class RunFolder:
         return json.loads((self.path / name).read_text())
 
 
-def build_accelerator(device: str = "cpu", mixed_precision: str = "no"):
+def build_accelerator(device: str = "cpu", mixed_precision: str = "no", log_with: Sequence[str] = (),
+                      project_dir: str | Path | None = None):
     """An :class:`accelerate.Accelerator` for these settings. accelerate keeps one process-wide state; a trainer asking
     for another mixed precision than the one already set (tests, notebooks) resets that state first (the process
-    group, if any, is kept)."""
+    group, if any, is kept). ``log_with`` names accelerate's experiment trackers, whose files go under
+    ``project_dir``; without them the accelerator is the plain one of a run without tracking."""
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
 
@@ -236,7 +323,10 @@ def build_accelerator(device: str = "cpu", mixed_precision: str = "no"):
     if state and (state.get("_mixed_precision") != mixed_precision
                   or (device == "cpu") != (getattr(state.get("device"), "type", "cpu") == "cpu")):
         AcceleratorState._reset_state()
-    return Accelerator(cpu=device == "cpu", mixed_precision=mixed_precision)
+    if not log_with:
+        return Accelerator(cpu=device == "cpu", mixed_precision=mixed_precision)
+    return Accelerator(cpu=device == "cpu", mixed_precision=mixed_precision, log_with=list(log_with),
+                       project_dir=str(project_dir) if project_dir is not None else None)
 
 
 def end_processes() -> None:
@@ -257,13 +347,17 @@ def end_processes() -> None:
 
 
 class TrainerBase:
-    """What a trainer shares: its run folder, its accelerator and the micro-batched, data-parallel update step.
+    """What a trainer shares: its run folder, its accelerator, its experiment trackers and the micro-batched,
+    data-parallel update step.
 
-    Subclasses set :attr:`checkpoint_marker` and :attr:`config_what`, and use :meth:`micro_batches`,
-    :meth:`backward`, :meth:`sync_gradients` and :meth:`reduce_sum` in their update."""
+    Subclasses set :attr:`checkpoint_marker`, :attr:`config_what` and :attr:`tracker_project`, use
+    :meth:`micro_batches`, :meth:`backward`, :meth:`sync_gradients` and :meth:`reduce_sum` in their update, log each
+    row with :meth:`append_log`, and call :meth:`end_tracking` when their run ends, however it ends."""
 
     checkpoint_marker = "checkpoint.pt"
     config_what = "config"
+    #: the trackers' project name (a W&B/MLflow project; TensorBoard's folder ``<run>/trackers/<project>``)
+    tracker_project = "steer-envs"
 
     def __init__(self, config: Any, run_dir: str | Path, resume: bool = False, progress: bool = False) -> None:
         self.config = config
@@ -272,14 +366,20 @@ class TrainerBase:
         self.progress = progress
         self._accelerator = None
         self._folder: RunFolder | None = None
+        self._tracking = False
 
     # -- accelerate -----------------------------------------------------------------------------------------------
     @property
     def accelerator(self):
         if self._accelerator is None:
             self._accelerator = build_accelerator(getattr(self.config, "device", "cpu"),
-                                                  getattr(self.config, "mixed_precision", "no"))
+                                                  getattr(self.config, "mixed_precision", "no"),
+                                                  self.log_with, self.run_dir / TRACKERS_DIR)
         return self._accelerator
+
+    @property
+    def log_with(self) -> tuple[str, ...]:
+        return tuple(getattr(self.config, "log_with", ()) or ())
 
     @property
     def num_processes(self) -> int:
@@ -324,10 +424,43 @@ class TrainerBase:
         return self._folder
 
     def _prepare_run_dir(self) -> bool:
-        """Create or check the folder; return whether a checkpoint should be resumed. Refuses first a data-parallel
-        run that cannot give every process the same batch (:func:`check_data_parallel`)."""
+        """Create or check the folder; return whether a checkpoint should be resumed. Refuses first a tracker whose
+        package is missing (:func:`check_trackers_installed`) and a data-parallel run that cannot give every process
+        the same batch (:func:`check_data_parallel`), so neither is found out after training began; starts the
+        trackers once the folder is known to be this run's."""
+        check_trackers_installed(self.log_with)
         check_data_parallel(self.num_processes, getattr(self.config, "executor", None))
-        return self.folder.prepare(self.resume)
+        resuming = self.folder.prepare(self.resume)
+        self.start_tracking()
+        return resuming
+
+    # -- experiment trackers (accelerate's) -------------------------------------------------------------------------
+    def start_tracking(self) -> None:
+        """``init_trackers`` with the config as hyperparameters (accelerate starts them on the main process only)."""
+        if self.log_with and not self._tracking:
+            self.accelerator.init_trackers(self.tracker_project, config=tracker_config(self.config))
+            self._tracking = True
+
+    def append_log(self, record: dict[str, Any], step: int) -> None:
+        """A row to ``log.jsonl`` and, with ``log_with``, its numbers to the trackers at ``step``: the same values
+        in both places."""
+        self.folder.append_log(record)
+        if self._tracking:
+            self.accelerator.log(tracker_scalars(record), step=step)
+
+    def end_tracking(self) -> None:
+        """End the trackers (their files flushed and closed); a no-op when none were started. A single process ends
+        through accelerate's ``end_training``. With several processes only the trackers are finished: ``end_training``
+        would also destroy the process group, which the log's last barrier, later trainers of the same process and
+        :func:`end_processes` (the ordered end) still need."""
+        if not self._tracking:
+            return
+        self._tracking = False
+        if self.num_processes == 1:
+            self.accelerator.end_training()
+        else:
+            for tracker in self.accelerator.trackers:
+                tracker.finish()
 
     def finished_log(self) -> list[dict[str, Any]]:
         """The whole log once every process is done: the main process writes it, the others wait for its last row

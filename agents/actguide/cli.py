@@ -9,6 +9,8 @@ from pathlib import Path
 from steer_envs.cli.common import add_data_dir, add_protocol_arguments
 from steer_envs.errors import SteerEnvsError
 
+from ..configio import add_log_with_argument, with_log_with
+
 HELP = "train the search agent with ACTGUIDE-RL (guided GRPO on GuidedSearch-v0) or one of its baselines"
 BARRIER_HELP = "barrier diagnostics of a GuidedSearch policy: prefix-level Pass@K, M_t, κ_t, B_k, ΔLogit (table + plot)"
 
@@ -27,6 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     add_data_dir(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_log_with_argument(parser)
 
 
 def resolve_config(args: argparse.Namespace):
@@ -36,8 +39,10 @@ def resolve_config(args: argparse.Namespace):
     out = Path(args.out)
     if args.config:
         config = ActGuideConfig.load(args.config).variant(args.variant)
-    elif args.resume and (out / CONFIG_FILE).is_file():
-        return ActGuideConfig.from_dict(json.loads((out / CONFIG_FILE).read_text())["config"], where=str(out / CONFIG_FILE))
+    elif args.resume and (out / CONFIG_FILE).is_file():  # the run's own config; only --log-with may change it
+        saved = ActGuideConfig.from_dict(json.loads((out / CONFIG_FILE).read_text())["config"],
+                                         where=str(out / CONFIG_FILE))
+        return with_log_with(saved, args)
     else:
         config = ActGuideConfig().variant(args.variant)
     if args.budget is not None:
@@ -48,7 +53,7 @@ def resolve_config(args: argparse.Namespace):
         config.init_from = str(args.init_from)
     if args.data_dir:
         config.data_dir = args.data_dir
-    return config
+    return with_log_with(config, args)
 
 
 def run(args: argparse.Namespace) -> int:

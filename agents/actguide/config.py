@@ -14,6 +14,10 @@ The reference-plan keys are named as the env's options (``plan_mode``, ``plan_so
 ``plan_noise_seed``, ``plan_answers``; :mod:`steer_envs.reference_plans`). Their old ``guidance_*`` names still load
 from config files, run folders and keywords, with a ``DeprecationWarning``, and the fingerprint hashes the renamed
 fields under their old names, so a run folder made before the rename resumes.
+
+``log_with`` (off by default) sends every iteration's numbers to accelerate's experiment trackers beside
+``log.jsonl`` (``log_with = ["tensorboard"]``; files under ``<run>/trackers/``). It records the run without shaping
+it, so it never enters the fingerprint: a run folder resumes with tracking switched on or off.
 """
 from __future__ import annotations
 
@@ -25,7 +29,13 @@ from steer_envs.deprecation import PLAN_OPTION_RENAMES, rename_options, renamed_
 from steer_envs.errors import SteerEnvsError, unknown_name
 
 from ..configio import config_from_dict, load_config
-from ..trainer_base import ACCELERATION_FIELDS, acceleration_checks, fingerprint_without_defaults
+from ..trainer_base import (
+    ACCELERATION_FIELDS,
+    acceleration_checks,
+    fingerprint_without_defaults,
+    tracker_checks,
+    tracker_names,
+)
 
 LEARNERS = ("admissible", "causal_lm")
 #: the renamed reference-plan fields this config holds (``guidance_k`` is a per-episode choice here, not a field)
@@ -123,8 +133,14 @@ class ActGuideConfig:
     device: str = "cpu"  # "cpu" | "cuda" | "auto" (accelerate's choice: each process's GPU)
     mixed_precision: str = "no"  # "no" | "bf16" (autocast around the loss)
     micro_batch: int = 0  # trajectory steps per backward pass (gradient accumulation, same gradient); 0 = all in one
+    # -- experiment tracking (agents/trainer_base.py) -------------------------------------------------------------
+    # accelerate's trackers ("tensorboard", "wandb", "trackio", "aim", "mlflow", "comet_ml", ... or "all") that get
+    # each iteration's numbers beside log.jsonl, so runs can be watched and compared with the tools accelerate users
+    # know; () = off. Never hashed (agents.trainer_base.UNHASHED_FIELDS): it does not change the run's results
+    log_with: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        self.log_with = tracker_names(self.log_with)
         checks = [
             (self.plan_mode in ("prompt", "prefix"), "plan_mode must be 'prompt' or 'prefix'"),
             (self.pool in ("rl", "pretrain"), "pool must be 'rl' or 'pretrain'"),
@@ -150,6 +166,7 @@ class ActGuideConfig:
             (self.sft_epochs >= 0, "sft_epochs must be >= 0"),
             (self.max_turns >= 1, "max_turns must be >= 1"),
             *acceleration_checks(self),
+            *tracker_checks(self),
         ]
         for ok, message in checks:
             if not ok:
@@ -183,7 +200,7 @@ class ActGuideConfig:
     def fingerprint(self) -> str:
         """A hash of everything that shapes the run; the acceleration fields enter it only away from their
         defaults, and the renamed plan fields under their old names, so run folders of earlier versions keep their
-        fingerprints and resume."""
+        fingerprints and resume; ``log_with`` never enters it (it records the run, it does not shape it)."""
         return fingerprint_without_defaults(self, ACCELERATION_FIELDS + LATER_FIELDS, HASHED_NAMES)
 
     @classmethod

@@ -28,7 +28,8 @@ Run folder: ``config.json`` (config + fingerprint), ``log.jsonl`` (one row per i
 (tensors only: weights, optimiser, torch RNG; loads with ``weights_only=True``) with ``checkpoint.json`` (progress,
 numpy RNG, counters), both rewritten atomically after every iteration; ``model.pt`` + ``model.json`` (the learner).
 The folder, the accelerator (device, ``mixed_precision``, ``micro_batch``, several processes through
-``accelerate launch``) and the micro-batched backward pass come from :mod:`agents.trainer_base`.
+``accelerate launch``) and the micro-batched backward pass come from :mod:`agents.trainer_base`, as do the experiment
+trackers of ``log_with`` (each iteration's numbers at step = the iteration, under ``<run>/trackers/``).
 """
 from __future__ import annotations
 
@@ -140,6 +141,7 @@ class UpdateBatch:
 class ActGuideTrainer(TrainerBase):
     checkpoint_marker = PROGRESS_FILE
     config_what = "actguide config"
+    tracker_project = "actguide"
 
     def __init__(self, config: ActGuideConfig, run_dir: str | Path, resume: bool = False, progress: bool = False,
                  on_iteration_end: Callable[[int, dict[str, Any]], None] = _noop, learner=None) -> None:
@@ -158,6 +160,12 @@ class ActGuideTrainer(TrainerBase):
 
     # -- the loop ---------------------------------------------------------------------------------------------------
     def run(self) -> TrainResult:
+        try:
+            return self._run()
+        finally:
+            self.end_tracking()  # the trackers end however the run ends (started by _prepare_run_dir)
+
+    def _run(self) -> TrainResult:
         c = self.config
         cpu_thread_default(c.device, c.learner_args.get("device"))
         start = time.time()
@@ -212,7 +220,7 @@ class ActGuideTrainer(TrainerBase):
             progress["probe_rollouts"] += record["probe_rollouts"]
             progress["wall_s"] = round(elapsed_before + time.time() - start, 2)
             record.update(budget_used=progress["budget_used"], wall_s=progress["wall_s"])
-            folder.append_log(record)
+            self.append_log(record, step=it)
             self._checkpoint(learner, optimizer, generator, progress)
             bar.update(record["rollouts"], success=f"{record['unguided_success']:.2f}", hard=record["hard_groups"])
             self.on_iteration_end(it, record)

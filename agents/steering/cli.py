@@ -9,6 +9,8 @@ from steer_envs.cli.common import add_protocol_arguments, protocol_kwargs
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
+from ..configio import add_log_with_argument, with_log_with
+
 HELP = "train the steering agent (fast path + slow path) with the paper's RL algorithm"
 
 
@@ -19,6 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="a .json or .toml file of SteeringConfig keys (m, k, eps_sel, G, N, tau, lr, cost, ...)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_log_with_argument(parser)
     add_pool_arguments(parser)
 
 
@@ -36,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         config = SteeringConfig()
     for name, value in protocol_kwargs(args, drop_none=True).items():  # a flag given replaces the config's value
         setattr(config, name, value)
+    config = with_log_with(config, args)
     if args.resume and not (out / "checkpoint.pt").is_file():
         raise SteerEnvsError(f"--resume: no checkpoint in {str(out)!r}; start the run without --resume")
     pool = pool_config_from_args(args)

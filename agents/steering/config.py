@@ -3,6 +3,10 @@
 Symbols: ``m`` rounds, ``k`` states per round, ``eps_sel`` (ε_sel), ``G`` slow samples per state, ``N``
 continuation rollouts per branch, ``tau`` (τ, the deployment threshold stored with the model), ``lr``,
 ``cost`` (per-intervention cost subtracted from the reward). Loaded from JSON or TOML; unknown keys are errors.
+
+``log_with`` (off by default) sends every round's numbers to accelerate's experiment trackers beside ``log.jsonl``
+(``log_with = ["tensorboard"]``; files under ``<run>/trackers/``). It records the run without shaping it, so it
+never enters the fingerprint: a run folder resumes with tracking switched on or off.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from steer_envs.ids import STEERING_ENV
 from steer_envs.protocol import EnvProtocol, flat_dict, holds_protocol
 
 from ..configio import config_from_dict, load_config
-from ..trainer_base import ACCELERATION_FIELDS, acceleration_checks
+from ..trainer_base import ACCELERATION_FIELDS, UNHASHED_FIELDS, acceleration_checks, tracker_checks, tracker_names
 from .objectives import Q_TARGETS
 
 
@@ -75,8 +79,14 @@ class SteeringConfig:
     device: str = "cpu"  # "cpu" | "cuda" | "auto" (accelerate's choice: each process's GPU)
     mixed_precision: str = "no"  # "no" | "bf16" (autocast around the losses)
     micro_batch: int = 0  # states per backward pass (gradient accumulation, same gradient); 0 = all in one pass
+    # -- experiment tracking (agents/trainer_base.py) -----------------------------------------------------------
+    #: accelerate's trackers ("tensorboard", "wandb", "trackio", "aim", "mlflow", "comet_ml", ... or "all") that get
+    #: each round's numbers beside log.jsonl, so runs can be watched and compared with the tools accelerate users
+    #: know; () = off. Not hashed (agents.trainer_base.UNHASHED_FIELDS): it does not change the run's results
+    log_with: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        self.log_with = tracker_names(self.log_with)
         checks = [
             (self.m >= 1, "m (rounds) must be >= 1"),
             (self.k >= 1, "k (states per round) must be >= 1"),
@@ -96,6 +106,7 @@ class SteeringConfig:
             (self.continuation in CONTINUATIONS, f"continuation must be one of {CONTINUATIONS}"),
             (self.continuation_gate in ("tau", "open"), "continuation_gate must be 'tau' or 'open'"),
             *acceleration_checks(self),
+            *tracker_checks(self),
         ]
         for ok, message in checks:
             if not ok:
@@ -108,11 +119,15 @@ class SteeringConfig:
         data = flat_dict(self)
         if isinstance(data["benchmarks"], tuple):
             data["benchmarks"] = list(data["benchmarks"])
+        data["log_with"] = list(data["log_with"])
         return data
 
     def fingerprint(self) -> str:
-        """A hash of everything that shapes the run; a run folder refuses a config with another one."""
+        """A hash of everything that shapes the run; a run folder refuses a config with another one. The fields
+        that only record the run (``UNHASHED_FIELDS``: ``log_with``) are left out."""
         data = self.to_dict()
+        for name in UNHASHED_FIELDS:
+            del data[name]
         defaults = {f.name: f.default for f in fields(self)}
         for name in _LATE_FIELDS:
             if data[name] == defaults[name]:

@@ -16,7 +16,8 @@ Run folder: ``config.json``, ``log.jsonl`` (one record per round), ``checkpoint.
 state bank, next round) rewritten atomically after every round, ``model.pt`` (weights + spec + τ, for
 evaluation). ``resume=True`` continues from the checkpoint with the same state bank. The folder, the accelerator
 (device, ``mixed_precision``, ``micro_batch``, several processes through ``accelerate launch``) and the
-micro-batched backward pass come from :mod:`agents.trainer_base`.
+micro-batched backward pass come from :mod:`agents.trainer_base`, as do the experiment trackers of ``log_with``
+(each round's numbers at step = the round, under ``<run>/trackers/``).
 """
 from __future__ import annotations
 
@@ -117,6 +118,7 @@ def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
 class SteeringTrainer(TrainerBase):
     checkpoint_marker = CHECKPOINT_FILE
     config_what = "config"
+    tracker_project = "steering"
 
     def __init__(
         self,
@@ -174,6 +176,7 @@ class SteeringTrainer(TrainerBase):
         from steer_envs.rollouts import using_pool
 
         with ExitStack() as pools:
+            pools.callback(self.end_tracking)  # the trackers end last, however the run ends (started by _run)
             pool = pools.enter_context(using_pool(self.pool))  # a pool handed in stays open: it belongs to the caller
             return self._run(pool, pools)
 
@@ -229,7 +232,7 @@ class SteeringTrainer(TrainerBase):
         for round_index in range(first_round, c.m):
             record = self._round(round_index, env, steerer, optimizer, bank, rng, generator, pool)
             record["wall_s"] = round(elapsed_before + time.time() - start, 2)
-            folder.append_log(record)
+            self.append_log(record, step=round_index)
             self._checkpoint(steerer, optimizer, bank, round_index + 1, rng, generator, elapsed_before + time.time() - start)
             rounds_bar.update(1, loss=f"{record['loss']:.3f}", q=f"{record['mean_q']:.3f}")
             self.on_round_end(round_index, record)
