@@ -26,6 +26,13 @@ TINY_SAMPLE = [
     "0 1 2 3 4 5 6 7 8 9 10 100 1000 1999 2001 2020 January February March April May June July",
 ]
 SPECIAL_TOKENS = ["<|endoftext|>", "<|pad|>"]
+#: a minimal chat template (role headers, then the content), so chat-mode code paths (an inference server's
+#: ``continue_final_message``, ``apply_chat_template``) can run on the tiny model
+TINY_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] }}"
+    "{% if not (loop.last and message['role'] == 'assistant') %}{{ '\\n' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"
+)
 
 
 def build_tiny_causal_lm(
@@ -36,11 +43,15 @@ def build_tiny_causal_lm(
     heads: int = 4,
     max_positions: int = 4096,
     seed: int = 0,
+    chat_template: bool = False,
 ) -> Path:
     """Write a tiny Llama-architecture model and its tokenizer to ``path`` and return the folder.
 
-    Deterministic for a given ``seed``. Loads with ``AutoModelForCausalLM.from_pretrained(path)`` and
-    ``AutoTokenizer.from_pretrained(path)``, or ``make_backend(f"hf:{path}")``.
+    The attention head size is ``hidden_size // heads`` (16 by default: fast on CPU); an inference engine's CPU
+    kernels may need more (vLLM's need at least 32: e.g. ``hidden_size=128, heads=2``). ``chat_template`` gives
+    the tokenizer :data:`TINY_CHAT_TEMPLATE`. Deterministic for a given ``seed``. Loads with
+    ``AutoModelForCausalLM.from_pretrained(path)`` and ``AutoTokenizer.from_pretrained(path)``, or
+    ``make_backend(f"hf:{path}")``.
     """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -62,6 +73,8 @@ def build_tiny_causal_lm(
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|endoftext|>", bos_token="<|endoftext|>", pad_token="<|pad|>"
     )
+    if chat_template:
+        tokenizer.chat_template = TINY_CHAT_TEMPLATE
 
     config = LlamaConfig(
         vocab_size=len(tokenizer),
