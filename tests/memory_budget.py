@@ -3,7 +3,10 @@ process and its children (subprocess CLIs, env workers), sampled every 0.2 s, wi
 
 Why enforced here: a single test that loads a model twice or keeps a vocabulary-sized logits tensor per token
 can take the suite past what a small CI machine has (the causal-LM steerer's training test once took 13 GB). The
-budget is ``$STEER_ENVS_TEST_MEMORY_BUDGET_GB`` (default 4); a run above it fails with the test to look at."""
+budget is ``$STEER_ENVS_TEST_MEMORY_BUDGET_GB`` (default 4); a run above it fails with the test to look at.
+
+An inference engine a test starts (a vLLM server, :data:`steer_envs.llm.vllm_engine.ENGINE_PIDS`) is a model
+server, not the suite: its process tree is measured apart and reported beside the suite's peak, outside the budget."""
 from __future__ import annotations
 
 import os
@@ -29,6 +32,8 @@ class MemoryBudget:
         self._pss = True
         self.retained: dict[str, int] = {}  # test -> growth of this process's RSS it left behind
         self.test_peaks: dict[str, int] = {}  # test -> the highest tree memory sampled while it ran
+        self.engine_peak = 0  # inference engines the tests started, measured apart (not in the budget)
+        self.engine_peak_test = "(none)"
         self._stop = threading.Event()
         threading.Thread(target=self._sample, name="memory-budget", daemon=True).start()
 
@@ -37,10 +42,13 @@ class MemoryBudget:
         page shared by k processes counts 1/k in each. A plain sum of RSS counts every shared library (torch's
         alone is hundreds of MB) once per worker process, memory a laptop never needs; RSS is the fallback where
         PSS is not available."""
+        return self._memory_of(self._suite_processes())
+
+    def _memory_of(self, processes) -> int:
         import psutil
 
         total = 0
-        for proc in [self.process, *self.process.children(recursive=True)]:
+        for proc in processes:
             try:
                 info = proc.memory_full_info() if self._pss else proc.memory_info()
                 total += getattr(info, "pss", info.rss)
@@ -50,6 +58,26 @@ class MemoryBudget:
                 self._pss = False
         return total
 
+    def _engine_processes(self) -> list:
+        """The process trees of the inference engines this run started (imported lazily: most runs start none)."""
+        import sys
+
+        import psutil
+
+        engine = sys.modules.get("steer_envs.llm.vllm_engine")
+        found = []
+        for pid in list(getattr(engine, "ENGINE_PIDS", ())):
+            try:
+                root = psutil.Process(pid)
+                found += [root, *root.children(recursive=True)]
+            except psutil.Error:
+                pass
+        return found
+
+    def _suite_processes(self) -> list:
+        engines = {proc.pid for proc in self._engine_processes()}
+        return [proc for proc in [self.process, *self.process.children(recursive=True)] if proc.pid not in engines]
+
     def _sample(self) -> None:
         while not self._stop.wait(0.2):
             used, test = self._tree_memory(), self.current
@@ -57,6 +85,9 @@ class MemoryBudget:
                 self.test_peaks[test] = used
             if used > self.peak:
                 self.peak, self.peak_test = used, test
+            engines = self._memory_of(self._engine_processes())
+            if engines > self.engine_peak:
+                self.engine_peak, self.engine_peak_test = engines, test
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item) -> None:
@@ -70,6 +101,9 @@ class MemoryBudget:
         gb = self.peak / 1e9
         terminalreporter.write_line(f"peak memory of the test processes: {gb:.2f} GB (during {_short(self.peak_test)}); "
                                     f"budget {self.budget_gb:g} GB")
+        if self.engine_peak:
+            terminalreporter.write_line(f"peak memory of the inference engines the tests started (outside the budget): "
+                                        f"{self.engine_peak / 1e9:.2f} GB (during {_short(self.engine_peak_test)})")
         if gb > self.budget_gb:
             terminalreporter.write_line(f"OVER THE MEMORY BUDGET (${BUDGET_ENV}): look at {_short(self.peak_test)}", red=True)
         # the next heaviest tests: where the margin under the budget is thinnest

@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (each registers its commands)
     guidance_command,
     serve_command,
     serve_env_command,
+    vllm_command,
 )
 from .registry import COMMANDS, Command, load_plugins
 

