@@ -45,7 +45,8 @@ def assert_tracked_as_logged(run: Path, project: str, step_key: str, keys: tuple
     for key in keys:
         assert set(scalars[key]) == {row[step_key] for row in rows}, key
         for row in rows:
-            assert scalars[key][row[step_key]] == pytest.approx(row[key], rel=1e-6, abs=1e-6), (key, row[step_key])
+            expected = float(row[key])  # a boolean is tracked as 0/1
+            assert scalars[key][row[step_key]] == pytest.approx(expected, rel=1e-6, abs=1e-6), (key, row[step_key])
     assert "rescued_tasks" not in scalars and "tasks" not in scalars  # lists stay in log.jsonl only
 
 
