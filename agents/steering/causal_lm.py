@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -373,8 +373,12 @@ class CausalLMSteerer(Steerer):
         return (token_logp * scored).sum(-1)
 
     # -- fast path ------------------------------------------------------------------------------------------
+    def fast_prompt_ids(self, observation: Any) -> list[int]:
+        """The token ids the fast path scores ``observation`` with; ``z`` reads the token that follows them."""
+        return self._prompt_ids(observation, FAST_QUESTION)
+
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
-        prompts = [self._prompt_ids(obs, FAST_QUESTION) for obs in observations]
+        prompts = [self.fast_prompt_ids(obs) for obs in observations]
         if not prompts:
             return torch.zeros(0, device=self.device)
         size = self._chunk()
@@ -522,9 +526,14 @@ class CausalLMSteerer(Steerer):
                                            "output": f"<think>{rationale}</think>{GRAMMAR_HEAD}{line}"}))
         return samples
 
-    def slow_logprobs(self, observation: Any, samples: Sequence[SlowSample]) -> torch.Tensor:
+    def slow_logprobs(self, observation: Any, samples: Sequence[SlowSample],
+                      row_scorer: Callable[[list[list[int]], list[int]], torch.Tensor] | None = None) -> torch.Tensor:
         """``log π(sample)`` from the sampled ids: reasoning tokens + NAME choice + ARGUMENT choice, every sequence
-        of the sample set scored in one batched pass (``micro_batch`` chunks with gradients)."""
+        of the sample set scored in one batched pass (``micro_batch`` chunks with gradients).
+
+        ``row_scorer(rows, starts)`` (default: this model) gives ``log P(row[start:] | row[:start])`` per token-id
+        row; another scorer, such as the same adapter behind an inference server, gives the same sample's
+        log-probability under that engine (:mod:`agents.steering.served_check`)."""
         if not samples:
             return torch.zeros(0, device=self.device)
         prompt = self._slow_prompt(observation)
@@ -553,7 +562,7 @@ class CausalLMSteerer(Steerer):
                 for c in choices:
                     add(arg_prefix + c, len(arg_prefix))
             plan.append((think_row, name_row, arg_row, n_args))
-        scores = self._row_logprobs(rows, starts)
+        scores = (row_scorer or self._row_logprobs)(rows, starts).to(self.device)
         out = []
         for s, (think_row, name_row, arg_row, n_args) in zip(samples, plan):
             lp = torch.log_softmax(scores[name_row : name_row + len(names)], dim=0)[s.payload["name_pos"]]

@@ -1,0 +1,112 @@
+"""Does the served steerer equal the trained one? A LoRA steerer scored through an inference server, checked
+against the same steerer in this process.
+
+Why: a steerer is trained here (peft LoRA over a transformers model) and deployed behind vLLM with its adapter
+(``--enable-lora --lora-modules``). Nothing in that hand-over is checked by training or evaluation: a wrong
+adapter target, a rank the server truncates, a tokenizer or dtype mismatch would all still "work" and quietly
+score a different policy. :func:`check_served_adapter` asks the server for the log-probabilities of exactly the
+token ids the local steerer scores (vLLM's ``prompt_logprobs`` over token-id prompts, so no text is re-tokenised)
+and compares, on each given state:
+
+* the fast path: ``z = log P(yes) − log P(no)`` of the token after the fast prompt (the local steerer's logit
+  difference, which is the same number);
+* the slow path: ``log π(sample)`` of slow-path samples drawn locally, every scored row (reasoning tokens, the
+  grammar's NAME and ARGUMENT choices) scored by the server, combined exactly as the local steerer combines them.
+
+Both are compared in fp32 with an absolute tolerance; :class:`AdapterCheck` keeps the largest differences.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+#: fp32 on both sides: the engine's kernels (fused attention, LoRA as separate matmuls) reorder sums, so
+#: log-probs agree to about 1e-4 per token; a slow-path sample sums a few dozen of them
+DEFAULT_TOLERANCE = 2e-3
+
+
+@dataclass(frozen=True)
+class AdapterCheck:
+    """The largest absolute differences served − local over ``states`` states (``slow_samples`` slow samples of
+    ``slow_tokens`` scored tokens), against ``tolerance``."""
+
+    states: int
+    fast_max_abs_diff: float
+    slow_samples: int
+    slow_tokens: int
+    slow_max_abs_diff: float
+    token_max_abs_diff: float
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return max(self.fast_max_abs_diff, self.slow_max_abs_diff, self.token_max_abs_diff) <= self.tolerance
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+class ServedRowScorer:
+    """Scores ``log P(row[start:] | row[:start])`` for token-id rows through a server's prompt log-probs, and keeps
+    the per-token values for the token-level comparison."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.tokens: list[tuple[list[int], int, list[float]]] = []
+
+    def __call__(self, rows: Sequence[Sequence[int]], starts: Sequence[int]) -> torch.Tensor:
+        tables = self.backend.prompt_logprobs([list(r) for r in rows])
+        sums = []
+        for row, start, table in zip(rows, starts, tables):
+            scored = [float(v) for v in table[start:]]
+            self.tokens.append((list(row), int(start), scored))
+            sums.append(sum(scored))
+        return torch.tensor(sums, dtype=torch.float32)
+
+
+def _local_token_logprobs(steerer: Any, row: list[int]) -> torch.Tensor:
+    """Per-token log-probs of ``row`` under the local model (position i scores token i given the ones before)."""
+    ids = torch.tensor([row], dtype=torch.long, device=steerer.device)
+    with torch.no_grad():
+        logits = steerer.lm(input_ids=ids, use_cache=False).logits[0, :-1].float()
+    return torch.log_softmax(logits, dim=-1).gather(-1, ids[0, 1:, None]).squeeze(-1).cpu()
+
+
+def check_served_adapter(steerer: Any, backend: Any, observations: Sequence[Any], slow_samples: int = 1,
+                         seed: int = 0, tolerance: float = DEFAULT_TOLERANCE) -> AdapterCheck:
+    """Compare ``steerer`` (a :class:`~agents.steering.causal_lm.CausalLMSteerer`, its adapter loaded) with the same
+    model served by ``backend`` (an ``openai:`` backend naming the served adapter) on ``observations``."""
+    scorer = ServedRowScorer(backend)
+    was_training = steerer.training
+    steerer.train(False)
+    try:
+        with torch.no_grad():
+            local_z = steerer.fast_scores(list(observations)).float().cpu()
+            served_z = []
+            for observation in observations:
+                prompt = steerer.fast_prompt_ids(observation)
+                yes, no = scorer([prompt + [steerer.yes_id], prompt + [steerer.no_id]], [len(prompt)] * 2)
+                served_z.append(float(yes - no))
+            scorer.tokens.clear()  # the token-level comparison is over the slow path's rows
+            generator = torch.Generator().manual_seed(seed)
+            slow_diffs = []
+            for observation in observations:
+                samples = steerer.sample_slow(observation, slow_samples, generator)
+                local = steerer.slow_logprobs(observation, samples).float().cpu()
+                served = steerer.slow_logprobs(observation, samples, row_scorer=scorer).float().cpu()
+                slow_diffs.append((served - local).abs().max().item())
+            token_diffs, token_count = [0.0], 0
+            for row, start, served_tokens in scorer.tokens:
+                local_tokens = _local_token_logprobs(steerer, row)[start - 1:]
+                token_diffs.append((torch.tensor(served_tokens) - local_tokens).abs().max().item())
+                token_count += len(served_tokens)
+    finally:
+        steerer.train(was_training)
+    fast_diff = (torch.tensor(served_z) - local_z).abs().max().item() if len(served_z) else 0.0
+    return AdapterCheck(states=len(observations), fast_max_abs_diff=fast_diff,
+                        slow_samples=len(observations) * slow_samples, slow_tokens=token_count,
+                        slow_max_abs_diff=max(slow_diffs, default=0.0), token_max_abs_diff=max(token_diffs),
+                        tolerance=tolerance)
