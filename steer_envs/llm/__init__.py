@@ -4,17 +4,30 @@
 (batched ``generate`` with stop sequences, ``next_token_logprobs`` of candidates). Heavy imports (torch,
 transformers) happen only when a backend is built.
 """
-from .base import BackendStats, Generation, GenerationConfig, LLMBackend, LLMBackendError, truncate_at_stop
+from .base import (
+    BackendStats,
+    ContextOverflowError,
+    Generation,
+    GenerationConfig,
+    LLMBackend,
+    LLMBackendError,
+    context_length_of,
+    is_context_overflow_message,
+    truncate_at_stop,
+)
 from .registry import BACKENDS, clear_backend_cache, make_backend, parse_backend_spec, register_backend
 
 __all__ = [
     "BACKENDS",
     "BackendStats",
+    "ContextOverflowError",
     "Generation",
     "GenerationConfig",
     "LLMBackend",
     "LLMBackendError",
     "clear_backend_cache",
+    "context_length_of",
+    "is_context_overflow_message",
     "make_backend",
     "parse_backend_spec",
     "register_backend",

@@ -4,6 +4,13 @@ Besides the :class:`~steer_envs.llm.base.LLMBackend` protocol it exposes the tor
 :meth:`HFBackend.continuation_logprobs` (log-probs of given continuations, with gradients), because trainers
 (the steering agent, ACTGUIDE-RL) fine-tune the same model they sample from. It never downloads anything: the
 argument must be a folder on disk, or a model shipped as a pip package (see :mod:`steer_envs.llm.packaged`).
+
+**Context.** :attr:`HFBackend.context_length` is the model's own limit (``max_position_embeddings`` in its config, or
+the tokenizer's ``model_max_length`` when that is a real number), capped by the ``max_context`` option. A prompt
+whose tokens plus the tokens asked for exceed it raises :class:`~steer_envs.llm.base.ContextOverflowError` instead
+of being cut. Raising rather than clamping ``max_new_tokens`` or dropping the prompt's start (what this backend
+once did silently: the task's instructions went first) is vLLM's rule too, so an ``hf:`` executor and the same
+model served by vLLM end an over-long episode at the same turn, as the same scored truncation.
 """
 from __future__ import annotations
 
@@ -16,7 +23,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import SteerEnvsError
-from .base import BackendStats, Generation, GenerationConfig, check_prompts, logsumexp, truncate_at_stop
+from .base import (
+    BackendStats,
+    ContextOverflowError,
+    Generation,
+    GenerationConfig,
+    check_prompts,
+    logsumexp,
+    truncate_at_stop,
+)
 
 # Never reach for a model hub: every model comes from a local folder or a pip package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,6 +39,22 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 #: how many tokens back the stop-string check decodes (stop strings are short)
 _STOP_WINDOW = 24
+#: a tokenizer's ``model_max_length`` above this is transformers' "unset" placeholder (1e30), not a real limit
+_SANE_MAX_LENGTH = 10_000_000
+
+
+def model_context_length(config: Any, tokenizer: Any = None) -> int | None:
+    """The context a model was built for: ``max_position_embeddings`` of its config (or of its ``text_config``, as
+    multimodal configs nest it), else the tokenizer's ``model_max_length`` when it is a real number; None if
+    neither says."""
+    for source in (config, getattr(config, "text_config", None)):
+        value = getattr(source, "max_position_embeddings", None) if source is not None else None
+        if isinstance(value, int) and value > 0:
+            return value
+    value = getattr(tokenizer, "model_max_length", None)
+    if isinstance(value, int) and 0 < value < _SANE_MAX_LENGTH:
+        return value
+    return None
 
 
 def _stop_criteria(tokenizer: Any, stops: Sequence[str], prompt_len: int):
@@ -103,8 +134,9 @@ class HFBackend:
         self.tokenizer.truncation_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        limit = getattr(self.model.config, "max_position_embeddings", None) or max_context
-        self.max_context = min(int(limit), max_context)
+        limit = model_context_length(self.model.config, self.tokenizer)
+        #: the tokens a prompt and its generation may take together (the ``max_context`` option caps the model's)
+        self.max_context = min(int(limit), max_context) if limit else max_context
         self.stats = BackendStats()
         self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         self.lock = threading.RLock()
@@ -123,23 +155,40 @@ class HFBackend:
             ids.add(int(self.tokenizer.eos_token_id))
         return ids
 
+    @property
+    def context_length(self) -> int:
+        """Tokens a prompt and its generated tokens may take together (see the module docstring)."""
+        return self.max_context
+
+    def count_prompt_tokens(self, prompt: str) -> int:
+        """The prompt's tokens as :meth:`generate` feeds them (special tokens included)."""
+        return len(self.tokenizer(prompt)["input_ids"])
+
+    def _check_fits(self, lengths: Sequence[int], room: int) -> None:
+        """Raise :class:`ContextOverflowError` when a prompt of ``lengths`` tokens and ``room`` more exceed the
+        context. Why raise rather than clamp: see the module docstring."""
+        longest = max(lengths, default=0)
+        if longest + room > self.max_context:
+            raise ContextOverflowError(
+                f"{self.name}: this model's maximum context length is {self.max_context} tokens, but the prompt has "
+                f"{longest} tokens and {room} more were asked for ({longest} + {room} > {self.max_context}); shorten "
+                "the prompt or ask for fewer tokens (an executor's episode ends here as a scored truncation)",
+                prompt_tokens=longest, max_new_tokens=room, context_length=self.max_context)
+
     def _encode(self, prompts: Sequence[str], room: int):
-        enc = self.tokenizer(
-            list(prompts),
-            return_tensors="pt",
-            padding=True,
-            truncation=True,
-            max_length=max(8, self.max_context - room),
-        )
+        enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True)
+        self._check_fits(enc["attention_mask"].sum(-1).tolist(), room)
         return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
 
     def encode_prompts(self, prompts: Sequence[str], room: int) -> list[list[int]]:
         """Token ids of each prompt exactly as :meth:`generate` feeds them with ``max_new_tokens=room`` (special
-        tokens added, truncated from the left to leave ``room``), without padding: the ids to score a sampled
-        continuation after (:meth:`token_logprobs`)."""
+        tokens added; a prompt that leaves less than ``room`` raises :class:`ContextOverflowError`, as
+        :meth:`generate` does), without padding: the ids to score a sampled continuation after
+        (:meth:`token_logprobs`)."""
         items = check_prompts(prompts)
-        enc = self.tokenizer(items, truncation=True, max_length=max(8, self.max_context - room))
-        return [list(ids) for ids in enc["input_ids"]]
+        ids = [list(row) for row in self.tokenizer(items)["input_ids"]]
+        self._check_fits([len(row) for row in ids], room)
+        return ids
 
     @staticmethod
     def _positions(attention_mask):

@@ -2,6 +2,10 @@
 
 llama.cpp runs GGUF models natively (no de-quantisation), so it is the fastest CPU path for users who have it.
 ``llamacpp:gemma-3-270m`` uses the packaged Gemma GGUF.
+
+``context_length`` is ``n_ctx`` (the context llama.cpp allocated); llama.cpp refuses a longer request with a
+``ValueError`` ("Requested tokens (N) exceed context window of M"), which becomes
+:class:`~steer_envs.llm.base.ContextOverflowError` (an outcome for the executor, not a failure).
 """
 from __future__ import annotations
 
@@ -11,7 +15,25 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SteerEnvsError
-from .base import BackendStats, Generation, GenerationConfig, check_prompts, match_candidates
+from .base import (
+    BackendStats,
+    ContextOverflowError,
+    Generation,
+    GenerationConfig,
+    check_prompts,
+    is_context_overflow_message,
+    match_candidates,
+)
+
+
+def _completion(llm: Any, name: str, prompt: str, **kwargs: Any) -> dict:
+    """``llm.create_completion``, with llama.cpp's context-window refusal raised as :class:`ContextOverflowError`."""
+    try:
+        return llm.create_completion(prompt, **kwargs)
+    except ValueError as exc:
+        if is_context_overflow_message(str(exc)):
+            raise ContextOverflowError(f"{name}: {exc}") from exc
+        raise
 
 
 class LlamaCppBackend:
@@ -33,13 +55,15 @@ class LlamaCppBackend:
                          logits_all=True, verbose=False)
         self.stats = BackendStats()
         self.lock = threading.Lock()
+        #: tokens a prompt and its generation may take together (llama.cpp's allocated context)
+        self.context_length: int = int(n_ctx)
 
     def generate(self, prompts: Sequence[str], config: GenerationConfig) -> list[Generation]:
         out = []
         for prompt in check_prompts(prompts):
             with self.lock:
-                reply = self.llm.create_completion(
-                    prompt,
+                reply = _completion(
+                    self.llm, self.name, prompt,
                     max_tokens=config.max_new_tokens,
                     temperature=config.temperature,
                     top_p=config.top_p,
@@ -59,7 +83,7 @@ class LlamaCppBackend:
         out = []
         for prompt in check_prompts(prompts):
             with self.lock:
-                reply = self.llm.create_completion(prompt, max_tokens=1, temperature=0.0, logprobs=k)
+                reply = _completion(self.llm, self.name, prompt, max_tokens=1, temperature=0.0, logprobs=k)
             out.append({str(t): float(v) for t, v in reply["choices"][0]["logprobs"]["top_logprobs"][0].items()})
         return out
 

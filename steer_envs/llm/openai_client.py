@@ -8,6 +8,14 @@ truncated bodies, HTTP 408/429/5xx and malformed replies; other HTTP errors (a w
 fail at once. After the retries a :class:`OpenAIBackendError` names the URL, the number of attempts and the last
 failure; an executor records it on the episode (``info["failure"]``) and the run goes on.
 
+A prompt longer than the served model's context is *not* such a failure: the server works and refuses it (vLLM
+answers HTTP 400 "This model's maximum context length is ..."). Such a reply, recognised by
+:func:`~steer_envs.llm.base.is_context_overflow_message`, raises
+:class:`~steer_envs.llm.base.ContextOverflowError` at once (the same prompt would be refused again), which an
+executor turns into a scored truncation of its episode. :attr:`OpenAIBackend.context_length` says how long a
+prompt may be: the ``max_model_len`` option when given (``openai:NAME@URL?max_model_len=4096``), else what the
+server lists for the model under ``GET /v1/models`` (vLLM lists ``max_model_len``), asked once and cached.
+
 Plain ``http.client`` from the standard library does the HTTP: no client-library version drift, and full control
 of timeouts and retries. Prompts of a batch are sent concurrently (one request each, which every server accepts).
 Connections are kept alive and reused (a small pool per backend: at most one per request in flight), and
@@ -33,9 +41,24 @@ from typing import Any, Literal
 
 from ..errors import SteerEnvsError
 from ..httpio import KeepAlivePool
-from .base import BackendStats, Generation, GenerationConfig, LLMBackendError, check_prompts, match_candidates
+from .base import (
+    BackendStats,
+    ContextOverflowError,
+    Generation,
+    GenerationConfig,
+    LLMBackendError,
+    check_prompts,
+    is_context_overflow_message,
+    match_candidates,
+)
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+#: statuses whose reply may say the prompt outgrew the context (vLLM and SGLang: 400; some proxies: 413 / 422)
+OVERFLOW_STATUS = frozenset({400, 413, 422})
+#: the keys a ``GET /v1/models`` entry may give the context length under (vLLM and SGLang, then other servers)
+CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length", "context_window")
+#: seconds before a failed ``GET /v1/models`` (a server still starting) is asked again
+CONTEXT_RETRY_S = 30.0
 
 
 class OpenAIBackendError(LLMBackendError):
@@ -54,7 +77,8 @@ class OpenAIOptions:
     ``timeout`` bounds each request (connecting, and the whole reply), in seconds; backoff doubles from
     ``backoff`` up to ``max_backoff``. ``concurrency``: threads one ``generate`` call sends a batch's prompts
     with; ``max_in_flight``: requests this backend has in flight at once over all threads of the process (the
-    rest wait for a slot; also the most keep-alive connections it holds)."""
+    rest wait for a slot; also the most keep-alive connections it holds). ``max_model_len``: the served model's
+    context in tokens, when the server does not list it (else it is asked for once: :attr:`OpenAIBackend.context_length`)."""
 
     api: Literal["completions", "chat"] = "completions"
     timeout: float = 60.0
@@ -65,8 +89,13 @@ class OpenAIOptions:
     api_key: str | None = None
     logprobs_k: int = 20
     max_in_flight: int = 64
+    max_model_len: int | None = None
 
     def __post_init__(self) -> None:
+        if self.max_model_len is not None and (isinstance(self.max_model_len, bool)
+                                               or not isinstance(self.max_model_len, int) or self.max_model_len < 1):
+            raise SteerEnvsError(f"openai option max_model_len must be a positive number of tokens (the served "
+                                 f"model's context, e.g. max_model_len=4096), got {self.max_model_len!r}")
         if self.api not in ("completions", "chat"):
             raise SteerEnvsError(f"openai api must be 'completions' or 'chat', got {self.api!r}")
         if self.timeout <= 0 or self.max_retries < 0 or self.concurrency < 1 or self.max_in_flight < 1:
@@ -106,6 +135,34 @@ class OpenAIBackend:
         self._api_key = self.options.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         #: keep-alive connections, at most ``max_in_flight`` requests at once (process-wide for a shared backend)
         self.http = KeepAlivePool(self.base_url, self.options.timeout, self.options.max_in_flight)
+        self._context: tuple[int | None, float] | None = None  # (context length, when to ask again)
+        self._context_lock = threading.Lock()
+
+    @property
+    def context_length(self) -> int | None:
+        """The served model's context in tokens: the ``max_model_len`` option, else the server's ``GET /v1/models``
+        entry for this model (asked on first use and cached; a server that does not list it gives None, and one that
+        cannot be reached is asked again after :data:`CONTEXT_RETRY_S` seconds)."""
+        if self.options.max_model_len is not None:
+            return self.options.max_model_len
+        with self._context_lock:
+            if self._context is not None and time.monotonic() < self._context[1]:
+                return self._context[0]
+            try:  # a server that answered is final; one that could not be reached is asked again later
+                value, retry_at = self._listed_context_length(), float("inf")
+            except OpenAIBackendError:
+                value, retry_at = None, time.monotonic() + CONTEXT_RETRY_S
+            self._context = (value, retry_at)
+            return value
+
+    def _listed_context_length(self) -> int | None:
+        entries = self._model_entries()
+        entry = next((m for m in entries if m.get("id") == self.model), entries[0] if len(entries) == 1 else None)
+        for key in CONTEXT_KEYS:
+            value = (entry or {}).get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
 
     # -- HTTP ----------------------------------------------------------------------------------------------
     def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -122,6 +179,12 @@ class OpenAIBackend:
         if not 200 <= status < 300:
             detail = raw[:300].decode(errors="replace").strip()
             message = f"HTTP {status} {reason}" + (f": {detail}" if detail else "")
+            text = error_text(raw)
+            if status in OVERFLOW_STATUS and is_context_overflow_message(text):
+                with self._stats_lock:
+                    self.stats.extra["context_overflows"] = self.stats.extra.get("context_overflows", 0) + 1
+                raise ContextOverflowError(f"{self.name}: the prompt does not fit the model's context "
+                                           f"(HTTP {status}, not retried): {text[:400]}")
             if status in RETRY_STATUS:
                 raise _Retryable(message)
             raise OpenAIBackendError(f"{self.name}: POST {url} failed with {message} (not retried)")
@@ -270,22 +333,67 @@ class OpenAIBackend:
         tables = self.top_logprobs(prompts, self.options.logprobs_k)
         return [match_candidates(t, candidates) for t in tables]
 
+    def prompt_logprobs(self, prompts: Sequence[str | Sequence[int]]) -> list[list[float | None]]:
+        """Log-probability of every prompt token given the tokens before it (the first is None), one list per
+        prompt: vLLM's ``prompt_logprobs`` extension of the completions API. A prompt may be token ids, so the
+        tokens scored are exactly those a local model scored (a served adapter checked against peft's)."""
+        def one(prompt: str | Sequence[int]) -> list[float | None]:
+            tokens = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
+            body = {"model": self.model, "prompt": tokens, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0}
+
+            def parse(data: dict[str, Any]) -> list[float | None]:
+                rows = data["choices"][0]["prompt_logprobs"]
+                if isinstance(tokens, list) and len(rows) != len(tokens):
+                    raise ValueError(f"{len(rows)} prompt log-probs for {len(tokens)} tokens")
+                return [None if row is None else _own_logprob(row, tokens, i) for i, row in enumerate(rows)]
+
+            return self._post("/completions", body, parse)
+
+        return self._map(one, list(prompts))
+
     def models(self) -> list[str]:
         """Model ids the server lists (GET /v1/models); one attempt, for diagnostics."""
+        return [m["id"] for m in self._model_entries()]
+
+    def _model_entries(self) -> list[dict[str, Any]]:
+        """The entries of ``GET /v1/models`` (one attempt); an unreachable server or a malformed reply raises
+        :class:`OpenAIBackendError`."""
         url = f"{self.base_url}/models"
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self._api_key}"})
         try:
             with urllib.request.urlopen(request, timeout=self.options.timeout) as response:
                 data = json.loads(response.read())
-            return [m["id"] for m in data["data"]]
+            entries = [m for m in data["data"] if isinstance(m, dict) and "id" in m]
         except Exception as exc:  # noqa: BLE001 - diagnostics only, turned into a clear error
             raise OpenAIBackendError(f"{self.name}: GET {url} failed: {exc}") from exc
+        return entries
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
         self.http.close()
+
+
+def error_text(raw: bytes) -> str:
+    """The message of an error reply: ``error.message`` (OpenAI, newer vLLM) or ``message`` (older vLLM) of a JSON
+    body, else the body's text (the first 4,000 characters)."""
+    text = raw[:4000].decode(errors="replace").strip()
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return text
+    inner = data.get("error") if isinstance(data, dict) else None
+    message = inner.get("message") if isinstance(inner, dict) else (data.get("message") if isinstance(data, dict)
+                                                                     else None)
+    return message if isinstance(message, str) and message else text
+
+
+def _own_logprob(row: dict[str, Any], tokens: str | list[int], position: int) -> float:
+    """The prompt token's own entry of one ``prompt_logprobs`` row (keyed by token id; with ``prompt_logprobs: 0``
+    a text prompt's row holds only that token)."""
+    entry = row[str(tokens[position])] if isinstance(tokens, list) else next(iter(row.values()))
+    return float(entry["logprob"] if isinstance(entry, dict) else entry)
 
 
 def chat_request_fields(prompt: str | Sequence[dict[str, str]]) -> dict[str, Any]:

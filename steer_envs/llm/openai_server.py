@@ -11,6 +11,11 @@ only, which is what next-token scoring needs. Chat requests honour vLLM's ``cont
 ``add_generation_prompt`` fields (an executor's transcript continued as the assistant's unfinished message).
 Binds to 127.0.0.1 unless told otherwise; with an API key (``--api-key`` or ``$STEER_ENVS_API_KEY``) requests
 need ``Authorization: Bearer KEY`` (OpenAI clients send it).
+
+Like vLLM, the server enforces its model's context (``max_model_len``: given, else the backend's
+``context_length``): a request whose prompt tokens plus ``max_tokens`` exceed it is answered HTTP 400 with vLLM's
+own wording (:func:`context_overflow_message`), and ``GET /v1/models`` lists ``max_model_len`` on the model entry, so
+the client's context-length discovery and its overflow recogniser run against the exact replies vLLM gives.
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from starlette.responses import Response
 
 from ..errors import SteerEnvsError
 from ..serving import UvicornServer, authorized, resolve_api_key, warn_if_exposed
-from .base import GenerationConfig, LLMBackend
+from .base import ContextOverflowError, GenerationConfig, LLMBackend, context_length_of
 
 
 class ChatMessage(BaseModel):
@@ -99,6 +104,17 @@ def _config(body: dict[str, Any]) -> GenerationConfig:
         raise BadRequest(f"invalid sampling settings: {exc}") from exc
 
 
+def context_overflow_message(prompt_tokens: int, max_tokens: int, max_model_len: int) -> str:
+    """vLLM's (0.10) reply to a request that does not fit ``max_model_len``: the prompt alone, or with
+    ``max_tokens`` generated tokens."""
+    if prompt_tokens >= max_model_len:
+        return (f"This model's maximum context length is {max_model_len} tokens. However, your request has "
+                f"{prompt_tokens} input tokens. Please reduce the length of the input messages.")
+    return (f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's maximum context length "
+            f"is {max_model_len} tokens and your request has {prompt_tokens} input tokens ({max_tokens} > "
+            f"{max_model_len} - {prompt_tokens}).")
+
+
 #: an endpoint's handler: an unbound method of the server (the routes hold no server instance)
 _Route = Callable[["OpenAICompatibleServer", dict[str, Any]], dict[str, Any]]
 
@@ -107,13 +123,19 @@ class OpenAICompatibleServer:
     """Serve ``backend`` as model ``model_name`` on ``host:port`` (port 0 = any free port).
 
     Use as a context manager, or ``start()`` / ``stop()``; :attr:`base_url` is what ``openai:<model>@<url>`` wants.
+    ``max_model_len``: the context it enforces, as vLLM does (default: the backend's ``context_length``); it needs a
+    backend that counts tokens (``count_prompt_tokens``), else only the backend's own check applies.
     """
 
     def __init__(self, backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0,
-                 api_key: str | None = None):
+                 api_key: str | None = None, max_model_len: int | None = None):
+        if max_model_len is not None and (isinstance(max_model_len, bool) or not isinstance(max_model_len, int)
+                                          or max_model_len < 2):
+            raise SteerEnvsError(f"max_model_len must be an integer >= 2 (tokens of context), got {max_model_len!r}")
         self.backend = backend
         self.model_name = model_name
         self.api_key = api_key
+        self.max_model_len = max_model_len if max_model_len is not None else context_length_of(backend)
         self.requests_served = 0
         self._count_lock = threading.Lock()
         self.app = self._create_app()
@@ -146,8 +168,19 @@ class OpenAICompatibleServer:
         self.stop()
 
     # -- request handling ----------------------------------------------------------------------------------
+    def _check_context(self, prompts: Sequence[str], max_tokens: int) -> None:
+        """vLLM's check: prompt tokens plus ``max_tokens`` must fit ``max_model_len`` (400 otherwise)."""
+        count = getattr(self.backend, "count_prompt_tokens", None)
+        if self.max_model_len is None or count is None:
+            return
+        for prompt in dict.fromkeys(prompts):
+            n = int(count(prompt))
+            if n + max_tokens > self.max_model_len:
+                raise BadRequest(context_overflow_message(n, max_tokens, self.max_model_len))
+
     def _complete(self, prompts: Sequence[str], body: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
         config = _config(body)
+        self._check_context(prompts, config.max_new_tokens)
         n = int(body.get("n") or 1)
         prompts = [p for p in prompts for _ in range(n)]
         gens = self.backend.generate(prompts, config)
@@ -268,7 +301,7 @@ class OpenAICompatibleServer:
                                  "model_not_found")
                 # generation holds the CPU for a while: off the event loop, so other requests keep flowing in
                 return respond(200, await asyncio.to_thread(route, server, body))
-            except (BadRequest, json.JSONDecodeError, ValueError) as exc:
+            except (BadRequest, ContextOverflowError, json.JSONDecodeError, ValueError) as exc:
                 return error(400, str(exc), "invalid_request_error")
             except Exception as exc:  # noqa: BLE001 - report backend failures as HTTP 500
                 return error(500, f"{type(exc).__name__}: {exc}", "server_error")
@@ -286,8 +319,10 @@ class OpenAICompatibleServer:
             server: OpenAICompatibleServer = request.app.state.server
             if not authorized(request.headers, request.url.path, server.api_key):
                 return error(401, "missing or wrong API key; send 'Authorization: Bearer KEY'", "invalid_api_key")
-            return respond(200, {"object": "list", "data": [
-                {"id": server.model_name, "object": "model", "owned_by": "steer-envs"}]})
+            entry: dict[str, Any] = {"id": server.model_name, "object": "model", "owned_by": "steer-envs"}
+            if server.max_model_len is not None:
+                entry["max_model_len"] = server.max_model_len  # as vLLM lists it
+            return respond(200, {"object": "list", "data": [entry]})
 
         app.add_api_route("/models", models, methods=["GET"], include_in_schema=False)
 
@@ -306,9 +341,10 @@ class OpenAICompatibleServer:
 
 
 def serve_backend(backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0,
-                  api_key: str | None = None):
+                  api_key: str | None = None, max_model_len: int | None = None):
     """Start serving in a background thread and return the running server."""
-    return OpenAICompatibleServer(backend, model_name=model_name, host=host, port=port, api_key=api_key).start()
+    return OpenAICompatibleServer(backend, model_name=model_name, host=host, port=port, api_key=api_key,
+                                  max_model_len=max_model_len).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -324,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--api-key", default=None,
                         help="require 'Authorization: Bearer KEY' on every API request (default $STEER_ENVS_API_KEY)")
+    parser.add_argument("--max-model-len", type=int, default=None,
+                        help="context to enforce in tokens, as vLLM does (default: the model's)")
     args = parser.parse_args(argv)
     api_key = resolve_api_key(args.api_key)
     try:
@@ -332,7 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"error: {exc}\n")
     name = args.model_name or args.backend.partition(":")[2]
     try:
-        server = OpenAICompatibleServer(backend, model_name=name, host=args.host, port=args.port, api_key=api_key)
+        server = OpenAICompatibleServer(backend, model_name=name, host=args.host, port=args.port, api_key=api_key,
+                                        max_model_len=args.max_model_len)
     except SteerEnvsError as exc:
         parser.exit(2, f"error: {exc}\n")
     warn_if_exposed(args.host, api_key, "OpenAI-compatible model server")
