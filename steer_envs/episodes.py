@@ -32,6 +32,7 @@ import numpy as np
 
 from .errors import DataFormatError
 from .failures import episode_failed
+from .llm.base import ContextOverflowError
 
 #: 2**31 - 1: every derived seed is a non-negative int32 (what ``gymnasium``'s ``reset(seed=...)`` and torch take)
 _SEED_MOD = 2**31 - 1
@@ -62,6 +63,9 @@ class EpisodeRecord:
     #: a service failure truncated the episode (``steer_envs.failures``): it has no outcome, so the summaries
     #: count it and leave it (and its pair in every other method) out of the means and intervals
     failed: bool = False
+    #: ``"context"`` when the agent outgrew its model's context (``info["truncation"]``): a scored outcome (F1 0)
+    #: that stays in every mean, unlike ``failed``; the summaries count these episodes
+    truncation: str | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -173,7 +177,10 @@ def play_episode(env: Any, policy: Any, seed: int, task_id: str | None = None) -
     """The bare episode loop: ``(return, decisions, final info)``. Env and policy are reset with the same seed.
 
     A policy that must look ahead in the environment itself (the lookahead oracle forks it) declares
-    ``bind(env)``; it is called once per episode, before the first action."""
+    ``bind(env)``; it is called once per episode, before the first action. A policy that *is* the searching agent
+    (GuidedSearch-v0's learner) and raises :class:`~steer_envs.llm.base.ContextOverflowError` because its prompt
+    outgrew its model's context ends the episode through the env's ``truncate_for_context``: a scored truncation,
+    not a crash (envs without that method re-raise: a supervisor's overflow is not the episode's outcome)."""
     options = {"task_id": task_id} if task_id is not None else None
     observation, info = env.reset(seed=seed, options=options)
     policy.reset(seed)
@@ -183,7 +190,15 @@ def play_episode(env: Any, policy: Any, seed: int, task_id: str | None = None) -
     total, decisions = 0.0, 0
     terminated = truncated = False
     while not (terminated or truncated):
-        action = policy.act(observation, info)
+        try:
+            action = policy.act(observation, info)
+        except ContextOverflowError as exc:
+            end = getattr(getattr(env, "unwrapped", env), "truncate_for_context", None)
+            if end is None:
+                raise
+            observation, reward, terminated, truncated, info = end(str(exc))
+            total += float(reward)
+            break
         observation, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         decisions += 1
@@ -208,6 +223,7 @@ def run_episode(env: Any, policy: Any, seed: int, task_id: str | None = None, me
         decisions=decisions, tokens=int(info.get("tokens", 0)),
         answer=None if info.get("answer") is None else str(info.get("answer")),
         seconds=round(time.perf_counter() - start, 4), failure=info.get("failure"), failed=episode_failed(info),
+        truncation=info.get("truncation"),
     )
 
 

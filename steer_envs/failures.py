@@ -13,6 +13,14 @@ leaves them (and their pairs) out of the means and intervals. :func:`episode_fai
 
 A recording that ends without an answer (``replay:``) is *not* a service failure: it is the recorded agent's
 outcome, and stays a terminated episode with ``info["failure"]`` only.
+
+Nor is a **context overflow**: an agent whose transcript outgrew its model's context
+(:class:`~steer_envs.llm.base.ContextOverflowError`) has talked past what it can read, and Search-R1 scores that
+as an episode without an answer. The episode ends *truncated* (``terminated=False``) with
+``info["truncation"] = "context"`` (:data:`CONTEXT_TRUNCATION`), the reason in ``info["truncation_detail"]``, no
+answer and its scores (F1 0), and no ``failure`` / ``failure_source``: :func:`episode_failed` is False and every
+mean keeps it. Dropping it instead would raise the means of long-winded agents, whose hardest episodes are
+exactly the ones that overflow. :func:`truncated_by_context` tells such an episode apart (the harness counts them).
 """
 from __future__ import annotations
 
@@ -20,6 +28,8 @@ from typing import Any
 
 #: what can fail: the executor's language-model backend, the retriever, or another service an episode needs
 FAILURE_SOURCES = ("backend", "retrieval", "service")
+#: ``info["truncation"]`` of an episode whose agent outgrew its model's context (a scored outcome, not a failure)
+CONTEXT_TRUNCATION = "context"
 
 
 def failure_source(exc: BaseException) -> str:
@@ -44,3 +54,8 @@ def failure_of(info: dict[str, Any] | None) -> str | None:
     if not episode_failed(info):
         return None
     return f"{info['failure_source']}: {info.get('failure') or 'failed'}"
+
+
+def truncated_by_context(info: dict[str, Any] | None) -> bool:
+    """Whether a final ``info`` says the agent outgrew its model's context (a scored truncation, kept in means)."""
+    return bool(info) and info.get("truncation") == CONTEXT_TRUNCATION

@@ -216,7 +216,7 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     summaries = summarize(complete, benchmarks, reference=reference_of(complete), resamples=resamples) if complete else []
     table = results_table(summaries, benchmarks)
     header = table_header(cfg)
-    notes = incomplete_notes(folder, partial)
+    notes = incomplete_notes(folder, partial) + context_notes(summaries)
     atomic_write_text(folder.root / "table.md", header + table + notes)
     metrics = {
         "config": folder.config.to_json(),
@@ -240,6 +240,13 @@ def incomplete_notes(folder: RunFolder, partial: dict[str, int] | None = None) -
     return "".join(f"\n*{label}: incomplete ({n}/{total} episodes), not in the table.*\n" for label, n in partial.items())
 
 
+def context_notes(summaries: Sequence[MethodSummary]) -> str:
+    """A line per row some of whose episodes ended because the agent outgrew its model's context: they are scored
+    as episodes without an answer and counted in the means (``steer_envs.failures``), so the reader sees how many."""
+    return "".join(f"\n*{s.method}: {s.context_truncations} episode(s) ended by a context overflow, scored as no "
+                   "answer (F1 0) and kept in the means.*\n" for s in summaries if s.context_truncations)
+
+
 def _summary_json(s: MethodSummary) -> dict:
     def interval(i):
         return None if i is None else {"mean": i.mean, "low": i.low, "high": i.high}
@@ -249,7 +256,7 @@ def _summary_json(s: MethodSummary) -> dict:
         "em": s.em, "avg_em": s.avg_em, "interventions_per_task": s.interventions_per_task,
         "turns_per_task": s.turns_per_task, "gain": {b: interval(i) for b, i in s.gain.items()},
         "avg_gain": interval(s.avg_gain), "gain_per_intervention": s.gain_per_intervention,
-        "failed": s.failed, "dropped_pairs": s.dropped_pairs,
+        "failed": s.failed, "dropped_pairs": s.dropped_pairs, "context_truncations": s.context_truncations,
     }
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.failures import CONTEXT_TRUNCATION
 
 from .records import EpisodeRecord
 
@@ -65,6 +66,7 @@ class MethodSummary:
     labels: list[str] = field(default_factory=list)   # the run folder labels of those runs
     failed: int = 0                               # this row's episodes a service failure truncated (excluded)
     dropped_pairs: int = 0                        # (task, seed) pairs left out of every row: some row failed there
+    context_truncations: int = 0                  # kept episodes the agent's context overflow ended (scored, F1 0)
 
 
 def _keys(records: Sequence[EpisodeRecord]) -> set[tuple[str, int]]:
@@ -281,6 +283,7 @@ def summarize_rows(
             labels=list(row.runs),
             failed=failed[row.name],
             dropped_pairs=len(dropped),
+            context_truncations=sum(getattr(r, "truncation", None) == CONTEXT_TRUNCATION for r in records),
         )
         if reference in names and row.name != reference:
             summary.gain, summary.avg_gain = boot.gain(row.name, reference)

@@ -21,6 +21,7 @@ from ..deprecation import rename_options
 from ..errors import InvalidActionError, SteerEnvsError, unknown_name
 from ..executors.base import Executor, ExecutorContext, Intervention
 from ..executors.registry import make_executor, parse_spec
+from ..failures import CONTEXT_TRUNCATION
 from ..meter import count_step
 from .catalogue import CATALOGUES, InterventionTemplate
 from .spaces import AnyText, discrete_index
@@ -167,6 +168,11 @@ class SearchEnv(SearchTaskEnv):
         "failure_source": "what failed (`backend`, `retrieval`, `service`) when a service failed after its retries: "
                           "the episode is then truncated (terminated=False) with reward 0 for that step, a failure "
                           "and not an outcome (final step, only when it happened; `steer_envs.failures`)",
+        "truncation": "`context` when the executor's prompt outgrew its model's context (`ContextOverflowError`): the "
+                      "episode is truncated (terminated=False) and scored as one without an answer (F1 0, no "
+                      "`failure`), an outcome that evaluations keep in their means (final step, only when it happened)",
+        "truncation_detail": "the model's or server's message about the overflow (tokens asked for, the context) "
+                             "(final step, with `truncation`)",
     }
     #: the options (``gymnasium.make`` keywords) and their defaults, types and docs
     config_class: type[EnvConfig] = EnvConfig
@@ -259,6 +265,9 @@ class SearchEnv(SearchTaskEnv):
                 info["failure"] = ex.failure
             if getattr(ex, "failure_source", None) is not None:
                 info["failure_source"] = ex.failure_source
+            if getattr(ex, "truncation", None) is not None:
+                info["truncation"] = ex.truncation
+                info["truncation_detail"] = getattr(ex, "truncation_detail", None) or ""
         return info
 
     # -- gymnasium API ---------------------------------------------------------------------------------------------
@@ -274,16 +283,20 @@ class SearchEnv(SearchTaskEnv):
     def _step(self, action):
         if self.task is None:
             raise SteerEnvsError("call reset() before step()")
-        if self._finished() and not self._failure_pending():
+        if self._finished() and not self._end_pending():
             raise SteerEnvsError("the episode has ended; call reset() to start another")
         template, text = self._decode(action)
         self._decisions += 1
         count_step()  # the budget meter (steer_envs.meter): forks and pool workers count too
         if self._failure_pending():  # a service failed before this decision (during reset): nothing to act on
             return self._truncate()
+        if self._context_pending():  # the executor outgrew its context before this decision (during reset)
+            return self._truncate_context()
         reward = self._apply(template, text)
         if self._failure_pending():
             return self._truncate()
+        if self._context_pending():
+            return self._truncate_context(reward)
         terminated = self._finished()
         if terminated:
             reward += self.metric_fn(self.executor.answer, self.task.golden_answers)
@@ -292,6 +305,17 @@ class SearchEnv(SearchTaskEnv):
     def _failure_pending(self) -> bool:
         """A service failed after its retries and the episode has not reported it yet."""
         return getattr(self.executor, "failure_source", None) is not None and not self._failure_reported
+
+    def _context_pending(self) -> bool:
+        """The executor outgrew its model's context and the episode has not reported it yet."""
+        return getattr(self.executor, "truncation", None) == CONTEXT_TRUNCATION and not self._failure_reported
+
+    def _end_pending(self) -> bool:
+        """An early end (service failure or context truncation) waits for the step that reports it."""
+        return self._failure_pending() or self._context_pending()
+
+    def _no_answer_score(self) -> float:
+        return float(self.metric_fn(None, self.task.golden_answers))
 
     def _report_failure(self) -> None:
         self._failure_reported = True

@@ -25,6 +25,13 @@ documents, with a feature matrix per candidate for CPU policies; ``action_mask``
 empty slot counts as an invalid action; it is a ``MultiBinary`` space, the shape action-masking learners expect).
 The env is forkable (``get_state`` / ``set_state`` / ``fork``).
 
+**Context limits.** Here the agent is the learner, and its model lives outside the env. A learner whose prompt
+(``prompt + transcript``) outgrew its model's context calls :meth:`GuidedSearchEnv.truncate_for_context` instead of
+acting (``steer_envs.episodes.play_episode`` does it when the policy raises
+:class:`~steer_envs.llm.base.ContextOverflowError`): the episode ends truncated and scored as one without an answer
+(``info["truncation"] = "context"``, no ``failure``), the same outcome an executor's overflow gives in the
+supervision envs, kept in every mean.
+
 What it shares with the supervision envs (task loading and picking, the reset order of RNG draws, scoring,
 failures as truncations, render, forking with the RNG's seed, close) lives in their common base,
 :class:`~steer_envs.envs.task_env.SearchTaskEnv`; this module holds what is its own: the reference plan, the search/answer
@@ -42,7 +49,7 @@ from ..data.records import Task
 from ..data.tasks import load_tasks
 from ..deprecation import PLAN_OPTION_RENAMES, rename_options, renamed_options
 from ..errors import InvalidActionError, ServiceError, SteerEnvsError, unknown_name
-from ..failures import failure_source
+from ..failures import CONTEXT_TRUNCATION, failure_source
 from ..executors.prompts import get_prompt_template
 from ..executors.protocol import INVALID_ACTION_REPLY, parse_action, render_answer, render_information, render_search
 from ..guidance.hint import format_hint
@@ -128,13 +135,16 @@ class EpisodeState:
     failure: str | None = None
     failure_source: str | None = None
     failure_reported: bool = False
+    #: ``"context"`` when the learner's prompt outgrew its model's context (a scored truncation, not a failure)
+    truncation: str | None = None
+    truncation_detail: str | None = None
 
     def copy(self) -> "EpisodeState":
         """An independent copy (lists copied; the task, reference and documents are immutable and shared)."""
         return EpisodeState(self.task, self.reference, self.k, self.mode, self.shuffle_seed, self.transcript,
                             list(self.searched), list(self.docs), list(self.taken), self.turns, self.prefix_executed,
                             self.answer, self.done, self.env_steps, self.failure, self.failure_source,
-                            self.failure_reported)
+                            self.failure_reported, self.truncation, self.truncation_detail)
 
     @property
     def failure_pending(self) -> bool:
@@ -180,6 +190,10 @@ class GuidedSearchEnv(SearchTaskEnv):
         "failure": "the message, when the retriever failed after its retries (final step, only when it happened)",
         "failure_source": "what failed (`retrieval`, ...): the episode is then truncated (terminated=False) with "
                           "reward 0, a failure and not an outcome (final step, only when it happened)",
+        "truncation": "`context` when the agent's prompt outgrew its model's context (`truncate_for_context`): the "
+                      "episode is truncated (terminated=False) and scored as one without an answer, no `failure`: "
+                      "an outcome kept in every mean (final step, only when it happened)",
+        "truncation_detail": "the model's message about the overflow (final step, with `truncation`)",
     }
     #: the options (``gymnasium.make`` keywords) and their defaults, types and docs
     config_class: type[GuidedSearchConfig] = GuidedSearchConfig
@@ -326,6 +340,23 @@ class GuidedSearchEnv(SearchTaskEnv):
     def _report_failure(self) -> None:
         self._require_state().failure_reported = True
 
+    def truncate_for_context(self, detail: str = ""):
+        """End the episode because the agent's prompt outgrew its model's context, instead of a step: returns the
+        step tuple of a scored truncation (reward and scores of an episode without an answer, ``truncated=True``,
+        ``info["truncation"] = "context"`` and ``detail`` in ``info["truncation_detail"]``). Why not a failure: see
+        the module docstring."""
+        s = self._require_state()
+        if s.done:
+            raise SteerEnvsError("the episode has ended; call reset() to start another")
+        s.truncation, s.truncation_detail, s.done = CONTEXT_TRUNCATION, str(detail), True
+        self._candidates = None
+        result = self._truncate_context()
+        self._render_human()
+        return result
+
+    def _no_answer_score(self) -> float:
+        return float(self.metric_fn(None, self._require_state().task.golden_answers))
+
     def score(self) -> float:
         s = self._require_state()
         return float(self.metric_fn(s.answer, s.task.golden_answers))
@@ -463,6 +494,9 @@ class GuidedSearchEnv(SearchTaskEnv):
             if s.failure is not None:
                 info["failure"] = s.failure
                 info["failure_source"] = s.failure_source
+            if s.truncation is not None:
+                info["truncation"] = s.truncation
+                info["truncation_detail"] = s.truncation_detail or ""
         return info
 
     # -- forking (GEM-style get_state / set_state / fork: SearchTaskEnv; the episode's part here) ----------------

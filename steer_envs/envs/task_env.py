@@ -8,8 +8,9 @@ planning, verification, hand-off) and the learner env (:class:`~steer_envs.envs.
   :meth:`_load_tasks`), one way to pick an episode's task (``options["task_id"]`` or the env's RNG);
 * **reset**: the task draw, then one episode seed from the env's RNG, in that order (so a subclass's episodes are
   a function of the seed), then :meth:`_begin`;
-* **scoring**: the answer's F1, exact match and the reward metric (:meth:`_scores`), and failures as truncations
-  (:meth:`_truncate`, ``steer_envs.failures``);
+* **scoring**: the answer's F1, exact match and the reward metric (:meth:`_scores`), failures as truncations
+  (:meth:`_truncate`, ``steer_envs.failures``), and an agent that outgrew its model's context as a *scored*
+  truncation (:meth:`_truncate_context`: no answer, F1 0, ``info["truncation"] = "context"``, kept in means);
 * **render**: ``ansi`` returns the text, ``human`` prints it, on every ``reset`` and ``step`` as Gymnasium expects;
 * **forking** (GEM-style ``get_state`` / ``set_state`` / ``fork``): the env's RNG travels with its seed
   (``_np_random_seed``), so ``env.np_random_seed`` stays true after a fork or a restored state;
@@ -122,6 +123,19 @@ class SearchTaskEnv(gym.Env):
         self._report_failure()
         return self._observation(), 0.0, False, True, self._info(final=True)
 
+    def _truncate_context(self, reward: float = 0.0):
+        """The agent outgrew its model's context (``steer_envs.failures``): the episode ends as truncated, scored as
+        one without an answer. ``reward`` is what the step earned before (intervention costs); the no-answer score
+        is added, so the return is what a harness records, and ``info`` carries ``truncation`` and the final
+        scores but no ``failure``, so every mean keeps the episode."""
+        self._report_failure()
+        reward = float(reward) + float(self._no_answer_score())
+        return self._observation(), reward, False, True, self._info(final=True)
+
+    def _no_answer_score(self) -> float:
+        """The reward metric of an episode that ends without an answer (0 for every metric the suite ships)."""
+        raise NotImplementedError
+
     def _scores(self, answer: str | None, golden) -> dict[str, Any]:
         """The final step's scores of ``answer``: token F1, exact match, and the reward metric."""
         return {"f1": get_metric("f1")(answer, golden), "em": squad_em(answer, golden),
@@ -219,7 +233,8 @@ class SearchTaskEnv(gym.Env):
         raise NotImplementedError
 
     def _report_failure(self) -> None:
-        """Mark the pending service failure as reported (the truncating step)."""
+        """Mark the pending early end (a service failure, or a context truncation) as reported (the truncating
+        step)."""
         raise NotImplementedError
 
     def _episode_state(self) -> dict[str, Any]:

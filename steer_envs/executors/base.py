@@ -4,6 +4,12 @@ An executor runs one task at a time, one *turn* per :meth:`Executor.step` (a tur
 ends in a search or an answer, plus the search results it gets back). Supervision reaches it only as text,
 through :meth:`Executor.intervene`. Executors are forkable (``get_state`` / ``set_state`` / ``fork``) so that
 trainers can roll out counterfactual continuations from the same state (GEM's spawn / get_state / set_state).
+
+A turn whose prompt outgrew the model's context (:class:`~steer_envs.llm.base.ContextOverflowError`) ends the
+episode as an ``overflow`` turn: no answer, :attr:`Executor.truncation` set to ``"context"``, and no failure. It is
+caught apart from :class:`~steer_envs.errors.ServiceError` on purpose: a service failure is no outcome and is
+dropped from means, while talking past one's context is the executor's own outcome and is scored (F1 0), as
+Search-R1 scores it (:mod:`steer_envs.failures`).
 """
 from __future__ import annotations
 
@@ -13,7 +19,8 @@ from typing import Any, Literal
 
 from ..data.records import Task
 from ..errors import ServiceError, SteerEnvsError
-from ..failures import failure_source
+from ..failures import CONTEXT_TRUNCATION, failure_source
+from ..llm.base import ContextOverflowError
 
 InterventionKind = Literal["note", "reject"]
 
@@ -35,9 +42,10 @@ class Intervention:
 class TurnResult:
     """What one executor turn produced. ``segment`` is the generated text, ``observation`` what the
     environment appended (search results, or the invalid-action reply). ``message`` is a multi-agent executor's
-    turn that neither searched nor answered (a pipeline role's hand-off)."""
+    turn that neither searched nor answered (a pipeline role's hand-off). ``overflow``: the prompt no longer fits the
+    model's context, so the episode ends without an answer (``error`` says by how much)."""
 
-    kind: Literal["search", "answer", "invalid", "failed", "message"]
+    kind: Literal["search", "answer", "invalid", "failed", "message", "overflow"]
     segment: str
     observation: str = ""
     query: str | None = None
@@ -84,6 +92,9 @@ class Executor(ABC):
         self.failure: str | None = None
         #: what failed when ``failure`` is a service failure (the env then truncates the episode), else None
         self.failure_source: str | None = None
+        #: ``"context"`` when the episode ended because the prompt outgrew the model's context (a scored outcome)
+        self.truncation: str | None = None
+        self.truncation_detail: str | None = None
         self.stats = ExecutorStats()
         self.history: list[TurnResult] = []
 
@@ -96,6 +107,8 @@ class Executor(ABC):
         self.done = False
         self.failure = None
         self.failure_source = None
+        self.truncation = None
+        self.truncation_detail = None
         self.stats = ExecutorStats()
         self.history = []
         self._reset(task, seed)
@@ -105,13 +118,16 @@ class Executor(ABC):
 
         A :class:`~steer_envs.errors.ServiceError` (a model or retrieval server that failed after its retries)
         becomes a ``failed`` turn whose reason the env reports in ``info["failure"]``: the episode ends, a long
-        run goes on."""
+        run goes on. A :class:`~steer_envs.llm.base.ContextOverflowError` becomes an ``overflow`` turn: the episode
+        ends without an answer and the env reports a scored truncation (``info["truncation"] = "context"``)."""
         if self.task is None:
             raise SteerEnvsError("call reset(task) before step()")
         if self.done:
             raise SteerEnvsError("the executor has finished this task; call reset(task) to start another")
         try:
             result = self._turn()
+        except ContextOverflowError as exc:  # the executor talked past its context: an outcome, scored as no answer
+            result = TurnResult("overflow", "", error=str(exc))
         except ServiceError as exc:  # a server the turn needed failed after its retries: end this episode only
             result = TurnResult("failed", "", error=str(exc), source=failure_source(exc))
         self.history.append(result)
@@ -128,6 +144,9 @@ class Executor(ABC):
         elif result.kind == "failed":
             self.failure = result.error or "executor failed"
             self.failure_source = result.source
+            self.done = True
+        elif result.kind == "overflow":
+            self.truncation, self.truncation_detail = CONTEXT_TRUNCATION, result.error
             self.done = True
         if self.stats.turns >= self.max_turns:
             self.done = True
@@ -184,6 +203,8 @@ class Executor(ABC):
             "done": self.done,
             "failure": self.failure,
             "failure_source": self.failure_source,
+            "truncation": self.truncation,
+            "truncation_detail": self.truncation_detail,
             "stats": ExecutorStats(**vars(self.stats)),
             "history": list(self.history),
             "max_turns": self.max_turns,
@@ -198,6 +219,8 @@ class Executor(ABC):
         self.done = state["done"]
         self.failure = state["failure"]
         self.failure_source = state.get("failure_source")  # snapshots from before failure sources: None
+        self.truncation = state.get("truncation")  # snapshots from before context truncations: None
+        self.truncation_detail = state.get("truncation_detail")
         self.stats = ExecutorStats(**vars(state["stats"]))
         self.history = list(state["history"])
         self.max_turns = state["max_turns"]

@@ -26,7 +26,8 @@ import numpy as np
 from ...data.records import Task
 from ...data.scoring import f1 as f1_score
 from ...errors import ServiceError, SteerEnvsError, unknown_name
-from ...failures import failure_source
+from ...failures import CONTEXT_TRUNCATION, failure_source
+from ...llm.base import ContextOverflowError
 from ...notes import Reading, shared_reader
 from ..base import Executor, ExecutorContext, ExecutorStats, Intervention, TurnResult
 from ..sim.hops import Hop, build_hops, is_choice
@@ -87,6 +88,9 @@ class Pipeline(SimResources, Executor):
         self.done = False
         self.failure: str | None = None
         self.failure_source: str | None = None
+        #: ``"context"`` when a model role's prompt outgrew its context: the episode ends, scored without an answer
+        self.truncation: str | None = None
+        self.truncation_detail: str | None = None
         self.stats = ExecutorStats()
         self.last_titles: list[str] = []
 
@@ -174,6 +178,8 @@ class Pipeline(SimResources, Executor):
         tokens = sum(len(h.text.split()) for h in new)
         if self.done and self.failure is not None:
             return TurnResult("failed", segment, tokens=tokens, error=self.failure, source=self.failure_source)
+        if self.done and self.truncation is not None:
+            return TurnResult("overflow", segment, tokens=tokens, error=self.truncation_detail)
         if self.done and isinstance(self.answer, str):
             return TurnResult("answer", segment, answer=self.answer, tokens=tokens)
         queries = new[-1].fields.get("queries") if new and new[-1].sender == "searcher" else None
@@ -289,6 +295,10 @@ class Pipeline(SimResources, Executor):
             else:
                 fields = SIM_ROLES[role](self, inbox)
                 text = render_message(fields)
+        except ContextOverflowError as exc:  # a model role talked past its context: an outcome, scored (no answer)
+            self.truncation, self.truncation_detail = CONTEXT_TRUNCATION, str(exc)
+            self.pending, self.awaiting, self.done = None, None, True
+            return
         except ServiceError as exc:  # a model or retrieval server failed after its retries: end this episode only
             self._fail(exc)
             return
@@ -409,7 +419,8 @@ class Pipeline(SimResources, Executor):
             "task": self.task, "params": self.params, "state": self._s, "handoffs": self.handoffs, "pending": self.pending,
             "inboxes": self.inboxes, "awaiting": self.awaiting, "turns_by_role": self.turns_by_role, "answer": self.answer, "done": self.done,
             "failure": self.failure, "stats": self.stats, "last_titles": self.last_titles, "max_turns": self.max_turns,
-            "failure_source": self.failure_source,
+            "failure_source": self.failure_source, "truncation": self.truncation,
+            "truncation_detail": self.truncation_detail,
         })
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -420,6 +431,7 @@ class Pipeline(SimResources, Executor):
         self.turns_by_role, self.answer, self.done = state["turns_by_role"], state["answer"], state["done"]
         self.failure, self.stats, self.last_titles = state["failure"], state["stats"], state["last_titles"]
         self.failure_source = state.get("failure_source")
+        self.truncation, self.truncation_detail = state.get("truncation"), state.get("truncation_detail")
         self.max_turns = state["max_turns"]
 
     # -- the base class's hooks: unused, the pipeline implements reset/step/intervene/get_state/set_state itself ----
