@@ -65,9 +65,17 @@ def uninstalled_tracker() -> str:
 def test_steering_run_logs_the_log_rows_to_tensorboard(tmp_path):
     pytest.importorskip("tensorboard")
     run = tmp_path / "run"
-    SteeringTrainer(SteeringConfig(**STEERING, log_with=("tensorboard",)), run).run()
+    trainer = SteeringTrainer(SteeringConfig(**STEERING, log_with=("tensorboard",)), run)
+    trainer.run()
     assert_tracked_as_logged(run, "steering", "round", ("loss", "loss_grpo", "mean_q", "rollouts"))
     assert list((run / TRACKERS_DIR).iterdir()) == [run / TRACKERS_DIR / "steering"]
+    assert_trackers_ended(trainer)
+
+
+def assert_trackers_ended(trainer) -> None:
+    """accelerate's end_training ran: its TensorBoard writer is closed (torch's SummaryWriter drops its writers)."""
+    (tracker,) = trainer.accelerator.trackers
+    assert tracker.writer.all_writers is None
 
 
 @pytest.mark.slow
@@ -85,6 +93,13 @@ def test_actguide_run_logs_the_log_rows_to_tensorboard_and_resumes_a_folder_made
     def stop_after_first(i, record):
         if i == 0:
             raise Stop
+
+    failed = ActGuideTrainer(ActGuideConfig(**ACTGUIDE, log_with=("tensorboard",)), tmp_path / "failed",
+                             on_iteration_end=stop_after_first)
+    with pytest.raises(Stop):
+        failed.run()
+    assert_trackers_ended(failed)  # a run that fails ends its trackers too, with what it logged
+    assert_tracked_as_logged(tmp_path / "failed", "actguide", "iteration", ("unguided_success", "loss"))
 
     cut = tmp_path / "cut"
     with pytest.raises(Stop):
