@@ -1,0 +1,60 @@
+"""The real inference engine: vLLM (its CPU build here, installed under the cache on first use) serving a tiny random
+model with a LoRA steerer adapter. Every test here talks to that real server; the engine's memory is reported beside
+the suite's, outside its budget (tests/memory_budget.py).
+
+The model is random, so its text is gibberish: that is what the hostile-output tests want (no tags, no stop string,
+byte tokens that are not valid UTF-8 alone), and what the adapter check needs (any difference shows)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+#: the context the server enforces: a small model's, so overflows are reachable in a few turns
+ENGINE_CONTEXT = 2048
+ADAPTER_NAME = "steerer"
+ADAPTER_RANK = 8
+
+
+@pytest.fixture(scope="session")
+def engine_model_dir(tmp_path_factory) -> Path:
+    from steer_envs.llm.tiny import build_tiny_causal_lm
+
+    # head size 64: vLLM's CPU attention refuses heads below 32
+    return build_tiny_causal_lm(tmp_path_factory.mktemp("engine") / "tiny", hidden_size=128, heads=2,
+                                max_positions=ENGINE_CONTEXT, chat_template=True)
+
+
+def steering_options():
+    from agents.steering.interventions import options_from_catalogue
+    from steer_envs.envs.catalogue import STEERING
+
+    return options_from_catalogue(STEERING)
+
+
+@pytest.fixture(scope="session")
+def adapter_dir(engine_model_dir, tmp_path_factory) -> Path:
+    """A LoRA steerer's adapter folder as training writes it (``save_adapter``), its weights moved off peft's zero
+    initialisation (an untouched adapter is the identity, which no comparison could tell from a missing one)."""
+    from agents.steering.causal_lm import CausalLMSteerer
+
+    steerer = CausalLMSteerer(steering_options(), model=str(engine_model_dir), lora=True, lora_rank=ADAPTER_RANK)
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for name, parameter in steerer.lm.named_parameters():
+            if "lora_" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.2)
+    folder = tmp_path_factory.mktemp("adapter") / "adapter"
+    steerer.save_adapter(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def vllm_server(engine_model_dir, adapter_dir):
+    from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
+
+    options = VLLMServeOptions(model=str(engine_model_dir), name="tiny", max_model_len=ENGINE_CONTEXT,
+                               adapters=((ADAPTER_NAME, str(adapter_dir)),), max_lora_rank=ADAPTER_RANK, device="cpu")
+    with VLLMServer(options) as server:
+        yield server
