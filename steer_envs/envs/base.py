@@ -283,7 +283,7 @@ class SearchEnv(SearchTaskEnv):
     def _step(self, action):
         if self.task is None:
             raise SteerEnvsError("call reset() before step()")
-        if self._finished() and not self._end_pending():
+        if self._failure_reported or (self._finished() and not self._end_pending()):  # an early end is final too
             raise SteerEnvsError("the episode has ended; call reset() to start another")
         template, text = self._decode(action)
         self._decisions += 1
