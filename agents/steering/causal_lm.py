@@ -17,6 +17,11 @@
   of those three parts, so GRPO's gradient is the gradient of the real sampling distribution;
   :meth:`CausalLMSteerer.slow_logprobs` re-scores the same ids in one batched pass per sample set, in
   ``micro_batch`` chunks under activation checkpointing.
+* Prompts fit the model's context (:mod:`.context_fit`): the prompt budget is ``max_prompt_tokens``, capped by the
+  model's context (its config) less the tokens the slow path appends (``max_think_tokens`` and the grammar);
+  tokens are counted with the model's tokenizer; the goal stays, the oldest turns are elided behind a visible
+  marker, and :attr:`CausalLMSteerer.context_stats` counts what was elided. Whole turns rather than a cut in the
+  middle of the tokens, so the model never reads half an ``<information>`` block.
 * Loaded through the backend layer (``make_backend("hf:…", device=…, dtype=…)``), on any device and dtype.
 * Optional LoRA (peft), or QLoRA (LoRA over a 4-bit base, bitsandbytes on a CUDA GPU): only adapter weights train
   and checkpoints hold only them; :meth:`CausalLMSteerer.save_adapter` writes a peft adapter folder
@@ -33,6 +38,7 @@ import torch
 
 from steer_envs.errors import SteerEnvsError
 
+from .context_fit import ContextStats, fit_observation
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
@@ -51,6 +57,8 @@ PASS_NAME = "pass"
 ADAPTER_DIR = "adapter"
 #: how many trailing reasoning tokens are decoded to look for ``</think>`` (8 characters: at most 8 tokens)
 _THINK_END_WINDOW = 8
+#: tokens the slow path appends after the reasoning (forced ``</think>``, the grammar head, a NAME, an ARGUMENT)
+GRAMMAR_RESERVE = 64
 PADDING_SIDES = ("left", "right")
 
 
@@ -173,6 +181,11 @@ class CausalLMSteerer(Steerer):
                               else self._load_through_backend(folder, run_on, dtype))
         if gradient_checkpointing and not qlora:  # prepare_model_for_kbit_training switched it on for QLoRA
             lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        from steer_envs.llm.hf import model_context_length
+
+        #: tokens the model reads at once (its config's), or None when the config does not say
+        self.context_length = model_context_length(lm.config, self.tokenizer)
+        self.context_stats = ContextStats()
         lm = self._attach_adapters(lm, run_on)
         self.lm = lm
         self.lm.eval()  # no dropout: sampling and re-scoring must see the same distribution
@@ -302,18 +315,30 @@ class CausalLMSteerer(Steerer):
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def _prompt_ids(self, observation: Any, suffix: str) -> list[int]:
-        """BOS + observation text (middle cut to fit ``max_prompt_tokens``) + ``suffix``."""
-        from steer_envs.envs import observation_text
+    @property
+    def prompt_budget(self) -> int:
+        """Tokens a prompt may take: ``max_prompt_tokens``, capped by the model's context less what the slow path
+        generates and appends after the prompt (``max_think_tokens`` + :data:`GRAMMAR_RESERVE`)."""
+        if self.context_length is None:
+            return self.max_prompt_tokens
+        return min(self.max_prompt_tokens, self.context_length - self.max_think_tokens - GRAMMAR_RESERVE)
 
-        text = observation_text(observation) if isinstance(observation, dict) else str(observation)
-        body, tail = self._ids(text), self._ids(suffix)
-        room = max(16, self.max_prompt_tokens - len(tail))
-        if len(body) > room:
-            head = min(64, room // 3)  # keep the goal at the top and the latest turns at the bottom
-            body = body[:head] + body[len(body) - (room - head):]
+    def _prompt_ids(self, observation: Any, suffix: str) -> list[int]:
+        """BOS + observation text fitted to :attr:`prompt_budget` (:func:`~.context_fit.fit_observation`: the goal
+        kept, the oldest turns elided behind a marker; tokens counted with this tokenizer) + ``suffix``."""
+        tail = self._ids(suffix)
         bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
-        return bos + body + tail
+        room = max(16, self.prompt_budget - len(tail) - len(bos))
+        seen: dict[str, list[int]] = {}  # each candidate text is tokenised once
+
+        def ids(text: str) -> list[int]:
+            if text not in seen:
+                seen[text] = self._ids(text)
+            return seen[text]
+
+        fitted = fit_observation(observation, lambda text: len(ids(text)) <= room)
+        self.context_stats.record(fitted)
+        return bos + ids(fitted.text) + tail
 
     def _pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``input_ids``, ``attention_mask`` and ``position_ids`` (0 at each row's first real token) on the model's

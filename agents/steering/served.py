@@ -17,6 +17,15 @@ it sits behind an inference server. This backbone reaches it through the ``opena
   :func:`parse_intervention` reads the line robustly (case, quotes, markdown, ``-``/space for ``_``); an unknown
   NAME, or no such line at all, becomes ``pass`` and is counted as a parse failure.
 
+Prompts fit the served model's context (:mod:`.context_fit`): no tokenizer is here, so the prompt's tokens are
+estimated from its characters (``chars_per_token``) against the server's ``context_length`` (the ``max_model_len``
+option, else what ``GET /v1/models`` lists) less the tokens the request asks for, and ``max_prompt_chars`` caps
+it; the goal stays and the oldest turns are elided behind a visible marker (counted in
+:attr:`ServedSteerer.context_stats`). An estimate can be wrong, so a request the server still refuses for length
+(:class:`~steer_envs.llm.base.ContextOverflowError`) is fitted again with a budget ``REFIT_FACTOR`` smaller, kept for
+later prompts, at most ``max_refits`` times; if even then it does not fit, the decision is "no evidence" (fast
+path ``z = 0``) or a pass (slow path), counted as a fallback, so no evaluation aborts on length.
+
 There are no gradients: a served model's weights are not here. :meth:`ServedSteerer.trainable_parameters`,
 :meth:`ServedSteerer.slow_logprobs` and ``train()`` raise a clear error, so a trainer configured with this
 backbone stops at once instead of failing inside autograd.
@@ -35,15 +44,24 @@ from typing import Any
 import torch
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.llm.base import ContextOverflowError, context_length_of
 
 from .causal_lm import FAST_QUESTION, GRAMMAR_HEAD, PASS_NAME, SLOW_INSTRUCTION, THINK_END
+from .context_fit import ContextStats, fit_observation
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
 #: the fast path's two answers; ``match_candidates`` strips whitespace, so tokens "yes" and " yes" both count
 YES, NO = " yes", " no"
-#: the characters kept from the top of an over-long observation (the goal); the rest comes from its end
+#: the smallest ``max_prompt_chars`` accepted (twice the old head of a middle cut: room for the goal and a turn)
 HEAD_CHARS = 400
+#: the first guess of characters per token: English BPE text runs near 4, tags, digits and names lower, so 3 errs
+#: towards short prompts
+CHARS_PER_TOKEN = 3.0
+#: a refit after the server refused a fitted prompt shrinks the character budget by this factor
+REFIT_FACTOR = 0.6
+#: tokens the slow path's second request adds after the prompt besides the reasoning (``</think>``, the grammar head)
+SLOW_MARGIN = 16
 MAX_ARGUMENT_CHARS = 120
 _LINE = re.compile(r"intervention\s*[:=\-]\s*(?P<rest>[^\n]*)", re.IGNORECASE)
 _DECOR = " \t\"'`*_[]()<>.,;!"
@@ -126,8 +144,9 @@ class ServedSteerer(Steerer):
     """A :class:`Steerer` whose LLM is served over the OpenAI API (``model="openai:<name>@<base_url>"``).
 
     ``top_logprobs``: how many next tokens the fast path asks the server for (vLLM's default cap is 20).
-    ``max_prompt_chars``: the observation is cut in the middle to this many characters (the goal at the top and
-    the latest turns kept; a served model's tokenizer is not here to count tokens). ``temperature``: the slow
+    ``max_prompt_chars``: the most characters a prompt may have; prompts are also fitted to the model's context
+    (``max_model_len`` when given, else the server's listing) at ``chars_per_token``, turn by turn (the goal kept,
+    the oldest turns elided), and refitted at most ``max_refits`` times when the server still refuses one. ``temperature``: the slow
     path's sampling temperature (each sample's server seed is drawn from the agent's generator, so a seeded
     episode asks for the same samples); ``greedy`` calls use 0. ``decision_log``: a JSONL file that receives one
     line per decision (fast ``z`` and its table's yes/no log-probs; slow raw output and what was parsed).
@@ -152,6 +171,9 @@ class ServedSteerer(Steerer):
         api: str = "completions",
         seed: int = 0,
         decision_log: str | os.PathLike | None = None,
+        max_model_len: int | None = None,
+        chars_per_token: float = CHARS_PER_TOKEN,
+        max_refits: int = 4,
     ) -> None:
         super().__init__(options)
         if not isinstance(model, str) or not model.startswith("openai:"):
@@ -168,12 +190,24 @@ class ServedSteerer(Steerer):
                 raise SteerEnvsError(f"ServedSteerer {key} must be an integer >= {low}, got {value!r}")
         if temperature < 0:
             raise SteerEnvsError(f"ServedSteerer temperature must be >= 0 (0 = greedy), got {temperature!r}")
+        if not isinstance(chars_per_token, (int, float)) or not 0.5 <= chars_per_token <= 16:
+            raise SteerEnvsError(f"ServedSteerer chars_per_token must be a number in [0.5, 16] (about 4 for English "
+                                 f"text), got {chars_per_token!r}")
+        if not isinstance(max_refits, int) or max_refits < 0:
+            raise SteerEnvsError(f"ServedSteerer max_refits must be an integer >= 0, got {max_refits!r}")
+        if max_model_len is not None and (not isinstance(max_model_len, int) or max_model_len < 16):
+            raise SteerEnvsError(f"ServedSteerer max_model_len must be the served model's context in tokens (an "
+                                 f"integer >= 16), or None to ask the server; got {max_model_len!r}")
+        self.max_model_len, self.chars_per_token, self.max_refits = max_model_len, float(chars_per_token), max_refits
         self.model_spec, self.top_logprobs, self.max_prompt_chars = model, top_logprobs, max_prompt_chars
         self.max_think_tokens, self.max_line_tokens, self.temperature = max_think_tokens, max_line_tokens, temperature
         self.max_arguments, self.allow_pass, self.timeout, self.api, self.seed = max_arguments, allow_pass, timeout, api, seed
         self.decision_log = None if decision_log is None else Path(decision_log)
         self.names = [o.name for o in self.options] + ([PASS_NAME] if allow_pass else [])
         self.stats = ServedStats()
+        self.context_stats = ContextStats()
+        #: the share of the estimated character budget prompts get; each refit shrinks it (kept for later prompts)
+        self.fit_scale = 1.0
         self._backend = None
         self._log_lock = threading.Lock()
 
@@ -184,8 +218,9 @@ class ServedSteerer(Steerer):
         if self._backend is None:
             from steer_envs.llm.registry import make_backend
 
+            options = {"max_model_len": self.max_model_len} if self.max_model_len is not None else {}
             self._backend = make_backend(self.model_spec, shared=False, logprobs_k=self.top_logprobs,
-                                         timeout=self.timeout, api=self.api)
+                                         timeout=self.timeout, api=self.api, **options)
         return self._backend
 
     def __getstate__(self) -> dict[str, Any]:
@@ -202,7 +237,8 @@ class ServedSteerer(Steerer):
         return {"model": self.model_spec, "top_logprobs": self.top_logprobs, "max_prompt_chars": self.max_prompt_chars,
                 "max_think_tokens": self.max_think_tokens, "max_line_tokens": self.max_line_tokens,
                 "temperature": self.temperature, "max_arguments": self.max_arguments, "allow_pass": self.allow_pass,
-                "timeout": self.timeout, "api": self.api, "seed": self.seed}
+                "timeout": self.timeout, "api": self.api, "seed": self.seed, "max_model_len": self.max_model_len,
+                "chars_per_token": self.chars_per_token, "max_refits": self.max_refits}
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         raise _no_training("training")
@@ -223,14 +259,37 @@ class ServedSteerer(Steerer):
                 fh.flush()
                 os.fsync(fh.fileno())
 
-    def prompt_text(self, observation: Any, suffix: str) -> str:
-        """Observation text (cut in the middle to ``max_prompt_chars``) + ``suffix``."""
-        from steer_envs.envs import observation_text
+    def prompt_budget(self, reserve: int) -> int:
+        """The characters a prompt may have when ``reserve`` tokens are asked for after it: ``max_prompt_chars``,
+        and the model's context less ``reserve`` at ``chars_per_token`` (times :attr:`fit_scale`) when known."""
+        budget = float(self.max_prompt_chars)
+        context = context_length_of(self.backend)
+        if context is not None:
+            budget = min(budget, max(0, context - reserve) * self.chars_per_token)
+        return int(budget * self.fit_scale)
 
-        text = observation_text(observation) if isinstance(observation, dict) else str(observation)
-        if len(text) > self.max_prompt_chars:
-            text = text[:HEAD_CHARS] + "\n...\n" + text[len(text) - (self.max_prompt_chars - HEAD_CHARS):]
-        return text + suffix
+    def prompt_text(self, observation: Any, suffix: str, reserve: int = 1) -> str:
+        """Observation text fitted to :meth:`prompt_budget` (:func:`~.context_fit.fit_observation`: the goal kept,
+        the oldest turns elided behind a marker) + ``suffix``."""
+        room = self.prompt_budget(reserve) - len(suffix)
+        fitted = fit_observation(observation, lambda text: len(text) <= room)
+        self.context_stats.record(fitted)
+        return fitted.text + suffix
+
+    def _refitting(self, attempt):
+        """``attempt()`` builds its prompts (with the current :attr:`fit_scale`) and sends them; a server that
+        refuses one for length shrinks the scale by :data:`REFIT_FACTOR` and the attempt is made again, at most
+        ``max_refits`` times. Returns the attempt's result, or None when the server still refused (a fallback)."""
+        for refit in range(self.max_refits + 1):
+            try:
+                return attempt()
+            except ContextOverflowError:
+                if refit == self.max_refits:
+                    break
+                self.context_stats.refits += 1
+                self.fit_scale *= REFIT_FACTOR
+        self.context_stats.fallbacks += 1
+        return None
 
     # -- fast path ------------------------------------------------------------------------------------------
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
@@ -238,8 +297,13 @@ class ServedSteerer(Steerer):
         concurrently). No gradient: the tensor is a constant."""
         from steer_envs.llm.base import match_candidates
 
-        prompts = [self.prompt_text(o, FAST_QUESTION) for o in observations]
-        tables = self.backend.top_logprobs(prompts, self.top_logprobs) if prompts else []
+        def attempt():
+            prompts = [self.prompt_text(o, FAST_QUESTION) for o in observations]
+            return self.backend.top_logprobs(prompts, self.top_logprobs) if prompts else []
+
+        tables = self._refitting(attempt)
+        if tables is None:  # still too long after the refits: no evidence either way (z = 0 below)
+            tables = [{} for _ in observations]
         zs = []
         for table in tables:
             found = match_candidates(table, [YES, NO])
@@ -261,24 +325,27 @@ class ServedSteerer(Steerer):
                                 stop=stop, seed=seed)
 
     def sample_slow(self, observation: Any, n: int, generator: torch.Generator, greedy: bool = False) -> list[SlowSample]:
-        prompt = self.prompt_text(observation, SLOW_INSTRUCTION.format(names=", ".join(self.names)))
         seeds = [int(s) for s in torch.randint(0, 2**31 - 1, (n,), generator=generator)]
-        # one request per sample, each with its own seed: n copies of one request under one seed would be n
-        # identical samples on servers that seed per request (vLLM); evaluation draws n = 1
-        thinks = [self.backend.generate([prompt], self._sampling(self.max_think_tokens, (THINK_END,), s, greedy))[0]
-                  for s in seeds]
-        outputs = []
-        for seed, gen in zip(seeds, thinks):
-            output = gen.text
-            if not _LINE.search(output):  # no intervention line yet: close the reasoning, ask for the line
-                head = output + THINK_END + GRAMMAR_HEAD
-                line = self.backend.generate([prompt + head], self._sampling(self.max_line_tokens, ("\n",), seed + 1,
-                                                                             greedy))[0]
-                output = head + line.text
-                self.stats.slow_requests += 1
-            self.stats.slow_requests += 1
-            outputs.append(output)
+        outputs = self._refitting(lambda: [self._slow_output(observation, seed, greedy) for seed in seeds])
+        if outputs is None:  # still too long after the refits: each sample is a pass (counted as a parse failure)
+            outputs = ["" for _ in seeds]
         return [self._sample(observation, output) for output in outputs]
+
+    def _slow_output(self, observation: Any, seed: int, greedy: bool) -> str:
+        """One sample's raw output: the reasoning, then (when it holds no intervention line) the forced line. One
+        request per sample, each with its own seed: n copies of one request under one seed would be n identical
+        samples on servers that seed per request (vLLM); evaluation draws n = 1."""
+        reserve = self.max_think_tokens + self.max_line_tokens + SLOW_MARGIN  # the second request's additions
+        prompt = self.prompt_text(observation, SLOW_INSTRUCTION.format(names=", ".join(self.names)), reserve)
+        output = self.backend.generate([prompt], self._sampling(self.max_think_tokens, (THINK_END,), seed, greedy))[0].text
+        self.stats.slow_requests += 1
+        if not _LINE.search(output):  # no intervention line yet: close the reasoning, ask for the line
+            head = output + THINK_END + GRAMMAR_HEAD
+            line = self.backend.generate([prompt + head], self._sampling(self.max_line_tokens, ("\n",), seed + 1,
+                                                                         greedy))[0]
+            output = head + line.text
+            self.stats.slow_requests += 1
+        return output
 
     def _sample(self, observation: Any, output: str) -> SlowSample:
         parsed = parse_intervention(output, self.names)

@@ -1,0 +1,153 @@
+"""Fitting a steerer's prompt to its model's context: the goal kept, the oldest turns elided, the count kept.
+
+A steerer reads ``O(g, s_t)`` (the goal and the executor's transcript, :func:`steer_envs.envs.observation_text`)
+followed by its question. Transcripts grow with every turn, and a prompt longer than the steerer's model's context
+is refused (a served model answers HTTP 400) or, worse, silently cut where the cut hurts most. Both steerers fit
+their prompts here, so they elide the same way:
+
+* the goal, the counters and the question always stay (they say what is being supervised and what to answer);
+* whole **turns** are elided from the oldest on (the latest turns are what a supervision decision is about), and a
+  visible marker (:data:`ELISION_MARKER`) says how many, so the model knows the transcript is not the whole story;
+* only when the latest turn alone does not fit is its start cut too (the marker then ends in ``...``); only when
+  not even the goal fits is the text cut at the end (a goal of thousands of tokens, never seen in the suite).
+
+What "fits" means is the caller's: the local causal-LM steerer counts tokens with its tokenizer
+(:class:`~agents.steering.causal_lm.CausalLMSteerer`), the served one estimates them from characters against the
+server's ``context_length`` and refits tighter when the server still refuses
+(:class:`~agents.steering.served.ServedSteerer`). Turns are split by :func:`split_turns`, on the boundaries the
+Search-R1 protocol and the hand-off history write, so no turn is ever half-elided except the last resort above.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from steer_envs.executors.protocol import INVALID_ACTION_REPLY
+
+#: what stands where elided turns were (``{n}``: how many; ``{s}``: the plural's "s")
+ELISION_MARKER = "[... {n} earlier turn{s} elided to fit the model's context ...]\n"
+#: where a turn of the Search-R1 protocol ends: after its ``<information>`` block, a guidance note or rejection,
+#: the invalid-action reply (matched whole: it quotes the tags), or an answer (with the whitespace that follows); and before each line of the hand-off
+#: history (``[i] sender -> receiver: ...``)
+_TURN_END = re.compile(r"(?:" + re.escape(INVALID_ACTION_REPLY.strip()) + r"|</information>|</guidance>|</answer>)"
+                       r"[ \t]*\n*|\n(?=\[\d+\] )")
+
+
+@dataclass(frozen=True)
+class FittedText:
+    """A fitted observation: ``text`` (what the model reads before the question), how many whole turns were
+    elided, and whether the start of the latest kept turn (or the text's end) had to be cut too."""
+
+    text: str
+    elided_turns: int = 0
+    cut: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.elided_turns or self.cut)
+
+
+def split_turns(transcript: str) -> list[str]:
+    """The transcript's turns in order; ``"".join(split_turns(t)) == t`` (nothing is lost or added)."""
+    turns, start = [], 0
+    for match in _TURN_END.finditer(transcript):
+        if match.end() > start:
+            turns.append(transcript[start:match.end()])
+            start = match.end()
+    if start < len(transcript):
+        turns.append(transcript[start:])
+    return turns
+
+
+def elision_marker(n: int) -> str:
+    return ELISION_MARKER.format(n=n, s="" if n == 1 else "s")
+
+
+def _render(observation: Any, transcript: str) -> str:
+    from steer_envs.envs import observation_text
+
+    if isinstance(observation, Mapping):
+        return observation_text({**observation, "transcript": transcript})
+    return transcript
+
+
+def _transcript_of(observation: Any) -> str:
+    return str(observation.get("transcript", "")) if isinstance(observation, Mapping) else str(observation)
+
+
+def _largest(low: int, high: int, ok: Callable[[int], bool]) -> int:
+    """The largest ``k`` in ``[low, high]`` with ``ok(k)`` (``ok`` true up to some point, then false), or
+    ``low - 1`` when none."""
+    best = low - 1
+    while low <= high:
+        mid = (low + high) // 2
+        if ok(mid):
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    return best
+
+
+def fit_observation(observation: Any, fits: Callable[[str], bool]) -> FittedText:
+    """The observation's text with as many of its latest turns as ``fits`` accepts (see the module docstring).
+
+    ``fits(text)`` says whether ``text`` (the observation text alone; the caller accounts for its question and the
+    tokens it will generate) fits; it must be monotone (a shorter transcript never fits worse). Deterministic: the
+    same observation and ``fits`` give the same text, which the causal-LM steerer relies on to re-score samples."""
+    full = _render(observation, _transcript_of(observation))
+    if fits(full):
+        return FittedText(full)
+    turns = split_turns(_transcript_of(observation))
+
+    def keeping(kept: int) -> str:
+        elided = len(turns) - kept
+        return _render(observation, elision_marker(elided) + "".join(turns[elided:]))
+
+    kept = _largest(1, len(turns) - 1, lambda k: fits(keeping(k)))
+    if kept >= 1:
+        return FittedText(keeping(kept), len(turns) - kept)
+    last = turns[-1] if turns else ""
+    marker = elision_marker(len(turns) - 1)
+
+    def tail(chars: int) -> str:
+        return _render(observation, marker + "..." + last[len(last) - chars:])
+
+    chars = _largest(1, len(last) - 1, lambda c: fits(tail(c)))
+    if chars >= 1:
+        return FittedText(tail(chars), len(turns) - 1, cut=True)
+    bare = _render(observation, elision_marker(len(turns)) if turns else "")  # the goal and the marker only
+    if fits(bare):
+        return FittedText(bare, len(turns))
+    size = _largest(1, len(bare), lambda c: fits(bare[:c]))  # the goal itself is too long: its end is cut
+    return FittedText(bare[: max(size, 1)], len(turns), cut=True)
+
+
+
+
+@dataclass
+class ContextStats:
+    """How often a steerer's prompts had to be fitted: ``prompts`` built, ``elided_prompts`` among them that lost
+    turns (``elided_turns`` in all), ``cut_prompts`` that lost part of a turn too; for a served steerer also
+    ``refits`` (a server refused a fitted prompt, so it was fitted again tighter) and ``fallbacks`` (still refused
+    after the refits: the decision fell back to "no evidence" / pass instead of aborting the run)."""
+
+    prompts: int = 0
+    elided_prompts: int = 0
+    elided_turns: int = 0
+    cut_prompts: int = 0
+    refits: int = 0
+    fallbacks: int = 0
+
+    def record(self, fitted: FittedText) -> None:
+        self.prompts += 1
+        self.elided_prompts += int(fitted.elided_turns > 0)
+        self.elided_turns += fitted.elided_turns
+        self.cut_prompts += int(fitted.cut)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+__all__ = ["ELISION_MARKER", "ContextStats", "FittedText", "elision_marker", "fit_observation", "split_turns"]

@@ -1,0 +1,114 @@
+"""A steerer's prompt fits its model's context: the goal kept, the oldest turns elided behind a visible marker, the
+count kept; the served steerer refits when the server still refuses, and an evaluation over a small-context server
+finishes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.steering.causal_lm import FAST_QUESTION, CausalLMSteerer
+from agents.steering.context_fit import FittedText, fit_observation, split_turns
+from agents.steering.interventions import options_from_catalogue
+from agents.steering.served import ServedSteerer
+from steer_envs.envs.catalogue import STEERING
+from steer_envs.executors.protocol import INVALID_ACTION_REPLY, render_guidance, render_information, render_search
+from steer_envs.llm.openai_server import OpenAICompatibleServer
+from steer_envs.retrieval.base import Hit
+from tests.llm.support import tiny_backend, tiny_model_dir  # noqa: F401 - fixtures
+
+MARKER = "earlier turns elided to fit the model's context"
+
+
+def _turn(i: int) -> str:
+    hits = [Hit(f"d{i}-{j}", f"Title {i}.{j}", f"The river flows through the old town near the mountains {i} {j}. " * 3,
+                1.0) for j in range(3)]
+    return f"<think> step {i} </think>\n" + render_search(f"query number {i}") + render_information(hits)
+
+
+def long_observation(turns: int = 40) -> dict:
+    transcript = "".join(_turn(i) for i in range(turns)) + render_guidance("refocus") + INVALID_ACTION_REPLY
+    return {"goal": "Who directed the film Jaws?", "transcript": transcript, "turn": np.int64(turns),
+            "interventions": np.int64(1)}
+
+
+def test_turns_split_losslessly_and_the_latest_survive():
+    obs = long_observation(12)
+    turns = split_turns(obs["transcript"])
+    assert "".join(turns) == obs["transcript"] and len(turns) == 14  # 12 search turns, the note, the reply
+    fitted = fit_observation(obs, lambda text: len(text) <= 3000)
+    assert isinstance(fitted, FittedText) and 0 < fitted.elided_turns < 14 and not fitted.cut
+    assert fitted.text.startswith("Goal: Who directed the film Jaws?") and len(fitted.text) <= 3000
+    assert f"[... {fitted.elided_turns} {MARKER} ...]" in fitted.text
+    assert fitted.text.endswith(INVALID_ACTION_REPLY) and "query number 11" in fitted.text
+    assert "query number 0 " not in fitted.text
+    tiny = fit_observation(obs, lambda text: len(text) <= 200)  # not even the latest turn fits: its start is cut
+    assert tiny.cut and len(tiny.text) <= 200 and tiny.text.startswith("Goal: Who directed")
+    assert fit_observation(obs, lambda text: True) == FittedText(fit_observation(obs, lambda t: True).text)
+
+
+@pytest.fixture(scope="module")
+def server_2048(tiny_backend):
+    with OpenAICompatibleServer(tiny_backend, model_name="tiny", max_model_len=2048) as server:
+        yield server
+
+
+def test_served_steerer_fits_a_2048_token_model_and_refits_a_bad_estimate(server_2048, tiny_backend):
+    obs = long_observation()
+    assert tiny_backend.count_prompt_tokens(obs["transcript"]) > 3 * 2048  # far beyond the context
+    steerer = ServedSteerer(options_from_catalogue(STEERING), server_2048.spec, max_prompt_chars=10**6,
+                            max_think_tokens=8, max_line_tokens=6, chars_per_token=6.0)  # an estimate too hopeful
+    z = steerer.fast_scores([obs, obs])
+    assert z.shape == (2,) and bool(torch.isfinite(z).all())
+    stats = steerer.context_stats
+    assert stats.refits >= 1 and stats.fallbacks == 0 and steerer.fit_scale < 1.0
+    assert stats.elided_prompts >= 2 and stats.elided_turns > 0
+    prompt = steerer.prompt_text(obs, FAST_QUESTION)
+    assert MARKER in prompt and prompt.startswith("Goal: Who directed") and prompt.endswith(FAST_QUESTION)
+    assert tiny_backend.count_prompt_tokens(prompt) + 1 <= 2048
+    [sample] = steerer.sample_slow(obs, 1, torch.Generator().manual_seed(0))
+    assert "Intervention: " in sample.payload["output"] and stats.fallbacks == 0
+
+
+def test_served_steerer_falls_back_rather_than_abort(server_2048):
+    steerer = ServedSteerer(options_from_catalogue(STEERING), server_2048.spec, max_prompt_chars=10**6,
+                            chars_per_token=16.0, max_refits=0)  # no second try allowed
+    z = steerer.fast_scores([long_observation()])
+    assert float(z[0]) == 0.0 and steerer.context_stats.fallbacks == 1
+    [sample] = steerer.sample_slow(long_observation(), 1, torch.Generator().manual_seed(0))
+    assert sample.option is None and not sample.payload["parsed"] and steerer.context_stats.fallbacks == 2
+
+
+def test_causal_lm_steerer_fits_its_models_context(tmp_path):
+    from steer_envs.llm.tiny import build_tiny_causal_lm
+
+    folder = build_tiny_causal_lm(tmp_path / "lm", max_positions=512)
+    steerer = CausalLMSteerer(options_from_catalogue(STEERING), model=str(folder), max_prompt_tokens=10**6,
+                              max_think_tokens=6)
+    assert steerer.context_length == 512 and steerer.prompt_budget == 512 - 6 - 64
+    obs = long_observation()
+    ids = steerer.fast_prompt_ids(obs)
+    assert len(ids) <= steerer.prompt_budget
+    text = steerer.tokenizer.decode(ids)
+    assert MARKER in text and "Who directed the film Jaws?" in text and text.endswith(FAST_QUESTION)
+    z = steerer.fast_scores([obs])
+    assert bool(torch.isfinite(z).all())
+    samples = steerer.sample_slow(obs, 2, torch.Generator().manual_seed(0))
+    assert steerer.slow_logprobs(obs, samples).shape == (2,)
+    stats = steerer.context_stats
+    assert stats.elided_prompts == stats.prompts >= 3 and stats.elided_turns > 0
+
+
+def test_eval_with_a_steerer_over_a_small_context_server_finishes(tiny_backend, tmp_path):
+    """The acceptance path: ``steer-envs eval --method steering_zero_shot:model=openai:NAME@URL`` against a server
+    whose context is smaller than the steerer's prompts would be uncut."""
+    from benchmarks.harness.config import EvalConfig
+    from benchmarks.harness.runfolder import RunFolder
+    from benchmarks.harness.runner import evaluate
+
+    with OpenAICompatibleServer(tiny_backend, model_name="tiny", max_model_len=256) as server:
+        folder = RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq",), split="dev", limit=2, seeds=1,
+                                                        max_turns=4))
+        spec = f"steering_zero_shot:model={server.spec},tau=0.02,prompt_chars=100000,think_tokens=8"
+        outcome = evaluate(folder, spec, progress=False, log=lambda _: None)
+    assert outcome.ran == 2 and all(r.decisions >= 1 and not r.failed for r in outcome.records)
