@@ -143,9 +143,17 @@ class LatencyServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
         self.httpd.daemon_threads = True
-        self.httpd.request_queue_size = 1024  # hundreds of clients connect at once
+        # hundreds of clients connect at once: the listen backlog must hold them (set before listen(), which
+        # takes it; with the default 5 the kernel drops the SYNs beyond it and those clients retry after 1-3 s)
+        self.httpd.request_queue_size = 1024
+        try:
+            self.httpd.server_bind()
+            self.httpd.server_activate()
+        except BaseException:
+            self.httpd.server_close()
+            raise
         self._thread: threading.Thread | None = None
 
     def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
