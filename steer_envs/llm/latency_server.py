@@ -17,7 +17,8 @@ turn, then an answer (the executor closes the tags from the reported stop string
 
 In a thread of the caller (:class:`LatencyServer`) the server shares the caller's interpreter lock, which is
 what a test wants (counters read directly); :class:`LatencyServerProcess` runs it as its own process, as a real
-model server is (``python -m steer_envs.llm.latency_server --latency 0.1 [--cv 1 --seed 0]``; counters at ``GET /stats``), so a
+model server is, on one asyncio event loop (:class:`AsyncLatencyServer`: a small fraction of ``http.server``'s CPU
+a request, which on a small machine would otherwise be taken from the client being measured) (``python -m steer_envs.llm.latency_server --latency 0.1 [--cv 1 --seed 0]``; counters at ``GET /stats``), so a
 benchmark measures the client alone.
 """
 from __future__ import annotations
@@ -78,6 +79,18 @@ class Latency:
 
 #: the replies :class:`LatencyServerProcess` and the command line can name
 REPLIES: dict[str, Callable[[str], tuple[str, str | None]]] = {"search": search_then_answer, "answer": answer_at_once}
+
+
+def completion(path: str, body: dict[str, Any], reply: Callable[[str], tuple[str, str | None]],
+               model_name: str) -> dict[str, Any]:
+    """The OpenAI-style reply to request ``body`` on ``path`` (a completion, or a chat completion)."""
+    chat = path.endswith("/chat/completions")
+    prompt = "".join(m.get("content", "") for m in body.get("messages", [])) if chat else str(body.get("prompt"))
+    text, stop = reply(prompt)
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "stop_reason": stop}
+    choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+    return {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": model_name,
+            "choices": [choice], "usage": {"completion_tokens": max(1, len(text.split()))}}
 
 
 class LatencyServer:
@@ -157,13 +170,7 @@ class LatencyServer:
         self._thread: threading.Thread | None = None
 
     def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        chat = path.endswith("/chat/completions")
-        prompt = "".join(m.get("content", "") for m in body.get("messages", [])) if chat else str(body.get("prompt"))
-        text, stop = self.reply(prompt)
-        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "stop_reason": stop}
-        choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
-        return {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": self.model_name,
-                "choices": [choice], "usage": {"completion_tokens": max(1, len(text.split()))}}
+        return completion(path, body, self.reply, self.model_name)
 
     @property
     def base_url(self) -> str:
@@ -202,6 +209,77 @@ class LatencyServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class AsyncLatencyServer:
+    """:class:`LatencyServer`'s protocol and counters on one asyncio event loop: the engine of the process mode.
+
+    Why: ``http.server`` spends about 0.5 ms of CPU a request (a thread per connection, an ``email`` header
+    parser); at thousands of requests a second on a 2-core machine the server would take that CPU from the client
+    it is there to measure. Here a request is a coroutine that parses the head by hand and sleeps its latency on
+    the loop. HTTP/1.1 keep-alive; ``Content-Length`` request bodies (what the ``openai:`` backend sends)."""
+
+    def __init__(self, latency: float = 0.1, reply: Callable[[str], tuple[str, str | None]] = search_then_answer,
+                 model_name: str = "fake", cv: float = 0.0, seed: int = 0) -> None:
+        self.delay = Latency(latency, cv, seed).sampler()
+        self.reply = reply
+        self.model_name = model_name
+        self.requests = self.connections = self.in_flight = self.peak_in_flight = 0
+        self.base_url = ""
+
+    async def start(self) -> str:
+        """Listen on ``127.0.0.1`` (any free port); the base URL (``http://127.0.0.1:PORT/v1``)."""
+        import asyncio
+
+        server = await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=1024)
+        host, port = server.sockets[0].getsockname()[:2]
+        self.base_url = f"http://{host}:{port}/v1"
+        return self.base_url
+
+    def counters(self, reset: bool = False) -> dict[str, int]:
+        """As :meth:`LatencyServer.counters` (the loop's one thread changes them: no lock)."""
+        out = {"requests": self.requests, "connections": self.connections, "peak_in_flight": self.peak_in_flight}
+        if reset:
+            self.requests = self.connections = self.peak_in_flight = 0
+        return out
+
+    async def _connection(self, reader: Any, writer: Any) -> None:
+        import asyncio
+
+        self.connections += 1
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+                method, path, *_ = head[0].split(" ")
+                fields = dict(line.lower().split(":", 1) for line in head[1:] if ":" in line)
+                raw = await reader.readexactly(int(fields.get("content-length", "0").strip() or 0))
+                status, body = await self._respond(method, path, raw)
+                writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+                             "\r\n\r\n".encode() + body)
+                await writer.drain()
+                if fields.get("connection", "").strip() == "close":
+                    break
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
+            pass  # the client went away (or sent what this server does not read): drop the connection
+        finally:
+            writer.close()
+
+    async def _respond(self, method: str, path: str, raw: bytes) -> tuple[str, bytes]:
+        import asyncio
+
+        if method == "GET" and path.startswith("/stats"):
+            return "200 OK", json.dumps(self.counters(reset="reset=1" in path)).encode()
+        if method != "POST":
+            return "404 Not Found", b'{"error": "only GET /stats and POST /v1/completions, /v1/chat/completions"}'
+        self.requests += 1
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay())
+        finally:
+            self.in_flight -= 1
+        return "200 OK", json.dumps(completion(path, json.loads(raw), self.reply, self.model_name)).encode()
 
 
 class LatencyServerProcess:
@@ -273,19 +351,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reply", choices=sorted(REPLIES), default="search",
                         help="search: a search, then an answer, per episode (default); answer: an answer at once")
     args = parser.parse_args(argv)
-    server = LatencyServer(args.latency, reply=REPLIES[args.reply], model_name=args.model_name, cv=args.cv,
-                           seed=args.seed)
-    print(f"serving {server.base_url}", flush=True)
+    import asyncio
+
+    async def serve() -> None:
+        server = AsyncLatencyServer(args.latency, reply=REPLIES[args.reply], model_name=args.model_name, cv=args.cv,
+                                    seed=args.seed)
+        print(f"serving {await server.start()}", flush=True)
+        await asyncio.Event().wait()  # until the process is terminated
+
     try:
-        server.httpd.serve_forever()
+        asyncio.run(serve())
     except KeyboardInterrupt:
         pass
-    finally:
-        server.httpd.server_close()
     return 0
 
 
 if __name__ == "__main__":
     raise SystemExit(main())
 
-__all__ = ["Latency", "LatencyServer", "LatencyServerProcess", "REPLIES", "answer_at_once", "search_then_answer"]
+__all__ = ["AsyncLatencyServer", "Latency", "LatencyServer", "LatencyServerProcess", "REPLIES", "answer_at_once", "search_then_answer"]

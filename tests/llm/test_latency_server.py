@@ -50,3 +50,21 @@ def test_a_lognormal_server_answers_in_a_thread_and_in_its_own_process():
     with LatencyServerProcess(0.02, reply="answer", cv=1.0, seed=1) as process:
         assert "<answer>" in _answer_once(process.spec)
         assert process.counters()["requests"] == 1
+
+
+def test_the_process_server_counts_requests_in_flight_and_answers_chat_too():
+    """The process mode runs on one event loop: concurrent requests overlap there, keep-alive connections are
+    reused, and both completion paths answer."""
+    with LatencyServerProcess(0.2, reply="answer") as process:
+        backend = make_backend(process.spec, shared=False, max_in_flight=8, concurrency=8, max_retries=0)
+        try:
+            texts = [g.text for g in backend.generate([f"Question {i}?" for i in range(8)],
+                                                      GenerationConfig(max_new_tokens=8))]
+            chat = backend.generate_chat([[{"role": "user", "content": "Question?"}]], GenerationConfig())[0].text
+        finally:
+            backend.close()
+        counts = process.counters(reset=True)
+        assert process.counters()["requests"] == 0  # reset
+    assert all("<answer>" in t for t in texts) and "<answer>" in chat
+    # at most one connection per request in flight, and the stats request's own
+    assert counts["requests"] == 9 and counts["peak_in_flight"] == 8 and counts["connections"] <= 8 + 1
