@@ -17,7 +17,11 @@ same keys (the spec wins), and ``extra["backend"]`` may hold a ready :class:`~st
 
 A backend (or retriever) that fails after its retries ends the episode as ``failed`` with the reason and its
 source; the env truncates the episode and records both (:mod:`steer_envs.failures`), rather than crashing a long
-vectorised run or scoring the failure as a 0 answer.
+vectorised run or scoring the failure as a 0 answer. A transcript that outgrows the model's context is the opposite
+case: the backend raises :class:`~steer_envs.llm.base.ContextOverflowError` (the served model's 400, or the ``hf:``
+backend's own check; the context comes from ``?max_model_len=`` / ``GET /v1/models`` or the model's config), and the
+episode ends as a *scored* truncation without an answer (``info["truncation"] = "context"``), as Search-R1 scores an
+agent that talks past its context: an outcome that evaluations keep in their means, not a failure they drop.
 """
 from __future__ import annotations
 
