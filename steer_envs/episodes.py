@@ -24,7 +24,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Iterable
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -87,9 +87,12 @@ class EpisodeRecord:
     def to_line(self) -> str:
         """The record's line in an episode log (with its newline). The one serialisation: sorted keys, every
         field, so a log written by any caller is byte-identical to one the harness writes."""
-        return json.dumps(asdict(self), sort_keys=True) + "\n"
+        # the fields by name, not ``asdict`` (same JSON: they are plain values; asdict deep-copies each, a tenth
+        # of a millisecond a record in the evaluation's one writing thread)
+        return json.dumps({name: getattr(self, name) for name in _FIELD_NAMES}, sort_keys=True) + "\n"
 
 
+_FIELD_NAMES = tuple(f.name for f in fields(EpisodeRecord))
 _REQUIRED = tuple(f.name for f in fields(EpisodeRecord) if f.default is MISSING)  # the fields without a default
 
 
