@@ -29,8 +29,8 @@ from steer_envs.executors.protocol import INVALID_ACTION_REPLY
 #: what stands where elided turns were (``{n}``: how many; ``{s}``: the plural's "s")
 ELISION_MARKER = "[... {n} earlier turn{s} elided to fit the model's context ...]\n"
 #: where a turn of the Search-R1 protocol ends: after its ``<information>`` block, a guidance note or rejection,
-#: the invalid-action reply (matched whole: it quotes the tags), or an answer (with the whitespace that follows); and before each line of the hand-off
-#: history (``[i] sender -> receiver: ...``)
+#: the invalid-action reply (matched whole: it quotes the tags), or an answer (with the whitespace that follows);
+#: and before each line of the hand-off history (``[i] sender -> receiver: ...``)
 _TURN_END = re.compile(r"(?:" + re.escape(INVALID_ACTION_REPLY.strip()) + r"|</information>|</guidance>|</answer>)"
                        r"[ \t]*\n*|\n(?=\[\d+\] )")
 

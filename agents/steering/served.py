@@ -146,10 +146,11 @@ class ServedSteerer(Steerer):
     ``top_logprobs``: how many next tokens the fast path asks the server for (vLLM's default cap is 20).
     ``max_prompt_chars``: the most characters a prompt may have; prompts are also fitted to the model's context
     (``max_model_len`` when given, else the server's listing) at ``chars_per_token``, turn by turn (the goal kept,
-    the oldest turns elided), and refitted at most ``max_refits`` times when the server still refuses one. ``temperature``: the slow
-    path's sampling temperature (each sample's server seed is drawn from the agent's generator, so a seeded
-    episode asks for the same samples); ``greedy`` calls use 0. ``decision_log``: a JSONL file that receives one
-    line per decision (fast ``z`` and its table's yes/no log-probs; slow raw output and what was parsed).
+    the oldest turns elided), and refitted at most ``max_refits`` times when the server still refuses one.
+    ``temperature``: the slow path's sampling temperature (each sample's server seed is drawn from the agent's
+    generator, so a seeded episode asks for the same samples); ``greedy`` calls use 0. ``decision_log``: a JSONL
+    file that receives one line per decision (fast ``z`` and its table's yes/no log-probs; slow raw output and what
+    was parsed).
     ``seed`` is accepted like every backbone's (trainer configs pass one) and recorded; sampling itself is seeded
     by the generator ``sample_slow`` receives.
     """
@@ -337,7 +338,8 @@ class ServedSteerer(Steerer):
         samples on servers that seed per request (vLLM); evaluation draws n = 1."""
         reserve = self.max_think_tokens + self.max_line_tokens + SLOW_MARGIN  # the second request's additions
         prompt = self.prompt_text(observation, SLOW_INSTRUCTION.format(names=", ".join(self.names)), reserve)
-        output = self.backend.generate([prompt], self._sampling(self.max_think_tokens, (THINK_END,), seed, greedy))[0].text
+        think = self._sampling(self.max_think_tokens, (THINK_END,), seed, greedy)
+        output = self.backend.generate([prompt], think)[0].text
         self.stats.slow_requests += 1
         if not _LINE.search(output):  # no intervention line yet: close the reasoning, ask for the line
             head = output + THINK_END + GRAMMAR_HEAD

@@ -78,7 +78,8 @@ class OpenAIOptions:
     ``backoff`` up to ``max_backoff``. ``concurrency``: threads one ``generate`` call sends a batch's prompts
     with; ``max_in_flight``: requests this backend has in flight at once over all threads of the process (the
     rest wait for a slot; also the most keep-alive connections it holds). ``max_model_len``: the served model's
-    context in tokens, when the server does not list it (else it is asked for once: :attr:`OpenAIBackend.context_length`)."""
+    context in tokens, when the server does not list it (else it is asked for once:
+    :attr:`OpenAIBackend.context_length`)."""
 
     api: Literal["completions", "chat"] = "completions"
     timeout: float = 60.0
