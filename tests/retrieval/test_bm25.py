@@ -49,6 +49,20 @@ def test_ranking_is_exactly_bm25s_own_including_ties(bm25, shared_data_dir, k):
     assert ties > 0  # the tie fallback was exercised
 
 
+def test_disabled_progress_bars_are_skipped_with_the_same_tokens(bm25, shared_data_dir):
+    """The search path's tokeniser hands disabled bars' iterables back (no tqdm built per query); the tokens are
+    what bm25s' own bars (shown) give."""
+    import bm25s
+    from bm25s import tokenization
+
+    questions = [t.question for t in load_tasks(split="dev", data_dir=shared_data_dir)][:200]
+    quiet = bm25._tokenize(questions)
+    assert getattr(tokenization.tqdm, "skips_disabled", False)
+    shown = bm25s.tokenize(questions, stopwords=bm25.config.stopwords, stemmer=bm25._stemmer, return_ids=False,
+                           show_progress=True)
+    assert quiet == shown and len(quiet) == 200
+
+
 def test_query_with_only_unknown_words_returns_nothing(bm25):
     assert bm25.search("zzqxjv qqqzzk", 5) == []
 
