@@ -334,23 +334,30 @@ class OpenAIBackend:
         tables = self.top_logprobs(prompts, self.options.logprobs_k)
         return [match_candidates(t, candidates) for t in tables]
 
-    def prompt_logprobs(self, prompts: Sequence[str | Sequence[int]]) -> list[list[float | None]]:
-        """Log-probability of every prompt token given the tokens before it (the first is None), one list per
-        prompt: vLLM's ``prompt_logprobs`` extension of the completions API. A prompt may be token ids, so the
-        tokens scored are exactly those a local model scored (a served adapter checked against peft's)."""
-        def one(prompt: str | Sequence[int]) -> list[float | None]:
-            tokens = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
-            body = {"model": self.model, "prompt": tokens, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0}
+    def continuation_logprobs(self, rows: Sequence[Sequence[int]], starts: Sequence[int]) -> list[list[float]]:
+        """``log P(row[j] | row[:j])`` for every ``j >= start`` of each token-id row: the tokens a local model scored,
+        scored by the served one (a served LoRA adapter checked against peft's).
 
-            def parse(data: dict[str, Any]) -> list[float | None]:
-                rows = data["choices"][0]["prompt_logprobs"]
-                if isinstance(tokens, list) and len(rows) != len(tokens):
-                    raise ValueError(f"{len(rows)} prompt log-probs for {len(tokens)} tokens")
-                return [None if row is None else _own_logprob(row, tokens, i) for i, row in enumerate(rows)]
+        One request per scored token: the prefix as token ids, one generated token forced to ``row[j]`` with vLLM's
+        ``allowed_token_ids``, and its log-probability, which vLLM takes from the raw logits (before any processor).
+        Not ``prompt_logprobs``: the CPU build's LoRA logits path fails on it. The server's prefix cache makes the
+        prefixes after the first cheap."""
+        jobs = [(i, j) for i, (row, start) in enumerate(zip(rows, starts)) for j in range(int(start), len(row))]
+        if any(int(start) < 1 for start in starts):
+            raise SteerEnvsError("continuation_logprobs needs start >= 1 (the first token has no prefix to score it)")
 
-            return self._post("/completions", body, parse)
+        def one(job: tuple[int, int]) -> float:
+            row, j = [int(t) for t in rows[job[0]]], job[1]
+            body = {"model": self.model, "prompt": row[:j], "max_tokens": 1, "temperature": 0.0, "logprobs": 1,
+                    "allowed_token_ids": [row[j]]}
+            return self._post("/completions", body,
+                              lambda data: float(data["choices"][0]["logprobs"]["token_logprobs"][0]))
 
-        return self._map(one, list(prompts))
+        values = self._map(one, jobs)
+        out: list[list[float]] = [[] for _ in rows]
+        for (i, _), value in zip(jobs, values):
+            out[i].append(value)
+        return out
 
     def models(self) -> list[str]:
         """Model ids the server lists (GET /v1/models); one attempt, for diagnostics."""
@@ -388,13 +395,6 @@ def error_text(raw: bytes) -> str:
     message = inner.get("message") if isinstance(inner, dict) else (data.get("message") if isinstance(data, dict)
                                                                      else None)
     return message if isinstance(message, str) and message else text
-
-
-def _own_logprob(row: dict[str, Any], tokens: str | list[int], position: int) -> float:
-    """The prompt token's own entry of one ``prompt_logprobs`` row (keyed by token id; with ``prompt_logprobs: 0``
-    a text prompt's row holds only that token)."""
-    entry = row[str(tokens[position])] if isinstance(tokens, list) else next(iter(row.values()))
-    return float(entry["logprob"] if isinstance(entry, dict) else entry)
 
 
 def chat_request_fields(prompt: str | Sequence[dict[str, str]]) -> dict[str, Any]:
