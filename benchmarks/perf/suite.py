@@ -24,7 +24,7 @@ from .perf_scale import SCALE_ENV
 REPO = Path(__file__).resolve().parents[2]
 SUITE_FILES = ["benchmarks/perf/test_perf_env.py", "benchmarks/perf/test_perf_retrieval.py", "benchmarks/perf/test_perf_vector.py",
                "benchmarks/perf/test_perf_server.py", "benchmarks/perf/test_perf_pool.py", "benchmarks/perf/test_perf_notes.py",
-               "benchmarks/perf/test_perf_steerer.py"]
+               "benchmarks/perf/test_perf_steerer.py", "benchmarks/perf/test_perf_inflight.py"]
 
 
 def machine() -> dict[str, Any]:
@@ -208,6 +208,7 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
             "alone); share = requests/s ÷ (N / 0.1 s).",
             ["vector env", "envs (N)", "episode", "requests/s", "share of N / latency", "peak in flight",
              "new connections", "requests"], rows, note)
+    in_flight_section(section, x)
     rows = []
     for setting in ("local-1", "processes-2"):
         e = x.get(f"test_trainer_wall_time[{setting}]")
@@ -260,6 +261,47 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
             "the trainers set on CPU; with two on a loaded machine, contention penalises the many small calls of "
             "the old paths.")
     return "\n".join(lines)
+
+
+IN_FLIGHT_RUNS = ["test_eval_rollout_path_in_flight[lognormal-1s]", "test_vector_envs_beside[lognormal-1s-concurrent-256]",
+                  "test_vector_envs_beside[lognormal-1s-sync-8]", "test_eval_rollout_path_in_flight[fixed-100ms]",
+                  "test_vector_envs_beside[fixed-100ms-concurrent-256]", "test_vector_envs_beside[fixed-100ms-sync-32]",
+                  "test_eval_on_the_processes_pool"]
+
+
+def in_flight_section(section, x: dict[str, dict]) -> None:
+    """The rows of ``test_perf_inflight.py``: each path's steady requests/s as a share of 256 / mean latency."""
+    rows = []
+    for name in IN_FLIGHT_RUNS:
+        e = x.get(name)
+        if e:
+            rows.append([e["latency"], e["path"], str(e["in_flight"]), _fmt(e["requests_per_second"], 1),
+                         f"{100 * e['share_of_ceiling']:.{0 if e['share_of_ceiling'] >= 0.1 else 1}f} %",
+                         _fmt(e["cpu_ms_per_request"], 2),
+                         str(e["peak_in_flight"]), _fmt(e["window_s"], 1), _fmt(e["load_1min"], 1)])
+    fixed = x.get("test_eval_rollout_path_in_flight[fixed-100ms]", {})
+    lognormal = x.get("test_eval_rollout_path_in_flight[lognormal-1s]", {})
+    notes = []
+    if lognormal:
+        notes.append(f"Target at lognormal latency: the eval path ≥ 90 % of 256 / 1 s "
+                     f"({'met' if lognormal['share_of_ceiling'] >= 0.9 else 'not met in this run'}: "
+                     f"{100 * lognormal['share_of_ceiling']:.0f} %).")
+    if fixed:
+        bound = 1e3 / fixed["cpu_ms_per_request"]
+        notes.append(f"Target at 100 ms: ≥ 80 % of 2,560 requests/s "
+                     f"({'met' if fixed['share_of_ceiling'] >= 0.8 else 'not met in this run'}: "
+                     f"{100 * fixed['share_of_ceiling']:.0f} %); the client's CPU per request, "
+                     f"{fixed['cpu_ms_per_request']:.2f} ms under one interpreter lock, bounds one process at "
+                     f"about {bound:,.0f} requests/s.")
+    section("Episodes in flight without a per-step barrier: 256 in flight, lognormal and fixed latency",
+            "`pytest benchmarks/perf/test_perf_inflight.py --benchmark-enable`: `evaluate` (no_supervision, nq test, "
+            "the `auto` pool: a threads pool of one thread per request the backend keeps in flight, here "
+            "`?max_in_flight=256`) beside `make_concurrent_vec` and `SyncVectorEnv` (pass actions, same-step "
+            "autoreset), against a loopback server in its own process (search-then-answer episodes, real BM25 "
+            "between the requests). Requests/s at the server over the steady state (every slot busy), share of "
+            "256 / mean latency; client CPU per request (all threads of the client process).",
+            ["latency", "path", "in flight", "requests/s", "share of 256 / latency", "client CPU ms / request",
+             "peak in flight", "window s", "load (1 min)"], rows, " ".join(notes))
 
 
 def main(argv: list[str] | None = None) -> int:
