@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -67,6 +67,20 @@ class OpenAIBackendError(LLMBackendError):
 
 class _Retryable(Exception):
     """A failure worth another attempt (timeout, connection error, 5xx, malformed reply)."""
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the client sent it and the server answered it, for :attr:`OpenAIBackend.recorder`: the
+    body exactly as posted (a benchmark replays it with another client), ``perf_counter`` times around the
+    exchange, the HTTP status and the reply's ``usage.completion_tokens`` (None when absent or not 2xx)."""
+
+    path: str
+    body: dict[str, Any]
+    started: float
+    finished: float
+    status: int
+    completion_tokens: int | None
 
 
 @dataclass(frozen=True)
@@ -138,6 +152,9 @@ class OpenAIBackend:
         self.http = KeepAlivePool(self.base_url, self.options.timeout, self.options.max_in_flight)
         self._context: tuple[int | None, float] | None = None  # (context length, when to ask again)
         self._context_lock = threading.Lock()
+        #: off (None) by default; a callable receives a :class:`RecordedRequest` per answered POST (from the
+        #: requesting thread), so a benchmark can replay the exact workload the suite sent
+        self.recorder: Callable[[RecordedRequest], None] | None = None
 
     @property
     def context_length(self) -> int | None:
@@ -169,6 +186,7 @@ class OpenAIBackend:
     def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         url = f"{self.base_url}{path}"
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"}
+        started = time.perf_counter()
         try:
             status, reason, raw = self.http.request("POST", path, json.dumps(body).encode(), headers)
         except (TimeoutError, socket.timeout) as exc:
@@ -177,6 +195,9 @@ class OpenAIBackend:
             raise _Retryable(f"truncated reply: {len(exc.partial)} bytes, {exc.expected} more announced") from exc
         except (http.client.HTTPException, OSError) as exc:
             raise _Retryable(f"connection failed: {type(exc).__name__}: {exc}") from exc
+        if self.recorder is not None:
+            self.recorder(RecordedRequest(path, body, started, time.perf_counter(), status, completion_tokens(raw)
+                                          if 200 <= status < 300 else None))
         if not 200 <= status < 300:
             detail = raw[:300].decode(errors="replace").strip()
             message = f"HTTP {status} {reason}" + (f": {detail}" if detail else "")
@@ -381,6 +402,16 @@ class OpenAIBackend:
             self._pool.shutdown(wait=False)
             self._pool = None
         self.http.close()
+
+
+def completion_tokens(raw: bytes) -> int | None:
+    """``usage.completion_tokens`` of a reply body, or None (parsed apart from the reply: the recorder is off the
+    request path's hot loop unless a benchmark turns it on)."""
+    try:
+        value = json.loads(raw)["usage"]["completion_tokens"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, int) else None
 
 
 def error_text(raw: bytes) -> str:
