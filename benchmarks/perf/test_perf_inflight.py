@@ -117,7 +117,9 @@ def test_eval_rollout_path_in_flight(benchmark, servers, latency, tmp_path):
     per_episode = counts["requests"] / ran
     figures = sampler.steady(int(N * per_episode), int(counts["requests"] - N * per_episode))
     assert ran == limit * seeds and figures["window_s"] > 1.0
-    assert counts["peak_in_flight"] > N // 2  # the pool keeps the episodes in flight
+    # more in flight than the pool's former fixed 16 threads (where client CPU binds, as at 100 ms on 2 cores, the
+    # requests in flight are what that CPU sustains times the latency, not N)
+    assert counts["peak_in_flight"] > 16
     _record(benchmark, latency, "eval (threads pool)", N, figures, counts, episodes=ran,
             requests=counts["requests"])
 
