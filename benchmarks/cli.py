@@ -271,6 +271,21 @@ def _run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- llm-headline --------------------------------------------------------------------------------------------------
+def _configure_llm_headline(parser: argparse.ArgumentParser) -> None:
+    from .llm_headline import add_arguments
+
+    add_arguments(parser)
+
+
+def _run_llm_headline(args: argparse.Namespace) -> int:
+    from .llm_headline import config_from_args, run
+
+    report = run(config_from_args(args), doc=args.doc)
+    print(Path(args.out, "results_llm_headline.md").read_text(encoding="utf-8"))
+    return 0 if report["complete"] else 1
+
+
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
     register_command(Command("eval", "evaluate methods on identical tasks and seeds (resumable run folder)",
@@ -288,5 +303,8 @@ def register_commands() -> None:
     register_command(Command("headroom", "a profile's headroom ladder: none, random, best fixed rule, reading bound, "
                              "learnable-ceiling estimate, lookahead planner, oracle (paired intervals; resumable)",
                              _configure_headroom, _run_headroom, resume=rerun))
+    register_command(Command("llm-headline", "zero-shot LLM steerer vs the same LLM trained by the steering trainer, "
+                             "both served by vLLM, rate-matched on dev, paired on test (resumable)",
+                             _configure_llm_headline, _run_llm_headline, resume=rerun))
     register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
                              _configure_demo, _run_demo, resume=rerun))

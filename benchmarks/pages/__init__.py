@@ -27,6 +27,7 @@ PAGE_MODULES = {
     "results_actguide_regions": "benchmarks.pages.actguide_regions",
     "results_actguide_regions_train": "benchmarks.pages.actguide_regions:TRAIN_PAGE",
     "results_actguide_schedule": "benchmarks.pages.actguide_schedule",
+    "results_llm_headline": "benchmarks.pages.llm_headline",
 }
 
 

@@ -1,0 +1,111 @@
+"""``docs/results_llm_headline.md``: a zero-shot LLM steerer against the same LLM trained by the steering trainer.
+
+The runs are made by ``python -m benchmarks.llm_headline --out OUT`` (resumable), which writes its measured numbers
+to ``OUT/llm_headline.json`` (rows, the harness's paired intervals, setting card, wall times, the parts not run yet);
+this page renders that file. ``steer-envs report results_llm_headline`` rebuilds it from the compact copy kept in the
+repository (``docs/data/llm_headline/``), ``--out OUT`` from a run folder.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .builder import Page, Section, read_run_json, template
+from .tables import markdown_table
+
+REPORT_FILE = "llm_headline.json"
+#: the compact summary kept in the repository, so the page rebuilds without the run folder
+REPO_SUMMARY = "docs/data/llm_headline"
+
+
+def load(out: Path) -> dict[str, Any]:
+    return {"report": read_run_json(out / REPORT_FILE, f"python -m benchmarks.llm_headline --out {out}")}
+
+
+def _ci(d: dict[str, float] | None) -> str:
+    return "–" if d is None else f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+
+
+def _dev(row: dict[str, Any]) -> str:
+    dev = row.get("dev")
+    if not dev:
+        return "–"
+    probes = ", ".join(f"{p['value']}→{p['rate']:.2f}" for p in dev["probes"])
+    return f"{dev['knob']}={dev['value']} (dev {dev['dev_rate']:.2f}/task; probes {probes})"
+
+
+def status_section(report: dict[str, Any]) -> str:
+    if report.get("complete"):
+        return ""
+    return ("> **Partial.** Parts not finished when this page was written: "
+            + "; ".join(report.get("pending", []))
+            + ". The rows below are the ones whose test episodes are complete.\n\n")
+
+
+def table_section(report: dict[str, Any]) -> str:
+    rows = [(row["name"], f"{row['f1']:.2f}", _ci(row.get("gain")), f"{row['interventions']:.2f}",
+             f"{row['decisions']:.2f}", f"{row['agent_turns']:.2f}", f"{row['episodes']}" +
+             (f" ({row['failed']} failed)" if row["failed"] else ""), _dev(row))
+            for row in report["rows"].values()]
+    table = markdown_table(["row", "F1 (macro)", "ΔF1 vs none [95%]", "interventions / task", "decisions / task",
+                            "executor turns / task", "episodes", "operating point (chosen on dev)"], rows, spaced=True)
+    comparisons = "".join(f"\n**{name}**: ΔF1 {_ci(d)} (paired, same tasks and seeds).\n"
+                          for name, d in report.get("comparisons", {}).items())
+    return "## Table\n\n" + table + comparisons + "\n"
+
+
+def card_section(report: dict[str, Any]) -> str:
+    card = report["card"]
+    tasks = ", ".join(f"{b} {n}" for b, n in card["tasks"].items())
+    train = card["train"]
+    lines = [
+        f"* model: `{card['model']}`; served by {card['served_by']} (`{card['vllm']}`), "
+        f"max_model_len {card['max_model_len']}, device `{card['device']}`, "
+        f"{card['episodes_in_flight']} episodes in flight",
+        f"* served through vLLM: {'; '.join(card['served_rows'])} (the same served-steerer path, "
+        f"`steering_zero_shot:model=openai:NAME@URL`; NAME `base` or the adapter `steerer`)",
+        f"* executor `{card['executor']}` (hash `{card['executor_hash']}`), max {card['max_turns']} turns; corpus "
+        f"`{card['corpus']}` sha256 `{card['corpus_sha']}`; retriever {card['retriever']}, k={card['topk']}",
+        f"* test: split **{card['split']}**, {sum(card['tasks'].values())} tasks ({tasks}), {card['seeds']} evaluation "
+        f"seed(s) per task, the same tasks and seeds for every row",
+        f"* dev matching: {card['dev_tasks_per_benchmark']} dev task(s) per benchmark x {card['dev_seeds']} seed(s); "
+        f"τ bisected on logit(τ) to {card['target_interventions_per_task']:g} intervention(s) per task "
+        f"(stop within ±{card['dev_tolerance']:g})",
+        f"* training (train split, the suite's steering trainer: ranking loss + GRPO, `backbone = \"causal_lm\"`, LoRA "
+        f"rank {train['lora_rank']}): m={train['m']} rounds, k={train['k']} states per round, G={train['G']}, "
+        f"N={train['N']}, {train['bank_tasks']} bank tasks x {train['bank_rollouts']} rollout(s), lr {train['lr']:g}, "
+        f"seed {train['seed']}; one training seed",
+        f"* steerer prompts: at most {card['prompt_chars']} characters (served) / {max(64, card['prompt_chars'] // 3)} "
+        f"tokens (training); reasoning up to {card['think_tokens']} tokens",
+        f"* commit(s): {', '.join(f'`{c}`' for c in card['commits']) or 'none recorded'}",
+    ]
+    return "## Setting card\n\n" + "\n".join(lines) + "\n\n"
+
+
+def timings_section(report: dict[str, Any]) -> str:
+    rows = [(part, f"{t['seconds'] / 60:.2f}", t.get("invocations", 1),
+             ", ".join(f"{k} {v}" for k, v in t.items() if k not in ("seconds", "invocations")))
+            for part, t in report["timings"].items()]
+    total = sum(t["seconds"] for t in report["timings"].values())
+    return ("## Wall time\n\n" + markdown_table(["part", "minutes", "invocations", "notes"], rows, spaced=True)
+            + f"\nIn all {total / 60:.1f} min of parts (shared 2-core CPU machine, other jobs running).\n\n")
+
+
+def reading_section(report: dict[str, Any]) -> str:
+    return template("llm_headline_reading")
+
+
+SECTIONS = (status_section, table_section, card_section, timings_section, reading_section)
+
+
+def render_report(report: dict[str, Any]) -> str:
+    return template("llm_headline_intro") + "".join(section(report) for section in SECTIONS)
+
+
+PAGE = Page(
+    name="results_llm_headline", help="zero-shot LLM steerer vs the same LLM trained by the steering trainer (vLLM)",
+    doc="docs/results_llm_headline.md", out=REPO_SUMMARY, load=load,
+    sections=(Section("intro", lambda ctx: template("llm_headline_intro")),
+              *(Section(f.__name__.removesuffix("_section"), lambda ctx, f=f: f(ctx.data["report"]))
+                for f in SECTIONS)),
+)
