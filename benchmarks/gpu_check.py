@@ -17,10 +17,18 @@ ends, so a slot that runs out keeps what finished):
   steerer in bf16 + LoRA (iterations/min);
 * ``actguide``: a few ACTGUIDE-RL iterations with the causal-LM learner (iterations/min, generated tokens/s);
 * ``vector``: the concurrent vector env with 256 episodes in flight against a loopback OpenAI-compatible server
-  answering every request after 100 ms (requests/s against the 2,560/s the server can take).
+  answering every request after 100 ms (requests/s against the 2,560/s the server can take);
+* ``vllm``: the real engine. A vLLM server (``steer_envs.llm.vllm_engine``, on the GPU) serves the learner-shaped
+  random model and a LoRA steerer adapter written by ``CausalLMSteerer.save_adapter`` (``--lora-modules``); the
+  suite's eval path (``evaluate`` on the threads pool, an ``openai:`` executor) runs 256 episodes in flight
+  against it (completion tokens/s from the server's ``usage``, steady state and whole run; episodes/min); then
+  one scored request through the adapter and the served-vs-peft check
+  (``agents.steering.served_check.check_served_adapter``) on a few states. The server runs in float32: the
+  check's tolerance is fp32's, and one server serves both parts.
 
-``--smoke`` runs every section on CPU at toy sizes (a minute here): what a machine without a GPU can check, and
-what the test suite runs so this script cannot rot. It is never a GPU figure.
+``--smoke`` runs every section on CPU at toy sizes (a minute here, the ``vllm`` section a few more: it serves the
+tiny model through vLLM's CPU build, 16 episodes in flight): what a machine without a GPU can check, and what the
+test suite runs so this script cannot rot. It is never a GPU figure.
 """
 from __future__ import annotations
 
@@ -77,6 +85,10 @@ class CheckPlan:
     vector_envs: int
     vector_steps: int
     latency_s: float = 0.1
+    vllm_in_flight: int = 256
+    vllm_episodes: int = 1024  # nq test tasks x 2 seeds
+    vllm_max_new_tokens: int = 32
+    vllm_adapter_states: int = 8
 
     @classmethod
     def gpu(cls) -> "CheckPlan":
@@ -90,7 +102,7 @@ class CheckPlan:
         return cls("cpu", "float32", "no", ("smoke",), "smoke", observations=8, slow_states=2, G=2, think_tokens=4,
                    steering_rounds=1, steering_k=2, actguide_iterations=1, actguide_batch_tasks=2, actguide_group=2,
                    vector_envs=16, vector_steps=3,
-                   latency_s=0.05)
+                   latency_s=0.05, vllm_in_flight=16, vllm_episodes=48, vllm_max_new_tokens=16, vllm_adapter_states=2)
 
 
 # -- measuring ---------------------------------------------------------------------------------------------------
@@ -269,8 +281,155 @@ def check_vector(plan: CheckPlan) -> dict[str, Any]:
                           "share_of_ceiling": round(requests / seconds / ceiling, 3)})
 
 
+@dataclass(frozen=True)
+class ServedModel:
+    """What the ``vllm`` section serves: the model folder, its context, the adapter's rank, and the dtype."""
+
+    folder: Path
+    context: int
+    lora_rank: int
+    dtype: str
+
+
+#: the real engine's turns per episode (a random model never answers: every episode runs them all)
+VLLM_MAX_TURNS = 4
+VLLM_ADAPTER = "steerer"
+
+
+def served_model(plan: CheckPlan, work: Path) -> ServedModel:
+    """The learner-shaped random Qwen2 on a GPU; on CPU the tiny model (vLLM's CPU attention refuses heads below
+    32, the smoke shape's are 16)."""
+    if plan.device == "cpu":
+        from steer_envs.llm.tiny import build_tiny_causal_lm
+
+        folder = build_tiny_causal_lm(work / "vllm-tiny", hidden_size=128, heads=2, max_positions=2048,
+                                      chat_template=True)
+        return ServedModel(folder, 2048, 8, "float32")
+    shape = SHAPES[plan.learner_shape]
+    return ServedModel(build_model(shape, work / f"qwen2-{shape.name}", plan), 4096, 16, "float32")
+
+
+def write_adapter(model: ServedModel, work: Path) -> Path:
+    """A LoRA steerer's adapter as training saves it, its weights moved off peft's zero start (an untouched adapter
+    is the identity: served with or without it would score alike)."""
+    import torch
+
+    from agents.steering.causal_lm import CausalLMSteerer
+    from agents.steering.interventions import options_from_catalogue
+
+    _, catalogue = sample_observations(1)
+    steerer = CausalLMSteerer(options_from_catalogue(catalogue), model=str(model.folder), lora=True,
+                              lora_rank=model.lora_rank)
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for name, parameter in steerer.lm.named_parameters():
+            if "lora_" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.2)
+    return steerer.save_adapter(work / "vllm-adapter")
+
+
+def served_eval_throughput(server: Any, plan: CheckPlan, work: Path) -> dict[str, Any]:
+    """The eval path at ``vllm_in_flight`` episodes in flight; every request recorded by the backend (its
+    ``recorder``) for the server's ``usage.completion_tokens`` and the steady window (from the N-th finish to the
+    N x turns-th from last, when every slot is busy)."""
+    import threading
+
+    from benchmarks.harness.config import EvalConfig
+    from benchmarks.harness.runfolder import RunFolder
+    from benchmarks.harness.runner import evaluate
+    from steer_envs.llm.registry import make_backend
+    from steer_envs.rollouts import PoolConfig
+
+    n = plan.vllm_in_flight
+    spec = server.spec(max_new_tokens=plan.vllm_max_new_tokens, chat_template="off", max_in_flight=n, temperature=0)
+
+    def run(limit: int, seeds: int, folder: Path) -> int:
+        config = EvalConfig(executor=spec, benchmarks=("nq",), split="test", seeds=seeds, limit=limit,
+                            max_turns=VLLM_MAX_TURNS)
+        outcome = evaluate(RunFolder(folder, config), "no_supervision", progress=False, log=lambda _: None,
+                           pool=PoolConfig("auto"))
+        failures = [r.failure for r in outcome.records if r.failure]
+        if failures:
+            raise RuntimeError(f"{len(failures)} served episode(s) failed, e.g. {failures[0]}")
+        return outcome.ran
+
+    run(min(8, n), 1, work / "vllm-warm")  # corpus, BM25 index, connections, the engine's first batches
+    backend = make_backend(server.spec(), max_in_flight=n)  # the executors' shared backend
+    spans: list[tuple[float, float, int]] = []
+    lock = threading.Lock()
+
+    def record(request: Any) -> None:
+        with lock:
+            spans.append((request.started, request.finished, request.completion_tokens or 0))
+
+    backend.recorder = record
+    seeds = 2 if plan.vllm_episodes > 2 * n else 1
+    start = time.perf_counter()
+    try:
+        ran = run(plan.vllm_episodes // seeds, seeds, work / "vllm-run")
+    finally:
+        backend.recorder = None
+    seconds = time.perf_counter() - start
+    spans.sort(key=lambda span: span[1])
+    low, high = spans[min(n, len(spans)) - 1][1], spans[max(0, len(spans) - n * VLLM_MAX_TURNS)][1]
+    steady = sum(tokens for _, finished, tokens in spans if low < finished <= high)
+    total = sum(span[2] for span in spans)
+    return {"episodes_in_flight": n, "episodes": ran, "requests": len(spans), "completion_tokens": total,
+            "max_new_tokens": plan.vllm_max_new_tokens, "max_turns": VLLM_MAX_TURNS,
+            "completion_tokens_per_s": round(total / seconds, 1),
+            "steady_completion_tokens_per_s": round(steady / (high - low), 1) if high > low else None,
+            "steady_window_s": round(high - low, 2), "episodes_per_min": round(60 * ran / seconds, 1),
+            "eval_s": round(seconds, 2)}
+
+
+def served_adapter_check(server: Any, model: ServedModel, adapter: Path, plan: CheckPlan) -> dict[str, Any]:
+    """One scored request through the served adapter (its latency), then the served-vs-peft check."""
+    from agents.steering.causal_lm import CausalLMSteerer
+    from agents.steering.interventions import options_from_catalogue
+    from agents.steering.served_check import check_served_adapter
+    from steer_envs.llm.registry import make_backend
+
+    states, catalogue = sample_observations(plan.vllm_adapter_states)
+    steerer = CausalLMSteerer(options_from_catalogue(catalogue), model=str(model.folder), adapter=str(adapter),
+                              max_prompt_tokens=1024, max_think_tokens=8, device=plan.device)
+    served = make_backend(server.spec(VLLM_ADAPTER), shared=False)
+    try:
+        row = steerer.fast_prompt_ids(states[0]) + [steerer.yes_id]
+        start = time.perf_counter()
+        logprob = served.continuation_logprobs([row], [len(row) - 1])[0][0]
+        scored_s = time.perf_counter() - start
+        start = time.perf_counter()
+        check = check_served_adapter(steerer, served, states, slow_samples=1, seed=0)
+        check_s = time.perf_counter() - start
+    finally:
+        served.close()
+    return {"scored_request_s": round(scored_s, 3), "scored_logprob": round(logprob, 4),
+            "check": check.as_dict(), "check_s": round(check_s, 2)}
+
+
+def check_vllm(plan: CheckPlan, work: Path) -> dict[str, Any]:
+    from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
+
+    model = served_model(plan, work)
+    adapter = write_adapter(model, work)
+    section = Section()
+    options = VLLMServeOptions(model=str(model.folder), name="check", max_model_len=model.context, dtype=model.dtype,
+                               adapters=((VLLM_ADAPTER, str(adapter)),), max_lora_rank=model.lora_rank,
+                               device=plan.device, gpu_memory_utilization=0.6,
+                               max_num_seqs=max(plan.vllm_in_flight, 16))
+    figures: dict[str, Any] = {"model": str(model.folder.name), "dtype": model.dtype, "context": model.context}
+    with VLLMServer(options) as server:
+        figures["startup_s"] = round(server.startup_seconds or 0.0, 1)
+        figures["eval"] = served_eval_throughput(server, plan, work)
+        figures["adapter"] = served_adapter_check(server, model, adapter, plan)
+    if not figures["adapter"]["check"]["ok"]:  # the figures stay; the run fails on the error
+        figures["error"] = f"the served adapter differs from peft's beyond the tolerance: {figures['adapter']['check']}"
+    return section.close(figures)
+
+
 # -- the run -----------------------------------------------------------------------------------------------------
-def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = ()) -> dict[str, Any]:
+def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = (),
+              skip: tuple[str, ...] = ()) -> dict[str, Any]:
     import torch
 
     from steer_envs.atomic import atomic_write_text
@@ -282,10 +441,11 @@ def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = ()) -> dict[st
         *((f"steerer_{name}", lambda work, name=name: check_steerer(SHAPES[name], plan, work)) for name in plan.steerer_shapes),
         ("actguide", lambda work: check_actguide(SHAPES[plan.learner_shape], plan, work)),
         ("vector", lambda work: check_vector(plan)),
+        ("vllm", lambda work: check_vllm(plan, work)),
     ]
     with tempfile.TemporaryDirectory(dir=out) as tmp:
         for name, run in sections:
-            if only and name not in only:
+            if (only and name not in only) or name in skip:
                 continue
             print(f"[gpu_check] {name} ...", flush=True)
             try:
@@ -323,7 +483,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/gpu_check"), help="folder for gpu_check.json/.md")
     parser.add_argument("--smoke", action="store_true", help="toy sizes on CPU (no GPU figures): checks the code runs")
     parser.add_argument("--only", nargs="*", default=(), help="run only these sections (steerer_0.5b, steerer_8b, "
-                                                               "actguide, vector)")
+                                                               "actguide, vector, vllm)")
+    parser.add_argument("--skip", nargs="*", default=(), help="leave these sections out (e.g. vllm where vLLM's "
+                                                              "CPU build is not wanted)")
     args = parser.parse_args(argv)
     import torch
 
@@ -331,7 +493,8 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu_check: no CUDA device; run on a GPU machine, or pass --smoke for the CPU run of the same code",
               file=sys.stderr)
         return 2
-    results = run_check(CheckPlan.smoke() if args.smoke else CheckPlan.gpu(), args.out, tuple(args.only))
+    results = run_check(CheckPlan.smoke() if args.smoke else CheckPlan.gpu(), args.out, tuple(args.only),
+                        tuple(args.skip))
     print(markdown(results))
     failed = [name for name, value in results.items() if isinstance(value, dict) and "error" in value]
     return 1 if failed else 0
