@@ -21,6 +21,16 @@ observations, rewards, flags and infos equal SyncVectorEnv's for the same seeds.
 The registered ids carry no ``vector_entry_point`` (gymnasium would make it ``make_vec``'s default, which refuses
 ``wrappers=`` / ``vector_kwargs=``): ``gymnasium.make_vec(id, n)`` stays SyncVectorEnv.
 
+What the barrier costs: ``step`` returns when the slowest of its N requests has, so every step waits for the
+slowest generation of the batch, and an env whose reply came early sits idle until then. Real generation latencies
+differ by an order of magnitude between requests; against a loopback server in its own process whose latency is
+lognormal (mean 1 s, coefficient of variation 1), the slowest of 256 draws averages about 8 s, and N = 256 envs
+reached 15 % of N / latency, where the same 256 episodes without a barrier (the ``threads`` rollout pool behind
+``steer-envs eval``, ``compare`` and the steering trainer: each episode in flight on its own) reached the ceiling.
+At a fixed latency the barrier costs little: at 100 ms both reached 29 to 43 % of N / latency on 2 shared cores,
+bound by client CPU. See BENCHMARKS.md, "Episodes in flight without a per-step barrier". It stays for Gymnasium
+users who want the vector API; for many LLM episodes of varying length the rollout pools are the faster path.
+
 ``max_in_flight=None`` (the default) picks by executor kind: every env at once for I/O-bound kinds (``openai:``;
 :func:`~steer_envs.executors.registry.is_io_bound`), one (serial, in the calling thread: SyncVectorEnv's
 behaviour, and its speed) for CPU-bound ones (``sim:``, ``hf:``), which threads would only make contend for the
