@@ -190,7 +190,7 @@ class SteeringTrainer(TrainerBase):
         env = self._build_env()
         if pools is not None:
             # one pool for the whole run: an ``auto`` pool with an I/O-bound executor becomes a threads pool here,
-            # once, instead of a fresh one (its 16 env replicas rebuilt) on every collect/measure call
+            # once, instead of a fresh one (its env replicas rebuilt) on every collect/measure call
             pool = pools.enter_context(using_pool(concurrent_pool(pool, executor_of(env))))
         options = options_from_catalogue(env.unwrapped.catalogue)
         steerer = self.place(self._steerer or build_steerer(c.backbone, options, self.model_args(c.backbone_args)))
