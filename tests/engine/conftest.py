@@ -55,6 +55,7 @@ def vllm_server(engine_model_dir, adapter_dir):
     from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
 
     options = VLLMServeOptions(model=str(engine_model_dir), name="tiny", max_model_len=ENGINE_CONTEXT,
-                               adapters=((ADAPTER_NAME, str(adapter_dir)),), max_lora_rank=ADAPTER_RANK, device="cpu")
+                               adapters=((ADAPTER_NAME, str(adapter_dir)),), max_lora_rank=ADAPTER_RANK, device="cpu",
+                               eager=True)
     with VLLMServer(options) as server:
         yield server

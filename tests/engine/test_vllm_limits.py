@@ -69,7 +69,7 @@ def test_server_killed_mid_episode_is_a_failure_not_an_outcome(engine_model_dir,
     from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
 
     options = VLLMServeOptions(model=str(engine_model_dir), name="doomed", max_model_len=ENGINE_CONTEXT, device="cpu",
-                               log_path=str(tmp_path / "doomed.log"))
+                               eager=True, log_path=str(tmp_path / "doomed.log"))
     with VLLMServer(options) as server:
         env = gym.make("steer_envs/SearchSteering-v0",
                        executor=server.spec(max_new_tokens=16, chat_template="off", max_retries=1, backoff=0.1,
