@@ -1,7 +1,7 @@
 """The eval rollout path against the real engine: ``evaluate`` with an ``openai:`` executor served by vLLM (its CPU
-build, a tiny random model) at 64 episodes in flight, beside plain asyncio clients (``aiohttp`` and
-``httpx.AsyncClient``) that replay the very request bodies the eval sent, in the order it sent them, at the same
-concurrency; the ratio is against the faster of the two.
+build, a tiny random model) at 64 episodes in flight, beside a plain asyncio client (``aiohttp``; ``httpx`` too
+with ``STEER_ENVS_ENGINE_REPLAYS=aiohttp,httpx``) that replays the very request bodies the eval sent, in the order
+it sent them, at the same concurrency; the ratio is against the fastest replay.
 
 Why: the loopback-server benchmark (test_perf_inflight.py) bounds the client's overhead against a server that does
 no work; this one asks whether the suite's path (threads pool, ``http.client`` keep-alive pool, env steps, BM25
@@ -15,7 +15,7 @@ stop strings, ``temperature`` 0: greedy, so each generation has the same length 
 server's prefix cache is emptied before each run (``POST /reset_prefix_cache``, served in vLLM's dev mode) so that
 the replay, which comes second, reuses nothing the eval computed. The token sums of both runs are reported.
 
-Run (about 8 minutes with the CPU build installed under ``$STEER_ENVS_CACHE``)::
+Run (about 6 minutes with the CPU build installed under ``$STEER_ENVS_CACHE``)::
 
     python -m pytest benchmarks/perf/test_perf_engine.py --benchmark-enable -o addopts= -s -m engine
 """
@@ -124,11 +124,21 @@ async def replay_httpx(base_url: str, requests: list[RecordedRequest], concurren
     spans: list[tuple[float, float, int]] = []
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=base_url + "/", limits=limits, timeout=300.0) as client:
+        async def post(request: RecordedRequest) -> httpx.Response:
+            body = json.dumps(request.body).encode()
+            for attempt in range(3):  # a keep-alive connection the server closed meanwhile: httpx raises, not retries
+                try:
+                    return await client.post(request.path.lstrip("/"), content=body,
+                                             headers={"Content-Type": "application/json"})
+                except (httpx.ReadError, httpx.RemoteProtocolError):
+                    if attempt == 2:
+                        raise
+            raise AssertionError("unreachable")
+
         async def worker() -> None:
             for request in queue:
                 started = time.perf_counter()
-                reply = await client.post(request.path.lstrip("/"), content=json.dumps(request.body).encode(),
-                                          headers={"Content-Type": "application/json"})
+                reply = await post(request)
                 reply.raise_for_status()
                 spans.append((started, time.perf_counter(), int(reply.json()["usage"]["completion_tokens"])))
 
@@ -159,8 +169,11 @@ async def replay_aiohttp(base_url: str, requests: list[RecordedRequest], concurr
     return spans
 
 
-#: the plain asyncio clients the eval path is measured against (each replays the same recorded requests)
-REPLAYS = {"aiohttp": replay_aiohttp, "httpx": replay_httpx}
+#: the plain asyncio clients the eval path can be measured against (each replays the same recorded requests)
+CLIENTS = {"aiohttp": replay_aiohttp, "httpx": replay_httpx}
+#: the ones this run replays with (comma-separated in ``STEER_ENVS_ENGINE_REPLAYS``): aiohttp by default, httpx
+#: costing about 9 ms of client CPU per request here (12x the others), which on 2 cores makes it the bottleneck
+REPLAYS = {name: CLIENTS[name] for name in os.environ.get("STEER_ENVS_ENGINE_REPLAYS", "aiohttp").split(",")}
 
 
 def _context() -> dict[str, object]:
@@ -197,6 +210,7 @@ def test_eval_path_against_vllm_vs_async_replay(benchmark, server, tmp_path):
         cpu = time.process_time()
         spans = asyncio.run(client(server.base_url, recorded, N))
         replays[name] = throughput(spans, time.process_time() - cpu, tail)
+        print(f"\n[engine benchmark] eval {asdict(eval_figures)}; {name} {asdict(replays[name])}", flush=True)
     after = _context()
 
     best = max(replays, key=lambda name: replays[name].steady_tokens_per_s)
