@@ -112,3 +112,25 @@ def test_eval_with_a_steerer_over_a_small_context_server_finishes(tiny_backend, 
         spec = f"steering_zero_shot:model={server.spec},tau=0.02,prompt_chars=100000,think_tokens=8"
         outcome = evaluate(folder, spec, progress=False, log=lambda _: None)
     assert outcome.ran == 2 and all(r.decisions >= 1 and not r.failed for r in outcome.records)
+
+
+@pytest.mark.slow
+def test_a_training_round_on_a_2048_token_model_fits_long_states_instead_of_aborting(tmp_path):
+    """The steering trainer with a causal-LM steerer whose only prompt limit is its model's 2,048-token context:
+    the state bank's late states (ten-turn transcripts, far past 2,048 tokens of the tiny tokenizer) are fitted,
+    and the round (fast-path scoring, slow-path sampling, GRPO's re-scoring, the update) completes."""
+    from agents.steering.config import SteeringConfig
+    from agents.steering.trainer import SteeringTrainer, load_model
+    from steer_envs.llm.tiny import build_tiny_causal_lm
+
+    folder = build_tiny_causal_lm(tmp_path / "lm", max_positions=2048)
+    cfg = SteeringConfig(m=1, k=4, G=2, N=1, bank_tasks=3, benchmarks=["hotpotqa"], backbone="causal_lm",
+                         backbone_args={"model": str(folder), "max_think_tokens": 4, "max_prompt_tokens": 10**6})
+    result = SteeringTrainer(cfg, tmp_path / "run").run()
+    assert len(result.log) == 1 and result.log[0]["states"] == 4
+    steerer, _ = load_model(tmp_path / "run")
+    assert steerer.context_length == 2048
+    long_state = long_observation(40)
+    assert len(steerer.fast_prompt_ids(long_state)) <= steerer.prompt_budget < 2048
+    assert bool(torch.isfinite(steerer.fast_scores([long_state])).all())
+    assert steerer.context_stats.elided_prompts >= 1
