@@ -263,9 +263,12 @@ def render(data: dict, info: dict[str, Any], command: str, load: tuple[list[floa
     return "\n".join(lines)
 
 
-IN_FLIGHT_RUNS = ["test_eval_rollout_path_in_flight[lognormal-1s]", "test_vector_envs_beside[lognormal-1s-concurrent-256]",
-                  "test_vector_envs_beside[lognormal-1s-sync-8]", "test_eval_rollout_path_in_flight[fixed-100ms]",
-                  "test_vector_envs_beside[fixed-100ms-concurrent-256]", "test_vector_envs_beside[fixed-100ms-sync-32]",
+IN_FLIGHT_RUNS = ["test_eval_rollout_path_in_flight[lognormal-1s]",
+                  "test_vector_envs_beside[lognormal-1s-concurrent-256]",
+                  "test_vector_envs_beside[lognormal-1s-sync-8]",
+                  "test_eval_rollout_path_in_flight[fixed-100ms]",
+                  "test_vector_envs_beside[fixed-100ms-concurrent-256]",
+                  "test_vector_envs_beside[fixed-100ms-sync-32]",
                   "test_eval_on_the_processes_pool"]
 
 

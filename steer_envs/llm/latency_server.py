@@ -4,8 +4,7 @@ Why: the client side of serving (the ``openai:`` backend, the concurrent vector 
 measured and tested against a real HTTP server whose only behaviour is "a GPU server answers in ``latency``
 seconds, and takes as many requests at once as it is sent" — which no model on a CPU can imitate. It counts
 what the client-side claims are about: requests, TCP connections opened, and the most requests in flight at
-once. Built on the standard library's ``ThreadingHTTPServer`` (a thread per connection, HTTP/1.1 keep-alive),
-so the server costs little CPU beside the client it measures.
+once. HTTP/1.1 keep-alive, standard library only.
 
 The latency is fixed by default; with a coefficient of variation ``cv > 0`` each request draws its own from a
 lognormal of mean ``latency`` (seeded: the same seed gives the same sequence of draws), because real generation
@@ -15,11 +14,12 @@ client that waits for the slowest of a batch every step loses what a fixed laten
 ``reply(prompt) -> text`` gives the completion; the default one runs a Search-R1 episode: a search on the first
 turn, then an answer (the executor closes the tags from the reported stop string, as with vLLM).
 
-In a thread of the caller (:class:`LatencyServer`) the server shares the caller's interpreter lock, which is
-what a test wants (counters read directly); :class:`LatencyServerProcess` runs it as its own process, as a real
-model server is, on one asyncio event loop (:class:`AsyncLatencyServer`: a small fraction of ``http.server``'s CPU
-a request, which on a small machine would otherwise be taken from the client being measured) (``python -m steer_envs.llm.latency_server --latency 0.1 [--cv 1 --seed 0]``; counters at ``GET /stats``), so a
-benchmark measures the client alone.
+In a thread of the caller (:class:`LatencyServer`, on ``ThreadingHTTPServer``: a thread per connection) the
+server shares the caller's interpreter lock, which is what a test wants (counters read directly);
+:class:`LatencyServerProcess` runs it as its own process, as a real model server is (``python -m
+steer_envs.llm.latency_server --latency 0.1 [--cv 1 --seed 0]``; counters at ``GET /stats``), so a benchmark
+measures the client alone. The process serves on one asyncio event loop (:class:`AsyncLatencyServer`): a fraction
+of ``http.server``'s CPU a request, which on a small machine would otherwise be taken from the measured client.
 """
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def completion(path: str, body: dict[str, Any], reply: Callable[[str], tuple[str
 
 class LatencyServer:
     """Serve ``POST /v1/completions`` (and ``/v1/chat/completions``) after ``latency`` seconds each (or a seeded
-    lognormal draw of that mean when ``cv > 0``, see :class:`Latency`), on ``127.0.0.1`` (any free port). Use as a context manager; :attr:`spec` is the ``openai:`` spec that reaches it.
+    lognormal draw of that mean when ``cv > 0``, see :class:`Latency`), on ``127.0.0.1`` (any free port). Use as a
+    context manager; :attr:`spec` is the ``openai:`` spec that reaches it.
 
     Counters (thread-safe): :attr:`requests`, :attr:`connections` (TCP connections accepted),
     :attr:`peak_in_flight` (the most requests being answered at once)."""
@@ -369,4 +370,5 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     raise SystemExit(main())
 
-__all__ = ["AsyncLatencyServer", "Latency", "LatencyServer", "LatencyServerProcess", "REPLIES", "answer_at_once", "search_then_answer"]
+__all__ = ["AsyncLatencyServer", "Latency", "LatencyServer", "LatencyServerProcess", "REPLIES", "answer_at_once",
+           "search_then_answer"]

@@ -124,6 +124,6 @@ def using_pool(spec: PoolConfig | RolloutPool | None = None) -> Iterator[Rollout
 
 __all__ = [
     "EnvFactory", "GivenState", "Job", "KILL_ONCE_ENV", "LocalPool", "POOL_KINDS", "PoolConfig", "PoolError",
-    "RolloutPool", "add_pool_arguments", "concurrent_pool", "env_setup", "executor_of", "in_flight_of", "replica_factory",
-    "make_pool", "pool_config_from_args", "register_pool", "using_pool",
+    "RolloutPool", "add_pool_arguments", "concurrent_pool", "env_setup", "executor_of", "in_flight_of",
+    "replica_factory", "make_pool", "pool_config_from_args", "register_pool", "using_pool",
 ]

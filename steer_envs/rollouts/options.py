@@ -13,8 +13,8 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
                             "a time), processes (worker processes on this machine), ray, or threads (many episodes in "
                             "flight in this process)")
     group.add_argument("--workers", type=int, default=None,
-                       help="worker count (default 1 for local, 2 for processes; ray: one per cluster CPU; threads: the "
-                            "model backend's in-flight bound, e.g. openai:...?max_in_flight=64)")
+                       help="worker count (default 1 for local, 2 for processes; ray: one per cluster CPU; threads: "
+                            "the model backend's in-flight bound, e.g. openai:...?max_in_flight=64)")
     group.add_argument("--ray", action="store_true", help="run the pool on Ray (a local Ray started for the run)")
     group.add_argument("--ray-address", default=None, metavar="ADDR",
                        help="join an existing Ray cluster, e.g. ray://HEAD:10001 or HEAD:6379 (implies --ray)")

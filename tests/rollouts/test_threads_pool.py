@@ -64,7 +64,8 @@ def test_evaluation_records_are_identical_on_threads(tmp_path):
 def test_the_auto_pool_becomes_threads_for_an_io_bound_executor_only():
     openai = "openai:m@http://127.0.0.1:9/v1"
     assert concurrent_pool(PoolConfig("auto"), openai) == PoolConfig("threads", 64)  # OpenAIOptions.max_in_flight
-    assert concurrent_pool(PoolConfig("auto"), openai + "?max_in_flight=200&temperature=0") == PoolConfig("threads", 200)
+    spec = openai + "?max_in_flight=200&temperature=0"
+    assert concurrent_pool(PoolConfig("auto"), spec) == PoolConfig("threads", 200)
     assert concurrent_pool(PoolConfig("auto"), openai, threads=8) == PoolConfig("threads", 8)
     assert concurrent_pool(make_pool(PoolConfig("auto")), openai).kind == "threads"  # the pool made from it too
     auto = PoolConfig("auto")
