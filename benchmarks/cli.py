@@ -281,7 +281,7 @@ def _configure_llm_headline(parser: argparse.ArgumentParser) -> None:
 def _run_llm_headline(args: argparse.Namespace) -> int:
     from .llm_headline import config_from_args, run
 
-    report = run(config_from_args(args), doc=args.doc)
+    report = run(config_from_args(args), doc=args.doc, summary=args.summary)
     print(Path(args.out, "results_llm_headline.md").read_text(encoding="utf-8"))
     return 0 if report["complete"] else 1
 

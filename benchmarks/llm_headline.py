@@ -261,17 +261,24 @@ def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], t
             "complete": not pending}
 
 
-def write_report(config: HeadlineConfig, report: dict[str, Any], doc: str | Path | None = None) -> None:
+def write_report(config: HeadlineConfig, report: dict[str, Any], doc: str | Path | None = None,
+                 summary: str | Path | None = None) -> None:
+    """The report in the run folder (and its copy in ``summary``, a folder the page can be rebuilt from alone), the
+    page beside it (and at ``doc``)."""
     from .pages.llm_headline import PAGE
 
-    atomic_write_json(Path(config.out, REPORT_FILE), report, sort_keys=False)
+    for folder in {Path(config.out), *([Path(summary)] if summary else [])}:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(folder / REPORT_FILE, report, sort_keys=False)
     for path in {Path(config.out, "results_llm_headline.md"), *([Path(doc)] if doc else [])}:
         PAGE.build(config.out, path, data={"report": report})
 
 
 # -- the run ---------------------------------------------------------------------------------------------------------
-def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Every part, resuming what a previous invocation finished; the report (also written to ``OUT``)."""
+def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[str], None] = print,
+        summary: str | Path | None = None) -> dict[str, Any]:
+    """Every part, resuming what a previous invocation finished; the report (written to ``OUT``, to ``summary`` and
+    as the page, to ``doc``, after every part)."""
     from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
     from steer_envs.rollouts import PoolConfig
 
@@ -293,7 +300,7 @@ def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[st
 
     def checkpoint() -> dict[str, Any]:
         report = build_report(config, test, choices, timings, state, list(pending))
-        write_report(config, report, doc)
+        write_report(config, report, doc, summary)
         return report
 
     def evaluate_part(part: str, folder, spec: str, pool=None) -> None:
@@ -394,6 +401,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--startup-timeout", type=float, default=d.startup_timeout,
                         help="seconds vLLM may take to start (a loaded CPU machine needs many minutes)")
     parser.add_argument("--doc", help="also write the page here (e.g. docs/results_llm_headline.md)")
+    parser.add_argument("--summary", help="also write llm_headline.json to this folder (e.g. docs/data/llm_headline, "
+                                          "what `steer-envs report results_llm_headline` rebuilds the page from)")
     parser.add_argument("--quick", action="store_true", help="a smoke test: 2 benchmarks, 1 task each, tiny budgets")
     parser.add_argument("--progress", action="store_true", help="progress bars")
 
@@ -416,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    report = run(config_from_args(args), doc=args.doc)
+    report = run(config_from_args(args), doc=args.doc, summary=args.summary)
     print(Path(args.out, "results_llm_headline.md").read_text(encoding="utf-8"))
     return 0 if report["complete"] else 1
 

@@ -15,7 +15,8 @@ def test_llm_headline_quick_runs_resumes_and_builds_its_page(engine_model_dir, t
     from benchmarks.llm_headline import REPORT_FILE, TIMINGS_FILE, main
 
     out = tmp_path / "run"
-    argv = ["--out", str(out), "--model", str(engine_model_dir), "--quick"]
+    summary = tmp_path / "summary"
+    argv = ["--out", str(out), "--model", str(engine_model_dir), "--quick", "--summary", str(summary)]
     assert main(argv) == 0
     report = json.loads((out / REPORT_FILE).read_text())
     assert report["complete"] and not report["pending"]
@@ -38,9 +39,10 @@ def test_llm_headline_quick_runs_resumes_and_builds_its_page(engine_model_dir, t
     assert again["rows"]["trained"]["f1"] == report["rows"]["trained"]["f1"]
 
     doc = tmp_path / "page.md"
-    proc = subprocess.run([sys.executable, "-m", "steer_envs.cli.main", "report", "results_llm_headline", "--out", str(out),
-                           "--doc", str(doc)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "steer_envs.cli.main", "report", "results_llm_headline",
+                           "--out", str(out), "--doc", str(doc)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = doc.read_text()
     assert "| no supervision |" in page and "LoRA adapter, served" in page and "Setting card" in page
     assert "Partial" not in page
+    assert json.loads((summary / REPORT_FILE).read_text()) == again  # the compact copy the repository keeps
