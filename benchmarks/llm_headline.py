@@ -57,14 +57,15 @@ LLM_ROWS: dict[str, tuple[str, str]] = {
 class TrainBudget:
     """The steering trainer's budget (SteeringConfig's fields of the same names) and the LoRA steerer's size."""
 
-    m: int = 3
-    k: int = 12
+    m: int = 2
+    k: int = 4
     G: int = 2
     N: int = 2
-    bank_tasks: int = 24
+    bank_tasks: int = 12
     bank_rollouts: int = 1
+    update_epochs: int = 1
     lora_rank: int = 8
-    lr: float = 1e-4
+    lr: float = 2e-3
     seed: int = 0
 
 
@@ -89,7 +90,7 @@ class HeadlineConfig:
     tolerance: float = 0.15
     max_probes: int = 6
     train: TrainBudget = field(default_factory=TrainBudget)
-    prompt_chars: int = 1200
+    prompt_chars: int = 900
     think_tokens: int = 24
     max_model_len: int = 4096
     workers: int = 8
@@ -164,7 +165,8 @@ def steering_config(config: HeadlineConfig, folder: Path):
     return SteeringConfig(
         executor=config.executor, benchmarks=list(config.benchmarks or BENCHMARKS), split="train",
         max_turns=config.max_turns, action_mode=ACTION_MODE, m=budget.m, k=budget.k, G=budget.G, N=budget.N,
-        bank_tasks=budget.bank_tasks, bank_rollouts=budget.bank_rollouts, lr=budget.lr, seed=budget.seed,
+        bank_tasks=budget.bank_tasks, bank_rollouts=budget.bank_rollouts, update_epochs=budget.update_epochs,
+        lr=budget.lr, seed=budget.seed,
         bank_seed=budget.seed, backbone="causal_lm", device="cpu" if on_cpu else "auto",
         mixed_precision="no" if on_cpu else "bf16",
         backbone_args={"model": str(folder), "lora": True, "lora_rank": budget.lora_rank, "seed": budget.seed,
@@ -186,7 +188,20 @@ def train_adapter(config: HeadlineConfig, folder: Path, note: dict[str, Any]) ->
         return run_dir / ADAPTER_DIR
     SteeringTrainer(steering, run_dir, resume=True, progress=config.progress).run()
     note.update(rounds=steering.m, fingerprint=steering.fingerprint())
+    release_accelerator()
     return run_dir / ADAPTER_DIR
+
+
+def release_accelerator() -> None:
+    """Hand the trainer's GPU memory back before vLLM starts in the same machine (it sizes its cache from what is
+    free); a no-op on CPU."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def served_spec(server_spec: str, config: HeadlineConfig) -> str:
@@ -387,7 +402,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", type=float, default=d.target, help="interventions per task to match on dev")
     parser.add_argument("--tolerance", type=float, default=d.tolerance, help="dev matching stops within this")
     parser.add_argument("--max-probes", type=int, default=d.max_probes, help="dev τ probes per LLM row at most")
-    for name in ("m", "k", "G", "N", "bank_tasks", "lora_rank"):
+    for name in ("m", "k", "G", "N", "bank_tasks", "update_epochs", "lora_rank"):
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=getattr(t, name),
                             help=f"trainer {name} (default {getattr(t, name)})")
     parser.add_argument("--lr", type=float, default=t.lr, help=f"trainer learning rate (default {t.lr})")
@@ -408,8 +423,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> HeadlineConfig:
-    train = TrainBudget(m=args.m, k=args.k, G=args.G, N=args.N, bank_tasks=args.bank_tasks, lora_rank=args.lora_rank,
-                        lr=args.lr)
+    train = TrainBudget(m=args.m, k=args.k, G=args.G, N=args.N, bank_tasks=args.bank_tasks,
+                        update_epochs=args.update_epochs, lora_rank=args.lora_rank, lr=args.lr)
     config = HeadlineConfig(
         out=args.out, model=args.model, benchmarks=tuple(args.benchmarks or ()), test_limit=args.test_limit,
         seeds=args.seeds, dev_limit=args.dev_limit, dev_seeds=args.dev_seeds, max_turns=args.max_turns,

@@ -73,7 +73,8 @@ def card_section(report: dict[str, Any]) -> str:
         f"(stop within ±{card['dev_tolerance']:g})",
         f"* training (train split, the suite's steering trainer: ranking loss + GRPO, `backbone = \"causal_lm\"`, LoRA "
         f"rank {train['lora_rank']}): m={train['m']} rounds, k={train['k']} states per round, G={train['G']}, "
-        f"N={train['N']}, {train['bank_tasks']} bank tasks x {train['bank_rollouts']} rollout(s), lr {train['lr']:g}, "
+        f"N={train['N']}, {train['bank_tasks']} bank tasks x {train['bank_rollouts']} rollout(s), "
+        f"{train.get('update_epochs', 4)} update epoch(s) per round, lr {train['lr']:g}, "
         f"seed {train['seed']}; one training seed",
         f"* steerer prompts: at most {card['prompt_chars']} characters (served) / {max(64, card['prompt_chars'] // 3)} "
         f"tokens (training); reasoning up to {card['think_tokens']} tokens",
