@@ -8,14 +8,15 @@ no work; this one asks whether the suite's path (threads pool, ``http.client`` k
 search) leaves throughput on the table against a server that does, on the same cores. Figures: completion
 tokens/s, the server's ``usage.completion_tokens`` summed, over the steady state (requests finishing between the
 N-th and the (total - N x turns)-th finish, the same window for both clients) and over the whole run, and their
-ratio; the client's CPU per request.
+ratio; the client's CPU per request. The eval runs again after the replay (load drifts on a shared machine), and
+the ratio is the lower of the two.
 
 The two workloads are the same: the replay posts the recorded bodies byte for byte (prompt, ``max_tokens`` 32,
 stop strings, ``temperature`` 0: greedy, so each generation has the same length on a second run), and the
 server's prefix cache is emptied before each run (``POST /reset_prefix_cache``, served in vLLM's dev mode) so that
 the replay, which comes second, reuses nothing the eval computed. The token sums of both runs are reported.
 
-Run (about 6 minutes with the CPU build installed under ``$STEER_ENVS_CACHE``)::
+Run (about 7 minutes with the CPU build installed under ``$STEER_ENVS_CACHE``)::
 
     python -m pytest benchmarks/perf/test_perf_engine.py --benchmark-enable -o addopts= -s -m engine
 """
@@ -211,6 +212,18 @@ def test_eval_path_against_vllm_vs_async_replay(benchmark, server, tmp_path):
         spans = asyncio.run(client(server.base_url, recorded, N))
         replays[name] = throughput(spans, time.process_time() - cpu, tail)
         print(f"\n[engine benchmark] eval {asdict(eval_figures)}; {name} {asdict(replays[name])}", flush=True)
+    # the eval again, after the replays: load drifts on a shared machine, so a client measured first or last
+    # could gain from it alone; the ratio reported is the lower of the two
+    recorder.requests.clear()
+    backend.recorder = recorder
+    reset_prefix_cache(server)
+    cpu = time.process_time()
+    try:
+        run_eval(spec, *EPISODES, tmp_path / "again")
+    finally:
+        backend.recorder = None
+    again = throughput([(r.started, r.finished, r.completion_tokens) for r in recorder.requests],
+                       time.process_time() - cpu, tail)
     after = _context()
 
     best = max(replays, key=lambda name: replays[name].steady_tokens_per_s)
@@ -218,8 +231,10 @@ def test_eval_path_against_vllm_vs_async_replay(benchmark, server, tmp_path):
     report = {"episodes": ran, "in_flight": N, "max_turns": MAX_TURNS, "max_new_tokens": MAX_NEW_TOKENS,
               "eval": asdict(eval_figures), **{f"replay_{name}": asdict(f) for name, f in replays.items()},
               "baseline": best,
-              "steady_ratio": eval_figures.steady_tokens_per_s / replay_figures.steady_tokens_per_s,
-              "run_ratio": eval_figures.run_tokens_per_s / replay_figures.run_tokens_per_s,
+              "eval_again": asdict(again),
+              "steady_ratio": min(eval_figures.steady_tokens_per_s, again.steady_tokens_per_s)
+              / replay_figures.steady_tokens_per_s,
+              "run_ratio": min(eval_figures.run_tokens_per_s, again.run_tokens_per_s) / replay_figures.run_tokens_per_s,
               "before": before, "after": after}
     benchmark.extra_info.update(report)
     print("\n[engine benchmark]", json.dumps(report, indent=1))
