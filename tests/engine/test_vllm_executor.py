@@ -57,4 +57,6 @@ def test_hostile_model_output_is_an_outcome_not_a_crash(vllm_server):
     invalid = [r for r in executor.history if r.kind == "invalid"]
     assert all(r.observation == INVALID_ACTION_REPLY for r in invalid)
     assert all(r.tokens == 48 for r in invalid)  # no stop string met: the token budget ended each turn
+    written = "".join(r.segment for r in executor.history)
+    assert "\ufffd" in written  # byte tokens that are not UTF-8 alone reach us as replacement characters
     executor.transcript.encode("utf-8")  # valid text, whatever bytes the model produced
