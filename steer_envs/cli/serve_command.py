@@ -7,7 +7,7 @@ import time
 from ..retrieval import MAX_K, make_retriever
 from ..retrieval.registry import RetrieverContext
 from ..retrieval.server import ServerConfig, build_server
-from ..serving import API_KEY_ENV, resolve_api_key, serve_until_stopped, warn_if_exposed
+from ..serving import API_KEY_ENV, parse_origins, resolve_api_key, serve_until_stopped, warn_if_exposed
 from .common import add_data_dir
 from .registry import Command, register_command
 
@@ -30,6 +30,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="collect concurrent requests this long into one retriever call (default 0: batch "
                              "the requests that arrive while a search runs)")
     parser.add_argument("--no-batching", action="store_true", help="one retriever call per request")
+    parser.add_argument("--max-hits", type=int, default=defaults.max_hits,
+                        help=f"most queries x topk in one request (default {defaults.max_hits}; more: 413)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also serve browser pages of this origin, e.g. http://host:3000 ('*': any); by default "
+                             "only this machine's pages (requests without an Origin header are always served)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     add_data_dir(parser)
 
@@ -49,7 +54,8 @@ def _run(args: argparse.Namespace) -> int:
     corpus = RetrieverContext(args.corpus, args.data_dir).corpus()
     config = ServerConfig(host=args.host, port=args.port, default_topk=args.topk, max_batch=args.max_batch,
                           max_query_chars=args.max_query_chars, batch_window_ms=args.batch_window_ms,
-                          batching=not args.no_batching, api_key=api_key)
+                          batching=not args.no_batching, api_key=api_key, max_hits=args.max_hits,
+                          allowed_origins=parse_origins(args.allow_origin))
     server = build_server(retriever, corpus, config, verbose=args.verbose)
     warn_if_exposed(args.host, api_key, "retrieval server")
     print(f"serving {args.backend} over {len(corpus)} passages at {server.url} "

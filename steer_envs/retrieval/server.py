@@ -14,10 +14,12 @@ one index. FastAPI + uvicorn is the stack those projects' own servers run. Endpo
 * ``GET /health`` -> ``{"status": "ok", "retriever", "passages"}``; ``GET /docs``: the OpenAPI page.
 
 Requests are validated by pydantic models (:class:`RetrieveRequest`, :class:`AccessRequest`) and bounded (body
-size, batch size, query length): 413 when too large, 422 with a ``{"detail": message}`` body for malformed JSON
-or wrong fields. Concurrent requests are batched dynamically (:mod:`.batching`): the requests that arrive while
-a search runs (or within ``batch_window_ms``) go to the retriever as one ``batch_search``. Binds to loopback unless told otherwise; an optional
-API key (:mod:`steer_envs.serving`) guards the data endpoints.
+size, batch size, query length, the hits one request asks for): 413 when too large, 422 with a
+``{"detail": message}`` body for malformed JSON or wrong fields (:mod:`steer_envs.validation`: nesting depth, integer
+size, lone surrogates), 403 for a web page of another origin (:func:`steer_envs.serving.origin_allowed`).
+Concurrent requests are batched dynamically (:mod:`.batching`): the requests that arrive while a search runs (or
+within ``batch_window_ms``) go to the retriever as one ``batch_search``. Binds to loopback unless told otherwise;
+an optional API key (:mod:`steer_envs.serving`) guards the data endpoints.
 """
 from __future__ import annotations
 
@@ -36,7 +38,9 @@ from starlette.responses import Response
 
 from ..data.corpus import Corpus
 from ..errors import SteerEnvsError
-from ..serving import LOOPBACK_HOSTS, UvicornServer, authorized, is_loopback  # noqa: F401 - re-exported names
+from ..serving import (BODY_TIMEOUT_S, HEADER_TIMEOUT_S, LOOPBACK_HOSTS, UvicornServer,  # noqa: F401 - re-exported
+                       authorized, is_loopback, origin_allowed, origin_refusal)
+from ..validation import RequestError, parse_json
 from .base import MAX_K, Hit, Retriever
 from .batching import DynamicBatcher
 
@@ -54,6 +58,10 @@ class ServerConfig:
     max_query_chars: int = 4096
     max_body_bytes: int = 4 * 1024 * 1024
     max_urls: int = 256
+    #: per-request work: queries x topk (the hits searched for and written back) and the query characters in all;
+    #: one maximal request (512 long queries, topk 100: an 86 MB answer) would hold the server for seconds
+    max_hits: int = 4096
+    max_total_query_chars: int = 256 * 1024
     #: dynamic batching: how long to collect concurrent requests before one retriever call. 0 (the default) waits
     #: for nothing, and what arrives while a search runs is batched: with bm25s that measured best (BENCHMARKS.md);
     #: a few ms pays off for backends whose batch calls are cheaper per query (Lucene's threads, a dense encoder).
@@ -62,6 +70,10 @@ class ServerConfig:
     batching: bool = True
     #: requests to /retrieve and /access must carry this key (None: no key, for loopback use)
     api_key: str | None = None
+    #: browser origins allowed besides this machine's pages ("*": any); see :func:`steer_envs.serving.origin_allowed`
+    allowed_origins: tuple[str, ...] = ()
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    body_timeout_s: float = BODY_TIMEOUT_S
 
 
 class RetrieveRequest(BaseModel):
@@ -80,14 +92,6 @@ class AccessRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     urls: list[str] = Field(description="passage ids or Wikipedia urls / titles of the corpus")
-
-
-class RequestError(SteerEnvsError):
-    """A client mistake, answered with ``status`` and ``{"detail": message}``."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def page_url(title: str) -> str:
@@ -140,7 +144,20 @@ class RetrievalService:
         if "return_scores" in bad:
             raise RequestError(422, f"'return_scores' must be true or false, got {payload.get('return_scores')!r}")
         assert request is not None
+        self._check_work(request)
         return request
+
+    def _check_work(self, request: RetrieveRequest) -> None:
+        """413 for a request that asks more than one request may: it would hold the server (and every small request
+        queued behind it) for seconds."""
+        total = sum(len(q) for q in request.queries)
+        if total > self.config.max_total_query_chars:
+            raise RequestError(413, f"the queries hold {total} characters in all; at most "
+                                    f"{self.config.max_total_query_chars} per request, split the batch")
+        hits = len(request.queries) * self.topk(request)
+        if hits > self.config.max_hits:
+            raise RequestError(413, f"{len(request.queries)} queries x topk {self.topk(request)} = {hits} hits; at "
+                                    f"most {self.config.max_hits} per request, split the batch or lower topk")
 
     def live_queries(self, request: RetrieveRequest) -> list[int]:
         """Positions of the non-blank queries: blank ones get no documents instead of failing the whole batch (a
@@ -267,9 +284,12 @@ def create_app(service: RetrievalService):
     app.state.batcher = batcher
 
     def service_checked(request: Request) -> RetrievalService:
-        """The app's service, once the request carries the API key it asks for (checked in the handlers rather
-        than a middleware: Starlette's HTTP middleware costs more than the search itself)."""
+        """The app's service, once the request carries the API key it asks for and comes from an allowed origin
+        (checked in the handlers rather than a middleware: Starlette's HTTP middleware costs more than the search
+        itself)."""
         served: RetrievalService = request.app.state.service
+        if not origin_allowed(request.headers, served.config.allowed_origins):
+            raise RequestError(403, origin_refusal(request.headers))
         key = served.config.api_key
         if key is not None and not authorized(request.headers, request.url.path, key):
             raise RequestError(401, "missing or wrong API key; send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'")
@@ -282,11 +302,13 @@ def create_app(service: RetrievalService):
         return await asyncio.to_thread(request.app.state.service.retriever.batch_search, queries, k)
 
     async def payload_of(request: Request) -> Any:
-        body = await read_body(request, request.app.state.service.config.max_body_bytes)
-        try:
-            return json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RequestError(422, f"the body is not valid JSON ({exc})") from None
+        return parse_json(await read_body(request, request.app.state.service.config.max_body_bytes))
+
+    async def answered(payload: dict[str, Any]) -> Response:
+        """A large answer is encoded off the event loop: megabytes of JSON would stall every other request."""
+        if sum(len(r) if isinstance(r, list) else 1 for r in payload["result"]) <= 64:
+            return _json_response(200, payload)
+        return await asyncio.to_thread(_json_response, 200, payload)
 
     def schema_of(model: type[BaseModel]) -> dict[str, Any]:
         return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
@@ -298,7 +320,7 @@ def create_app(service: RetrievalService):
             parsed = served.parse_retrieve(await payload_of(request))
             live = served.live_queries(parsed)
             found = await search(request, [parsed.queries[i] for i in live], served.topk(parsed)) if live else []
-            return _json_response(200, served.answer(parsed, live, found))
+            return await answered(served.answer(parsed, live, found))
         except RequestError as exc:
             return _error(exc.status, str(exc))
         except SteerEnvsError as exc:
@@ -311,7 +333,7 @@ def create_app(service: RetrievalService):
         try:
             served = service_checked(request)
             payload = await payload_of(request)
-            return _json_response(200, await asyncio.to_thread(served.access, payload))
+            return await answered(await asyncio.to_thread(served.access, payload))
         except RequestError as exc:
             return _error(exc.status, str(exc))
         except Exception as exc:  # noqa: BLE001
@@ -345,7 +367,8 @@ class RetrievalHTTPServer(UvicornServer):
     def __init__(self, service: RetrievalService, host: str = "127.0.0.1", port: int = 8000, verbose: bool = False):
         self.service = service
         self.app = create_app(service)
-        super().__init__(self.app, host, port, verbose)
+        super().__init__(self.app, host, port, verbose, header_timeout_s=service.config.header_timeout_s,
+                         body_timeout_s=service.config.body_timeout_s)
 
     @property
     def batch_stats(self):
