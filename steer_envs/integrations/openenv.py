@@ -22,9 +22,13 @@ Install with ``pip install "steer-envs[openenv]"``; ``import steer_envs`` never 
 """
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
+import json
+import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from fastapi import FastAPI, Request
@@ -39,8 +43,9 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import SteerEnvsError
-from ..retrieval.server import RequestError, _error, read_body
-from ..serving import UvicornServer, authorized
+from ..retrieval.server import _error, read_body
+from ..serving import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, UvicornServer, authorized, origin_allowed, origin_refusal
+from ..validation import RequestError, check_text, parse_json, parse_object, strict_seed
 
 MAX_ACTION_CHARS = 16384
 MAX_BODY_BYTES = 1 << 20
@@ -59,6 +64,10 @@ class EnvServerConfig:
     max_action_chars: int = MAX_ACTION_CHARS
     max_body_bytes: int = MAX_BODY_BYTES
     api_key: str | None = None
+    #: browser origins served besides this machine's pages ("*": any); others get 403 (WebSocket handshakes too)
+    allowed_origins: tuple[str, ...] = ()
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    body_timeout_s: float = BODY_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
@@ -106,39 +115,82 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+class EnvSlots:
+    """The bound on live env replicas, whatever made them: WebSocket and HTTP sessions, and OpenEnv's stateless
+    ``/reset``, ``/step``, ``/state`` and ``/metadata`` (each builds a throwaway env). A replica takes a slot when
+    built and gives it back when closed; past ``limit`` building one is refused with 429."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.live = limit, 0
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        with self._lock:
+            if self.live >= self.limit:
+                raise RequestError(429, f"all {self.limit} env replicas are in use; close a session "
+                                        "(DELETE /sessions/ID or a WebSocket 'close'), wait for idle ones to expire, "
+                                        "or restart with a larger --max-sessions")
+            self.live += 1
+
+    def give_back(self) -> None:
+        with self._lock:
+            self.live = max(0, self.live - 1)
+
+
 class GymnasiumEnvironment(Environment):
     """An OpenEnv ``Environment`` over ``gymnasium.make(env_id, **env_kwargs)``: one per session."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True  # every session gets its own replica; replicas share read-only data
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None,
-                 max_action_chars: int = MAX_ACTION_CHARS) -> None:
+                 max_action_chars: int = MAX_ACTION_CHARS, slots: EnvSlots | None = None) -> None:
         super().__init__()
         import gymnasium as gym
 
         import steer_envs  # noqa: F401 - registers the ids
 
-        self.env = gym.make(env_id, **(env_kwargs or {}))
+        if slots is not None:
+            slots.take()
+        self._slots = slots
+        try:
+            self.env = gym.make(env_id, **(env_kwargs or {}))
+        except BaseException:
+            self._give_back_slot()
+            raise
         self.max_action_chars = max_action_chars
         self._state = SteerState(env_id=env_id)
         self._started = False
+        self._closed = False
+
+    def _give_back_slot(self) -> None:
+        slots, self._slots = self._slots, None
+        if slots is not None:
+            slots.give_back()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RequestError(404, "this session was closed (deleted, or idle past the server's --idle-timeout); "
+                                    "open a new one")
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
               options: dict[str, Any] | None = None, **kwargs: Any) -> SteerObservation:
         if kwargs:
             raise RequestError(422, f"unknown reset fields {sorted(kwargs)}; reset takes seed, task_id, options, "
                                     "episode_id")
-        if options is not None and not isinstance(options, dict):
-            raise RequestError(422, f"options must be an object, got {type(options).__name__}")
-        opts = dict(options or {})
-        if task_id is not None:
-            opts["task_id"] = task_id
-        obs, info = self.env.reset(seed=seed, options=opts or None)
+        body = _validated(ResetBody, {"seed": seed, "episode_id": episode_id, "task_id": task_id,
+                                      "options": options})
+        self._check_open()
+        opts = dict(body.options or {})
+        if body.task_id is not None:
+            opts["task_id"] = body.task_id
+        obs, info = self.env.reset(seed=body.seed, options=opts or None)
         self._started = True
-        self._state = SteerState(env_id=self._state.env_id, episode_id=episode_id, task_id=info.get("task_id"))
+        self._state = SteerState(env_id=self._state.env_id, episode_id=body.episode_id, task_id=info.get("task_id"))
         return SteerObservation(observation=jsonable(obs), info=jsonable(info), reward=None, done=False)
 
     def step(self, action: SteerAction, timeout_s: float | None = None, **kwargs: Any) -> SteerObservation:
+        """One env step; every check runs first, so a refused step leaves the episode as it was."""
+        self._check_open()
         if not self._started:
             raise RequestError(409, "this env has not been reset: reset first (a WebSocket session or "
                                     "POST /sessions/{id}/reset; the stateless POST /step cannot continue an episode)")
@@ -148,6 +200,8 @@ class GymnasiumEnvironment(Environment):
         if isinstance(value, str) and len(value) > self.max_action_chars:
             raise RequestError(413, f"the action has {len(value)} characters; this server accepts at most "
                                     f"{self.max_action_chars} (serve-env --max-action-chars)")
+        if isinstance(value, str):
+            check_text(value, "the action")
         obs, reward, terminated, truncated, info = self.env.step(value)
         s = self._state
         self._state = SteerState(env_id=s.env_id, episode_id=s.episode_id, task_id=s.task_id,
@@ -161,7 +215,13 @@ class GymnasiumEnvironment(Environment):
         return self._state
 
     def close(self) -> None:
-        self.env.close()
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.env.close()
+        finally:
+            self._give_back_slot()
 
 
 class ResetBody(BaseModel):
@@ -177,36 +237,216 @@ class StepBody(BaseModel):
     action: StrictInt | str
 
 
-class _Guard:
-    """ASGI middleware: the API key on HTTP and WebSocket requests (401 / a refused handshake), and the body size
-    limit announced by ``Content-Length`` (413; the session routes also count streamed bodies)."""
+def _validated(model: type[BaseModel], payload: dict[str, Any]) -> Any:
+    """``payload`` checked by ``model`` (strict types: ``true`` is no seed) and :mod:`steer_envs.validation`
+    (no lone surrogates), or a 422 that names each wrong field."""
+    from ..validation import check_value
 
-    def __init__(self, app: Any, api_key: str | None, max_body_bytes: int) -> None:
-        self.app, self.api_key, self.max_body_bytes = app, api_key, max_body_bytes
+    check_value(payload)
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        raise RequestError(422, _validation_message(exc)) from None
+
+
+#: the WebSocket connection the current task serves (set by :class:`_Guard`, read by :class:`_SessionServer`)
+_WS_LINK: contextvars.ContextVar["_SocketLink | None"] = contextvars.ContextVar("steer_envs_ws_link", default=None)
+#: the HTTP methods whose body the guard reads and checks before any handler runs
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class _SocketLink:
+    """One WebSocket connection's tie to its session: when the session is closed from outside (the idle reaper),
+    ``reaped`` wakes the connection's receive, which then closes the socket instead of serving a dead env."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.reaped_event = asyncio.Event()
+        self.closed = False
+
+    def reaped(self) -> None:
+        self.reaped_event.set()
+
+
+def _ws_error(message: str, code: str) -> dict[str, Any]:
+    return {"type": "websocket.send", "text": json.dumps({"type": "error", "data": {"message": message,
+                                                                                    "code": code}})}
+
+
+def _ws_problem(message: dict[str, Any]) -> tuple[str, str] | None:
+    """What is wrong with one WebSocket frame (message, OpenEnv error code), or None: a frame must be a text frame
+    holding a JSON object with a string ``type`` and, when present, an object ``data``."""
+    text = message.get("text")
+    if text is None:
+        return ("binary frames are not accepted; send JSON text frames like {\"type\": \"step\", \"data\": "
+                "{\"action\": \"pass\"}}", "INVALID_JSON")
+    try:
+        payload = parse_json(text)
+    except RequestError as exc:
+        return str(exc).replace("the body", "the message"), "INVALID_JSON"
+    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+        return ("a message must be a JSON object with a string 'type' (reset, step, state, close), got "
+                f"{json.dumps(payload)[:80]}", "VALIDATION_ERROR")
+    if "data" in payload and not isinstance(payload["data"], dict):
+        return f"'data' must be a JSON object, got {type(payload['data']).__name__}", "VALIDATION_ERROR"
+    return None
+
+
+def _check_reset_payload(payload: dict[str, Any]) -> None:
+    """OpenEnv's stateless ``/reset`` model is lax (``true`` would become seed 1): the seed is checked strictly."""
+    strict_seed(payload.get("seed"))
+
+
+#: checks of a route's decoded body beyond :func:`parse_json`, for routes whose own model is lax
+_PAYLOAD_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {"/reset": _check_reset_payload}
+
+
+class _Guard:
+    """ASGI middleware in front of every route and WebSocket: the Origin allow-list (403 / a refused handshake),
+    the API key (401 / a refused handshake), the body size limit whatever the framing (413: announced or chunked),
+    the shared JSON checks of :mod:`steer_envs.validation` before any handler runs (422), and per WebSocket frame
+    the same checks (an error frame; the session stays usable) and the close of a socket whose session was reaped.
+    """
+
+    def __init__(self, app: Any, config: EnvServerConfig) -> None:
+        self.app, self.config = app, config
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] in ("http", "websocket"):
-            headers = Headers(scope=scope)
-            if not authorized(headers, scope.get("path", ""), self.api_key):
-                if scope["type"] == "websocket":
-                    await send({"type": "websocket.close", "code": 1008})  # before accept: HTTP 403
-                    return
-                return await _error(401, "missing or wrong API key; send 'Authorization: Bearer KEY' or "
-                                         "'X-API-Key: KEY'")(scope, receive, send)
-            length = headers.get("content-length")
-            if scope["type"] == "http" and length and length.isdigit() and int(length) > self.max_body_bytes:
-                return await _error(413, f"request body of {length} bytes exceeds the limit of "
-                                         f"{self.max_body_bytes} bytes")(scope, receive, send)
-        if scope["type"] != "websocket":
+        if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            if scope["type"] == "websocket":
+                return await send({"type": "websocket.close", "code": 1008})  # before accept: HTTP 403
+            return await _error(*refusal)(scope, receive, send)
+        if scope["type"] == "http":
+            return await self._http(scope, receive, send)
+        return await self._websocket(scope, receive, send)
+
+    def _refusal(self, scope) -> tuple[int, str] | None:
+        headers = Headers(scope=scope)
+        if not origin_allowed(headers, self.config.allowed_origins):
+            return 403, origin_refusal(headers)
+        if not authorized(headers, scope.get("path", ""), self.config.api_key):
+            return 401, "missing or wrong API key; send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"
+        length = headers.get("content-length")
+        if scope["type"] == "http" and length and length.isdigit() and int(length) > self.config.max_body_bytes:
+            return 413, f"request body of {length} bytes exceeds the limit of {self.config.max_body_bytes} bytes"
+        return None
+
+    async def _http(self, scope, receive, send):
+        if scope.get("method") not in _BODY_METHODS:
+            return await self.app(scope, receive, send)
+        try:
+            body = await _read_limited(receive, self.config.max_body_bytes)
+            payload = parse_json(body) if body.strip() else None
+            check = _PAYLOAD_CHECKS.get(scope.get("path", ""))
+            if check is not None and isinstance(payload, dict):
+                check(payload)
+        except RequestError as exc:
+            return await _error(exc.status, str(exc))(scope, receive, send)
+        return await self.app(scope, _replay(body, receive), send)
+
+    async def _websocket(self, scope, receive, send):
         from starlette.websockets import WebSocketDisconnect
 
+        link = _SocketLink()
+        token = _WS_LINK.set(link)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, self._ws_receive(link, receive, send), self._ws_send(link, send))
         except WebSocketDisconnect:
             # OpenEnv's /ws handler closes a socket the client already closed after its "close" message: not an
             # error (it printed a traceback for every session a client ended)
             pass
+        finally:
+            _WS_LINK.reset(token)
+
+    def _ws_receive(self, link: _SocketLink, receive, send):
+        pending: list[asyncio.Task] = []
+
+        async def next_message():
+            while True:
+                if not pending:
+                    pending.append(asyncio.ensure_future(receive()))
+                reaped = asyncio.ensure_future(link.reaped_event.wait())
+                done, _ = await asyncio.wait({pending[0], reaped}, return_when=asyncio.FIRST_COMPLETED)
+                reaped.cancel()
+                if pending[0] not in done:
+                    pending.pop().cancel()
+                    return await self._close_reaped(link, send)
+                message = pending.pop().result()
+                problem = _ws_problem(message) if message["type"] == "websocket.receive" else None
+                if problem is None:
+                    return message
+                await send(_ws_error(*problem))
+        return next_message
+
+    async def _close_reaped(self, link: _SocketLink, send) -> dict[str, Any]:
+        timeout = self.config.idle_timeout_s
+        await send(_ws_error(f"the session was closed: idle longer than {timeout:g} s (--idle-timeout); "
+                             "reconnect to start another", "SESSION_ERROR"))
+        await send({"type": "websocket.close", "code": 1001, "reason": "session idle past --idle-timeout"})
+        link.closed = True
+        return {"type": "websocket.disconnect", "code": 1001}
+
+    @staticmethod
+    def _ws_send(link: _SocketLink, send):
+        async def guarded(message):
+            if not link.closed:  # the handler's own close after a reaped session's close is dropped
+                await send(message)
+        return guarded
+
+
+async def _read_limited(receive, limit: int) -> bytes:
+    """The whole request body, refused with 413 once more than ``limit`` bytes arrived (chunked bodies too)."""
+    chunks, size, more = [], 0, True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise RequestError(400, "the client disconnected before the body arrived")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(413, f"request body of more than {limit} bytes exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive):
+    """A receive that gives the app ``body`` (already read and checked) once, then the real connection's events."""
+    sent = False
+
+    async def replayed():
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+    return replayed
+
+
+class _SessionServer(HTTPEnvServer):
+    """OpenEnv's server with one session lifecycle: a session closed from outside (the idle reaper) also closes the
+    WebSocket that holds it, so an env that lost its slot can never be stepped."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_close: dict[str, Callable[[], None]] = {}
+
+    async def _create_session(self):
+        session_id, env = await super()._create_session()
+        link = _WS_LINK.get()
+        if link is not None and link.session_id is None:
+            link.session_id = session_id
+            self._on_close[session_id] = link.reaped
+        return session_id, env
+
+    async def _destroy_session(self, session_id: str) -> None:
+        notify = self._on_close.pop(session_id, None)
+        await super()._destroy_session(session_id)
+        if notify is not None:
+            notify()
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -239,8 +479,9 @@ def build_app(config: EnvServerConfig) -> tuple[FastAPI, HTTPEnvServer]:
     ``/metadata``) plus the session routes, behind the API key and size guard. Builds one env first, so a bad id
     or option fails here with the env's own message."""
     _warm_up(GymnasiumEnvironment(config.env_id, dict(config.env_kwargs), config.max_action_chars))
-    factory = functools.partial(GymnasiumEnvironment, config.env_id, dict(config.env_kwargs), config.max_action_chars)
-    server = HTTPEnvServer(factory, SteerAction, SteerObservation, concurrency_config=ConcurrencyConfig(
+    factory = functools.partial(GymnasiumEnvironment, config.env_id, dict(config.env_kwargs), config.max_action_chars,
+                                EnvSlots(config.max_sessions))
+    server = _SessionServer(factory, SteerAction, SteerObservation, concurrency_config=ConcurrencyConfig(
         max_concurrent_envs=config.max_sessions, session_timeout=config.idle_timeout_s))
     app = FastAPI(title=f"steer-envs OpenEnv server: {config.env_id}", version="1",
                   description="OpenEnv reset/step/state over WebSocket (/ws) and HTTP sessions (/sessions).")
@@ -271,7 +512,7 @@ def build_app(config: EnvServerConfig) -> tuple[FastAPI, HTTPEnvServer]:
         parts = [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()]
         return _error(422, "malformed body: " + "; ".join(parts))
 
-    app.add_middleware(_Guard, api_key=config.api_key, max_body_bytes=config.max_body_bytes)
+    app.add_middleware(_Guard, config=config)
     return app, server
 
 
@@ -280,40 +521,37 @@ def _add_session_routes(app: FastAPI) -> None:
     Handlers reach the server through ``request.app.state`` (no closures: see :func:`steer_envs.retrieval.server
     .create_app`)."""
 
-    def session(request: Request, session_id: str) -> tuple[HTTPEnvServer, GymnasiumEnvironment]:
+    def session(request: Request, session_id: str, expected: Any = None) -> tuple[HTTPEnvServer, GymnasiumEnvironment]:
+        """The session's server and env; 404 when it is gone, or (``expected``: the env a request found when it
+        began) when it was closed or replaced while the request's body was still arriving."""
         server: HTTPEnvServer = request.app.state.openenv
         env = server._sessions.get(session_id)
-        if env is None:
+        if env is None or (expected is not None and env is not expected):
             timeout = request.app.state.config.idle_timeout_s
             raise RequestError(404, f"unknown session id {session_id!r}: it was never created, was closed, or idled "
                                     f"longer than {timeout:g} s; create one with POST /sessions")
         return server, env
 
-    async def parsed(request: Request, model: type[BaseModel]) -> BaseModel:
-        import json
-
+    async def parsed(request: Request, model: type[BaseModel]) -> Any:
         body = await read_body(request, request.app.state.config.max_body_bytes)
-        try:
-            payload = json.loads(body) if body.strip() else {}
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RequestError(422, f"the body is not valid JSON ({exc})") from None
-        if not isinstance(payload, dict):
-            raise RequestError(422, f"the body must be a JSON object, got {type(payload).__name__}")
-        try:
-            return model.model_validate(payload)
-        except ValidationError as exc:
-            raise RequestError(422, _validation_message(exc)) from None
+        return _validated(model, parse_object(body, empty={}))
 
     @app.post("/sessions", status_code=201, tags=["Sessions"], summary="open a session (its own env replica)")
     async def create(request: Request):
         from openenv.core.env_server.exceptions import SessionCapacityError
 
         server: HTTPEnvServer = request.app.state.openenv
+        from openenv.core.env_server.exceptions import EnvironmentFactoryError
+
         try:
             session_id, _ = await server._create_session()
         except SessionCapacityError as exc:
             raise RequestError(429, f"all {exc.max_sessions} sessions are in use; close one (DELETE /sessions/ID), "
                                     "wait for idle ones to expire, or restart with a larger --max-sessions") from None
+        except EnvironmentFactoryError as exc:
+            if isinstance(exc.__cause__, RequestError):  # no env slot left (stateless requests hold some)
+                raise exc.__cause__ from None
+            raise
         config = request.app.state.config
         return {"session_id": session_id, "max_sessions": config.max_sessions,
                 "idle_timeout_s": config.idle_timeout_s}
@@ -322,6 +560,7 @@ def _add_session_routes(app: FastAPI) -> None:
     async def reset(request: Request, session_id: str):
         server, env = session(request, session_id)
         body = await parsed(request, ResetBody)
+        session(request, session_id, expected=env)  # closed while the body arrived: never reset a closed env
         obs = await server._run_in_session_executor(session_id, env.reset, **body.model_dump(exclude_none=True))
         server._update_session_activity(session_id)
         return serialize_observation(obs)
@@ -330,6 +569,7 @@ def _add_session_routes(app: FastAPI) -> None:
     async def step(request: Request, session_id: str):
         server, env = session(request, session_id)
         body = await parsed(request, StepBody)
+        session(request, session_id, expected=env)  # closed while the body arrived: never step a closed env
         obs = await server._run_in_session_executor(session_id, env.step, SteerAction(action=body.action))
         server._update_session_activity(session_id, increment_step=True)
         return serialize_observation(obs)
@@ -351,7 +591,8 @@ class EnvServer(UvicornServer):
     def __init__(self, config: EnvServerConfig, verbose: bool = False) -> None:
         self.config = config
         self.app, self.openenv = build_app(config)
-        super().__init__(self.app, config.host, config.port, verbose=verbose)
+        super().__init__(self.app, config.host, config.port, verbose=verbose, header_timeout_s=config.header_timeout_s,
+                         body_timeout_s=config.body_timeout_s, ws_max_bytes=config.max_body_bytes)
 
 
 class SteerEnvClient(EnvClient):
