@@ -9,7 +9,8 @@ import argparse
 import json
 import time
 
-from ..serving import API_KEY_ENV, resolve_api_key, serve_until_stopped, warn_if_exposed
+from ..serving import (API_KEY_ENV, BODY_TIMEOUT_S, HEADER_TIMEOUT_S, parse_origins, resolve_api_key,
+                       serve_until_stopped, warn_if_exposed)
 from .common import add_protocol_arguments, protocol_kwargs
 from .registry import Command, register_command
 
@@ -36,6 +37,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", default=None,
                         help=f"require this key on every route but /health and the docs (Authorization: Bearer KEY "
                              f"or X-API-Key: KEY; WebSocket handshakes too); default ${API_KEY_ENV}")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also serve browser pages of this origin, e.g. http://host:3000 ('*': any); by default "
+                             "only this machine's pages (requests without an Origin header are always served)")
+    parser.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT_S,
+                        help=f"seconds a client has to send a request's headers (default {HEADER_TIMEOUT_S:g}; 408)")
+    parser.add_argument("--body-timeout", type=float, default=BODY_TIMEOUT_S,
+                        help=f"seconds a client has to send a request's body (default {BODY_TIMEOUT_S:g}; 408)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     add_protocol_arguments(parser, include=("data_dir",))
 
@@ -69,7 +77,9 @@ def _run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     config = EnvServerConfig(env_id, kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions,
                              idle_timeout_s=args.idle_timeout, max_action_chars=args.max_action_chars,
-                             max_body_bytes=args.max_body_bytes, api_key=api_key)
+                             max_body_bytes=args.max_body_bytes, api_key=api_key,
+                             allowed_origins=parse_origins(args.allow_origin), header_timeout_s=args.header_timeout,
+                             body_timeout_s=args.body_timeout)
     server = EnvServer(config, verbose=args.verbose)
     warn_if_exposed(args.host, api_key, "env server")
     print(f"serving {env_id} at {server.url} (OpenEnv: WebSocket /ws, POST /reset, GET /schema, GET /health; "

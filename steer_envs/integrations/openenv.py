@@ -76,6 +76,9 @@ class EnvServerConfig:
             raise SteerEnvsError(f"idle_timeout_s must be positive seconds, got {self.idle_timeout_s}")
         if self.max_action_chars < 1 or self.max_body_bytes < 1:
             raise SteerEnvsError("max_action_chars and max_body_bytes must be positive")
+        if self.header_timeout_s <= 0 or self.body_timeout_s <= 0:
+            raise SteerEnvsError("header_timeout_s and body_timeout_s must be positive seconds (--header-timeout, "
+                                 "--body-timeout)")
 
 
 class SteerAction(Action):
