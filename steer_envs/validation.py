@@ -131,5 +131,26 @@ def strict_seed(value: Any) -> int | None:
     return value
 
 
+async def read_body(request: Any, limit: int) -> bytes:
+    """A Starlette request's body, refused with 413 past ``limit`` bytes, whether its length was announced or it
+    arrives chunked (counted as it streams, so a chunked body is never read whole first)."""
+    length = request.headers.get("content-length")
+    if length is not None:
+        try:
+            size = int(length)
+        except ValueError:
+            raise RequestError(400, f"bad Content-Length {length!r}") from None
+        if size > limit:
+            raise RequestError(413, f"request body of {size} bytes exceeds the limit of {limit} bytes")
+        return await request.body()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(413, f"request body of more than {limit} bytes exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 __all__ = ["DEFAULT_LIMITS", "JsonLimits", "RequestError", "check_text", "check_value", "parse_json", "parse_object",
-           "strict_seed"]
+           "read_body", "strict_seed"]

@@ -28,13 +28,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ..errors import SteerEnvsError
-from ..serving import UvicornServer, authorized, resolve_api_key, warn_if_exposed
+from ..serving import (UvicornServer, authorized, origin_allowed, origin_refusal, parse_origins, resolve_api_key,
+                       warn_if_exposed)
+from ..validation import RequestError, parse_json, read_body
 from .base import ContextOverflowError, GenerationConfig, LLMBackend, context_length_of
+
+
+#: most choices one request may ask for (``n``), and the largest request body (bytes)
+MAX_N = 64
+MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 class ChatMessage(BaseModel):
@@ -48,15 +55,15 @@ class _SamplingFields(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     model: str | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
+    max_tokens: StrictInt | None = None  # strict: true is not a count
+    max_completion_tokens: StrictInt | None = None
     temperature: float | None = None
     top_p: float | None = None
     stop: str | list[str] | None = None
-    seed: int | None = None
-    n: int | None = None
-    logprobs: bool | int | None = None
-    top_logprobs: int | None = None
+    seed: StrictInt | None = None
+    n: StrictInt | None = Field(None, ge=1, le=MAX_N)  # each choice is a generation: unbounded n is unbounded work
+    logprobs: bool | StrictInt | None = None
+    top_logprobs: StrictInt | None = Field(None, ge=0, le=20)
 
 
 class CompletionRequest(_SamplingFields):
@@ -128,13 +135,16 @@ class OpenAICompatibleServer:
     """
 
     def __init__(self, backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0,
-                 api_key: str | None = None, max_model_len: int | None = None):
+                 api_key: str | None = None, max_model_len: int | None = None,
+                 allowed_origins: tuple[str, ...] = (), max_body_bytes: int = MAX_BODY_BYTES):
         if max_model_len is not None and (isinstance(max_model_len, bool) or not isinstance(max_model_len, int)
                                           or max_model_len < 2):
             raise SteerEnvsError(f"max_model_len must be an integer >= 2 (tokens of context), got {max_model_len!r}")
         self.backend = backend
         self.model_name = model_name
         self.api_key = api_key
+        self.allowed_origins = tuple(allowed_origins)
+        self.max_body_bytes = max_body_bytes
         self.max_model_len = max_model_len if max_model_len is not None else context_length_of(backend)
         self.requests_served = 0
         self._count_lock = threading.Lock()
@@ -284,10 +294,12 @@ class OpenAICompatibleServer:
 
         async def handle(request: Request, model: type[_SamplingFields], route: _Route) -> Response:
             server: OpenAICompatibleServer = request.app.state.server
+            if not origin_allowed(request.headers, server.allowed_origins):
+                return error(403, origin_refusal(request.headers), "forbidden")
             if not authorized(request.headers, request.url.path, server.api_key):
                 return error(401, "missing or wrong API key; send 'Authorization: Bearer KEY'", "invalid_api_key")
             try:
-                body = json.loads(await request.body() or b"{}")
+                body = parse_json(await read_body(request, server.max_body_bytes), empty={})
                 if not isinstance(body, dict):
                     raise BadRequest("the request body must be a JSON object")
                 try:
@@ -301,6 +313,8 @@ class OpenAICompatibleServer:
                                  "model_not_found")
                 # generation holds the CPU for a while: off the event loop, so other requests keep flowing in
                 return respond(200, await asyncio.to_thread(route, server, body))
+            except RequestError as exc:  # the shared checks: body size, nesting, integer size, lone surrogates
+                return error(exc.status, str(exc), "invalid_request_error")
             except (BadRequest, ContextOverflowError, json.JSONDecodeError, ValueError) as exc:
                 return error(400, str(exc), "invalid_request_error")
             except Exception as exc:  # noqa: BLE001 - report backend failures as HTTP 500
@@ -362,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="require 'Authorization: Bearer KEY' on every API request (default $STEER_ENVS_API_KEY)")
     parser.add_argument("--max-model-len", type=int, default=None,
                         help="context to enforce in tokens, as vLLM does (default: the model's)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also serve browser pages of this origin ('*': any); by default only this machine's")
     args = parser.parse_args(argv)
     api_key = resolve_api_key(args.api_key)
     try:
@@ -371,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args.model_name or args.backend.partition(":")[2]
     try:
         server = OpenAICompatibleServer(backend, model_name=name, host=args.host, port=args.port, api_key=api_key,
-                                        max_model_len=args.max_model_len)
+                                        max_model_len=args.max_model_len,
+                                        allowed_origins=parse_origins(args.allow_origin))
     except SteerEnvsError as exc:
         parser.exit(2, f"error: {exc}\n")
     warn_if_exposed(args.host, api_key, "OpenAI-compatible model server")

@@ -40,7 +40,7 @@ from ..data.corpus import Corpus
 from ..errors import SteerEnvsError
 from ..serving import (BODY_TIMEOUT_S, HEADER_TIMEOUT_S, LOOPBACK_HOSTS, UvicornServer,  # noqa: F401 - re-exported
                        authorized, is_loopback, origin_allowed, origin_refusal)
-from ..validation import RequestError, parse_json
+from ..validation import RequestError, parse_json, read_body  # noqa: F401 - read_body re-exported
 from .base import MAX_K, Hit, Retriever
 from .batching import DynamicBatcher
 
@@ -231,26 +231,6 @@ class RetrievalService:
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "retriever": getattr(self.retriever, "name", type(self.retriever).__name__),
                 "passages": len(self.corpus) if self.corpus is not None else None}
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 past ``limit`` bytes (announced or streamed)."""
-    length = request.headers.get("content-length")
-    if length is not None:
-        try:
-            size = int(length)
-        except ValueError:
-            raise RequestError(400, f"bad Content-Length {length!r}") from None
-        if size > limit:
-            raise RequestError(413, f"request body of {size} bytes exceeds the limit of {limit} bytes")
-        return await request.body()
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(413, f"request body of more than {limit} bytes exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _json_response(status: int, body: dict[str, Any], close: bool = False) -> Response:
