@@ -231,6 +231,20 @@ def row_summary(records, benchmarks: Sequence[str]) -> dict[str, Any]:
             "episodes": len(records), "failed": sum(1 for r in records if r.failure)}
 
 
+def decision_stats(path: Path) -> dict[str, Any] | None:
+    """What a served steerer's decision log (``decisions.jsonl``) says about its two paths: the fast path's ``z``
+    and how many slow-path outputs named an intervention (an unparsable line is a pass)."""
+    if not path.is_file():
+        return None
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    zs = [r["z"] for r in rows if r.get("path") == "fast"]
+    slow = [r for r in rows if r.get("path") == "slow"]
+    named = [r["name"] for r in slow if r.get("parsed") and r.get("name") not in (None, "pass")]
+    return {"fast": len(zs), "z_mean": sum(zs) / len(zs) if zs else None, "z_min": min(zs, default=None),
+            "z_max": max(zs, default=None), "slow": len(slow), "parsed": sum(1 for r in slow if r.get("parsed")),
+            "named_intervention": len(named), "names": {n: named.count(n) for n in sorted(set(named))}}
+
+
 def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], timings: Timings,
                  state: dict[str, Any], pending: list[str]) -> dict[str, Any]:
     """Rows whose test episodes are complete, their paired intervals, the card and the wall times."""
@@ -260,6 +274,12 @@ def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], t
             if key != REFERENCE and REFERENCE in records:
                 rows[key]["gain"] = asdict(boot.gain(key, REFERENCE)[1])
             if key in choices:
+                from baselines.steering import DECISION_LOG
+
+                from .harness.operating import without_option
+
+                base = without_option(labels[key][1], "tau")
+                rows[key]["decision_log"] = decision_stats(test_folder.checkpoint_dir(base) / DECISION_LOG)
                 rows[key]["dev"] = {k: choices[key][k] for k in ("knob", "value", "dev_rate", "target")}
                 rows[key]["dev"]["probes"] = [{"value": p["value"], "rate": p["rate"]} for p in choices[key]["probes"]]
         if {"trained", "zero_shot"} <= set(records):

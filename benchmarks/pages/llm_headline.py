@@ -54,6 +54,36 @@ def table_section(report: dict[str, Any]) -> str:
     return "## Table\n\n" + table + comparisons + "\n"
 
 
+def decisions_section(report: dict[str, Any]) -> str:
+    """The served steerers' decision logs on test: the fast path's z and what the slow path wrote."""
+    rows = []
+    for row in report["rows"].values():
+        log = row.get("decision_log")
+        if not log:
+            continue
+        names = ", ".join(f"{n} {c}" for n, c in log["names"].items()) or "none"
+        z = "–" if log["z_mean"] is None else f"{log['z_mean']:.2f} [{log['z_min']:.2f}, {log['z_max']:.2f}]"
+        rows.append((row["name"], log["fast"], z, log["slow"], log["parsed"], log["named_intervention"], names))
+    if not rows:
+        return ""
+    logs = [row["decision_log"] for row in report["rows"].values() if row.get("decision_log")]
+    finding = ""
+    if all(log["named_intervention"] == 0 for log in logs):
+        outputs, parsed = sum(log["slow"] for log in logs), sum(log["parsed"] for log in logs)
+        finding = (f"\nNo slow-path output of the served steerers named an intervention ({outputs} outputs, "
+                   f"{parsed} parsable): the model does not write the "
+                   "`Intervention: NAME` line, so every decision the gate opened became a pass, τ cannot move the "
+                   "rate (see the dev probes), and the LLM rows equal no supervision by construction. The trained "
+                   "adapter cannot change that here: the trainer's causal-LM steerer *chooses* among the names (it "
+                   "scores each name after the reasoning, so it never fails to parse), while the served path parses "
+                   "the line the model generates.\n")
+    return ("**What the served steerers did on test** (their decision logs, `decisions.jsonl`): fast-path scores, "
+            "z = log P(yes) − log P(no) (mean [min, max]); slow-path outputs, how many held a parsable "
+            "`Intervention: NAME` line, and how many named an intervention (the rest are passes).\n\n"
+            + markdown_table(["row", "fast scores", "z", "slow outputs", "parsed", "named an intervention", "names"],
+                             rows, spaced=True) + finding + "\n")
+
+
 def card_section(report: dict[str, Any]) -> str:
     card = report["card"]
     tasks = ", ".join(f"{b} {n}" for b, n in card["tasks"].items())
@@ -96,7 +126,7 @@ def reading_section(report: dict[str, Any]) -> str:
     return template("llm_headline_reading")
 
 
-SECTIONS = (status_section, table_section, card_section, timings_section, reading_section)
+SECTIONS = (status_section, table_section, decisions_section, card_section, timings_section, reading_section)
 
 
 def render_report(report: dict[str, Any]) -> str:
