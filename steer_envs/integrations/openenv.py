@@ -14,8 +14,11 @@ adds session routes on the same session table: ``POST /sessions`` -> ``{"session
 
 Safety, as ``serve-retriever`` (:mod:`steer_envs.serving`): loopback by default and a loud warning beyond it, an
 optional API key on every route but ``/health`` and the docs (WebSocket handshakes too: 403 without it), bounded
-bodies (413) and actions (``max_action_chars``, 413), and 4xx answers that say what was wrong (422 malformed body,
-404 unknown session, 409 a step after the episode ended). Observations and ``info`` travel as JSON (arrays as
+bodies (413, announced or chunked) and actions (``max_action_chars``, 413), and 4xx answers that say what was wrong
+(422 malformed body, 404 unknown session, 409 a step after the episode ended). Every body and WebSocket frame passes
+:mod:`steer_envs.validation` before a handler runs (nesting, integer size, lone surrogates), web pages of other
+origins are refused (:func:`steer_envs.serving.origin_allowed`), slow clients get 408, and ``max_sessions`` bounds
+the live env replicas of every transport (:class:`EnvSlots`). Observations and ``info`` travel as JSON (arrays as
 lists). :class:`SteerEnvClient` is OpenEnv's ``EnvClient`` for these servers (``.sync()`` for blocking use).
 
 Install with ``pip install "steer-envs[openenv]"``; ``import steer_envs`` never imports this module.
