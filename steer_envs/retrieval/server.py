@@ -62,6 +62,8 @@ class ServerConfig:
     #: one maximal request (512 long queries, topk 100: an 86 MB answer) would hold the server for seconds
     max_hits: int = 4096
     max_total_query_chars: int = 256 * 1024
+    #: the largest answer written back (bytes; /access pages included): past it 413, and the client asks for less
+    max_answer_bytes: int = 32 * 1024 * 1024
     #: dynamic batching: how long to collect concurrent requests before one retriever call. 0 (the default) waits
     #: for nothing, and what arrives while a search runs is batched: with bm25s that measured best (BENCHMARKS.md);
     #: a few ms pays off for backends whose batch calls are cheaper per query (Lucene's threads, a dense encoder).
@@ -284,11 +286,18 @@ def create_app(service: RetrievalService):
     async def payload_of(request: Request) -> Any:
         return parse_json(await read_body(request, request.app.state.service.config.max_body_bytes))
 
-    async def answered(payload: dict[str, Any]) -> Response:
-        """A large answer is encoded off the event loop: megabytes of JSON would stall every other request."""
+    async def answered(request: Request, payload: dict[str, Any]) -> Response:
+        """A large answer is encoded off the event loop (megabytes of JSON would stall every other request), and
+        one past ``max_answer_bytes`` is refused rather than sent."""
         if sum(len(r) if isinstance(r, list) else 1 for r in payload["result"]) <= 64:
-            return _json_response(200, payload)
-        return await asyncio.to_thread(_json_response, 200, payload)
+            response = _json_response(200, payload)
+        else:
+            response = await asyncio.to_thread(_json_response, 200, payload)
+        limit = request.app.state.service.config.max_answer_bytes
+        if len(response.body) > limit:
+            raise RequestError(413, f"the answer would be {len(response.body)} bytes; at most {limit} per request, "
+                                    "ask for fewer queries, urls or a lower topk")
+        return response
 
     def schema_of(model: type[BaseModel]) -> dict[str, Any]:
         return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
@@ -300,7 +309,7 @@ def create_app(service: RetrievalService):
             parsed = served.parse_retrieve(await payload_of(request))
             live = served.live_queries(parsed)
             found = await search(request, [parsed.queries[i] for i in live], served.topk(parsed)) if live else []
-            return await answered(served.answer(parsed, live, found))
+            return await answered(request, served.answer(parsed, live, found))
         except RequestError as exc:
             return _error(exc.status, str(exc))
         except SteerEnvsError as exc:
@@ -313,7 +322,7 @@ def create_app(service: RetrievalService):
         try:
             served = service_checked(request)
             payload = await payload_of(request)
-            return await answered(await asyncio.to_thread(served.access, payload))
+            return await answered(request, await asyncio.to_thread(served.access, payload))
         except RequestError as exc:
             return _error(exc.status, str(exc))
         except Exception as exc:  # noqa: BLE001

@@ -67,6 +67,18 @@ def test_a_maximal_request_is_refused_before_any_work(server):
     assert requests.post(server.url + "/retrieve", json={"queries": ["q"] * 40, "topk": 100}).status_code == 200
 
 
+def test_an_answer_past_its_size_bound_is_refused():
+    srv, thread = start_server(OneHitRetriever(), None, ServerConfig(port=0, max_answer_bytes=20_000))
+    try:
+        reply = requests.post(srv.url + "/retrieve", json={"queries": ["q"] * 10, "topk": 20}, timeout=10)
+        assert reply.status_code == 413 and "the answer would be" in reply.json()["detail"]
+        assert requests.post(srv.url + "/retrieve", json={"queries": ["q"], "topk": 2}).status_code == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(5)
+
+
 def test_a_web_page_of_another_origin_is_refused(server):
     for body in (b'{"queries": ["q"]}', b'{"urls": ["x"]}'):
         path = "/retrieve" if b"queries" in body else "/access"
