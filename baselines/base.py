@@ -19,7 +19,7 @@ from steer_envs.protocol import EnvProtocol, holds_protocol, make_env
 from steer_envs.registry import import_object
 
 #: the zero-shot method's options that only a served steerer reads, with their defaults (the method list shows them)
-SERVED_ONLY_OPTIONS = {"top_logprobs": "20", "prompt_chars": "6000", "think_tokens": "48"}
+SERVED_ONLY_OPTIONS = {"top_logprobs": "20", "prompt_chars": "6000", "think_tokens": "48", "name_choice": "parse"}
 #: the hand-off steerers' deployment-only options (they share one checkpoint; :mod:`baselines.handoff`)
 HANDOFF_DEPLOY_OPTIONS = frozenset({"tau", "coverage", "every", "pass_bias"})
 

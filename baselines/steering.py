@@ -108,6 +108,7 @@ def build_zero_shot_llm(context: MethodContext, name: str = ZERO_SHOT) -> Steeri
         args.update(top_logprobs=context.option("top_logprobs", 20, int),
                     max_prompt_chars=context.option("prompt_chars", 6000, int),
                     max_think_tokens=context.option("think_tokens", 48, int),
+                    name_choice=context.option("name_choice", "parse", str),
                     seed=context.option("seed", 0, int))
         if context.workdir is not None:  # inside a run folder: keep every decision for inspection
             args["decision_log"] = context.checkpoint_dir() / DECISION_LOG

@@ -92,6 +92,7 @@ class HeadlineConfig:
     train: TrainBudget = field(default_factory=TrainBudget)
     prompt_chars: int = 900
     think_tokens: int = 24
+    name_choice: str = "choice"
     max_model_len: int = 4096
     workers: int = 8
     device: str = "cpu"
@@ -207,7 +208,7 @@ def release_accelerator() -> None:
 def served_spec(server_spec: str, config: HeadlineConfig) -> str:
     """The served steerer's method spec (τ is chosen on dev)."""
     return (f"steering_zero_shot:model={server_spec},prompt_chars={config.prompt_chars},"
-            f"think_tokens={config.think_tokens}")
+            f"think_tokens={config.think_tokens},name_choice={config.name_choice}")
 
 
 def _port(config: HeadlineConfig, state: dict[str, Any]) -> int:
@@ -245,8 +246,31 @@ def decision_stats(path: Path) -> dict[str, Any] | None:
             "named_intervention": len(named), "names": {n: named.count(n) for n in sorted(set(named))}}
 
 
+def dev_logs(dev_folder) -> dict[str, Any]:
+    """Every served steerer probed on dev (any invocation, any ``name_choice``): its probes' interventions per task
+    and its decision log, keyed by the label without τ."""
+    from baselines.registry import parse_method
+    from baselines.steering import DECISION_LOG
+
+    from .harness.operating import without_option
+    from .harness.records import EpisodeLog
+
+    out: dict[str, Any] = {}
+    for label in dev_folder.methods():
+        base = without_option(label, "tau")
+        options = parse_method(label).options
+        records = EpisodeLog(dev_folder.episodes_path(label)).records
+        if base not in out:
+            out[base] = {"served": options.get("model", ""), "name_choice": options.get("name_choice", "parse"),
+                         "probes": [], "decision_log": decision_stats(dev_folder.checkpoint_dir(base) / DECISION_LOG)}
+        entry = out[base]
+        entry["probes"].append({"tau": options.get("tau"), "episodes": len(records),
+                                "interventions": sum(r.interventions for r in records) / max(1, len(records))})
+    return out
+
+
 def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], timings: Timings,
-                 state: dict[str, Any], pending: list[str]) -> dict[str, Any]:
+                 state: dict[str, Any], pending: list[str], dev_folder=None) -> dict[str, Any]:
     """Rows whose test episodes are complete, their paired intervals, the card and the wall times."""
     from .harness.records import EpisodeLog
     from .harness.setting import setting_card
@@ -290,10 +314,11 @@ def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], t
                 served_rows=[LLM_ROWS[k][0] for k in LLM_ROWS], dev_tasks_per_benchmark=config.dev_limit,
                 dev_seeds=config.dev_seeds, target_interventions_per_task=config.target,
                 dev_tolerance=config.tolerance, train=asdict(config.train), prompt_chars=config.prompt_chars,
-                think_tokens=config.think_tokens, max_model_len=config.max_model_len, device=config.device,
+                think_tokens=config.think_tokens, name_choice=config.name_choice,
+                max_model_len=config.max_model_len, device=config.device,
                 episodes_in_flight=config.workers, vllm=state.get("vllm", ""))
     return {"card": card, "rows": rows, "comparisons": comparisons, "timings": timings.data, "pending": pending,
-            "complete": not pending}
+            "complete": not pending, "dev_steerers": dev_logs(dev_folder) if dev_folder is not None else {}}
 
 
 def write_report(config: HeadlineConfig, report: dict[str, Any], doc: str | Path | None = None,
@@ -334,7 +359,7 @@ def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[st
     choices: dict[str, Any] = {}
 
     def checkpoint() -> dict[str, Any]:
-        report = build_report(config, test, choices, timings, state, list(pending))
+        report = build_report(config, test, choices, timings, state, list(pending), dev)
         write_report(config, report, doc, summary)
         return report
 
@@ -428,6 +453,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=float, default=t.lr, help=f"trainer learning rate (default {t.lr})")
     parser.add_argument("--prompt-chars", type=int, default=d.prompt_chars)
     parser.add_argument("--think-tokens", type=int, default=d.think_tokens)
+    parser.add_argument("--name-choice", default=d.name_choice, choices=("choice", "parse"),
+                        help="the served slow path's NAME: chosen among the names by the server (as the trained "
+                             "steerer chooses) or parsed from the generated line (default choice)")
     parser.add_argument("--max-model-len", type=int, default=d.max_model_len, help="the context vLLM enforces")
     parser.add_argument("--workers", type=int, default=d.workers, help="episodes in flight against the server")
     parser.add_argument("--device", default=d.device, choices=("cpu", "cuda", "auto"),
@@ -449,7 +477,8 @@ def config_from_args(args: argparse.Namespace) -> HeadlineConfig:
         out=args.out, model=args.model, benchmarks=tuple(args.benchmarks or ()), test_limit=args.test_limit,
         seeds=args.seeds, dev_limit=args.dev_limit, dev_seeds=args.dev_seeds, max_turns=args.max_turns,
         target=args.target, tolerance=args.tolerance, max_probes=args.max_probes, train=train,
-        prompt_chars=args.prompt_chars, think_tokens=args.think_tokens, max_model_len=args.max_model_len,
+        prompt_chars=args.prompt_chars, think_tokens=args.think_tokens, name_choice=args.name_choice,
+        max_model_len=args.max_model_len,
         workers=args.workers, device=args.device, port=args.port, startup_timeout=args.startup_timeout,
         progress=args.progress)
     return replace(config, **QUICK) if args.quick else config

@@ -15,7 +15,10 @@ it sits behind an inference server. This backbone reaches it through the ``opena
   already contain an ``Intervention:`` line, a second request continues after a forced ``</think>`` and
   ``\\nIntervention: `` up to the end of the line, so a model that rambles still ends in the grammar.
   :func:`parse_intervention` reads the line robustly (case, quotes, markdown, ``-``/space for ``_``); an unknown
-  NAME, or no such line at all, becomes ``pass`` and is counted as a parse failure.
+  NAME, or no such line at all, becomes ``pass`` and is counted as a parse failure. With ``name_choice="choice"``
+  the line's request is constrained to the allowed names (vLLM's structured output ``choice``), so the model
+  *chooses* a name as the local causal-LM steerer does (it scores each name) instead of writing one: a model too
+  small to follow the grammar still gives its preferred intervention.
 
 Prompts fit the served model's context (:mod:`.context_fit`): no tokenizer is here, so the prompt's tokens are
 estimated from its characters (``chars_per_token``) against the server's ``context_length`` (the ``max_model_len``
@@ -53,6 +56,8 @@ from .steerer import SlowSample, Steerer
 
 #: the fast path's two answers; ``match_candidates`` strips whitespace, so tokens "yes" and " yes" both count
 YES, NO = " yes", " no"
+#: how the slow path reads NAME: "parse" the generated line | "choice": the line constrained to the names (vLLM)
+NAME_CHOICES = ("parse", "choice")
 #: the smallest ``max_prompt_chars`` accepted (twice the old head of a middle cut: room for the goal and a turn)
 HEAD_CHARS = 400
 #: the first guess of characters per token: English BPE text runs near 4, tags, digits and names lower, so 3 errs
@@ -175,6 +180,7 @@ class ServedSteerer(Steerer):
         max_model_len: int | None = None,
         chars_per_token: float = CHARS_PER_TOKEN,
         max_refits: int = 4,
+        name_choice: str = "parse",
     ) -> None:
         super().__init__(options)
         if not isinstance(model, str) or not model.startswith("openai:"):
@@ -196,6 +202,10 @@ class ServedSteerer(Steerer):
                                  f"text), got {chars_per_token!r}")
         if not isinstance(max_refits, int) or max_refits < 0:
             raise SteerEnvsError(f"ServedSteerer max_refits must be an integer >= 0, got {max_refits!r}")
+        if name_choice not in NAME_CHOICES or (name_choice == "choice" and api != "completions"):
+            raise SteerEnvsError(f"ServedSteerer name_choice must be one of {NAME_CHOICES} ('choice' with the "
+                                 f"completions api), got {name_choice!r} with api {api!r}")
+        self.name_choice = name_choice
         if max_model_len is not None and (not isinstance(max_model_len, int) or max_model_len < 16):
             raise SteerEnvsError(f"ServedSteerer max_model_len must be the served model's context in tokens (an "
                                  f"integer >= 16), or None to ask the server; got {max_model_len!r}")
@@ -239,7 +249,7 @@ class ServedSteerer(Steerer):
                 "max_think_tokens": self.max_think_tokens, "max_line_tokens": self.max_line_tokens,
                 "temperature": self.temperature, "max_arguments": self.max_arguments, "allow_pass": self.allow_pass,
                 "timeout": self.timeout, "api": self.api, "seed": self.seed, "max_model_len": self.max_model_len,
-                "chars_per_token": self.chars_per_token, "max_refits": self.max_refits}
+                "chars_per_token": self.chars_per_token, "max_refits": self.max_refits, "name_choice": self.name_choice}
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         raise _no_training("training")
@@ -341,6 +351,8 @@ class ServedSteerer(Steerer):
         think = self._sampling(self.max_think_tokens, (THINK_END,), seed, greedy)
         output = self.backend.generate([prompt], think)[0].text
         self.stats.slow_requests += 1
+        if self.name_choice == "choice":
+            return self._chosen_line(prompt, output, seed, greedy)
         if not _LINE.search(output):  # no intervention line yet: close the reasoning, ask for the line
             head = output + THINK_END + GRAMMAR_HEAD
             line = self.backend.generate([prompt + head], self._sampling(self.max_line_tokens, ("\n",), seed + 1,
@@ -348,6 +360,17 @@ class ServedSteerer(Steerer):
             output = head + line.text
             self.stats.slow_requests += 1
         return output
+
+    def _chosen_line(self, prompt: str, think: str, seed: int, greedy: bool) -> str:
+        """The reasoning (cut before any line of its own), ``</think>``, the grammar head and a NAME the server
+        chooses among the allowed ones (structured output ``choice``: the tokens of other text are masked)."""
+        match = _LINE.search(think)
+        head = (think[:match.start()] if match else think) + THINK_END + GRAMMAR_HEAD
+        body = self.backend._sampling(self._sampling(self.max_line_tokens, (), seed + 1, greedy))
+        body.update(prompt=prompt + head, structured_outputs={"choice": list(self.names)})
+        name = self.backend._post("/completions", body, lambda data: str(data["choices"][0]["text"]))
+        self.stats.slow_requests += 1
+        return head + name
 
     def _sample(self, observation: Any, output: str) -> SlowSample:
         parsed = parse_intervention(output, self.names)

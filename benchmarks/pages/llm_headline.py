@@ -84,6 +84,25 @@ def decisions_section(report: dict[str, Any]) -> str:
                              rows, spaced=True) + finding + "\n")
 
 
+def dev_section(report: dict[str, Any]) -> str:
+    """Every served steerer probed on dev, with how its slow path read NAME: the probes behind the operating points,
+    and the runs of the slow path that parses the generated line (when one was probed)."""
+    rows = []
+    for entry in report.get("dev_steerers", {}).values():
+        served = entry["served"].removeprefix("openai:").split("@", 1)[0]
+        probes = ", ".join(f"τ={p['tau']}: {p['interventions']:.2f} ({p['episodes']} ep.)" for p in entry["probes"])
+        log = entry.get("decision_log") or {}
+        rows.append((f"`{served}`", entry["name_choice"], probes, log.get("slow", "–"), log.get("parsed", "–"),
+                     log.get("named_intervention", "–")))
+    if not rows:
+        return ""
+    return ("**Every served steerer probed on dev** (name choice: `choice` = the server chooses among the names, "
+            "`parse` = the generated line is parsed; probes: interventions per task and episodes; the slow-path "
+            "counts are the decision log's, every probe together, interrupted episodes included).\n\n"
+            + markdown_table(["served model", "name choice", "dev probes", "slow outputs", "parsed",
+                              "named an intervention"], rows, spaced=True) + "\n")
+
+
 def card_section(report: dict[str, Any]) -> str:
     card = report["card"]
     tasks = ", ".join(f"{b} {n}" for b, n in card["tasks"].items())
@@ -126,7 +145,8 @@ def reading_section(report: dict[str, Any]) -> str:
     return template("llm_headline_reading")
 
 
-SECTIONS = (status_section, table_section, decisions_section, card_section, timings_section, reading_section)
+SECTIONS = (status_section, table_section, decisions_section, dev_section, card_section, timings_section,
+            reading_section)
 
 
 def render_report(report: dict[str, Any]) -> str:
