@@ -27,7 +27,8 @@ def _server(**limits):
 
 @pytest.fixture(scope="module")
 def server():
-    srv = _server(max_sessions=3, header_timeout_s=0.5, body_timeout_s=0.5)
+    # a body timeout long enough for a megabyte on a loaded machine (the chunked-body test), short enough to wait for
+    srv = _server(max_sessions=3, header_timeout_s=0.5, body_timeout_s=3.0)
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -60,7 +61,7 @@ class Session:
         requests.delete(self.base, timeout=30)
 
 
-def _raw(url: str, data: bytes, wait: float = 5.0) -> bytes:
+def _raw(url: str, data: bytes, wait: float = 10.0) -> bytes:
     host, port = url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=wait) as sock:
         sock.sendall(data)
