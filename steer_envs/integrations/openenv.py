@@ -46,9 +46,9 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import SteerEnvsError
-from ..retrieval.server import _error, read_body
+from ..retrieval.server import _error
 from ..serving import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, UvicornServer, authorized, origin_allowed, origin_refusal
-from ..validation import RequestError, check_text, parse_json, parse_object, strict_seed
+from ..validation import RequestError, check_text, parse_json, parse_object, read_body, strict_seed
 
 MAX_ACTION_CHARS = 16384
 MAX_BODY_BYTES = 1 << 20

@@ -40,7 +40,7 @@ from ..data.corpus import Corpus
 from ..errors import SteerEnvsError
 from ..serving import (BODY_TIMEOUT_S, HEADER_TIMEOUT_S, LOOPBACK_HOSTS, UvicornServer,  # noqa: F401 - re-exported
                        authorized, is_loopback, origin_allowed, origin_refusal)
-from ..validation import RequestError, parse_json, read_body  # noqa: F401 - read_body re-exported
+from ..validation import RequestError, parse_json, read_body
 from .base import MAX_K, Hit, Retriever
 from .batching import DynamicBatcher
 
