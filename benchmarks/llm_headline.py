@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from steer_envs.atomic import atomic_write_json
+from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.errors import SteerEnvsError
 
 #: the run folder's report (rows, intervals, card, wall times), what the page renders
@@ -438,12 +439,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=d.model,
                         help=f"the steerer LLM: a transformers model folder (e.g. /models/Qwen3-8B) or a packaged "
                              f"model (default {d.model})")
-    parser.add_argument("--benchmarks", nargs="+", default=None, metavar="B", help="benchmarks (default: all 7)")
     parser.add_argument("--test-limit", type=int, default=d.test_limit, help="test tasks per benchmark")
     parser.add_argument("--seeds", type=int, default=d.seeds, help="evaluation seeds per test task")
     parser.add_argument("--dev-limit", type=int, default=d.dev_limit, help="dev tasks per benchmark (τ matching)")
     parser.add_argument("--dev-seeds", type=int, default=d.dev_seeds, help="evaluation seeds per dev task")
-    parser.add_argument("--max-turns", type=int, default=d.max_turns)
+    add_protocol_arguments(parser, include=("benchmarks", "max_turns"), defaults={"max_turns": d.max_turns})
     parser.add_argument("--target", type=float, default=d.target, help="interventions per task to match on dev")
     parser.add_argument("--tolerance", type=float, default=d.tolerance, help="dev matching stops within this")
     parser.add_argument("--max-probes", type=int, default=d.max_probes, help="dev τ probes per LLM row at most")

@@ -366,9 +366,8 @@ class ServedSteerer(Steerer):
         chooses among the allowed ones (structured output ``choice``: the tokens of other text are masked)."""
         match = _LINE.search(think)
         head = (think[:match.start()] if match else think) + THINK_END + GRAMMAR_HEAD
-        body = self.backend._sampling(self._sampling(self.max_line_tokens, (), seed + 1, greedy))
-        body.update(prompt=prompt + head, structured_outputs={"choice": list(self.names)})
-        name = self.backend._post("/completions", body, lambda data: str(data["choices"][0]["text"]))
+        name = self.backend.choose(prompt + head, self.names,
+                                   self._sampling(self.max_line_tokens, (), seed + 1, greedy))
         self.stats.slow_requests += 1
         return head + name
 

@@ -355,6 +355,16 @@ class OpenAIBackend:
         tables = self.top_logprobs(prompts, self.options.logprobs_k)
         return [match_candidates(t, candidates) for t in tables]
 
+    def choose(self, prompt: str, choices: Sequence[str], config: GenerationConfig) -> str:
+        """The continuation of ``prompt`` constrained to one of ``choices`` (vLLM's structured output ``choice``:
+        every other token is masked), sampled with ``config``: a model too small to follow a grammar still picks
+        among the allowed answers, as a local model scoring each choice would."""
+        if not choices:
+            raise SteerEnvsError("choose needs at least one choice")
+        body = self._sampling(config)
+        body.update(prompt=prompt, structured_outputs={"choice": [str(c) for c in choices]})
+        return self._post("/completions", body, lambda data: str(data["choices"][0]["text"]))
+
     def continuation_logprobs(self, rows: Sequence[Sequence[int]], starts: Sequence[int]) -> list[list[float]]:
         """``log P(row[j] | row[:j])`` for every ``j >= start`` of each token-id row: the tokens a local model scored,
         scored by the served one (a served LoRA adapter checked against peft's).
