@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.extras import import_extra
 
 from .context_fit import ContextStats, fit_observation
 from .interventions import InterventionOption, argument_candidates
@@ -217,7 +218,7 @@ class CausalLMSteerer(Steerer):
             import bitsandbytes  # noqa: F401 - only its presence is checked here
         except ImportError as err:
             raise SteerEnvsError("qlora=True needs bitsandbytes (`pip install bitsandbytes`); or use lora=True") from err
-        from peft import prepare_model_for_kbit_training
+        prepare_model_for_kbit_training = import_extra("peft", "llm", "QLoRA").prepare_model_for_kbit_training
         from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
         quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
@@ -231,7 +232,7 @@ class CausalLMSteerer(Steerer):
 
     def _attach_adapters(self, lm, device: str):
         if self.adapter is not None:
-            from peft import PeftModel
+            PeftModel = import_extra("peft", "llm", "a steerer adapter").PeftModel  # noqa: N806 - the class
 
             if not (Path(self.adapter) / "adapter_config.json").is_file():
                 raise SteerEnvsError(f"adapter {self.adapter!r} is not a peft adapter folder (no adapter_config.json); "
@@ -239,7 +240,8 @@ class CausalLMSteerer(Steerer):
             return PeftModel.from_pretrained(lm, self.adapter, is_trainable=self.lora)
         if not self.lora:
             return lm
-        from peft import LoraConfig, get_peft_model
+        peft = import_extra("peft", "llm", "a LoRA steerer (lora=True)")
+        LoraConfig, get_peft_model = peft.LoraConfig, peft.get_peft_model  # noqa: N806 - the class
 
         cuda = [torch.device(device).index or 0] if torch.device(device).type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
