@@ -4,6 +4,7 @@
 :data:`TRAIN_TARGET_MODULES` exposes ``register(register_train_target)``, so adding a target never touches the
 others. A target is a :class:`steer_envs.cli.registry.Command` (name, help, configure, run) one level down.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,6 +49,9 @@ def register_commands() -> None:
     from .actguide.cli import BARRIER_HELP, configure_barrier, run_barrier
 
     _load_targets()
-    register_command(Command("train", "train an agent: " + ", ".join(TRAIN_TARGETS), _configure_train, _run_train,
-                             resume=_resume_train))
+    register_command(
+        Command(
+            "train", "train an agent: " + ", ".join(TRAIN_TARGETS), _configure_train, _run_train, resume=_resume_train
+        )
+    )
     register_command(Command("barrier", BARRIER_HELP, configure_barrier, run_barrier))

@@ -1,15 +1,16 @@
 """Typed run configs read from JSON or TOML, with unknown keys as errors and a fingerprint for run folders.
 
 A trainer's run folder stores its config's fingerprint; resuming with a different config is refused, so a folder
-never mixes two experiments. Used by the steering and the ACTGUIDE-RL configs.
+never mixes two experiments (:mod:`agents.trainer_base`). Used by the steering and the ACTGUIDE-RL configs.
 """
+
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
 import sys
-from dataclasses import asdict, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,24 +18,27 @@ from steer_envs.errors import SteerEnvsError
 
 if sys.version_info >= (3, 11):
     import tomllib
-else:  # Python 3.10 has no tomllib; tomli is the same parser under its old name (a dependency there)
+else:  # Python 3.10 has no tomllib; tomli is the same parser as a separate package (a dependency there)
     import tomli as tomllib
 
 C = TypeVar("C")
 
 
-def config_fingerprint(config: Any) -> str:
-    return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]
+#: the fields a fingerprint leaves out: they change what is recorded about a run (the experiment trackers), not the
+#: run, so a run folder resumes whether they are set or not
+UNHASHED_FIELDS = ("log_with",)
+
+
+def config_fingerprint(data: dict[str, Any]) -> str:
+    """The fingerprint of a config's dict (its ``to_dict()``): a hash of every field as it is, except
+    :data:`UNHASHED_FIELDS`, so two configs that would train differently never share one."""
+    hashed = {name: value for name, value in data.items() if name not in UNHASHED_FIELDS}
+    return hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def config_keys(cls: type) -> set[str]:
-    """The keys a config file of ``cls`` may hold: its fields, with a held env protocol
-    (:func:`steer_envs.protocol.holds_protocol`) by its flat field names, as the file has always written them, and
-    the old names of renamed fields (loaded with a ``DeprecationWarning``)."""
-    keywords = tuple(getattr(cls, "protocol_keywords", ()))
-    renamed = set(getattr(cls, "renamed_options", {}))  # old names of renamed fields (steer_envs.deprecation)
-    known = {f.name for f in fields(cls)} | set(keywords) | renamed  # type: ignore[arg-type]
-    return known - {"env_protocol"} if keywords else known
+    """The keys a config file of ``cls`` may hold: its fields (those of an extended env protocol included)."""
+    return {f.name for f in fields(cls)}  # type: ignore[arg-type]
 
 
 def config_from_dict(cls: type[C], data: dict[str, Any], where: str = "config", what: str = "config") -> C:
@@ -68,11 +72,15 @@ def load_config(cls: type[C], path: str | Path, what: str = "config") -> C:
 
 def add_log_with_argument(parser: argparse.ArgumentParser) -> None:
     """``--log-with`` of the trainers' commands: the config's ``log_with`` (accelerate's experiment trackers)."""
-    parser.add_argument("--log-with", default=None, metavar="TRACKERS",
-                        help="also log every round's/iteration's numbers to accelerate's experiment trackers, "
-                             "comma-separated (tensorboard, wandb, trackio, aim, mlflow, comet_ml, ... or all; "
-                             "'none' = off); files under OUT/trackers/. Replaces the config's log_with; never "
-                             "part of the run's fingerprint, so a run resumes with it on or off")
+    parser.add_argument(
+        "--log-with",
+        default=None,
+        metavar="TRACKERS",
+        help="also log every round's/iteration's numbers to accelerate's experiment trackers, "
+        "comma-separated (tensorboard, wandb, trackio, aim, mlflow, comet_ml, ... or all; "
+        "'none' = off); files under OUT/trackers/. Replaces the config's log_with; never "
+        "part of the run's fingerprint, so a run resumes with it on or off",
+    )
 
 
 def with_log_with(config: C, args: argparse.Namespace) -> C:

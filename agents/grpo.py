@@ -11,6 +11,7 @@
 * :func:`kl_k3`: the low-variance KL estimator ``exp(r − l) − (r − l) − 1`` (``l = log π_θ``, ``r = log π_ref``) on
   sampled tokens, as GRPO's KL-to-reference term.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -48,16 +49,18 @@ def policy_gradient_loss(logprobs: torch.Tensor, advantages: torch.Tensor) -> to
     return -(advantages.to(logprobs) * logprobs).mean()
 
 
-def clipped_surrogate_terms(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
-                            clip: float = 0.2) -> torch.Tensor:
+def clipped_surrogate_terms(
+    logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, clip: float = 0.2
+) -> torch.Tensor:
     """Per-element ``min(ρA, clip(ρ, 1−ε, 1+ε)A)`` (to be averaged and negated by the caller)."""
     adv = advantages.to(logprobs)
     ratio = torch.exp(logprobs - old_logprobs.detach())
     return torch.min(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv)
 
 
-def clipped_surrogate(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
-                      clip: float = 0.2) -> torch.Tensor:
+def clipped_surrogate(
+    logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, clip: float = 0.2
+) -> torch.Tensor:
     """``−mean_j min(ρ_j A_j, clip(ρ_j, 1−ε, 1+ε) A_j)`` with ``ρ_j = π_θ / π_old``."""
     if logprobs.numel() == 0:
         return logprobs.sum() * 0.0
@@ -69,7 +72,9 @@ def mixed_ratio(unguided_logprobs: torch.Tensor, guided_old_logprobs: torch.Tens
     return torch.exp(unguided_logprobs - guided_old_logprobs.detach())
 
 
-def shaped_weight(unguided_logprobs: torch.Tensor, guided_old_logprobs: torch.Tensor, gamma: float = 0.1) -> torch.Tensor:
+def shaped_weight(
+    unguided_logprobs: torch.Tensor, guided_old_logprobs: torch.Tensor, gamma: float = 0.1
+) -> torch.Tensor:
     """LUFFY's policy shaping of an off-policy token: the advantage is weighted by ``r / (r + γ)`` with
     ``r = r_mix`` (no gradient through the weight) and the ratio itself is left at 1, so nothing is clipped. A token
     the unguided policy finds unlikely (``r → 0``) still teaches (``≈ r/γ``) and a large ratio saturates at 1."""

@@ -6,9 +6,11 @@ of a different config, atomic checkpoints, resume, log, progress) and their own 
 
 What the base owns
 
-* :class:`RunFolder`: ``config.json`` (config + fingerprint; a different config is refused with the keys that
-  differ), ``log.jsonl`` (one row per round/iteration, appended and fsync'ed; truncated to the checkpointed rows on
-  resume), atomic writes of checkpoints and JSON cards (a kill mid-write leaves the previous file).
+* :class:`RunFolder`: ``config.json`` (config, fingerprint and the steer-envs version that wrote the folder; a
+  different config is refused with the keys that differ, a folder of another release line with both versions and
+  what to do, see :func:`check_run_version`), ``log.jsonl`` (one row per round/iteration, appended and fsync'ed;
+  truncated to the checkpointed rows on resume), atomic writes of checkpoints and JSON cards (a kill mid-write
+  leaves the previous file).
 * :class:`TrainerBase`: an :class:`accelerate.Accelerator` for device placement (``device``), ``mixed_precision``
   (``"no"`` | ``"bf16"``: autocast around the loss), gradient accumulation over micro-batches (``micro_batch``
   units per backward pass, each loss scaled by its share of the batch, then one optimiser step: the same gradient
@@ -17,9 +19,7 @@ What the base owns
   all-reduced (``accelerator.reduce``) before every process takes the same optimiser step. Only the main process
   writes the run folder.
 
-The config fields (in ``SteeringConfig`` and ``ActGuideConfig``) and their defaults, which keep the earlier
-behaviour exactly (and the fingerprints of earlier run folders: the fields enter a fingerprint only when set away
-from their default):
+The acceleration fields (in ``SteeringConfig`` and ``ActGuideConfig``) and their defaults:
 
 * ``device = "cpu"`` (``"cpu"`` | ``"cuda"`` | ``"auto"``: accelerate's choice, the local GPU of each process);
 * ``mixed_precision = "no"`` (``"no"`` | ``"bf16"``);
@@ -40,8 +40,9 @@ Experiment tracking (``log_with``, off by default): accelerate's trackers (Tenso
 Comet, ... whichever accelerate supports and is installed) receive the numbers of every ``log.jsonl`` row, with
 step = the round/iteration, beside the log (which stays the record a run resumes from). Their files go under
 ``<run>/trackers/``. accelerate starts them on the main process only (``init_trackers``); the trainer ends them
-(``end_training``) when it finishes or fails. ``log_with`` never enters a fingerprint (:data:`UNHASHED_FIELDS`): it
-changes what is recorded about a run, not its results, so a folder resumes with tracking switched on or off.
+(``end_training``) when it finishes or fails. ``log_with`` is the one field a fingerprint leaves out
+(:data:`UNHASHED_FIELDS`): it changes what is recorded about a run, not the run, so a folder resumes with tracking
+switched on or off.
 
 ``accelerate config`` writes accelerate's own config file, which ``accelerate launch`` reads (process count, mixed
 precision); the trainer's ``mixed_precision`` field must then agree with it. FSDP / DeepSpeed sharding is not
@@ -49,21 +50,22 @@ supported: the steerers and learners are trained through their own methods (``fa
 ``token_logprobs``), not through a wrapped ``forward``. Rollouts are replicated in every process (seeded, so
 identical): the processes share the update's compute, not the rollouts'.
 """
+
 from __future__ import annotations
 
-import hashlib
 import json
 import numbers
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from steer_envs import __version__
 from steer_envs.errors import SteerEnvsError
 
+from .configio import UNHASHED_FIELDS
 from .steering.checkpoint import (
     append_jsonl,
     atomic_torch_save,
@@ -81,25 +83,36 @@ TRACKERS_DIR = "trackers"
 
 DEVICES = ("cpu", "cuda", "auto")
 MIXED_PRECISIONS = ("no", "bf16")
-#: the acceleration fields every trainer config carries; they enter a fingerprint only away from their default
+#: the acceleration fields every trainer config carries
 ACCELERATION_FIELDS = ("device", "mixed_precision", "micro_batch")
-#: fields that never enter a fingerprint, whatever their value: they change what is recorded about a run (the
-#: experiment trackers), not its results, so a run folder resumes whether they are set or not
-UNHASHED_FIELDS = ("log_with",)
+#: the key of ``config.json`` that records the steer-envs version that wrote the run folder
+VERSION_KEY = "steer_envs_version"
 #: the package (pip name) each of accelerate's trackers needs, named when it is missing
-TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "aim": "aim",
-                    "comet_ml": "comet-ml", "mlflow": "mlflow", "clearml": "clearml", "dvclive": "dvclive",
-                    "swanlab": "swanlab"}
+TRACKER_PACKAGES = {
+    "tensorboard": "tensorboard",
+    "wandb": "wandb",
+    "trackio": "trackio",
+    "aim": "aim",
+    "comet_ml": "comet-ml",
+    "mlflow": "mlflow",
+    "clearml": "clearml",
+    "dvclive": "dvclive",
+    "swanlab": "swanlab",
+}
 
 
 def acceleration_checks(config: Any) -> list[tuple[bool, str]]:
     """The validity checks of the acceleration fields (for a config's ``__post_init__``)."""
     return [
         (config.device in DEVICES, f"device must be one of {DEVICES} (got {config.device!r})"),
-        (config.mixed_precision in MIXED_PRECISIONS,
-         f"mixed_precision must be one of {MIXED_PRECISIONS} (got {config.mixed_precision!r})"),
-        (isinstance(config.micro_batch, int) and config.micro_batch >= 0,
-         "micro_batch must be an integer >= 0 (0 = the whole batch in one backward pass)"),
+        (
+            config.mixed_precision in MIXED_PRECISIONS,
+            f"mixed_precision must be one of {MIXED_PRECISIONS} (got {config.mixed_precision!r})",
+        ),
+        (
+            isinstance(config.micro_batch, int) and config.micro_batch >= 0,
+            "micro_batch must be an integer >= 0 (0 = the whole batch in one backward pass)",
+        ),
     ]
 
 
@@ -137,13 +150,17 @@ def check_trackers_installed(names: Sequence[str]) -> None:
 
     available = {t.value for t in get_available_trackers()}
     if "all" in names and not available:
-        raise SteerEnvsError("log_with = ['all'] but none of accelerate's trackers is installed; install one, e.g. "
-                             "`pip install tensorboard`, or drop log_with / --log-with")
+        raise SteerEnvsError(
+            "log_with = ['all'] but none of accelerate's trackers is installed; install one, e.g. "
+            "`pip install tensorboard`, or drop log_with / --log-with"
+        )
     missing = [n for n in names if n != "all" and n not in available]
     if missing:
         packages = [TRACKER_PACKAGES.get(n, n) for n in missing]
-        raise SteerEnvsError(f"log_with: tracker(s) {missing} need package(s) that are not installed; "
-                             f"`pip install {' '.join(packages)}`, or drop them from log_with / --log-with")
+        raise SteerEnvsError(
+            f"log_with: tracker(s) {missing} need package(s) that are not installed; "
+            f"`pip install {' '.join(packages)}`, or drop them from log_with / --log-with"
+        )
 
 
 def tracker_scalars(record: Mapping[str, Any]) -> dict[str, int | float]:
@@ -163,8 +180,10 @@ def tracker_scalars(record: Mapping[str, Any]) -> dict[str, int | float]:
 def tracker_config(config: Any) -> dict[str, bool | int | float | str]:
     """The config as trackers' hyperparameters: they take flat scalars (TensorBoard's hparams refuse anything else),
     so lists, dicts and ``None`` go as their JSON text."""
-    return {key: value if isinstance(value, (bool, int, float, str)) else json.dumps(value, sort_keys=True)
-            for key, value in config.to_dict().items()}
+    return {
+        key: value if isinstance(value, (bool, int, float, str)) else json.dumps(value, sort_keys=True)
+        for key, value in config.to_dict().items()
+    }
 
 
 def check_data_parallel(num_processes: int, executor: str | None) -> None:
@@ -185,23 +204,39 @@ def check_data_parallel(num_processes: int, executor: str | None) -> None:
         )
 
 
-def fingerprint_without_defaults(config: Any, late_fields: Iterable[str],
-                                 hashed_names: Mapping[str, str] | None = None,
-                                 unhashed: Iterable[str] = UNHASHED_FIELDS) -> str:
-    """The config's hash with ``late_fields`` left out where they hold their default: fields added after run folders
-    existed keep those folders' fingerprints (and so their resumability). ``hashed_names`` (field -> name) hashes a
-    renamed field under its old name, so a rename keeps them too. ``unhashed`` fields are always left out."""
-    data = asdict(config)
-    for name in unhashed:
-        data.pop(name, None)
-    defaults = {f.name: f.default for f in fields(config)}
-    for name in late_fields:
-        if name in data and data[name] == defaults.get(name):
-            del data[name]
-    for name, hashed in (hashed_names or {}).items():
-        if name in data:
-            data[hashed] = data.pop(name)
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+def release_line(version: str) -> tuple[int, ...]:
+    """The part of a version that must match for a run folder to resume: ``major.minor`` before 1.0 (each 0.x
+    release may change configs, fingerprints and checkpoints), ``major`` from 1.0 on."""
+    try:
+        parts = tuple(int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return (-1,)  # not a release version: matches nothing but itself (compared as a string by the caller)
+    return parts if parts[0] == 0 else parts[:1]
+
+
+def check_run_version(saved: Mapping[str, Any], path: str | Path, what: str = "run folder") -> None:
+    """Refuse a run folder (or a model file in one) written by another release line of steer-envs, or by one that
+    recorded no version (before 0.2.0): its config keys, fingerprint and checkpoint layout may differ from this
+    version's, so resuming it here could silently train something else. The error names both versions and the two
+    ways on."""
+    written = saved.get(VERSION_KEY)
+    if isinstance(written, str) and (written == __version__ or release_line(written) == release_line(__version__)):
+        return
+    by = f"steer-envs {written}" if isinstance(written, str) else "a steer-envs before 0.2.0 (no version recorded)"
+    again = f"`pip install steer-envs=={written}`" if isinstance(written, str) else "`pip install 'steer-envs<0.2'`"
+    raise SteerEnvsError(
+        f"{what} {str(path)!r} was written by {by}; this is steer-envs {__version__}, which cannot use it (configs, "
+        f"fingerprints and checkpoints may differ between these versions). Start a new run folder (another --out), "
+        f"or reinstall the version that wrote it ({again}) to finish or use this run."
+    )
+
+
+def read_run_config(path: str | Path) -> dict[str, Any]:
+    """The config dict saved in run folder ``path`` (its ``config.json``), after :func:`check_run_version`."""
+    path = Path(path)
+    saved = json.loads((path / CONFIG_FILE).read_text())
+    check_run_version(saved, path)
+    return saved["config"]
 
 
 class Progress:
@@ -223,6 +258,9 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+_MISSING = object()
 
 
 class RunFolder:
@@ -249,12 +287,15 @@ class RunFolder:
         fingerprint = self.config.fingerprint()
         if config_path.exists():
             saved = json.loads(config_path.read_text())
+            check_run_version(saved, self.path)
             if saved.get("fingerprint") != fingerprint:
-                renames = getattr(type(self.config), "renamed_options", {})  # a folder written before a rename
-                old = {renames.get(k, k): v for k, v in saved.get("config", {}).items()}
-                defaults = {f.name: f.default for f in fields(self.config)}  # a field the folder predates reads as its default
-                diff = sorted(k for k, v in self.config.to_dict().items()
-                              if k not in UNHASHED_FIELDS and old.get(k, defaults.get(k)) != v)
+                old = saved.get("config", {})
+                new = self.config.to_dict()
+                diff = sorted(
+                    k
+                    for k in set(old) | set(new)
+                    if k not in UNHASHED_FIELDS and old.get(k, _MISSING) != new.get(k, _MISSING)
+                )
                 raise SteerEnvsError(
                     f"run folder {str(self.path)!r} belongs to a different {self.what} (differs in: "
                     f"{', '.join(diff) or 'unknown keys'}); use a new --out folder, or resume with the same config"
@@ -265,7 +306,9 @@ class RunFolder:
                     "or choose a new --out folder"
                 )
         elif self.writer:
-            atomic_write_json({"fingerprint": fingerprint, "config": self.config.to_dict()}, config_path)
+            atomic_write_json(
+                {"fingerprint": fingerprint, VERSION_KEY: __version__, "config": self.config.to_dict()}, config_path
+            )
         return resume and has_checkpoint
 
     # -- the log ------------------------------------------------------------------------------------------------
@@ -310,8 +353,12 @@ class RunFolder:
         return json.loads((self.path / name).read_text())
 
 
-def build_accelerator(device: str = "cpu", mixed_precision: str = "no", log_with: Sequence[str] = (),
-                      project_dir: str | Path | None = None):
+def build_accelerator(
+    device: str = "cpu",
+    mixed_precision: str = "no",
+    log_with: Sequence[str] = (),
+    project_dir: str | Path | None = None,
+):
     """An :class:`accelerate.Accelerator` for these settings. accelerate keeps one process-wide state; a trainer asking
     for another mixed precision than the one already set (tests, notebooks) resets that state first (the process
     group, if any, is kept). ``log_with`` names accelerate's experiment trackers, whose files go under
@@ -320,13 +367,19 @@ def build_accelerator(device: str = "cpu", mixed_precision: str = "no", log_with
     from accelerate.state import AcceleratorState
 
     state = AcceleratorState._shared_state
-    if state and (state.get("_mixed_precision") != mixed_precision
-                  or (device == "cpu") != (getattr(state.get("device"), "type", "cpu") == "cpu")):
+    if state and (
+        state.get("_mixed_precision") != mixed_precision
+        or (device == "cpu") != (getattr(state.get("device"), "type", "cpu") == "cpu")
+    ):
         AcceleratorState._reset_state()
     if not log_with:
         return Accelerator(cpu=device == "cpu", mixed_precision=mixed_precision)
-    return Accelerator(cpu=device == "cpu", mixed_precision=mixed_precision, log_with=list(log_with),
-                       project_dir=str(project_dir) if project_dir is not None else None)
+    return Accelerator(
+        cpu=device == "cpu",
+        mixed_precision=mixed_precision,
+        log_with=list(log_with),
+        project_dir=str(project_dir) if project_dir is not None else None,
+    )
 
 
 def end_processes() -> None:
@@ -372,9 +425,12 @@ class TrainerBase:
     @property
     def accelerator(self):
         if self._accelerator is None:
-            self._accelerator = build_accelerator(getattr(self.config, "device", "cpu"),
-                                                  getattr(self.config, "mixed_precision", "no"),
-                                                  self.log_with, self.run_dir / TRACKERS_DIR)
+            self._accelerator = build_accelerator(
+                getattr(self.config, "device", "cpu"),
+                getattr(self.config, "mixed_precision", "no"),
+                self.log_with,
+                self.run_dir / TRACKERS_DIR,
+            )
         return self._accelerator
 
     @property
@@ -419,8 +475,9 @@ class TrainerBase:
     @property
     def folder(self) -> RunFolder:
         if self._folder is None:
-            self._folder = RunFolder(self.run_dir, self.config, self.checkpoint_marker, self.config_what,
-                                     writer=self.is_main_process)
+            self._folder = RunFolder(
+                self.run_dir, self.config, self.checkpoint_marker, self.config_what, writer=self.is_main_process
+            )
         return self._folder
 
     def _prepare_run_dir(self) -> bool:
@@ -496,10 +553,12 @@ class TrainerBase:
             return
         params = list(params)
         device = params[0].device
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float() for p in params]
-                         + [torch.tensor([float(p.grad is not None) for p in params], device=device)])
+        flat = torch.cat(
+            [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float() for p in params]
+            + [torch.tensor([float(p.grad is not None) for p in params], device=device)]
+        )
         total = self.accelerator.reduce(flat.to(self.device), reduction="sum").to(device)
-        touched = total[-len(params):]
+        touched = total[-len(params) :]
         offset = 0
         for p, hit in zip(params, touched.tolist()):
             size = p.numel()

@@ -1,38 +1,39 @@
 """What every method module shares: :class:`Method` (a registered recipe), :class:`MethodContext` (what it builds
-in), the env ids the methods act in, and the option facts the method list shows.
+in) and the env ids the methods act in.
 
 Why a module of its own: the method list (:mod:`baselines.methods`), the registry (:mod:`baselines.registry`) and
 the builders (:mod:`baselines.steering`, :mod:`baselines.handoff`, ...) all need these types; when they lived in
 the registry, the registry imported the list, the list the builders, and the builders the registry again (an import
-circle). Now every arrow points down to this module, which imports nothing of ``baselines`` and no torch.
+circle). Now every arrow points down to this module, which imports nothing of ``baselines`` but its option types,
+and no torch.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from steer_envs.errors import SteerEnvsError
 from steer_envs.ids import HANDOFF_ENV, PLANNING_ENV, STEERING_ENV, VERIFICATION_ENV  # noqa: F401  (re-exported)
-from steer_envs.protocol import EnvProtocol, holds_protocol, make_env
+from steer_envs.protocol import EnvProtocol, make_env
 from steer_envs.registry import import_object
 
-#: the zero-shot method's options that only a served steerer reads, with their defaults (the method list shows them)
-SERVED_ONLY_OPTIONS = {"top_logprobs": "20", "prompt_chars": "6000", "think_tokens": "48", "name_choice": "parse"}
-#: the hand-off steerers' deployment-only options (they share one checkpoint; :mod:`baselines.handoff`)
-HANDOFF_DEPLOY_OPTIONS = frozenset({"tau", "coverage", "every", "pass_bias"})
+from .options import MethodOptions, NoOptions
+
+OptionsT = TypeVar("OptionsT", bound=MethodOptions)
 
 
-@holds_protocol(keywords=("executor", "benchmarks", "max_turns", "metric", "intervention_cost", "data_dir"))
-@dataclass
-class MethodContext:
-    """Everything a method needs to build (and, if it learns, train) its policy."""
+@dataclass(kw_only=True)
+class MethodContext(EnvProtocol):
+    """Everything a method needs to build (and, if it learns, train) its policy: the run's env protocol
+    (executor, benchmarks, max_turns, metric, intervention_cost, data_dir; its ``split`` is not read:
+    :meth:`make_env` names one) and the method's own settings."""
 
-    #: the run's env protocol (executor, benchmarks, max_turns, metric, intervention_cost, data_dir: each also a
-    #: keyword and an attribute, ``MethodContext(executor=...)``); its split is not used: :meth:`make_env` names one
-    env_protocol: EnvProtocol = field(default_factory=EnvProtocol)
-    options: dict[str, str] = field(default_factory=dict)
+    #: the method's parsed options (its :class:`~baselines.options.MethodOptions` dataclass; :func:`build_policy`
+    #: sets them); None: the defaults of whatever class :meth:`options_of` asks for
+    options: MethodOptions | None = None
     #: where a learning method keeps its checkpoint (reused when present); ``None``: a temporary folder
     workdir: Path | None = None
     #: JSONL file for training curves (one object per logged step)
@@ -40,22 +41,30 @@ class MethodContext:
     #: interventions per decision measured for another method of the same run (``random:match=LABEL``)
     measured_rate: Callable[[str], float | None] = lambda label: None
     progress: bool = True
+    #: dev tasks per benchmark a method that chooses on dev (``best_fixed_rule``) scores its candidates on when its
+    #: own option leaves the number open: the run's ``--limit``, so a small run chooses on a small dev set (0: all)
+    dev_limit: int = 0
     seed: int = 0
     #: where a method's expensive rollouts run (a PoolConfig or RolloutPool; None = this process)
     pool: Any = None
 
-    def make_env(self, env_id: str = STEERING_ENV, split: str = "train", action_mode: str = "discrete", **overrides: Any):
+    def make_env(
+        self, env_id: str = STEERING_ENV, split: str = "train", action_mode: str = "discrete", **overrides: Any
+    ):
         """Build an env of this context's protocol (the executor, turn budget and metric of the run) on ``split``:
         :func:`steer_envs.make_env`."""
         return make_env(env_id, replace(self.env_protocol, split=split), action_mode=action_mode, **overrides)
 
-    def option(self, key: str, default: Any, kind: Callable[[str], Any] = str) -> Any:
-        if key not in self.options:
-            return default
-        try:
-            return kind(self.options[key])
-        except ValueError:
-            raise SteerEnvsError(f"option {key}={self.options[key]!r} is not a valid {kind.__name__}") from None
+    def options_of(self, kind: type[OptionsT]) -> OptionsT:
+        """This context's options as a builder's option class (the defaults when none were given); options of
+        another class are an error (the builder was handed another method's options)."""
+        if self.options is None:
+            return kind()
+        if not isinstance(self.options, kind):
+            raise SteerEnvsError(
+                f"this builder reads {kind.__name__}, but the context holds {type(self.options).__name__}"
+            )
+        return self.options
 
     def checkpoint_dir(self) -> Path:
         if self.workdir is None:
@@ -71,21 +80,20 @@ PolicyBuilder = Callable[[MethodContext], Any]
 
 @dataclass(frozen=True)
 class Method:
-    """A registered method. ``options`` documents the accepted keys and their defaults (as strings)."""
+    """A registered method. ``options`` is its options dataclass (:class:`~baselines.options.MethodOptions`: names,
+    types, defaults, docs), or that class's import path ``"module:Class"``, imported when a spec of the method is
+    parsed (so looking a method up imports neither its builder nor torch)."""
 
     name: str
     help: str
     env_id: str
     #: the builder, or its import path ``"module:function"`` (imported when the method is built, not looked up)
     build: PolicyBuilder | str
-    options: dict[str, str] = field(default_factory=dict)
+    options: type[MethodOptions] | str = NoOptions
     learns: bool = False
     action_mode: str = "discrete"
     #: a family name used to group rows in reports (reference, rule, steering, planning, ...)
     group: str = "steering"
-    #: options that only change deployment (e.g. the gate threshold tau), not what is trained: methods that
-    #: differ only in these share one checkpoint (a tau sweep trains once)
-    deploy_options: frozenset[str] = frozenset({"tau"})
     #: the option that sets how often the method intervenes, for rate-matched comparisons (chosen on dev by the
     #: harness, :mod:`benchmarks.harness.operating`): ``tau`` (a deployment threshold), ``p`` (a probability per
     #: decision), ``cost`` (a training-time cost per intervention: each value is a training run); None: no knob
@@ -93,3 +101,17 @@ class Method:
 
     def builder(self) -> PolicyBuilder:
         return import_object(self.build) if isinstance(self.build, str) else self.build
+
+    def options_type(self) -> type[MethodOptions]:
+        """The options dataclass (imported on first use when ``options`` is an import path)."""
+        found = import_object(self.options) if isinstance(self.options, str) else self.options
+        if not (isinstance(found, type) and issubclass(found, MethodOptions)):
+            raise SteerEnvsError(
+                f"method {self.name!r}: its options {self.options!r} are not a "
+                "baselines.options.MethodOptions dataclass"
+            )
+        return found
+
+    def defaults(self) -> MethodOptions:
+        """The method's options with every default."""
+        return self.options_type()()

@@ -12,6 +12,7 @@
 
 Nothing is learned from the policy's own outcomes afterwards, which is why the paper finds it weaker than RL.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,28 @@ from steer_envs.rollouts import Job, concurrent_pool, env_setup, executor_of, us
 from steer_envs.wrappers import TextFeaturizer
 
 from .base import MethodContext
+from .options import MethodOptions, method_option
 
 CHECKPOINT = "filtered_bc.pt"
+
+
+@dataclass(frozen=True)
+class FilteredBCOptions(MethodOptions):
+    tasks: int = method_option(200, "training tasks rolled out without supervision", ge=1)
+    N: int = method_option(2, "paired continuations per proposal, with and without it", ge=1)
+    propose: float = method_option(
+        0.5, "probability that the behaviour policy proposes an intervention at a state", ge=0, le=1
+    )
+    margin: float = method_option(0.0, "F1 gain over passing a proposal must exceed to be kept")
+    epochs: int = method_option(300, "full-batch training epochs of the classifier", ge=1)
+    seed: int = method_option(0, "seed of the collection and of the classifier's initial weights")
+    tau: float | None = method_option(
+        None,
+        "intervene when the classifier's probability of not passing is at least tau (empty: its argmax)",
+        ge=0,
+        le=1,
+        deploy=True,
+    )
 
 
 @dataclass
@@ -75,8 +96,15 @@ def proposal_gain(env: Any, item: tuple[dict, int, list[int]]) -> float | None:
     return with_action - without
 
 
-def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float, margin: float, seed: int,
-            featurizer: TextFeaturizer) -> tuple[list[BCExample], dict]:
+def collect(
+    context: MethodContext,
+    tasks: int,
+    n_rollouts: int,
+    propose: float,
+    margin: float,
+    seed: int,
+    featurizer: TextFeaturizer,
+) -> tuple[list[BCExample], dict]:
     """Offline collection + counterfactual filtering (steps 1-2).
 
     The unsupervised rollouts (and every random draw) run here, in order; the paired continuations of every
@@ -89,8 +117,9 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
     proposals: list[tuple[np.ndarray, int]] = []
     items: list[tuple[dict, int, list[int]]] = []
     stats = {"states": 0, "proposed": 0, "kept": 0, "failed": 0}
-    for episode in tqdm(range(tasks), desc="filtered_bc collect", unit="task", disable=not context.progress,
-                        dynamic_ncols=True):
+    for _episode in tqdm(
+        range(tasks), desc="filtered_bc collect", unit="task", disable=not context.progress, dynamic_ncols=True
+    ):
         obs, _ = env.reset(seed=int(rng.integers(2**31)))
         terminated = truncated = False
         while not (terminated or truncated):
@@ -103,9 +132,12 @@ def collect(context: MethodContext, tasks: int, n_rollouts: int, propose: float,
                 proposals.append((featurizer(*split_observation(obs)), action))
             obs, _, terminated, truncated, _ = env.step(0)
     # an openai: executor's paired continuations wait on the server: many in flight (concurrent_pool)
-    with using_pool(concurrent_pool(context.pool, executor_of(env))) as pool, tqdm(
-            total=len(items), desc="filtered_bc filter", unit="state", disable=not context.progress,
-            dynamic_ncols=True) as bar:
+    with (
+        using_pool(concurrent_pool(context.pool, executor_of(env))) as pool,
+        tqdm(
+            total=len(items), desc="filtered_bc filter", unit="state", disable=not context.progress, dynamic_ncols=True
+        ) as bar,
+    ):
         gains = pool.map(Job(env_setup(env, pool), proposal_gain), items, progress=bar.update)
     env.close()
     examples: list[BCExample] = []
@@ -148,8 +180,16 @@ def train_classifier(examples: list[BCExample], n_actions: int, epochs: int, see
 def save_classifier(model, stats: dict, path) -> None:
     """Weights + the shape to rebuild them (tensors and plain data only: loading runs no code)."""
     first, last = model[0], model[-1]
-    save_checkpoint({"state_dict": model.state_dict(), "n_features": first.in_features, "hidden": first.out_features,
-                     "n_actions": last.out_features, "stats": stats}, path)
+    save_checkpoint(
+        {
+            "state_dict": model.state_dict(),
+            "n_features": first.in_features,
+            "hidden": first.out_features,
+            "n_actions": last.out_features,
+            "stats": stats,
+        },
+        path,
+    )
 
 
 def load_classifier(path):
@@ -169,8 +209,9 @@ class BCPolicy:
 
     name = "filtered_bc"
 
-    def __init__(self, model: Any, featurizer: TextFeaturizer, run_info: dict | None = None,
-                 tau: float | None = None) -> None:
+    def __init__(
+        self, model: Any, featurizer: TextFeaturizer, run_info: dict | None = None, tau: float | None = None
+    ) -> None:
         self.model = model
         self.featurizer = featurizer
         self.run_info = run_info or {}
@@ -192,13 +233,9 @@ class BCPolicy:
 
 
 def build_filtered_bc(context: MethodContext) -> BCPolicy:
-    tasks = context.option("tasks", 200, int)
-    n_rollouts = context.option("N", 2, int)
-    propose = context.option("propose", 0.5, float)
-    margin = context.option("margin", 0.0, float)
-    epochs = context.option("epochs", 300, int)
-    seed = context.option("seed", 0, int)
-    tau = context.option("tau", None, float) if context.options.get("tau", "") != "" else None
+    chosen = context.options_of(FilteredBCOptions)
+    tasks, n_rollouts, propose, margin = chosen.tasks, chosen.N, chosen.propose, chosen.margin
+    epochs, seed, tau = chosen.epochs, chosen.seed, chosen.tau
     featurizer = TextFeaturizer(buckets=128, max_turns=context.max_turns)
     probe = context.make_env()
     n_actions = len(probe.unwrapped.catalogue)

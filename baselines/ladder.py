@@ -14,6 +14,7 @@
   clears a threshold. Its inputs are a function of the observation dict only (goal, transcript, turn,
   interventions), never of ``info`` or the env, so what it learns is what an observer could learn.
 """
+
 from __future__ import annotations
 
 import re
@@ -76,8 +77,10 @@ class ReadingBound:
 
     def reading(self, observation: Any) -> bool:
         if self.env is None or self.env.task is None:
-            raise SteerEnvsError("reading_bound: it reads the task's gold; run it through agents.base.play_episode "
-                                 "(which binds the env) or call bind(env) first")
+            raise SteerEnvsError(
+                "reading_bound: it reads the task's gold; run it through steer_envs.episodes.play_episode "
+                "(which binds the env) or call bind(env) first"
+            )
         _, transcript, _, _ = split_observation(observation)
         return gold_in_text(retrieved_text(transcript), self.env.task.golden_answers)
 
@@ -185,12 +188,14 @@ def observation_features(observation: Any, templates: Sequence[tuple[str, str]])
     bag = np.zeros(TEXT_BUCKETS, dtype=np.float32)
     for w in words(latest):
         bag[zlib.crc32(w.encode()) % TEXT_BUCKETS] += 1.0
-    return np.concatenate([
-        transcript_stats(goal, transcript, turn, interventions),
-        fast_extra_stats(transcript, turn, segments),
-        guidance_counts(goal, transcript, templates),
-        np.log1p(bag),
-    ]).astype(np.float32)
+    return np.concatenate(
+        [
+            transcript_stats(goal, transcript, turn, interventions),
+            fast_extra_stats(transcript, turn, segments),
+            guidance_counts(goal, transcript, templates),
+            np.log1p(bag),
+        ]
+    ).astype(np.float32)
 
 
 class GainPolicy:
@@ -198,8 +203,15 @@ class GainPolicy:
     scale), at most ``max_interventions`` times. ``model.predict(X) -> (n, options)`` predicted gains; ``act`` reads
     the observation only (``info`` is ignored)."""
 
-    def __init__(self, model: Any, templates: Sequence[tuple[str, str]], option_indices: Sequence[int],
-                 threshold: float, max_interventions: int = 3, name: str = "learnable_ceiling") -> None:
+    def __init__(
+        self,
+        model: Any,
+        templates: Sequence[tuple[str, str]],
+        option_indices: Sequence[int],
+        threshold: float,
+        max_interventions: int = 3,
+        name: str = "learnable_ceiling",
+    ) -> None:
         self.model, self.templates = model, list(templates)
         self.option_indices = list(option_indices)
         self.threshold, self.max_interventions, self.name = float(threshold), max_interventions, name

@@ -12,9 +12,11 @@ Two ways of choosing, both from hidden state only (never from the future's rando
   option with the best mean F1 is sent (the table's own choice wins ties). One step of policy improvement over the
   table, so it does at least as well in expectation.
 """
+
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 
 from .base import MethodContext
+from .options import MethodOptions, method_option
 from .simple import PASS, catalogue_options
 
 #: hidden situation -> the option that helps there (situations not listed: pass)
@@ -39,6 +42,12 @@ FIXES: dict[str, str] = {
 FINE: frozenset[str] = frozenset({"in_hand_right", "premature_knows"})
 
 
+@dataclass(frozen=True)
+class OracleOptions(MethodOptions):
+    max_interventions: int = method_option(3, "interventions per episode at most", ge=0)
+    lookahead: int = method_option(4, "re-seeded forks per option at a decision (0: the response table alone)", ge=0)
+
+
 class Oracle:
     name = "oracle"
 
@@ -46,8 +55,11 @@ class Oracle:
         self.index = option_index
         self.max_interventions = max_interventions
         self.lookahead = lookahead
-        self.run_info = {"max_interventions": max_interventions, "lookahead": lookahead,
-                         "reads": "hidden simulator state"}
+        self.run_info = {
+            "max_interventions": max_interventions,
+            "lookahead": lookahead,
+            "reads": "hidden simulator state",
+        }
         self.env: Any = None
         self._observation: Any = None
         self._hidden: dict[str, Any] = {}
@@ -64,16 +76,20 @@ class Oracle:
     def act(self, observation: Any, info: dict[str, Any]) -> int:
         hidden = info.get("privileged") or {}
         if "situation" not in hidden:
-            raise SteerEnvsError("oracle: the executor exposes no hidden state (info['privileged'] is empty); "
-                                 "the oracle needs a simulator executor (sim:<profile>)")
+            raise SteerEnvsError(
+                "oracle: the executor exposes no hidden state (info['privileged'] is empty); "
+                "the oracle needs a simulator executor (sim:<profile>)"
+            )
         self._decision += 1
         if int(info.get("interventions", 0)) >= self.max_interventions or hidden["situation"] in FINE:
             return PASS
         self._observation, self._hidden = observation, hidden
         if self.lookahead:
             if self.env is None:
-                raise SteerEnvsError("oracle: lookahead needs the environment; run it through agents.base.play_episode "
-                                     "(which binds it) or call bind(env) first")
+                raise SteerEnvsError(
+                    "oracle: lookahead needs the environment; run it through steer_envs.episodes.play_episode "
+                    "(which binds it) or call bind(env) first"
+                )
             return self._best_by_lookahead()
         return self._from_table(observation, hidden)
 
@@ -116,9 +132,10 @@ class Oracle:
 def _new_title(observation: Any) -> str:
     """The title the catalogue's ``search_new_title`` note would name for this observation."""
     template = next(t for t in STEERING if t.name == "search_new_title")
-    return template.fill(str(observation.get("goal", "")), str(observation.get("transcript", ""))).partition(":")[2].strip()
+    filled = template.fill(str(observation.get("goal", "")), str(observation.get("transcript", "")))
+    return filled.partition(":")[2].strip()
 
 
 def build_oracle(context: MethodContext) -> Oracle:
-    return Oracle({o.name: o.index for o in catalogue_options(context)}, context.option("max_interventions", 3, int),
-                  context.option("lookahead", 4, int))
+    chosen = context.options_of(OracleOptions)
+    return Oracle({o.name: o.index for o in catalogue_options(context)}, chosen.max_interventions, chosen.lookahead)

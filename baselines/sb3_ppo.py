@@ -8,11 +8,13 @@ Command line (trains and saves ``model.zip``)::
 
     python -m baselines.sb3_ppo --timesteps 20000 --out runs/ppo
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,17 @@ from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.wrappers import FeatureObservation
 
 from .base import MethodContext
+from .options import MethodOptions, method_option
 
 MODEL_FILE = "ppo_model.zip"
+
+
+@dataclass(frozen=True)
+class SB3PPOOptions(MethodOptions):
+    timesteps: int = method_option(6000, "PPO training env steps", ge=1)
+    buckets: int = method_option(128, "hashed feature buckets of the observation", ge=1)
+    seed: int = method_option(0, "training seed")
+    cost: float = method_option(0.0, "reward cost per intervention during training (the rate knob)")
 
 
 class SB3Policy:
@@ -60,7 +71,9 @@ class _ProgressCallback:
 
         class Callback(BaseCallback):
             def _on_training_start(self) -> None:
-                self.bar = tqdm(total=total, desc="train sb3_ppo", unit="step", disable=not progress, dynamic_ncols=True)
+                self.bar = tqdm(
+                    total=total, desc="train sb3_ppo", unit="step", disable=not progress, dynamic_ncols=True
+                )
                 self.returns: list[float] = []
 
             def _on_step(self) -> bool:
@@ -70,9 +83,17 @@ class _ProgressCallback:
                         self.returns.append(float(info.get("f1", 0.0)))
                         if log_path is not None and len(self.returns) % 20 == 0:
                             with open(log_path, "a", encoding="utf-8") as fh:
-                                fh.write(json.dumps({"method": "sb3_ppo", "step": self.num_timesteps,
-                                                     "episodes": len(self.returns),
-                                                     "f1": float(np.mean(self.returns[-20:]))}) + "\n")
+                                fh.write(
+                                    json.dumps(
+                                        {
+                                            "method": "sb3_ppo",
+                                            "step": self.num_timesteps,
+                                            "episodes": len(self.returns),
+                                            "f1": float(np.mean(self.returns[-20:])),
+                                        }
+                                    )
+                                    + "\n"
+                                )
                 return True
 
             def _on_training_end(self) -> None:
@@ -91,8 +112,19 @@ def _new_ppo(env, seed: int):
     from stable_baselines3 import PPO
 
     return PPO(
-        "MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=8, learning_rate=1e-3, gamma=1.0, gae_lambda=0.95,
-        ent_coef=0.01, policy_kwargs={"net_arch": [64, 64]}, seed=seed, device="cpu", verbose=0,
+        "MlpPolicy",
+        env,
+        n_steps=256,
+        batch_size=64,
+        n_epochs=8,
+        learning_rate=1e-3,
+        gamma=1.0,
+        gae_lambda=0.95,
+        ent_coef=0.01,
+        policy_kwargs={"net_arch": [64, 64]},
+        seed=seed,
+        device="cpu",
+        verbose=0,
     )
 
 
@@ -114,7 +146,8 @@ def load_ppo(path: Path, context: MethodContext, seed: int, buckets: int):
             state = torch.load(io.BytesIO(archive.read("policy.pth")), map_location="cpu", weights_only=True)
     except (zipfile.BadZipFile, KeyError, pickle.UnpicklingError, RuntimeError, EOFError) as exc:
         raise CheckpointError(
-            f"refused to open {str(path)!r} as a PPO policy ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+            f"refused to open {str(path)!r} as a PPO policy "
+            f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
             "delete it and the method retrains"
         ) from None
     env = make_training_env(context, buckets=buckets)
@@ -127,7 +160,6 @@ def load_ppo(path: Path, context: MethodContext, seed: int, buckets: int):
 def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: int = 128, cost: float | None = None):
     """Train PPO for ``timesteps`` env steps on the train split (``cost`` per intervention in its reward); returns
     the SB3 model."""
-    import torch
     from stable_baselines3.common.logger import Logger
 
     cpu_thread_default()
@@ -145,10 +177,8 @@ def train_ppo(context: MethodContext, timesteps: int, seed: int = 0, buckets: in
 
 def build_sb3_ppo(context: MethodContext) -> SB3Policy:
     """Train (or load from the method's checkpoint folder) and wrap as a policy."""
-    timesteps = context.option("timesteps", 6000, int)
-    buckets = context.option("buckets", 128, int)
-    seed = context.option("seed", 0, int)
-    cost = context.option("cost", 0.0, float)
+    chosen = context.options_of(SB3PPOOptions)
+    timesteps, buckets, seed, cost = chosen.timesteps, chosen.buckets, chosen.seed, chosen.cost
     path = context.checkpoint_dir() / MODEL_FILE
     if path.is_file():
         model = load_ppo(path, context, seed, buckets)
@@ -156,7 +186,9 @@ def build_sb3_ppo(context: MethodContext) -> SB3Policy:
         model = train_ppo(context, timesteps, seed=seed, buckets=buckets, cost=cost)
         model.save(path)
     featurizer = FeatureObservation(context.make_env(), buckets=buckets).featurizer
-    return SB3Policy(model, featurizer, run_info={"timesteps": timesteps, "buckets": buckets, "seed": seed, "cost": cost})
+    return SB3Policy(
+        model, featurizer, run_info={"timesteps": timesteps, "buckets": buckets, "seed": seed, "cost": cost}
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="folder for ppo_model.zip and the training log")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    context = MethodContext(executor=args.executor, workdir=out, training_log=out / "training.jsonl",
-                            options={"timesteps": str(args.timesteps), "seed": str(args.seed)})
+    context = MethodContext(
+        executor=args.executor,
+        workdir=out,
+        training_log=out / "training.jsonl",
+        options=SB3PPOOptions(timesteps=args.timesteps, seed=args.seed),
+    )
     start = time.perf_counter()
     build_sb3_ppo(context)
     print(f"saved {out / MODEL_FILE} after {args.timesteps} steps in {time.perf_counter() - start:.0f}s")

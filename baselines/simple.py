@@ -4,10 +4,12 @@ and a rule-based drift detector.
 They pick interventions from the environment's own catalogue (``env.unwrapped.catalogue``), by index in
 ``discrete`` action mode, so every method shares one action vocabulary and differs only in *when* and *which*.
 """
+
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,8 +20,32 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.protocol import searched_queries
 
 from .base import MethodContext
+from .options import MethodOptions, method_option
 
 PASS = 0
+
+
+@dataclass(frozen=True)
+class RandomOptions(MethodOptions):
+    p: float | None = method_option(
+        None, "intervention probability per decision (empty: the measured rate of `match`)", ge=0, le=1
+    )
+    match: str = method_option(
+        "steering_rl",
+        "the method (label or name) of the same run folder whose interventions per decision p matches when p is empty",
+    )
+
+
+@dataclass(frozen=True)
+class AlwaysOptions(MethodOptions):
+    option: str = method_option(
+        "refocus", "the catalogue option sent at every decision (empty: the first about the goal, focus or answer)"
+    )
+
+
+@dataclass(frozen=True)
+class DriftRuleOptions(MethodOptions):
+    turns: int = method_option(6, "from this executor turn on, one answer_now nudge (once per episode)", ge=0)
 
 
 def catalogue_options(context: MethodContext, env_id: str | None = None) -> list[InterventionOption]:
@@ -113,8 +139,11 @@ class DriftRule:
         self.repeat_option = repeat_option
         self.late_option = late_option
         self.turn_threshold = turn_threshold
-        self.run_info = {"repeat_option": repeat_option.name, "late_option": late_option.name,
-                         "turn_threshold": turn_threshold}
+        self.run_info = {
+            "repeat_option": repeat_option.name,
+            "late_option": late_option.name,
+            "turn_threshold": turn_threshold,
+        }
         self.reset()
 
     def reset(self, seed: int | None = None) -> None:
@@ -141,20 +170,23 @@ def build_no_supervision(context: MethodContext) -> NoSupervision:
 
 def build_always(context: MethodContext) -> AlwaysIntervene:
     options = catalogue_options(context)
-    choice = context.option("option", "", str)
+    choice = context.options_of(AlwaysOptions).option
     if choice:
         matches = [o for o in options if o.name == choice]
         if not matches:
-            raise SteerEnvsError(f"always: no catalogue option {choice!r}; options: {', '.join(o.name for o in options)}")
+            raise SteerEnvsError(
+                f"always: no catalogue option {choice!r}; options: {', '.join(o.name for o in options)}"
+            )
         return AlwaysIntervene(matches[0])
     return AlwaysIntervene(pick_option(options, "goal", "focus", "answer"))
 
 
 def build_random(context: MethodContext) -> RandomIntervention:
     options = catalogue_options(context)
-    p = context.option("p", None, float) if context.options.get("p", "") != "" else None
+    chosen = context.options_of(RandomOptions)
+    p = chosen.p
     if p is None:
-        target = context.option("match", "steering_rl", str)
+        target = chosen.match
         p_measured = context.measured_rate(target)
         if p_measured is None:
             raise SteerEnvsError(
@@ -170,5 +202,5 @@ def build_drift_rule(context: MethodContext) -> DriftRule:
     return DriftRule(
         repeat_option=pick_option(options, "repeat", "different", "new", "next"),
         late_option=pick_option(options, "answer", "commit", "final"),
-        turn_threshold=context.option("turns", 6, int),
+        turn_threshold=context.options_of(DriftRuleOptions).turns,
     )

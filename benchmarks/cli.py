@@ -1,5 +1,6 @@
 """CLI commands contributed by ``benchmarks``: ``steer-envs eval``, ``steer-envs report`` (a run folder or a results
 page), ``steer-envs demo``."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,16 +11,18 @@ from steer_envs.cli.registry import Command, register_command, rerun
 from steer_envs.data import BENCHMARKS, SPLITS
 from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 
-
 #: the env protocol's fields an evaluation command takes as flags: all but ``metric`` (the tables score F1), so a
 #: new protocol field becomes a flag of eval, sweep, sensitivity, compare and headroom
 EVAL_PROTOCOL_EXCLUDE = ("metric",)
 
 
 def _add_protocol(parser: argparse.ArgumentParser, split: str = "test", seeds: int = 3) -> None:
-    add_protocol_arguments(parser, exclude=EVAL_PROTOCOL_EXCLUDE,
-                           defaults={"benchmarks": list(BENCHMARKS), "split": split},
-                           overrides={"benchmarks": {"metavar": "B"}, "split": {"choices": SPLITS}})
+    add_protocol_arguments(
+        parser,
+        exclude=EVAL_PROTOCOL_EXCLUDE,
+        defaults={"benchmarks": list(BENCHMARKS), "split": split},
+        overrides={"benchmarks": {"metavar": "B"}, "split": {"choices": SPLITS}},
+    )
     parser.add_argument("--seeds", type=int, default=seeds, help=f"seeds per task (default {seeds})")
     parser.add_argument("--limit", type=int, default=0, help="first N tasks of each benchmark (default 0: all)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -32,29 +35,59 @@ def _config(args: argparse.Namespace):
 
 
 # -- eval --------------------------------------------------------------------------------------------------------
+#: the eval parser's epilog: :class:`_EvalHelpFormatter` writes every method's options in its place
+_METHODS_EPILOG = "methods and their options (NAME:key=value,...):"
+
+
+class _EvalHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Lists every method and its options (default, type, doc) under the eval flags. Built only when the help is
+    shown: describing the RL methods' options imports their builders (and torch)."""
+
+    def add_text(self, text: str | None) -> None:
+        if text == _METHODS_EPILOG:
+            from baselines.registry import methods_help
+
+            text = f"{_METHODS_EPILOG}\n\n{methods_help()}"
+        super().add_text(text)
+
+
 def _configure_eval(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--method", nargs="+", default=[], metavar="M",
-                        help="method spec(s), NAME or NAME:key=value,... (see --list-methods)")
+    parser.formatter_class = _EvalHelpFormatter
+    parser.epilog = _METHODS_EPILOG
+    parser.add_argument(
+        "--method",
+        nargs="+",
+        default=[],
+        metavar="M",
+        help="method spec(s), NAME or NAME:key=value,... (the options of each method are listed "
+        "below; a spec is checked before any work: option names, types and ranges)",
+    )
     parser.add_argument("--out", help="run folder (created; reused to resume or add methods)")
-    parser.add_argument("--list-methods", action="store_true", help="describe every method and exit")
+    parser.add_argument(
+        "--list-methods",
+        action="store_true",
+        help="describe every method and its options (default, type, doc) and exit",
+    )
     _add_protocol(parser)
-    parser.add_argument("--skip", type=int, default=0,
-                        help="pass over the first N tasks of each benchmark, then take --limit (default 0); e.g. "
-                             "--skip 40 confirms on tasks no --limit 40 run has used")
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="pass over the first N tasks of each benchmark, then take --limit (default 0); e.g. "
+        "--skip 40 confirms on tasks no --limit 40 run has used",
+    )
     add_pool_arguments(parser)
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    from baselines.registry import known_methods, parse_method
+    from baselines.registry import methods_help, parse_method
     from steer_envs.errors import SteerEnvsError
 
     from .harness.runfolder import RunFolder
     from .harness.runner import evaluate_all
 
     if args.list_methods:
-        for m in known_methods():
-            opts = ", ".join(f"{k}={v}" for k, v in m.options.items())
-            print(f"{m.name:<24}{m.help}" + (f"\n{'':<24}options: {opts}" if opts else ""))
+        print(methods_help())
         return 0
     if not args.method or not args.out:
         raise SteerEnvsError("eval needs --method M [M ...] and --out RUN_DIR (or --list-methods)")
@@ -70,9 +103,12 @@ def _run_eval(args: argparse.Namespace) -> int:
 def _configure_report(parser: argparse.ArgumentParser) -> None:
     from .pages import page_names
 
-    parser.add_argument("run_dir", metavar="RUN_DIR|PAGE",
-                        help="a run folder written by eval / demo / sweep (writes its report.md), or a results page "
-                             f"to rebuild from its run folders: {', '.join(page_names())}")
+    parser.add_argument(
+        "run_dir",
+        metavar="RUN_DIR|PAGE",
+        help="a run folder written by eval / demo / sweep (writes its report.md), or a results page "
+        f"to rebuild from its run folders: {', '.join(page_names())}",
+    )
     parser.add_argument("--out", help="PAGE only: the page's run folder(s) (default: the one its generator writes)")
     parser.add_argument("--doc", help="PAGE only: where to write the page (default: docs/PAGE.md)")
 
@@ -88,8 +124,9 @@ def _run_report(args: argparse.Namespace) -> int:
         print(f"wrote {doc}")
         return 0
     if args.out or args.doc:
-        raise SteerEnvsError(f"--out/--doc go with a results page ({', '.join(page_names())}); "
-                             f"{args.run_dir!r} is read as a run folder")
+        raise SteerEnvsError(
+            f"--out/--doc go with a results page ({', '.join(page_names())}); {args.run_dir!r} is read as a run folder"
+        )
     path = write_report(args.run_dir)
     print(path.read_text(encoding="utf-8"))
     print(f"wrote {path} and plots in {path.parent / 'plots'}")
@@ -118,8 +155,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
     if args.sweep == "tau":
         text = sweeps.tau_sweep(args.out, _config(args), args.method, args.taus, progress=not args.no_progress)
     else:
-        text = sweeps.transfer_sweep(args.out, _config(args), args.method, args.train_executor, args.executors,
-                                     progress=not args.no_progress)
+        text = sweeps.transfer_sweep(
+            args.out, _config(args), args.method, args.train_executor, args.executors, progress=not args.no_progress
+        )
     print(text)
     return 0
 
@@ -130,9 +168,14 @@ DEFAULT_AXES = ("compliance=0.6,0.85,1.0", "second_guess+second_guess_search=x0.
 
 def _configure_sensitivity(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", nargs="+", required=True, metavar="M", help="methods (trained once, on --executor)")
-    parser.add_argument("--axis", nargs="+", default=list(DEFAULT_AXES), metavar="KEY=V1,V2",
-                        help="response assumptions to vary (profile keys); KEY1+KEY2=x0.5,x1 scales keys together "
-                             f"(default: {' '.join(DEFAULT_AXES)})")
+    parser.add_argument(
+        "--axis",
+        nargs="+",
+        default=list(DEFAULT_AXES),
+        metavar="KEY=V1,V2",
+        help="response assumptions to vary (profile keys); KEY1+KEY2=x0.5,x1 scales keys together "
+        f"(default: {' '.join(DEFAULT_AXES)})",
+    )
     parser.add_argument("--out", required=True, help="folder: one run folder per grid point, sensitivity.md")
     _add_protocol(parser)
 
@@ -140,31 +183,56 @@ def _configure_sensitivity(parser: argparse.ArgumentParser) -> None:
 def _run_sensitivity(args: argparse.Namespace) -> int:
     from .harness.sensitivity import parse_axis, sensitivity_sweep
 
-    print(sensitivity_sweep(args.out, _config(args), args.method, [parse_axis(a) for a in args.axis],
-                            progress=not args.no_progress))
+    print(
+        sensitivity_sweep(
+            args.out, _config(args), args.method, [parse_axis(a) for a in args.axis], progress=not args.no_progress
+        )
+    )
     return 0
 
 
 # -- compare -----------------------------------------------------------------------------------------------------
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of one rate-matched comparison (``steer-envs compare`` and the results generator)."""
-    parser.add_argument("--rl", default="steering_rl", metavar="SPEC",
-                        help="the RL steerer's method spec, e.g. steering_rl:config=FILE.toml (default steering_rl)")
+    parser.add_argument(
+        "--rl",
+        default="steering_rl",
+        metavar="SPEC",
+        help="the RL steerer's method spec, e.g. steering_rl:config=FILE.toml (default steering_rl)",
+    )
     parser.add_argument("--train-seeds", type=int, default=3, help="training seeds per learned method (default 3)")
     parser.add_argument("--target", type=float, default=1.0, help="interventions per task every knob is set to on dev")
     parser.add_argument("--dev-limit", type=int, default=0, help="dev tasks per benchmark for choosing (0: all)")
     parser.add_argument("--dev-seeds", type=int, default=1, help="seeds per dev task for choosing (default 1)")
     parser.add_argument("--max-probes", type=int, default=10, help="dev evaluations per bisection (default 10)")
-    parser.add_argument("--ppo-costs", nargs="+", default=["0", "0.01", "0.03", "0.1"], metavar="C",
-                        help="SB3 PPO's intervention-cost grid (each value a training run; chosen on dev)")
-    parser.add_argument("--no-budget-match", action="store_true",
-                        help="keep filtered BC and SB3 PPO at their defaults instead of RL's measured budget")
+    parser.add_argument(
+        "--ppo-costs",
+        nargs="+",
+        default=["0.03", "0.1", "0.3", "1"],
+        metavar="C",
+        help="SB3 PPO's intervention costs (each a training run): walked upwards until the dev rate reaches the "
+        "target, then bisected (default 0.03 0.1 0.3 1)",
+    )
+    parser.add_argument(
+        "--no-budget-match",
+        action="store_true",
+        help="keep filtered BC and SB3 PPO at their defaults instead of RL's measured budget",
+    )
     parser.add_argument("--curve-seeds", type=int, default=1, help="seeds per task for the rate curves (default 1)")
     parser.add_argument("--no-curves", action="store_true", help="skip the rate curves")
-    parser.add_argument("--spearman-tasks", type=int, default=20,
-                        help="held-out tasks per benchmark for the fast path's Spearman (0: skip)")
-    parser.add_argument("--context-rows", nargs="*", default=[], metavar="SPEC",
-                        help="methods shown beside the rate-matched rows without a knob (e.g. a fixed rule, oracle)")
+    parser.add_argument(
+        "--spearman-tasks",
+        type=int,
+        default=20,
+        help="held-out tasks per benchmark for the fast path's Spearman (0: skip)",
+    )
+    parser.add_argument(
+        "--context-rows",
+        nargs="*",
+        default=[],
+        metavar="SPEC",
+        help="methods shown beside the rate-matched rows without a knob (e.g. a fixed rule, oracle)",
+    )
 
 
 #: the protocol fields a comparison plan (and a headroom ladder) takes, read back with protocol_kwargs by name
@@ -178,17 +246,32 @@ def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
     from .harness.comparison import ComparisonPlan
 
     if args.intervention_cost:
-        raise SteerEnvsError("a comparison scores F1 without an intervention cost (rates are matched on dev instead); "
-                             "drop --intervention-cost")
+        raise SteerEnvsError(
+            "a comparison scores F1 without an intervention cost (rates are matched on dev instead); "
+            "drop --intervention-cost"
+        )
     protocol = protocol_kwargs(args, COMPARE_PROTOCOL)
     if executor:
         protocol["executor"] = executor
     return ComparisonPlan(
-        out=out, **protocol, rl=args.rl, train_seeds=args.train_seeds, seeds=args.seeds, limit=args.limit,
-        dev_seeds=args.dev_seeds, dev_limit=args.dev_limit, target=args.target, max_probes=args.max_probes,
-        ppo_costs=tuple(args.ppo_costs), match_budgets=not args.no_budget_match, curve_seeds=args.curve_seeds,
-        curves=not args.no_curves, spearman_tasks=args.spearman_tasks, context_rows=tuple(args.context_rows),
-        progress=not args.no_progress, pool=pool_config_from_args(args),
+        out=out,
+        **protocol,
+        rl=args.rl,
+        train_seeds=args.train_seeds,
+        seeds=args.seeds,
+        limit=args.limit,
+        dev_seeds=args.dev_seeds,
+        dev_limit=args.dev_limit,
+        target=args.target,
+        max_probes=args.max_probes,
+        ppo_costs=tuple(args.ppo_costs),
+        match_budgets=not args.no_budget_match,
+        curve_seeds=args.curve_seeds,
+        curves=not args.no_curves,
+        spearman_tasks=args.spearman_tasks,
+        context_rows=tuple(args.context_rows),
+        progress=not args.no_progress,
+        pool=pool_config_from_args(args),
     )
 
 
@@ -210,28 +293,73 @@ def _run_compare(args: argparse.Namespace) -> int:
 # -- headroom ----------------------------------------------------------------------------------------------------
 def _configure_headroom(parser: argparse.ArgumentParser) -> None:
     # the defaults of benchmarks.harness.ladder.LadderConfig, spelled out so building the parser imports nothing heavy
-    d = argparse.Namespace(dev_limit=20, dev_seeds=1, max_at=3, train_tasks=40, train_forks=2, planner_forks=2,
-                           oracle_lookahead=4, target=1.0)
-    rungs = ("none random best_fixed_rule reading_bound@1 reading_bound@every learnable_ceiling learnable_ceiling_free "
-             "lookahead_planner oracle").split()
-    parser.add_argument("--out", help="folder for the ladder (default runs/headroom/<profile>_<split>); a rerun "
-                        "with the same options resumes it")
-    parser.add_argument("--rungs", nargs="+", default=rungs, metavar="R",
-                        help=f"rungs to run (default all: {' '.join(rungs)})")
-    parser.add_argument("--dev-limit", type=int, default=d.dev_limit,
-                        help=f"dev tasks per benchmark for the dev choices (default {d.dev_limit})")
-    parser.add_argument("--dev-seeds", type=int, default=d.dev_seeds, help=f"seeds per dev task (default {d.dev_seeds})")
-    parser.add_argument("--max-at", type=int, default=d.max_at, help=f"fixed rules at decisions 0..N (default {d.max_at})")
-    parser.add_argument("--train-tasks", type=int, default=d.train_tasks,
-                        help=f"train tasks per benchmark for the learnable ceiling's gains (default {d.train_tasks})")
-    parser.add_argument("--train-forks", type=int, default=d.train_forks,
-                        help=f"forks per option per train decision (default {d.train_forks})")
-    parser.add_argument("--planner-forks", type=int, default=d.planner_forks,
-                        help=f"the lookahead planner's forks per option (default {d.planner_forks})")
-    parser.add_argument("--oracle-lookahead", type=int, default=d.oracle_lookahead,
-                        help=f"the oracle's forks per option (default {d.oracle_lookahead})")
-    parser.add_argument("--target", type=float, default=d.target,
-                        help=f"interventions per task the learnable ceiling's threshold is set to on dev (default {d.target:g})")
+    d = argparse.Namespace(
+        dev_limit=20,
+        dev_seeds=1,
+        max_at=3,
+        train_tasks=40,
+        train_forks=2,
+        planner_forks=2,
+        oracle_lookahead=4,
+        target=1.0,
+    )
+    rungs = (
+        "none random best_fixed_rule reading_bound@1 reading_bound@every learnable_ceiling learnable_ceiling_free "
+        "lookahead_planner oracle"
+    ).split()
+    parser.add_argument(
+        "--out",
+        help="folder for the ladder (default runs/headroom/<profile>_<split>); a rerun "
+        "with the same options resumes it",
+    )
+    parser.add_argument(
+        "--rungs", nargs="+", default=rungs, metavar="R", help=f"rungs to run (default all: {' '.join(rungs)})"
+    )
+    parser.add_argument(
+        "--dev-limit",
+        type=int,
+        default=d.dev_limit,
+        help=f"dev tasks per benchmark for the dev choices (default {d.dev_limit})",
+    )
+    parser.add_argument(
+        "--dev-seeds", type=int, default=d.dev_seeds, help=f"seeds per dev task (default {d.dev_seeds})"
+    )
+    parser.add_argument(
+        "--max-at", type=int, default=d.max_at, help=f"fixed rules at decisions 0..N (default {d.max_at})"
+    )
+    parser.add_argument(
+        "--train-tasks",
+        type=int,
+        default=d.train_tasks,
+        help=f"train tasks per benchmark for the learnable ceiling's gains (default {d.train_tasks})",
+    )
+    parser.add_argument(
+        "--train-forks",
+        type=int,
+        default=d.train_forks,
+        help=f"forks per option per train decision (default {d.train_forks})",
+    )
+    parser.add_argument(
+        "--planner-forks",
+        type=int,
+        default=d.planner_forks,
+        help=f"the lookahead planner's forks per option (default {d.planner_forks})",
+    )
+    parser.add_argument(
+        "--oracle-lookahead",
+        type=int,
+        default=d.oracle_lookahead,
+        help=f"the oracle's forks per option (default {d.oracle_lookahead})",
+    )
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=d.target,
+        help=f"interventions per task the learnable ceiling's threshold is set to on dev (default {d.target:g})",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes playing episodes and forks (same results; default 1)"
+    )
     _add_protocol(parser)
 
 
@@ -241,12 +369,25 @@ def _run_headroom(args: argparse.Namespace) -> int:
     from .harness.ladder import LadderConfig, run_ladder
 
     if args.intervention_cost:  # the flag comes with the protocol's; the ladder compares rungs at matched rates
-        raise SteerEnvsError("the headroom ladder scores F1 without an intervention cost (rates are matched on dev "
-                             "instead); drop --intervention-cost")
-    config = LadderConfig(**protocol_kwargs(args, COMPARE_PROTOCOL), seeds=args.seeds, limit=args.limit,
-                          dev_limit=args.dev_limit, dev_seeds=args.dev_seeds, max_at=args.max_at,
-                          train_tasks=args.train_tasks, train_forks=args.train_forks, planner_forks=args.planner_forks,
-                          oracle_lookahead=args.oracle_lookahead, target=args.target, rungs=tuple(args.rungs))
+        raise SteerEnvsError(
+            "the headroom ladder scores F1 without an intervention cost (rates are matched on dev "
+            "instead); drop --intervention-cost"
+        )
+    config = LadderConfig(
+        **protocol_kwargs(args, COMPARE_PROTOCOL),
+        seeds=args.seeds,
+        limit=args.limit,
+        dev_limit=args.dev_limit,
+        dev_seeds=args.dev_seeds,
+        max_at=args.max_at,
+        train_tasks=args.train_tasks,
+        train_forks=args.train_forks,
+        planner_forks=args.planner_forks,
+        oracle_lookahead=args.oracle_lookahead,
+        target=args.target,
+        rungs=tuple(args.rungs),
+        workers=args.workers,
+    )
     out = args.out or str(Path("runs", "headroom", f"{args.executor.replace(':', '_')}_{args.split}"))
     print(run_ladder(config, out))
     print(f"ladder folder: {out} (ladder.md, ladder.json, choices.json, episodes/)")
@@ -266,8 +407,14 @@ def _configure_demo(parser: argparse.ArgumentParser) -> None:
 def _run_demo(args: argparse.Namespace) -> int:
     from .harness.demo import run_demo
 
-    run_demo(args.out, limit=args.limit, seeds=args.seeds, quick=args.quick, progress=not args.no_progress,
-             data_dir=args.data_dir)
+    run_demo(
+        args.out,
+        limit=args.limit,
+        seeds=args.seeds,
+        quick=args.quick,
+        progress=not args.no_progress,
+        data_dir=args.data_dir,
+    )
     return 0
 
 
@@ -288,23 +435,72 @@ def _run_llm_headline(args: argparse.Namespace) -> int:
 
 def register_commands() -> None:
     """Called through the ``steer_envs.commands`` entry point."""
-    register_command(Command("eval", "evaluate methods on identical tasks and seeds (resumable run folder)",
-                             _configure_eval, _run_eval, resume=rerun))
-    register_command(Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep,
-                             resume=rerun))
-    register_command(Command("sensitivity", "re-run methods over a grid of response assumptions; does their order hold?",
-                             _configure_sensitivity, _run_sensitivity, resume=rerun))
-    register_command(Command("compare", "rate-matched comparison: every knob chosen on dev, training seeds, equal "
-                             "budgets, paired intervals (default split dev: the development loop)",
-                             _configure_compare, _run_compare, resume=rerun))
-    register_command(Command("report", "write report.md and PNG plots for a run folder, or rebuild a results page "
-                             "(results, results_actguide, results_handoff, results_testbed) from its run folders",
-                             _configure_report, _run_report))
-    register_command(Command("headroom", "a profile's headroom ladder: none, random, best fixed rule, reading bound, "
-                             "learnable-ceiling estimate, lookahead planner, oracle (paired intervals; resumable)",
-                             _configure_headroom, _run_headroom, resume=rerun))
-    register_command(Command("llm-headline", "zero-shot LLM steerer vs the same LLM trained by the steering trainer, "
-                             "both served by vLLM, rate-matched on dev, paired on test (resumable)",
-                             _configure_llm_headline, _run_llm_headline, resume=rerun))
-    register_command(Command("demo", "the main job: train a steerer briefly, compare with baselines, table + plots",
-                             _configure_demo, _run_demo, resume=rerun))
+    register_command(
+        Command(
+            "eval",
+            "evaluate methods on identical tasks and seeds (resumable run folder)",
+            _configure_eval,
+            _run_eval,
+            resume=rerun,
+        )
+    )
+    register_command(
+        Command("sweep", "τ sweep and executor-transfer sweep", _configure_sweep, _run_sweep, resume=rerun)
+    )
+    register_command(
+        Command(
+            "sensitivity",
+            "re-run methods over a grid of response assumptions; does their order hold?",
+            _configure_sensitivity,
+            _run_sensitivity,
+            resume=rerun,
+        )
+    )
+    register_command(
+        Command(
+            "compare",
+            "rate-matched comparison: every knob chosen on dev, training seeds, equal "
+            "budgets, paired intervals (default split dev: the development loop)",
+            _configure_compare,
+            _run_compare,
+            resume=rerun,
+        )
+    )
+    register_command(
+        Command(
+            "report",
+            "write report.md and PNG plots for a run folder, or rebuild a results page "
+            "(results, results_actguide, results_handoff, results_testbed) from its run folders",
+            _configure_report,
+            _run_report,
+        )
+    )
+    register_command(
+        Command(
+            "headroom",
+            "a profile's headroom ladder: none, random, best fixed rule, reading bound, "
+            "learnable-ceiling estimate, lookahead planner, oracle (paired intervals; resumable)",
+            _configure_headroom,
+            _run_headroom,
+            resume=rerun,
+        )
+    )
+    register_command(
+        Command(
+            "llm-headline",
+            "zero-shot LLM steerer vs the same LLM trained by the steering trainer, "
+            "both served by vLLM, rate-matched on dev, paired on test (resumable)",
+            _configure_llm_headline,
+            _run_llm_headline,
+            resume=rerun,
+        )
+    )
+    register_command(
+        Command(
+            "demo",
+            "the main job: train a steerer briefly, compare with baselines, table + plots",
+            _configure_demo,
+            _run_demo,
+            resume=rerun,
+        )
+    )

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.gpu_check``: the paper-scale check that fits a short GPU slot (issue 18, item 9).
+"""``python -m benchmarks.gpu_check``: the paper-scale check that fits a short GPU slot.
 
 Why it exists: the suite's CI machine has no GPU, so the LLM steerer, the ACTGUIDE-RL LLM learner and the
 concurrent vector env are tested there on tiny models; this script runs the same code at the papers' shapes on
@@ -30,6 +30,7 @@ ends, so a slot that runs out keeps what finished):
 tiny model through vLLM's CPU build, 16 episodes in flight): what a machine without a GPU can check, and what the
 test suite runs so this script cannot rot. It is never a GPU figure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,24 +67,25 @@ SHAPES = {
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """What one run measures; ``gpu()`` and ``smoke()`` are the two plans."""
+    """What one run measures. The defaults are the GPU plan (``gpu()``); ``smoke()`` overrides them with toy sizes
+    on CPU, so each figure is written once and the smoke plan lists only what it shrinks."""
 
-    device: str
-    dtype: str
-    mixed_precision: str
-    steerer_shapes: tuple[str, ...]
-    learner_shape: str
-    observations: int  # fast path: observations scored per measurement
-    slow_states: int  # slow path: states sampled, G samples each
-    G: int
-    think_tokens: int
-    steering_rounds: int
-    steering_k: int
-    actguide_iterations: int
-    actguide_batch_tasks: int
-    actguide_group: int
-    vector_envs: int
-    vector_steps: int
+    device: str = "cuda"
+    dtype: str = "bfloat16"
+    mixed_precision: str = "bf16"
+    steerer_shapes: tuple[str, ...] = ("0.5b", "8b")
+    learner_shape: str = "0.5b"
+    observations: int = 256  # fast path: observations scored per measurement
+    slow_states: int = 16  # slow path: states sampled, G samples each
+    G: int = 8
+    think_tokens: int = 64
+    steering_rounds: int = 3
+    steering_k: int = 8
+    actguide_iterations: int = 3
+    actguide_batch_tasks: int = 8
+    actguide_group: int = 8
+    vector_envs: int = 256
+    vector_steps: int = 8
     latency_s: float = 0.1
     vllm_in_flight: int = 256
     vllm_episodes: int = 1024  # nq test tasks x 2 seeds
@@ -91,18 +93,34 @@ class CheckPlan:
     vllm_adapter_states: int = 8
 
     @classmethod
-    def gpu(cls) -> "CheckPlan":
-        return cls("cuda", "bfloat16", "bf16", ("0.5b", "8b"), "0.5b", observations=256, slow_states=16, G=8,
-                   think_tokens=64, steering_rounds=3, steering_k=8, actguide_iterations=3, actguide_batch_tasks=8,
-                   actguide_group=8, vector_envs=256,
-                   vector_steps=8)
+    def gpu(cls) -> CheckPlan:
+        return cls()
 
     @classmethod
-    def smoke(cls) -> "CheckPlan":
-        return cls("cpu", "float32", "no", ("smoke",), "smoke", observations=8, slow_states=2, G=2, think_tokens=4,
-                   steering_rounds=1, steering_k=2, actguide_iterations=1, actguide_batch_tasks=2, actguide_group=2,
-                   vector_envs=16, vector_steps=3,
-                   latency_s=0.05, vllm_in_flight=16, vllm_episodes=48, vllm_max_new_tokens=16, vllm_adapter_states=2)
+    def smoke(cls) -> CheckPlan:
+        return cls(
+            device="cpu",
+            dtype="float32",
+            mixed_precision="no",
+            steerer_shapes=("smoke",),
+            learner_shape="smoke",
+            observations=8,
+            slow_states=2,
+            G=2,
+            think_tokens=4,
+            steering_rounds=1,
+            steering_k=2,
+            actguide_iterations=1,
+            actguide_batch_tasks=2,
+            actguide_group=2,
+            vector_envs=16,
+            vector_steps=3,
+            latency_s=0.05,
+            vllm_in_flight=16,
+            vllm_episodes=48,
+            vllm_max_new_tokens=16,
+            vllm_adapter_states=2,
+        )
 
 
 # -- measuring ---------------------------------------------------------------------------------------------------
@@ -142,9 +160,16 @@ def build_model(shape: ModelShape, folder: Path, plan: CheckPlan) -> Path:
     from steer_envs.llm.qwen_shaped import build_random_qwen2
 
     if not (folder / "config.json").is_file():
-        build_random_qwen2(folder, hidden_size=shape.hidden_size, layers=shape.layers, heads=shape.heads,
-                           kv_heads=shape.kv_heads, intermediate_size=shape.intermediate_size,
-                           dtype=plan.dtype, device=plan.device)
+        build_random_qwen2(
+            folder,
+            hidden_size=shape.hidden_size,
+            layers=shape.layers,
+            heads=shape.heads,
+            kv_heads=shape.kv_heads,
+            intermediate_size=shape.intermediate_size,
+            dtype=plan.dtype,
+            device=plan.device,
+        )
     return folder
 
 
@@ -183,9 +208,17 @@ def check_steerer(shape: ModelShape, plan: CheckPlan, work: Path) -> dict[str, A
     from agents.steering.trainer import SteeringTrainer
 
     folder = build_model(shape, work / f"qwen2-{shape.name}", plan)
-    backbone_args = {"model": f"hf:{folder}", "lora": True, "lora_rank": 16, "device": plan.device,
-                     "dtype": plan.dtype, "gradient_checkpointing": plan.device != "cpu",
-                     "max_think_tokens": plan.think_tokens, "batch_size": 32, "micro_batch": 4}
+    backbone_args = {
+        "model": f"hf:{folder}",
+        "lora": True,
+        "lora_rank": 16,
+        "device": plan.device,
+        "dtype": plan.dtype,
+        "gradient_checkpointing": plan.device != "cpu",
+        "max_think_tokens": plan.think_tokens,
+        "batch_size": 32,
+        "micro_batch": 4,
+    }
     figures: dict[str, Any] = {"shape": asdict(shape)}
     section = Section()
     from agents.steering.causal_lm import CausalLMSteerer
@@ -221,14 +254,27 @@ def check_steerer(shape: ModelShape, plan: CheckPlan, work: Path) -> dict[str, A
     figures = section.close(figures)
 
     section = Section()
-    config = SteeringConfig(backbone="causal_lm", backbone_args=backbone_args, device=plan.device,
-                            mixed_precision=plan.mixed_precision, micro_batch=2, m=plan.steering_rounds,
-                            k=plan.steering_k, G=4, N=2, bank_tasks=4 * plan.steering_k, bank_rollouts=1,
-                            update_epochs=1, lr=1e-4)
+    config = SteeringConfig(
+        backbone="causal_lm",
+        backbone_args=backbone_args,
+        device=plan.device,
+        mixed_precision=plan.mixed_precision,
+        micro_batch=2,
+        m=plan.steering_rounds,
+        k=plan.steering_k,
+        G=4,
+        N=2,
+        bank_tasks=4 * plan.steering_k,
+        bank_rollouts=1,
+        update_epochs=1,
+        lr=1e-4,
+    )
     start = time.perf_counter()
     SteeringTrainer(config, work / f"steer-{shape.name}").run()
     minutes = (time.perf_counter() - start) / 60
-    train = section.close({"rounds": plan.steering_rounds, "iterations_per_min": round(plan.steering_rounds / minutes, 2)})
+    train = section.close(
+        {"rounds": plan.steering_rounds, "iterations_per_min": round(plan.steering_rounds / minutes, 2)}
+    )
     figures["training"] = train
     return figures
 
@@ -239,18 +285,37 @@ def check_actguide(shape: ModelShape, plan: CheckPlan, work: Path) -> dict[str, 
 
     folder = build_model(shape, work / f"qwen2-{shape.name}", plan)
     batch_tasks, group = plan.actguide_batch_tasks, plan.actguide_group
-    config = ActGuideConfig(learner="causal_lm", learner_args={"model": f"hf:{folder}", "device": plan.device,
-                                                               "dtype": plan.dtype, "micro_batch": 8,
-                                                               "max_new_tokens": plan.think_tokens},
-                            device=plan.device, mixed_precision=plan.mixed_precision, micro_batch=16,
-                            tasks_per_benchmark=2, batch_tasks=batch_tasks, group_size=group,
-                            budget=plan.actguide_iterations * batch_tasks * group, lr=1e-5, update_epochs=1)
+    config = ActGuideConfig(
+        learner="causal_lm",
+        learner_args={
+            "model": f"hf:{folder}",
+            "device": plan.device,
+            "dtype": plan.dtype,
+            "micro_batch": 8,
+            "max_new_tokens": plan.think_tokens,
+        },
+        device=plan.device,
+        mixed_precision=plan.mixed_precision,
+        micro_batch=16,
+        tasks_per_benchmark=2,
+        batch_tasks=batch_tasks,
+        group_size=group,
+        budget=plan.actguide_iterations * batch_tasks * group,
+        lr=1e-5,
+        update_epochs=1,
+    )
     section = Section()
     start = time.perf_counter()
     result = ActGuideTrainer(config, work / f"actguide-{shape.name}").run()
     minutes = (time.perf_counter() - start) / 60
-    return section.close({"shape": asdict(shape), "iterations": result.iterations, "rollouts": result.budget_used,
-                          "iterations_per_min": round(result.iterations / minutes, 2)})
+    return section.close(
+        {
+            "shape": asdict(shape),
+            "iterations": result.iterations,
+            "rollouts": result.budget_used,
+            "iterations_per_min": round(result.iterations / minutes, 2),
+        }
+    )
 
 
 def check_vector(plan: CheckPlan) -> dict[str, Any]:
@@ -262,8 +327,14 @@ def check_vector(plan: CheckPlan) -> dict[str, Any]:
 
     section = Section()
     with LatencyServer(latency=plan.latency_s) as server:
-        envs = make_concurrent_vec(STEERING_ENV, plan.vector_envs, max_in_flight=plan.vector_envs,
-                                   executor=server.spec, split="dev", action_mode="discrete")
+        envs = make_concurrent_vec(
+            STEERING_ENV,
+            plan.vector_envs,
+            max_in_flight=plan.vector_envs,
+            executor=server.spec,
+            split="dev",
+            action_mode="discrete",
+        )
         try:
             envs.reset(seed=0)
             server.counters(reset=True)
@@ -276,9 +347,15 @@ def check_vector(plan: CheckPlan) -> dict[str, Any]:
         finally:
             envs.close()
     ceiling = plan.vector_envs / plan.latency_s
-    return section.close({"episodes_in_flight": plan.vector_envs, "latency_s": plan.latency_s,
-                          "requests_per_s": round(requests / seconds, 1), "ceiling_requests_per_s": ceiling,
-                          "share_of_ceiling": round(requests / seconds / ceiling, 3)})
+    return section.close(
+        {
+            "episodes_in_flight": plan.vector_envs,
+            "latency_s": plan.latency_s,
+            "requests_per_s": round(requests / seconds, 1),
+            "ceiling_requests_per_s": ceiling,
+            "share_of_ceiling": round(requests / seconds / ceiling, 3),
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -302,8 +379,9 @@ def served_model(plan: CheckPlan, work: Path) -> ServedModel:
     if plan.device == "cpu":
         from steer_envs.llm.tiny import build_tiny_causal_lm
 
-        folder = build_tiny_causal_lm(work / "vllm-tiny", hidden_size=128, heads=2, max_positions=2048,
-                                      chat_template=True)
+        folder = build_tiny_causal_lm(
+            work / "vllm-tiny", hidden_size=128, heads=2, max_positions=2048, chat_template=True
+        )
         return ServedModel(folder, 2048, 8, "float32")
     shape = SHAPES[plan.learner_shape]
     return ServedModel(build_model(shape, work / f"qwen2-{shape.name}", plan), 4096, 16, "float32")
@@ -318,8 +396,9 @@ def write_adapter(model: ServedModel, work: Path) -> Path:
     from agents.steering.interventions import options_from_catalogue
 
     _, catalogue = sample_observations(1)
-    steerer = CausalLMSteerer(options_from_catalogue(catalogue), model=str(model.folder), lora=True,
-                              lora_rank=model.lora_rank)
+    steerer = CausalLMSteerer(
+        options_from_catalogue(catalogue), model=str(model.folder), lora=True, lora_rank=model.lora_rank
+    )
     generator = torch.Generator().manual_seed(7)
     with torch.no_grad():
         for name, parameter in steerer.lm.named_parameters():
@@ -344,10 +423,12 @@ def served_eval_throughput(server: Any, plan: CheckPlan, work: Path) -> dict[str
     spec = server.spec(max_new_tokens=plan.vllm_max_new_tokens, chat_template="off", max_in_flight=n, temperature=0)
 
     def run(limit: int, seeds: int, folder: Path) -> int:
-        config = EvalConfig(executor=spec, benchmarks=("nq",), split="test", seeds=seeds, limit=limit,
-                            max_turns=VLLM_MAX_TURNS)
-        outcome = evaluate(RunFolder(folder, config), "no_supervision", progress=False, log=lambda _: None,
-                           pool=PoolConfig("auto"))
+        config = EvalConfig(
+            executor=spec, benchmarks=("nq",), split="test", seeds=seeds, limit=limit, max_turns=VLLM_MAX_TURNS
+        )
+        outcome = evaluate(
+            RunFolder(folder, config), "no_supervision", progress=False, log=lambda _: None, pool=PoolConfig("auto")
+        )
         failures = [r.failure for r in outcome.records if r.failure]
         if failures:
             raise RuntimeError(f"{len(failures)} served episode(s) failed, e.g. {failures[0]}")
@@ -374,12 +455,19 @@ def served_eval_throughput(server: Any, plan: CheckPlan, work: Path) -> dict[str
     low, high = spans[min(n, len(spans)) - 1][1], spans[max(0, len(spans) - n * VLLM_MAX_TURNS)][1]
     steady = sum(tokens for _, finished, tokens in spans if low < finished <= high)
     total = sum(span[2] for span in spans)
-    return {"episodes_in_flight": n, "episodes": ran, "requests": len(spans), "completion_tokens": total,
-            "max_new_tokens": plan.vllm_max_new_tokens, "max_turns": VLLM_MAX_TURNS,
-            "completion_tokens_per_s": round(total / seconds, 1),
-            "steady_completion_tokens_per_s": round(steady / (high - low), 1) if high > low else None,
-            "steady_window_s": round(high - low, 2), "episodes_per_min": round(60 * ran / seconds, 1),
-            "eval_s": round(seconds, 2)}
+    return {
+        "episodes_in_flight": n,
+        "episodes": ran,
+        "requests": len(spans),
+        "completion_tokens": total,
+        "max_new_tokens": plan.vllm_max_new_tokens,
+        "max_turns": VLLM_MAX_TURNS,
+        "completion_tokens_per_s": round(total / seconds, 1),
+        "steady_completion_tokens_per_s": round(steady / (high - low), 1) if high > low else None,
+        "steady_window_s": round(high - low, 2),
+        "episodes_per_min": round(60 * ran / seconds, 1),
+        "eval_s": round(seconds, 2),
+    }
 
 
 def served_adapter_check(server: Any, model: ServedModel, adapter: Path, plan: CheckPlan) -> dict[str, Any]:
@@ -390,8 +478,14 @@ def served_adapter_check(server: Any, model: ServedModel, adapter: Path, plan: C
     from steer_envs.llm.registry import make_backend
 
     states, catalogue = sample_observations(plan.vllm_adapter_states)
-    steerer = CausalLMSteerer(options_from_catalogue(catalogue), model=str(model.folder), adapter=str(adapter),
-                              max_prompt_tokens=1024, max_think_tokens=8, device=plan.device)
+    steerer = CausalLMSteerer(
+        options_from_catalogue(catalogue),
+        model=str(model.folder),
+        adapter=str(adapter),
+        max_prompt_tokens=1024,
+        max_think_tokens=8,
+        device=plan.device,
+    )
     served = make_backend(server.spec(VLLM_ADAPTER), shared=False)
     try:
         row = steerer.fast_prompt_ids(states[0]) + [steerer.yes_id]
@@ -403,8 +497,12 @@ def served_adapter_check(server: Any, model: ServedModel, adapter: Path, plan: C
         check_s = time.perf_counter() - start
     finally:
         served.close()
-    return {"scored_request_s": round(scored_s, 3), "scored_logprob": round(logprob, 4),
-            "check": check.as_dict(), "check_s": round(check_s, 2)}
+    return {
+        "scored_request_s": round(scored_s, 3),
+        "scored_logprob": round(logprob, 4),
+        "check": check.as_dict(),
+        "check_s": round(check_s, 2),
+    }
 
 
 def check_vllm(plan: CheckPlan, work: Path) -> dict[str, Any]:
@@ -413,10 +511,17 @@ def check_vllm(plan: CheckPlan, work: Path) -> dict[str, Any]:
     model = served_model(plan, work)
     adapter = write_adapter(model, work)
     section = Section()
-    options = VLLMServeOptions(model=str(model.folder), name="check", max_model_len=model.context, dtype=model.dtype,
-                               adapters=((VLLM_ADAPTER, str(adapter)),), max_lora_rank=model.lora_rank,
-                               device=plan.device, gpu_memory_utilization=0.6,
-                               max_num_seqs=max(plan.vllm_in_flight, 16))
+    options = VLLMServeOptions(
+        model=str(model.folder),
+        name="check",
+        max_model_len=model.context,
+        dtype=model.dtype,
+        adapters=((VLLM_ADAPTER, str(adapter)),),
+        max_lora_rank=model.lora_rank,
+        device=plan.device,
+        gpu_memory_utilization=0.6,
+        max_num_seqs=max(plan.vllm_in_flight, 16),
+    )
     figures: dict[str, Any] = {"model": str(model.folder.name), "dtype": model.dtype, "context": model.context}
     with VLLMServer(options) as server:
         figures["startup_s"] = round(server.startup_seconds or 0.0, 1)
@@ -428,17 +533,22 @@ def check_vllm(plan: CheckPlan, work: Path) -> dict[str, Any]:
 
 
 # -- the run -----------------------------------------------------------------------------------------------------
-def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = (),
-              skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> dict[str, Any]:
     import torch
 
     from steer_envs.atomic import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"plan": asdict(plan), "torch": torch.__version__,
-                               "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"}
+    results: dict[str, Any] = {
+        "plan": asdict(plan),
+        "torch": torch.__version__,
+        "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+    }
     sections: list[tuple[str, Callable[[Path], dict[str, Any]]]] = [
-        *((f"steerer_{name}", lambda work, name=name: check_steerer(SHAPES[name], plan, work)) for name in plan.steerer_shapes),
+        *(
+            (f"steerer_{name}", lambda work, name=name: check_steerer(SHAPES[name], plan, work))
+            for name in plan.steerer_shapes
+        ),
         ("actguide", lambda work: check_actguide(SHAPES[plan.learner_shape], plan, work)),
         ("vector", lambda work: check_vector(plan)),
         ("vllm", lambda work: check_vllm(plan, work)),
@@ -460,8 +570,12 @@ def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = (),
 
 def markdown(results: dict[str, Any]) -> str:
     """The BENCHMARKS.md rows of a run."""
-    rows = [f"GPU check on {results['device_name']} (torch {results['torch']})", "",
-            "| section | figure | value |", "| --- | --- | --- |"]
+    rows = [
+        f"GPU check on {results['device_name']} (torch {results['torch']})",
+        "",
+        "| section | figure | value |",
+        "| --- | --- | --- |",
+    ]
 
     def walk(prefix: str, value: Any) -> None:
         if isinstance(value, dict):
@@ -482,19 +596,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("runs/gpu_check"), help="folder for gpu_check.json/.md")
     parser.add_argument("--smoke", action="store_true", help="toy sizes on CPU (no GPU figures): checks the code runs")
-    parser.add_argument("--only", nargs="*", default=(), help="run only these sections (steerer_0.5b, steerer_8b, "
-                                                               "actguide, vector, vllm)")
-    parser.add_argument("--skip", nargs="*", default=(), help="leave these sections out (e.g. vllm where vLLM's "
-                                                              "CPU build is not wanted)")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=(),
+        help="run only these sections (steerer_0.5b, steerer_8b, actguide, vector, vllm)",
+    )
+    parser.add_argument(
+        "--skip",
+        nargs="*",
+        default=(),
+        help="leave these sections out (e.g. vllm where vLLM's CPU build is not wanted)",
+    )
     args = parser.parse_args(argv)
     import torch
 
     if not args.smoke and not torch.cuda.is_available():
-        print("gpu_check: no CUDA device; run on a GPU machine, or pass --smoke for the CPU run of the same code",
-              file=sys.stderr)
+        print(
+            "gpu_check: no CUDA device; run on a GPU machine, or pass --smoke for the CPU run of the same code",
+            file=sys.stderr,
+        )
         return 2
-    results = run_check(CheckPlan.smoke() if args.smoke else CheckPlan.gpu(), args.out, tuple(args.only),
-                        tuple(args.skip))
+    results = run_check(
+        CheckPlan.smoke() if args.smoke else CheckPlan.gpu(), args.out, tuple(args.only), tuple(args.skip)
+    )
     print(markdown(results))
     failed = [name for name, value in results.items() if isinstance(value, dict) and "error" in value]
     return 1 if failed else 0

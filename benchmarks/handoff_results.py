@@ -1,4 +1,4 @@
-"""The hand-off table (PAPERS.md A, "Multi-agent variant"): ``python -m benchmarks.handoff_results``.
+"""The hand-off table (the multi-agent variant of steering, docs/methods.md): ``python -m benchmarks.handoff_results``.
 
 1. Calibration: the simulated pipeline without supervision on the split, per benchmark: F1, agent turns per task,
    the share of episodes in which the verifier rejected a right answer at least once (over-rejection), and how
@@ -27,6 +27,7 @@ over the other six; training reads all seven train splits, as the table's does).
 choices instead of training its own; the two commands may run at once (each checkpoint is built once, under a
 lock, :func:`benchmarks.harness.budget.build_lock`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,11 +46,12 @@ import numpy as np
 from steer_envs.atomic import atomic_write_text
 from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
+from steer_envs.episodes import episode_seed
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 from steer_envs.ids import HANDOFF_ENV
 
-from .harness.config import EvalConfig, episode_seed
+from .harness.config import EvalConfig
 from .harness.records import EpisodeLog, EpisodeRecord
 from .harness.runfolder import RunFolder
 from .harness.runner import evaluate
@@ -61,14 +63,17 @@ from .pages.handoff import REPORT_FILE
 RESAMPLES = 2000
 #: what a confirmation (``--rows``) writes instead of the page's report
 CONFIRM_FILE = "results_handoff_confirm.json"
-#: the every-hand-off steerer with the paper's pass ∪ A_int at every decision (issue 21, step 4): the slow path may
+#: the every-hand-off steerer with the paper's pass ∪ A_int at every decision: the slow path may
 #: pass, its initial pass probability 0.9 (chosen on dev among 0.8 / 0.9 / 0.95 at ``REDUCED_BUDGET``,
 #: docs/results_handoff.md), trained on continuations in which it takes every later hand-off
 EVERY_WITH_PASS = "every=1,slow_pass=1,pass_prior=0.9,continuation=policy,continuation_gate=open"
 #: the same steerer whose slow-path pass reads the fast path's z (``pass_reads_fast``), its pass prior chosen on dev at
 #: ``REDUCED_BUDGET`` among 0.3 / 0.5 / 0.7 / 0.9 (docs/results_handoff.md)
-EVERY_PASS_READS_FAST = "every=1,slow_pass=1,pass_prior=0.5,pass_reads_fast=1,continuation=policy,continuation_gate=open"
-#: the training budget the pass prior was chosen with (the table's RL rows train at ``handoff_train_options``)
+EVERY_PASS_READS_FAST = (
+    "every=1,slow_pass=1,pass_prior=0.5,pass_reads_fast=1,continuation=policy,continuation_gate=open"
+)
+#: the training budget the pass prior was chosen with (the table's RL rows train at
+#: ``baselines.handoff.HandoffRLOptions``' defaults)
 REDUCED_BUDGET = "m=12,k=48,G=4,N=4,bank_tasks=200"
 
 
@@ -83,13 +88,18 @@ def method_specs(coverage: float, train_seeds: Sequence[int]) -> dict[str, list[
         "best fixed rule (chosen on dev)": ["handoff_best_fixed_rule"],
         f"RL steering, {coverage:.0%} coverage": [f"handoff_rl:coverage={c},seed={s}" for s in train_seeds],
         "RL steering, every hand-off": [f"handoff_rl:every=1,seed={s}" for s in train_seeds],
-        "RL steering, every hand-off, slow path may pass": [f"handoff_rl:{EVERY_WITH_PASS},seed={s}" for s in train_seeds],
-        "RL steering, every hand-off, slow path may pass (reduced budget)":
-            [f"handoff_rl:{EVERY_WITH_PASS},{REDUCED_BUDGET},seed={s}" for s in train_seeds],
-        "RL steering, every hand-off, slow path may pass, its pass reads the fast path's z":
-            [f"handoff_rl:{EVERY_PASS_READS_FAST},seed={s}" for s in train_seeds],
-        "the same, its pass bias chosen on dev (no retraining)":
-            [f"handoff_rl:{EVERY_PASS_READS_FAST},pass_bias=dev,seed={s}" for s in train_seeds],
+        "RL steering, every hand-off, slow path may pass": [
+            f"handoff_rl:{EVERY_WITH_PASS},seed={s}" for s in train_seeds
+        ],
+        "RL steering, every hand-off, slow path may pass (reduced budget)": [
+            f"handoff_rl:{EVERY_WITH_PASS},{REDUCED_BUDGET},seed={s}" for s in train_seeds
+        ],
+        "RL steering, every hand-off, slow path may pass, its pass reads the fast path's z": [
+            f"handoff_rl:{EVERY_PASS_READS_FAST},seed={s}" for s in train_seeds
+        ],
+        "the same, its pass bias chosen on dev (no retraining)": [
+            f"handoff_rl:{EVERY_PASS_READS_FAST},pass_bias=dev,seed={s}" for s in train_seeds
+        ],
     }
 
 
@@ -101,8 +111,14 @@ def calibrate(config: EvalConfig) -> dict[str, Any]:
     import steer_envs  # noqa: F401
 
     tasks = config.tasks()
-    env = gym.make(HANDOFF_ENV, executor=config.executor, split=config.split,
-                   max_turns=config.max_turns, task_ids=[t.id for t in tasks], data_dir=config.data_dir)
+    env = gym.make(
+        HANDOFF_ENV,
+        executor=config.executor,
+        split=config.split,
+        max_turns=config.max_turns,
+        task_ids=[t.id for t in tasks],
+        data_dir=config.data_dir,
+    )
     rows: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     by_role: dict[str, list[int]] = defaultdict(list)
     failed = 0
@@ -116,14 +132,27 @@ def calibrate(config: EvalConfig) -> dict[str, Any]:
                 failed += 1
                 continue
             pv = info["privileged"]
-            rows[task.benchmark].append((info["f1"], info["agent_turns"], float(pv["right_answer_rejected"]),
-                                         float(info["answer"] in (None, "insufficient evidence")), float(pv["verifier_strict"])))
+            rows[task.benchmark].append(
+                (
+                    info["f1"],
+                    info["agent_turns"],
+                    float(pv["right_answer_rejected"]),
+                    float(info["answer"] in (None, "insufficient evidence")),
+                    float(pv["verifier_strict"]),
+                )
+            )
             for role, n in info["turns_by_role"].items():
                 by_role[role].append(n)
     env.close()
-    per_bench = {b: dict(zip(("f1", "agent_turns", "over_rejection", "no_answer", "strict_verifier"),
-                             (100 * float(np.mean([r[0] for r in v])), *[float(np.mean([r[i] for r in v])) for i in range(1, 5)])))
-                 for b, v in rows.items()}
+    per_bench = {
+        b: dict(
+            zip(
+                ("f1", "agent_turns", "over_rejection", "no_answer", "strict_verifier"),
+                (100 * float(np.mean([r[0] for r in v])), *[float(np.mean([r[i] for r in v])) for i in range(1, 5)]),
+            )
+        )
+        for b, v in rows.items()
+    }
     every = [r for v in rows.values() for r in v]
     return {
         "per_benchmark": per_bench,
@@ -147,9 +176,14 @@ def row_summary(rows: list[list[EpisodeRecord]], benchmarks: Sequence[str]) -> d
     every = [r for seed_rows in rows for r in seed_rows]
     f1 = [100 * macro_mean(r, benchmarks) for r in rows]
     decisions = sum(r.decisions for r in every)
-    return {"f1": float(np.mean(f1)), "f1_by_training_seed": f1, "agent_turns": float(np.mean([r.executor_turns for r in every])),
-            "coverage": sum(r.interventions for r in every) / max(1, decisions),
-            "interventions": float(np.mean([r.interventions for r in every])), "training_seeds": len(rows)}
+    return {
+        "f1": float(np.mean(f1)),
+        "f1_by_training_seed": f1,
+        "agent_turns": float(np.mean([r.executor_turns for r in every])),
+        "coverage": sum(r.interventions for r in every) / max(1, decisions),
+        "interventions": float(np.mean([r.interventions for r in every])),
+        "training_seeds": len(rows),
+    }
 
 
 # -- the card ----------------------------------------------------------------------------------------------------------
@@ -167,7 +201,9 @@ def handoff_card(folder: RunFolder, coverage: float, train_seeds: Sequence[int])
     """The harness setting card of the run folder (:func:`benchmarks.harness.setting.setting_card`: corpus, retriever,
     executor, split, tasks, seeds, commits recorded in the folder), with the pipeline's profile hash and what the
     hand-off table adds: the env, the coverage and the training seeds."""
-    card = asdict(replace(setting_card(folder, len(train_seeds)), executor_hash=pipeline_profile_hash(folder.config.executor)))
+    card = asdict(
+        replace(setting_card(folder, len(train_seeds)), executor_hash=pipeline_profile_hash(folder.config.executor))
+    )
     card["commits"] = list(card["commits"])
     return {"env": HANDOFF_ENV, **card, "coverage": coverage, "training_seeds": list(train_seeds)}
 
@@ -185,11 +221,23 @@ def _with_options(spec: str, options: str) -> str:
     return f"{spec},{options}" if ":" in spec else f"{spec}:{options}"
 
 
-def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, train_seeds: Sequence[int] = (0, 1, 2),
-        coverage: float = 0.25, max_turns: int = 30, executor: str = "sim:default", train_options: str = "",
-        progress: bool = False, benchmarks: Sequence[str] | None = None,
-        method_options: dict[str, str] | None = None, skip: int = 0,
-        only_rows: Sequence[str] | None = None, checkpoints: str | Path | None = None) -> dict[str, Any]:
+def run(
+    out: str | Path,
+    split: str = "test",
+    limit: int = 40,
+    seeds: int = 3,
+    train_seeds: Sequence[int] = (0, 1, 2),
+    coverage: float = 0.25,
+    max_turns: int = 30,
+    executor: str = "sim:default",
+    train_options: str = "",
+    progress: bool = False,
+    benchmarks: Sequence[str] | None = None,
+    method_options: dict[str, str] | None = None,
+    skip: int = 0,
+    only_rows: Sequence[str] | None = None,
+    checkpoints: str | Path | None = None,
+) -> dict[str, Any]:
     """Evaluate every row in the run folder ``out`` (resumable), write ``results_handoff.json`` and the page.
     ``method_options``: extra options per method name (e.g. ``{"handoff_zero_shot": "dev_tasks=2"}``, for a small
     run); ``train_options`` is the same for ``handoff_rl``. ``only_rows``: these rows (and no supervision), a
@@ -198,8 +246,15 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
     from steer_envs.data.tasks import BENCHMARKS
 
     start = time.time()
-    config = EvalConfig(executor=executor, benchmarks=tuple(benchmarks or BENCHMARKS), split=split, seeds=seeds,
-                        limit=limit, max_turns=max_turns, skip=skip)
+    config = EvalConfig(
+        executor=executor,
+        benchmarks=tuple(benchmarks or BENCHMARKS),
+        split=split,
+        seeds=seeds,
+        limit=limit,
+        max_turns=max_turns,
+        skip=skip,
+    )
     specs = method_specs(coverage, train_seeds)
     if only_rows:
         unknown = [r for r in only_rows if r not in specs]
@@ -218,8 +273,9 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
             records[name].append(EpisodeLog(folder.episodes_path(outcome.label)).records)
     benchmarks = list(config.benchmarks)
     # one paired bootstrap over every row: the same task draws pair them, training seeds resampled per row
-    boot = HierarchicalBootstrap([row_runs(name, recs) for name, recs in records.items()], benchmarks,
-                                 resamples=RESAMPLES)
+    boot = HierarchicalBootstrap(
+        [row_runs(name, recs) for name, recs in records.items()], benchmarks, resamples=RESAMPLES
+    )
     rows = {}
     for name, recs in records.items():
         rows[name] = row_summary(recs, benchmarks)
@@ -227,16 +283,30 @@ def run(out: str | Path, split: str = "test", limit: int = 40, seeds: int = 3, t
         if name != "no supervision":
             rows[name]["gain"] = asdict(boot.gain(name, "no supervision")[1])
     if only_rows:  # a confirmation: the rows against no supervision only
-        report = {"card": handoff_card(folder, coverage, train_seeds), "skip": skip, "rows": rows,
-                  "wall_s": round(time.time() - start, 1)}
+        report = {
+            "card": handoff_card(folder, coverage, train_seeds),
+            "skip": skip,
+            "rows": rows,
+            "wall_s": round(time.time() - start, 1),
+        }
         atomic_write_text(Path(out, CONFIRM_FILE), json.dumps(report, indent=2) + "\n")
         return report
     rl_name = f"RL steering, {coverage:.0%} coverage"
-    comparisons = {name: asdict(boot.gain(rl_name, name)[1])
-                   for name in (f"zero-shot steering, {coverage:.0%} coverage", f"random, {coverage:.0%} coverage",
-                                "best fixed rule (chosen on dev)")}
-    report = {"card": handoff_card(folder, coverage, train_seeds), "calibration": calibrate(config), "rows": rows,
-              "comparisons": comparisons, "wall_s": round(time.time() - start, 1)}
+    comparisons = {
+        name: asdict(boot.gain(rl_name, name)[1])
+        for name in (
+            f"zero-shot steering, {coverage:.0%} coverage",
+            f"random, {coverage:.0%} coverage",
+            "best fixed rule (chosen on dev)",
+        )
+    }
+    report = {
+        "card": handoff_card(folder, coverage, train_seeds),
+        "calibration": calibrate(config),
+        "rows": rows,
+        "comparisons": comparisons,
+        "wall_s": round(time.time() - start, 1),
+    }
     atomic_write_text(Path(out, REPORT_FILE), json.dumps(report, indent=2) + "\n")
     HANDOFF_PAGE.build(out, Path(out, "results_handoff.md"))
     return report
@@ -247,12 +317,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/handoff_results")
     add_protocol_arguments(parser, include=("split", "benchmarks"), defaults={"split": "test"})
     parser.add_argument("--limit", type=int, default=40, help="first N tasks of each benchmark (0: all)")
-    parser.add_argument("--skip", type=int, default=0,
-                        help="pass over the first N tasks of each benchmark first (a confirmation on unused tasks)")
-    parser.add_argument("--rows", nargs="+", default=None, metavar="ROW",
-                        help="only these rows (by name) and no supervision: a confirmation, no page")
-    parser.add_argument("--checkpoints", default=None, metavar="DIR",
-                        help="where trained steerers live (default OUT/checkpoints): the table's, for a confirmation")
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="pass over the first N tasks of each benchmark first (a confirmation on unused tasks)",
+    )
+    parser.add_argument(
+        "--rows",
+        nargs="+",
+        default=None,
+        metavar="ROW",
+        help="only these rows (by name) and no supervision: a confirmation, no page",
+    )
+    parser.add_argument(
+        "--checkpoints",
+        default=None,
+        metavar="DIR",
+        help="where trained steerers live (default OUT/checkpoints): the table's, for a confirmation",
+    )
     parser.add_argument("--seeds", type=int, default=3, help="evaluation seeds per task")
     parser.add_argument("--train-seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--coverage", type=float, default=0.25)
@@ -261,9 +344,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)
     cpu_thread_default()
-    report = run(args.out, args.split, args.limit, args.seeds, args.train_seeds, args.coverage, args.max_turns,
-                 args.executor, args.train_options, args.progress, benchmarks=args.benchmarks, skip=args.skip,
-                 only_rows=args.rows, checkpoints=args.checkpoints)
+    report = run(
+        args.out,
+        args.split,
+        args.limit,
+        args.seeds,
+        args.train_seeds,
+        args.coverage,
+        args.max_turns,
+        args.executor,
+        args.train_options,
+        args.progress,
+        benchmarks=args.benchmarks,
+        skip=args.skip,
+        only_rows=args.rows,
+        checkpoints=args.checkpoints,
+    )
     if args.rows:
         print(confirmation_lines(report))
         print(f"written to {args.out}/{CONFIRM_FILE} ({report['wall_s']} s)")
@@ -275,14 +371,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def confirmation_lines(report: dict[str, Any]) -> str:
     """A confirmation's rows: F1, the paired gain over no supervision, agent turns and notes per task."""
-    lines = ["| row | F1 | ΔF1 vs none [95%] | per training seed | agent turns / task | interventions / task |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| row | F1 | ΔF1 vs none [95%] | per training seed | agent turns / task | interventions / task |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for name, row in report["rows"].items():
         gain = row.get("gain")
         interval = f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]" if gain else "-"
         seeds = ", ".join(f"{f:.2f}" for f in row["f1_by_training_seed"])
-        lines.append(f"| {name} | {row['f1']:.2f} | {interval} | {seeds} | {row['agent_turns']:.2f} | "
-                     f"{row['interventions']:.2f} |")
+        lines.append(
+            f"| {name} | {row['f1']:.2f} | {interval} | {seeds} | {row['agent_turns']:.2f} | "
+            f"{row['interventions']:.2f} |"
+        )
     return "\n".join(lines)
 
 

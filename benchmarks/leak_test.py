@@ -12,6 +12,7 @@ turns occur); training steps from the train split, held-out steps from the test 
 
 Usage: ``python -m benchmarks.leak_test [--executor sim:default] [--heldout 2000] [--train 6000]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,16 @@ from steer_envs.executors import Intervention, make_executor
 from steer_envs.executors.protocol import parse_action
 from steer_envs.executors.sim.situation import situation_of
 
-NOTES = ("Keep searching.", "Verify the evidence.", "Answer now.", "Search for: {q}", "Refocus on the goal.",
-         "Stop repeating searches.", "Backtrack: wrong entity.", "Nice weather.")
+NOTES = (
+    "Keep searching.",
+    "Verify the evidence.",
+    "Answer now.",
+    "Search for: {q}",
+    "Refocus on the goal.",
+    "Stop repeating searches.",
+    "Backtrack: wrong entity.",
+    "Nice weather.",
+)
 MAX_DIFFERENCE = 0.02
 
 
@@ -62,8 +71,14 @@ def collect(executor: str, split: str, n_steps: int, seed: int, note_rate: float
             label = ex.privileged()["drift_labels"][-1]
             act = {"search": "search", "answer": "answer"}.get(result.kind, "invalid")
             sit = situation_of(task.question, act, turn, result.query, queries, titles, proposed)
-            tokens = [f"act={act}", f"turn={min(turn, 9)}", f"repeat={int(sit.repeat)}", f"overlap={int(sit.overlap)}",
-                      f"proposed={int(sit.proposed)}", f"searches={min(len(queries), 5)}"]
+            tokens = [
+                f"act={act}",
+                f"turn={min(turn, 9)}",
+                f"repeat={int(sit.repeat)}",
+                f"overlap={int(sit.overlap)}",
+                f"proposed={int(sit.proposed)}",
+                f"searches={min(len(queries), 5)}",
+            ]
             think = parse_action(result.segment).think
             steps.append(Step(" ".join(tokens), result.query or result.answer or "", think, label))
             if result.kind == "search":
@@ -132,12 +147,17 @@ def run(executor: str = "sim:default", n_train: int = 6000, n_heldout: int = 200
 
 
 def format_table(results: list[LeakResult], executor: str) -> str:
-    lines = [f"Leak test, {executor}: ROC AUC of predicting the hidden state of held-out turns",
-             "", "| hidden state | positives / held-out steps | AUC, situation only | AUC, + <think> n-grams | difference |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"Leak test, {executor}: ROC AUC of predicting the hidden state of held-out turns",
+        "",
+        "| hidden state | positives / held-out steps | AUC, situation only | AUC, + <think> n-grams | difference |",
+        "|---|---|---|---|---|",
+    ]
     for r in results:
-        lines.append(f"| {r.target} | {r.positives} / {r.heldout} | {r.auc_situation:.3f} | {r.auc_with_think:.3f} "
-                     f"| {r.difference:+.3f} |")
+        lines.append(
+            f"| {r.target} | {r.positives} / {r.heldout} | {r.auc_situation:.3f} | {r.auc_with_think:.3f} "
+            f"| {r.difference:+.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -151,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     results = run(args.executor, args.train, args.heldout, args.seed)
     print(format_table(results, args.executor))
     ok = all(r.difference <= MAX_DIFFERENCE for r in results)
-    print(f"\n<think> adds at most {max(r.difference for r in results):+.3f} AUC: "
-          f"{'no leak' if ok else 'LEAK'} (bound {MAX_DIFFERENCE})")
+    print(
+        f"\n<think> adds at most {max(r.difference for r in results):+.3f} AUC: "
+        f"{'no leak' if ok else 'LEAK'} (bound {MAX_DIFFERENCE})"
+    )
     return 0 if ok else 1
 
 

@@ -21,6 +21,7 @@ choices are kept, and the server is started on the port the first invocation cho
 of the method labels). Partial results are written after every part (``OUT/llm_headline.json``: the rows that
 finished, the parts still to run), and the page (:mod:`benchmarks.pages.llm_headline`) is rebuilt from that file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,12 @@ class TrainBudget:
     seed: int = 0
 
 
+def same_named(source: Any, target: type) -> dict[str, Any]:
+    """``source``'s values for the fields of the dataclass ``target`` it has an attribute of the same name for: how
+    the command line fills the configs and the budget fills the trainer's config, each field named once."""
+    return {f.name: getattr(source, f.name) for f in fields(target) if hasattr(source, f.name)}
+
+
 @dataclass(frozen=True)
 class HeadlineConfig:
     """One headline run. ``model``: a transformers model folder, or a packaged name (``gemma-3-270m``).
@@ -102,9 +109,20 @@ class HeadlineConfig:
     progress: bool = False
 
 
-QUICK = {"test_limit": 1, "seeds": 1, "dev_limit": 1, "max_turns": 4, "max_probes": 2, "tolerance": 1.0,
-         "benchmarks": ("nq", "hotpotqa"), "max_model_len": 2048, "prompt_chars": 900, "think_tokens": 4,
-         "workers": 4, "train": TrainBudget(m=1, k=2, G=2, N=1, bank_tasks=2)}
+QUICK = {
+    "test_limit": 1,
+    "seeds": 1,
+    "dev_limit": 1,
+    "max_turns": 4,
+    "max_probes": 2,
+    "tolerance": 1.0,
+    "benchmarks": ("nq", "hotpotqa"),
+    "max_model_len": 2048,
+    "prompt_chars": 900,
+    "think_tokens": 4,
+    "workers": 4,
+    "train": TrainBudget(m=1, k=2, G=2, N=1, bank_tasks=2),
+}
 
 
 def model_folder(model: str) -> Path:
@@ -116,8 +134,10 @@ def model_folder(model: str) -> Path:
 
     if model in PACKAGED_MODELS:
         return packaged_model_dir(model)
-    raise SteerEnvsError(f"--model {model!r} is neither a transformers model folder (config.json) nor a packaged model "
-                         f"({', '.join(PACKAGED_MODELS)})")
+    raise SteerEnvsError(
+        f"--model {model!r} is neither a transformers model folder (config.json) nor a packaged model "
+        f"({', '.join(PACKAGED_MODELS)})"
+    )
 
 
 # -- wall times ----------------------------------------------------------------------------------------------------
@@ -150,9 +170,14 @@ def eval_config(config: HeadlineConfig, split: str):
     from .harness.config import EvalConfig
 
     dev = split == "dev"
-    return EvalConfig(executor=config.executor, benchmarks=tuple(config.benchmarks or BENCHMARKS), split=split,
-                      seeds=config.dev_seeds if dev else config.seeds,
-                      limit=config.dev_limit if dev else config.test_limit, max_turns=config.max_turns)
+    return EvalConfig(
+        executor=config.executor,
+        benchmarks=tuple(config.benchmarks or BENCHMARKS),
+        split=split,
+        seeds=config.dev_seeds if dev else config.seeds,
+        limit=config.dev_limit if dev else config.test_limit,
+        max_turns=config.max_turns,
+    )
 
 
 def steering_config(config: HeadlineConfig, folder: Path):
@@ -165,15 +190,26 @@ def steering_config(config: HeadlineConfig, folder: Path):
     on_cpu = config.device == "cpu"
     accelerator = {} if on_cpu else {"device": "auto", "dtype": "bfloat16"}  # an 8B model trains in bf16 on its GPU
     return SteeringConfig(
-        executor=config.executor, benchmarks=list(config.benchmarks or BENCHMARKS), split="train",
-        max_turns=config.max_turns, action_mode=ACTION_MODE, m=budget.m, k=budget.k, G=budget.G, N=budget.N,
-        bank_tasks=budget.bank_tasks, bank_rollouts=budget.bank_rollouts, update_epochs=budget.update_epochs,
-        lr=budget.lr, seed=budget.seed,
-        bank_seed=budget.seed, backbone="causal_lm", device="cpu" if on_cpu else "auto",
+        executor=config.executor,
+        benchmarks=list(config.benchmarks or BENCHMARKS),
+        split="train",
+        max_turns=config.max_turns,
+        action_mode=ACTION_MODE,
+        **same_named(budget, SteeringConfig),
+        bank_seed=budget.seed,
+        backbone="causal_lm",
+        device="cpu" if on_cpu else "auto",
         mixed_precision="no" if on_cpu else "bf16",
-        backbone_args={"model": str(folder), "lora": True, "lora_rank": budget.lora_rank, "seed": budget.seed,
-                       "max_think_tokens": config.think_tokens,
-                       "max_prompt_tokens": max(64, int(config.prompt_chars / 3)), **accelerator})
+        backbone_args={
+            "model": str(folder),
+            "lora": True,
+            "lora_rank": budget.lora_rank,
+            "seed": budget.seed,
+            "max_think_tokens": config.think_tokens,
+            "max_prompt_tokens": max(64, int(config.prompt_chars / 3)),
+            **accelerator,
+        },
+    )
 
 
 def train_adapter(config: HeadlineConfig, folder: Path, note: dict[str, Any]) -> Path:
@@ -208,8 +244,10 @@ def release_accelerator() -> None:
 
 def served_spec(server_spec: str, config: HeadlineConfig) -> str:
     """The served steerer's method spec (τ is chosen on dev)."""
-    return (f"steering_zero_shot:model={server_spec},prompt_chars={config.prompt_chars},"
-            f"think_tokens={config.think_tokens},name_choice={config.name_choice}")
+    return (
+        f"steering_zero_shot:model={server_spec},prompt_chars={config.prompt_chars},"
+        f"think_tokens={config.think_tokens},name_choice={config.name_choice}"
+    )
 
 
 def _port(config: HeadlineConfig, state: dict[str, Any]) -> int:
@@ -225,12 +263,15 @@ def row_summary(records, benchmarks: Sequence[str]) -> dict[str, Any]:
     from .harness.stats import benchmark_means, macro_mean
 
     decisions = sum(r.decisions for r in records)
-    return {"f1": 100 * macro_mean(records, benchmarks),
-            "f1_by_benchmark": {b: 100 * v for b, v in benchmark_means(records, benchmarks).items()},
-            "interventions": sum(r.interventions for r in records) / max(1, len(records)),
-            "decisions": decisions / max(1, len(records)),
-            "agent_turns": sum(r.executor_turns for r in records) / max(1, len(records)),
-            "episodes": len(records), "failed": sum(1 for r in records if r.failure)}
+    return {
+        "f1": 100 * macro_mean(records, benchmarks),
+        "f1_by_benchmark": {b: 100 * v for b, v in benchmark_means(records, benchmarks).items()},
+        "interventions": sum(r.interventions for r in records) / max(1, len(records)),
+        "decisions": decisions / max(1, len(records)),
+        "agent_turns": sum(r.executor_turns for r in records) / max(1, len(records)),
+        "episodes": len(records),
+        "failed": sum(1 for r in records if r.failure),
+    }
 
 
 def decision_stats(path: Path) -> dict[str, Any] | None:
@@ -242,9 +283,16 @@ def decision_stats(path: Path) -> dict[str, Any] | None:
     zs = [r["z"] for r in rows if r.get("path") == "fast"]
     slow = [r for r in rows if r.get("path") == "slow"]
     named = [r["name"] for r in slow if r.get("parsed") and r.get("name") not in (None, "pass")]
-    return {"fast": len(zs), "z_mean": sum(zs) / len(zs) if zs else None, "z_min": min(zs, default=None),
-            "z_max": max(zs, default=None), "slow": len(slow), "parsed": sum(1 for r in slow if r.get("parsed")),
-            "named_intervention": len(named), "names": {n: named.count(n) for n in sorted(set(named))}}
+    return {
+        "fast": len(zs),
+        "z_mean": sum(zs) / len(zs) if zs else None,
+        "z_min": min(zs, default=None),
+        "z_max": max(zs, default=None),
+        "slow": len(slow),
+        "parsed": sum(1 for r in slow if r.get("parsed")),
+        "named_intervention": len(named),
+        "names": {n: named.count(n) for n in sorted(set(named))},
+    }
 
 
 def dev_logs(dev_folder) -> dict[str, Any]:
@@ -259,19 +307,35 @@ def dev_logs(dev_folder) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for label in dev_folder.methods():
         base = without_option(label, "tau")
-        options = parse_method(label).options
+        options = parse_method(label).given
         records = EpisodeLog(dev_folder.episodes_path(label)).records
         if base not in out:
-            out[base] = {"served": options.get("model", ""), "name_choice": options.get("name_choice", "parse"),
-                         "probes": [], "decision_log": decision_stats(dev_folder.checkpoint_dir(base) / DECISION_LOG)}
+            out[base] = {
+                "served": options.get("model", ""),
+                "name_choice": options.get("name_choice", "parse"),
+                "probes": [],
+                "decision_log": decision_stats(dev_folder.checkpoint_dir(base) / DECISION_LOG),
+            }
         entry = out[base]
-        entry["probes"].append({"tau": options.get("tau"), "episodes": len(records),
-                                "interventions": sum(r.interventions for r in records) / max(1, len(records))})
+        entry["probes"].append(
+            {
+                "tau": options.get("tau"),
+                "episodes": len(records),
+                "interventions": sum(r.interventions for r in records) / max(1, len(records)),
+            }
+        )
     return out
 
 
-def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], timings: Timings,
-                 state: dict[str, Any], pending: list[str], dev_folder=None) -> dict[str, Any]:
+def build_report(
+    config: HeadlineConfig,
+    test_folder,
+    choices: dict[str, Any],
+    timings: Timings,
+    state: dict[str, Any],
+    pending: list[str],
+    dev_folder=None,
+) -> dict[str, Any]:
     """Rows whose test episodes are complete, their paired intervals, the card and the wall times."""
     from .harness.records import EpisodeLog
     from .harness.setting import setting_card
@@ -282,7 +346,7 @@ def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], t
     labels = {REFERENCE: ("no supervision", REFERENCE)}
     labels.update({key: (LLM_ROWS[key][0], choice["label"]) for key, choice in choices.items() if "label" in choice})
     records = {}
-    for key, (name, label) in labels.items():
+    for key, (_name, label) in labels.items():
         found = EpisodeLog(test_folder.episodes_path(label)).records
         if len(found) == expected:
             records[key] = found
@@ -292,8 +356,9 @@ def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], t
     rows: dict[str, Any] = {}
     comparisons: dict[str, Any] = {}
     if records:
-        boot = HierarchicalBootstrap([RowRuns(key, {labels[key][1]: recs}) for key, recs in records.items()],
-                                     benchmarks, resamples=RESAMPLES)
+        boot = HierarchicalBootstrap(
+            [RowRuns(key, {labels[key][1]: recs}) for key, recs in records.items()], benchmarks, resamples=RESAMPLES
+        )
         for key, recs in records.items():
             rows[key] = {"name": labels[key][0], "label": labels[key][1], **row_summary(recs, benchmarks)}
             if key != REFERENCE and REFERENCE in records:
@@ -311,19 +376,37 @@ def build_report(config: HeadlineConfig, test_folder, choices: dict[str, Any], t
             comparisons["trained vs zero-shot"] = asdict(boot.gain("trained", "zero_shot")[1])
     card = asdict(setting_card(test_folder))
     card["commits"] = list(card["commits"])
-    card.update(model=state.get("model_name", config.model), served_by=state.get("served_by", "vLLM"),
-                served_rows=[LLM_ROWS[k][0] for k in LLM_ROWS], dev_tasks_per_benchmark=config.dev_limit,
-                dev_seeds=config.dev_seeds, target_interventions_per_task=config.target,
-                dev_tolerance=config.tolerance, train=asdict(config.train), prompt_chars=config.prompt_chars,
-                think_tokens=config.think_tokens, name_choice=config.name_choice,
-                max_model_len=config.max_model_len, device=config.device,
-                episodes_in_flight=config.workers, vllm=state.get("vllm", ""))
-    return {"card": card, "rows": rows, "comparisons": comparisons, "timings": timings.data, "pending": pending,
-            "complete": not pending, "dev_steerers": dev_logs(dev_folder) if dev_folder is not None else {}}
+    card.update(
+        model=state.get("model_name", config.model),
+        served_by=state.get("served_by", "vLLM"),
+        served_rows=[LLM_ROWS[k][0] for k in LLM_ROWS],
+        dev_tasks_per_benchmark=config.dev_limit,
+        dev_seeds=config.dev_seeds,
+        target_interventions_per_task=config.target,
+        dev_tolerance=config.tolerance,
+        train=asdict(config.train),
+        prompt_chars=config.prompt_chars,
+        think_tokens=config.think_tokens,
+        name_choice=config.name_choice,
+        max_model_len=config.max_model_len,
+        device=config.device,
+        episodes_in_flight=config.workers,
+        vllm=state.get("vllm", ""),
+    )
+    return {
+        "card": card,
+        "rows": rows,
+        "comparisons": comparisons,
+        "timings": timings.data,
+        "pending": pending,
+        "complete": not pending,
+        "dev_steerers": dev_logs(dev_folder) if dev_folder is not None else {},
+    }
 
 
-def write_report(config: HeadlineConfig, report: dict[str, Any], doc: str | Path | None = None,
-                 summary: str | Path | None = None) -> None:
+def write_report(
+    config: HeadlineConfig, report: dict[str, Any], doc: str | Path | None = None, summary: str | Path | None = None
+) -> None:
     """The report in the run folder (and its copy in ``summary``, a folder the page can be rebuilt from alone), the
     page beside it (and at ``doc``)."""
     from .pages.llm_headline import PAGE
@@ -336,8 +419,12 @@ def write_report(config: HeadlineConfig, report: dict[str, Any], doc: str | Path
 
 
 # -- the run ---------------------------------------------------------------------------------------------------------
-def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[str], None] = print,
-        summary: str | Path | None = None) -> dict[str, Any]:
+def run(
+    config: HeadlineConfig,
+    doc: str | Path | None = None,
+    log: Callable[[str], None] = print,
+    summary: str | Path | None = None,
+) -> dict[str, Any]:
     """Every part, resuming what a previous invocation finished; the report (written to ``OUT``, to ``summary`` and
     as the page, to ``doc``, after every part)."""
     from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
@@ -355,8 +442,13 @@ def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[st
     timings = Timings(root)
     test = RunFolder(root / "test", eval_config(config, "test"))
     dev = RunFolder(root / "dev", eval_config(config, "dev"))
-    pending = ["test: no_supervision", "train", "serve", *(f"dev: {k}" for k in LLM_ROWS),
-               *(f"test: {k}" for k in LLM_ROWS)]
+    pending = [
+        "test: no_supervision",
+        "train",
+        "serve",
+        *(f"dev: {k}" for k in LLM_ROWS),
+        *(f"test: {k}" for k in LLM_ROWS),
+    ]
     choices: dict[str, Any] = {}
 
     def checkpoint() -> dict[str, Any]:
@@ -382,10 +474,17 @@ def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[st
     pending.remove("train")
     port = _port(config, state)
     atomic_write_json(state_path, state)
-    options = VLLMServeOptions(model=str(folder), name=BASE_NAME, port=port, max_model_len=config.max_model_len,
-                               adapters=((ADAPTER_NAME, str(adapter)),), max_lora_rank=max(8, config.train.lora_rank),
-                               device=config.device, log_path=str(root / "vllm.log"),
-                               startup_timeout=config.startup_timeout)
+    options = VLLMServeOptions(
+        model=str(folder),
+        name=BASE_NAME,
+        port=port,
+        max_model_len=config.max_model_len,
+        adapters=((ADAPTER_NAME, str(adapter)),),
+        max_lora_rank=max(8, config.train.lora_rank),
+        device=config.device,
+        log_path=str(root / "vllm.log"),
+        startup_timeout=config.startup_timeout,
+    )
     pool = PoolConfig("threads", workers=config.workers)
     url = f"http://{options.host}:{port}/v1"  # what server.spec() gives once it runs on that port
     specs = {key: served_spec(f"openai:{served}@{url}", config) for key, (_, served) in LLM_ROWS.items()}
@@ -394,8 +493,11 @@ def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[st
         found = cached_choice(dev, without_option(spec, "tau"))
         if found is not None and found.target == config.target:
             choices[key] = asdict(found)
-    todo = [k for k in specs if k not in choices
-            or len(EpisodeLog(test.episodes_path(choices[k]["label"])).records) < expected]
+    todo = [
+        k
+        for k in specs
+        if k not in choices or len(EpisodeLog(test.episodes_path(choices[k]["label"])).records) < expected
+    ]
     if not todo:
         pending.clear()
         return checkpoint()
@@ -416,8 +518,16 @@ def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[st
             log(f"[headline] dev matching: {key}")
             with timings.part(f"dev: {key}") as note:
                 note["worked"] = key not in choices
-                choice = choose_rate(dev, spec, target=config.target, tolerance=config.tolerance,
-                                     max_probes=config.max_probes, progress=config.progress, log=log, pool=pool)
+                choice = choose_rate(
+                    dev,
+                    spec,
+                    target=config.target,
+                    tolerance=config.tolerance,
+                    max_probes=config.max_probes,
+                    progress=config.progress,
+                    log=log,
+                    pool=pool,
+                )
                 note["probes"] = len(choice.probes)
             choices[key] = asdict(choice)
             pending.remove(f"dev: {key}")
@@ -436,9 +546,12 @@ def run(config: HeadlineConfig, doc: str | Path | None = None, log: Callable[[st
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d, t = HeadlineConfig(out=""), TrainBudget()
     parser.add_argument("--out", required=True, help="run folder (resumable): test/, dev/, train/, llm_headline.json")
-    parser.add_argument("--model", default=d.model,
-                        help=f"the steerer LLM: a transformers model folder (e.g. /models/Qwen3-8B) or a packaged "
-                             f"model (default {d.model})")
+    parser.add_argument(
+        "--model",
+        default=d.model,
+        help=f"the steerer LLM: a transformers model folder (e.g. /models/Qwen3-8B) or a packaged "
+        f"model (default {d.model})",
+    )
     parser.add_argument("--test-limit", type=int, default=d.test_limit, help="test tasks per benchmark")
     parser.add_argument("--seeds", type=int, default=d.seeds, help="evaluation seeds per test task")
     parser.add_argument("--dev-limit", type=int, default=d.dev_limit, help="dev tasks per benchmark (τ matching)")
@@ -448,39 +561,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tolerance", type=float, default=d.tolerance, help="dev matching stops within this")
     parser.add_argument("--max-probes", type=int, default=d.max_probes, help="dev τ probes per LLM row at most")
     for name in ("m", "k", "G", "N", "bank_tasks", "update_epochs", "lora_rank"):
-        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=getattr(t, name),
-                            help=f"trainer {name} (default {getattr(t, name)})")
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            type=int,
+            default=getattr(t, name),
+            help=f"trainer {name} (default {getattr(t, name)})",
+        )
     parser.add_argument("--lr", type=float, default=t.lr, help=f"trainer learning rate (default {t.lr})")
     parser.add_argument("--prompt-chars", type=int, default=d.prompt_chars)
     parser.add_argument("--think-tokens", type=int, default=d.think_tokens)
-    parser.add_argument("--name-choice", default=d.name_choice, choices=("choice", "parse"),
-                        help="the served slow path's NAME: chosen among the names by the server (as the trained "
-                             "steerer chooses) or parsed from the generated line (default choice)")
+    parser.add_argument(
+        "--name-choice",
+        default=d.name_choice,
+        choices=("choice", "parse"),
+        help="the served slow path's NAME: chosen among the names by the server (as the trained "
+        "steerer chooses) or parsed from the generated line (default choice)",
+    )
     parser.add_argument("--max-model-len", type=int, default=d.max_model_len, help="the context vLLM enforces")
     parser.add_argument("--workers", type=int, default=d.workers, help="episodes in flight against the server")
-    parser.add_argument("--device", default=d.device, choices=("cpu", "cuda", "auto"),
-                        help="where vLLM and the trainer run (default cpu)")
+    parser.add_argument(
+        "--device",
+        default=d.device,
+        choices=("cpu", "cuda", "auto"),
+        help="where vLLM and the trainer run (default cpu)",
+    )
     parser.add_argument("--port", type=int, default=0, help="the server's port (default: a free one, kept on resume)")
-    parser.add_argument("--startup-timeout", type=float, default=d.startup_timeout,
-                        help="seconds vLLM may take to start (a loaded CPU machine needs many minutes)")
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=d.startup_timeout,
+        help="seconds vLLM may take to start (a loaded CPU machine needs many minutes)",
+    )
     parser.add_argument("--doc", help="also write the page here (e.g. docs/results_llm_headline.md)")
-    parser.add_argument("--summary", help="also write llm_headline.json to this folder (e.g. docs/data/llm_headline, "
-                                          "what `steer-envs report results_llm_headline` rebuilds the page from)")
+    parser.add_argument(
+        "--summary",
+        help="also write llm_headline.json to this folder (e.g. docs/data/llm_headline, "
+        "what `steer-envs report results_llm_headline` rebuilds the page from)",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke test: 2 benchmarks, 1 task each, tiny budgets")
     parser.add_argument("--progress", action="store_true", help="progress bars")
 
 
 def config_from_args(args: argparse.Namespace) -> HeadlineConfig:
-    train = TrainBudget(m=args.m, k=args.k, G=args.G, N=args.N, bank_tasks=args.bank_tasks,
-                        update_epochs=args.update_epochs, lora_rank=args.lora_rank, lr=args.lr)
+    """The run's config: every field with an option of the same name, the trainer's budget among them."""
     config = HeadlineConfig(
-        out=args.out, model=args.model, benchmarks=tuple(args.benchmarks or ()), test_limit=args.test_limit,
-        seeds=args.seeds, dev_limit=args.dev_limit, dev_seeds=args.dev_seeds, max_turns=args.max_turns,
-        target=args.target, tolerance=args.tolerance, max_probes=args.max_probes, train=train,
-        prompt_chars=args.prompt_chars, think_tokens=args.think_tokens, name_choice=args.name_choice,
-        max_model_len=args.max_model_len,
-        workers=args.workers, device=args.device, port=args.port, startup_timeout=args.startup_timeout,
-        progress=args.progress)
+        **{**same_named(args, HeadlineConfig), "benchmarks": tuple(args.benchmarks or ())},
+        train=TrainBudget(**same_named(args, TrainBudget)),
+    )
     return replace(config, **QUICK) if args.quick else config
 
 

@@ -3,14 +3,21 @@
 Importing the package registers the environment ids (``steer_envs/SearchSteering-v0`` and friends) with
 Gymnasium; heavy dependencies (torch, transformers, bm25s) are imported only when an env or backend is built.
 """
+
 import os as _os
 import sys as _sys
 
-from .errors import SteerEnvsError
-from .ids import (ENV_IDS, GUIDED_SEARCH_ENV, HANDOFF_ENV, PLANNING_ENV, STEERING_ENV,  # noqa: F401
-                  VERIFICATION_ENV)
-from .protocol import EnvProtocol, make_env
 from .envs.registration import register_envs as _register_envs
+from .errors import SteerEnvsError
+from .ids import (
+    ENV_IDS,
+    GUIDED_SEARCH_ENV,
+    HANDOFF_ENV,
+    PLANNING_ENV,
+    STEERING_ENV,  # noqa: F401
+    VERIFICATION_ENV,
+)
+from .protocol import EnvProtocol, make_env
 
 _register_envs()
 
@@ -29,6 +36,18 @@ def _torch_single_threaded_after_fork() -> None:
 if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_torch_single_threaded_after_fork)
 
-__version__ = "0.1.0"
-__all__ = ["ENV_IDS", "GUIDED_SEARCH_ENV", "HANDOFF_ENV", "PLANNING_ENV", "STEERING_ENV", "VERIFICATION_ENV",
-           "ConcurrentVectorEnv", "EnvProtocol", "SteerEnvsError", "__version__", "make_concurrent_vec", "make_env"]
+__version__ = "0.2.0"
+__all__ = [
+    "ENV_IDS",
+    "GUIDED_SEARCH_ENV",
+    "HANDOFF_ENV",
+    "PLANNING_ENV",
+    "STEERING_ENV",
+    "VERIFICATION_ENV",
+    "ConcurrentVectorEnv",
+    "EnvProtocol",
+    "SteerEnvsError",
+    "__version__",
+    "make_concurrent_vec",
+    "make_env",
+]

@@ -13,6 +13,7 @@ state and turns a clean stop into a traceback.
 the process SIGKILLs it after writing half of the new bytes, before the rename (a real hard kill at the worst
 moment, reproducibly placed).
 """
+
 from __future__ import annotations
 
 import io
@@ -48,7 +49,9 @@ def _kill_point() -> bool:
     global _writes_this_process
     _writes_this_process += 1
     limit = os.environ.get(KILL_DURING_WRITE_ENV)
-    return bool(limit) and _writes_this_process == int(limit)
+    if not limit:
+        return False
+    return _writes_this_process == int(limit)
 
 
 @contextmanager
@@ -69,8 +72,8 @@ def interrupts_deferred() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for sig in received:
-            signal.raise_signal(sig)  # now, to the restored handler (KeyboardInterrupt, or the default action)
+        for signum in received:
+            signal.raise_signal(signum)  # now, to the restored handler (KeyboardInterrupt, or the default action)
 
 
 def atomic_write_bytes(path: str | os.PathLike, write: bytes | Callable[[IO[bytes]], Any]) -> None:

@@ -14,6 +14,7 @@ convert it once, if its origin is trusted::
 
     python -m steer_envs.checkpoints convert PATH --trust-this-file
 """
+
 from __future__ import annotations
 
 import argparse
@@ -134,7 +135,8 @@ class _Encoder:
         if arr.dtype.kind in "biufUS":
             return {TAG: "ndarray", "dtype": arr.dtype.str, "shape": list(arr.shape), "list": arr.ravel().tolist()}
         raise CheckpointError(
-            f"cannot store a numpy array of dtype {arr.dtype} in a checkpoint (object arrays run code when loaded)")
+            f"cannot store a numpy array of dtype {arr.dtype} in a checkpoint (object arrays run code when loaded)"
+        )
 
 
 def _fields_of(obj: Any) -> dict[str, Any]:
@@ -240,7 +242,7 @@ class _Decoder:
         fields = obj.get("fields")
         if not isinstance(fields, dict):
             raise CheckpointError(f"malformed fields of {obj.get('cls')!r} in the checkpoint")
-        instance = object.__new__(cls)
+        instance: Any = object.__new__(cls)
         for key, value in fields.items():
             object.__setattr__(instance, key, self.decode(value))  # no __init__, no __setattr__ hooks: data only
         return instance
@@ -268,7 +270,8 @@ def _class(name: Any) -> type:
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
         raise CheckpointError(
-            f"the checkpoint names class {name!r}, which this version does not have ({exc})") from None
+            f"the checkpoint names class {name!r}, which this version does not have ({exc})"
+        ) from None
     if not isinstance(target, type):
         raise CheckpointError(f"the checkpoint names {name!r}, which is not a class; refused")
     return target
@@ -298,8 +301,10 @@ def load_checkpoint(path: str | os.PathLike) -> Any:
         raise CheckpointError(f"no checkpoint at {str(path)!r}") from None
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, TypeError) as exc:
         reason = str(exc).strip().splitlines()
-        detail = next((line.strip() for line in reason if "GLOBAL" in line or "Unsupported" in line),
-                      reason[0] if reason else type(exc).__name__)
+        detail = next(
+            (line.strip() for line in reason if "GLOBAL" in line or "Unsupported" in line),
+            reason[0] if reason else type(exc).__name__,
+        )
         raise CheckpointError(
             f"refused to open {str(path)!r}: it is not a tensors-and-plain-data checkpoint ({detail}). Opening it "
             "could run code stored in the file. If it is a checkpoint written by an earlier steer-envs and you trust "
@@ -329,17 +334,22 @@ def convert_legacy(path: str | os.PathLike) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m steer_envs.checkpoints",
-                                     description="convert a legacy (pickle) checkpoint to the safe format")
+    parser = argparse.ArgumentParser(
+        prog="python -m steer_envs.checkpoints", description="convert a legacy (pickle) checkpoint to the safe format"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     convert = sub.add_parser("convert", help="unpickle a TRUSTED legacy checkpoint once and re-save it safely")
     convert.add_argument("paths", nargs="+")
-    convert.add_argument("--trust-this-file", action="store_true",
-                         help="required: unpickling runs any code the file holds")
+    convert.add_argument(
+        "--trust-this-file", action="store_true", help="required: unpickling runs any code the file holds"
+    )
     args = parser.parse_args(argv)
     if not args.trust_this_file:
-        print("refusing: converting unpickles the file, which runs any code it holds; pass --trust-this-file if "
-              "you know where it came from", file=sys.stderr)
+        print(
+            "refusing: converting unpickles the file, which runs any code it holds; pass --trust-this-file if "
+            "you know where it came from",
+            file=sys.stderr,
+        )
         return 2
     for path in args.paths:
         convert_legacy(path)

@@ -6,6 +6,7 @@ and makes these runs slower, not faster (measured on the 2-core reference machin
 the host threads feed the device and belong to torch, so a run whose device is not the CPU keeps torch's setting.
 ``$STEER_ENVS_TORCH_THREADS`` overrides the CPU default (e.g. all cores for one large CPU model).
 """
+
 from __future__ import annotations
 
 import os

@@ -16,12 +16,12 @@ Seeds. :func:`episode_seed` is the evaluation protocol's env seed of a (task, se
 functions are *different* derivations kept under names that say where they are used, because changing any of
 them would change the episodes (and the saved numbers) of the code that uses it.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import time
-import warnings
 import zlib
 from collections.abc import Iterable
 from dataclasses import MISSING, dataclass, fields
@@ -72,14 +72,8 @@ class EpisodeRecord:
         """What makes a record unique in a log: ``(task_id, seed, method)``."""
         return (self.task_id, self.seed, self.method)
 
-    @property
-    def policy(self) -> str:
-        """Deprecated: the old ``agents.base.EpisodeRecord`` called the method ``policy``; use :attr:`method`."""
-        warnings.warn("EpisodeRecord.policy is deprecated; use EpisodeRecord.method", DeprecationWarning, stacklevel=2)
-        return self.method
-
     @staticmethod
-    def from_dict(data: dict) -> "EpisodeRecord":
+    def from_dict(data: dict) -> EpisodeRecord:
         """A record from one parsed JSONL line; unknown keys are ignored (lines written by a newer version)."""
         names = {f.name for f in fields(EpisodeRecord)}
         return EpisodeRecord(**{k: v for k, v in data.items() if k in names})
@@ -208,8 +202,14 @@ def play_episode(env: Any, policy: Any, seed: int, task_id: str | None = None) -
     return total, decisions, info
 
 
-def run_episode(env: Any, policy: Any, seed: int, task_id: str | None = None, method: str | None = None,
-                seed_index: int | None = None) -> EpisodeRecord:
+def run_episode(
+    env: Any,
+    policy: Any,
+    seed: int,
+    task_id: str | None = None,
+    method: str | None = None,
+    seed_index: int | None = None,
+) -> EpisodeRecord:
     """One episode of ``policy`` on ``task_id`` (None: the env's next task) with env seed ``seed``, as a record.
 
     ``method`` labels the record (default: ``policy.name``), ``seed_index`` is the protocol's seed index it keeps
@@ -220,17 +220,25 @@ def run_episode(env: Any, policy: Any, seed: int, task_id: str | None = None, me
     return EpisodeRecord(
         method=str(policy.name) if method is None else method,
         task_id=str(info.get("task_id", "")) if task_id is None else task_id,
-        benchmark=str(info.get("benchmark", "")), seed=seed if seed_index is None else seed_index,
-        f1=float(info.get("f1", 0.0)), em=float(info.get("em", 0.0)), reward=total,
-        interventions=int(info.get("interventions", 0)), executor_turns=int(info.get("executor_turns", 0)),
-        decisions=decisions, tokens=int(info.get("tokens", 0)),
+        benchmark=str(info.get("benchmark", "")),
+        seed=seed if seed_index is None else seed_index,
+        f1=float(info.get("f1", 0.0)),
+        em=float(info.get("em", 0.0)),
+        reward=total,
+        interventions=int(info.get("interventions", 0)),
+        executor_turns=int(info.get("executor_turns", 0)),
+        decisions=decisions,
+        tokens=int(info.get("tokens", 0)),
         answer=None if info.get("answer") is None else str(info.get("answer")),
-        seconds=round(time.perf_counter() - start, 4), failure=info.get("failure"), failed=episode_failed(info),
+        seconds=round(time.perf_counter() - start, 4),
+        failure=info.get("failure"),
+        failed=episode_failed(info),
         truncation=info.get("truncation"),
     )
 
 
 # --- seeds --------------------------------------------------------------------------------------------------------
+
 
 def episode_seed(task_id: str, seed_index: int) -> int:
     """The evaluation protocol's env seed of one (task, seed index) pair: identical for every method, so
@@ -247,7 +255,7 @@ def calibration_seed(task_id: str) -> int:
 
 def dev_episode_seed(task_id: str, index: int) -> int:
     """The env seed of the ``index``-th dev-split episode of ``task_id`` in the method searches that pick an
-    operating point before any evaluation (``baselines.fixed_rule.score_rules``, ``benchmarks.headroom``): every
+    operating point before any evaluation (``baselines.fixed_rule.score_rules``): every
     candidate runs on the same ones, and none of them is an evaluation seed of :func:`episode_seed`."""
     return (zlib.crc32(task_id.encode()) * 1009 + index) % _SEED_MOD
 
@@ -265,6 +273,16 @@ def rollout_group_seed(seed: int, index: int) -> int:
 
 
 __all__ = [
-    "EpisodeLog", "EpisodeRecord", "calibration_seed", "dev_episode_seed", "episode_seed", "parse_episode_line", "play_episode",
-    "read_episode_log", "read_records", "rollout_group_seed", "row_seed", "run_episode",
+    "EpisodeLog",
+    "EpisodeRecord",
+    "calibration_seed",
+    "dev_episode_seed",
+    "episode_seed",
+    "parse_episode_line",
+    "play_episode",
+    "read_episode_log",
+    "read_records",
+    "rollout_group_seed",
+    "row_seed",
+    "run_episode",
 ]

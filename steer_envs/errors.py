@@ -3,6 +3,7 @@
 Every error a user can cause by bad input derives from :class:`SteerEnvsError`. The CLI catches this one
 class and prints its message (never a traceback), so each message must say what was wrong *and* how to fix it.
 """
+
 from __future__ import annotations
 
 

@@ -2,6 +2,7 @@
 
 Why: a bare ``ModuleNotFoundError: No module named 'peft'`` names neither the feature that needs it nor the
 install line that brings it; users of an optional feature should read ``pip install "steer-envs[llm]"``."""
+
 from __future__ import annotations
 
 import importlib
@@ -21,5 +22,7 @@ def import_extra(module: str, extra: str, feature: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name is None or module.split(".")[0] != exc.name.split(".")[0]:
             raise  # something the module itself imports is broken: not a missing extra
-        raise MissingExtraError(f"{feature} needs {module!r}, which is not installed: pip install "
-                                f"\"steer-envs[{extra}]\" (or pip install {module.split('.')[0]})") from None
+        raise MissingExtraError(
+            f"{feature} needs {module!r}, which is not installed: pip install "
+            f'"steer-envs[{extra}]" (or pip install {module.split(".")[0]})'
+        ) from None

@@ -22,6 +22,7 @@ answer and its scores (F1 0), and no ``failure`` / ``failure_source``: :func:`ep
 mean keeps it. Dropping it instead would raise the means of long-winded agents, whose hardest episodes are
 exactly the ones that overflow. :func:`truncated_by_context` tells such an episode apart (the harness counts them).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -46,16 +47,16 @@ def failure_source(exc: BaseException) -> str:
 
 def episode_failed(info: dict[str, Any] | None) -> bool:
     """Whether a step's ``info`` says the episode was cut short by a service failure (not a real outcome)."""
-    return bool(info) and info.get("failure_source") is not None
+    return info is not None and info.get("failure_source") is not None
 
 
 def failure_of(info: dict[str, Any] | None) -> str | None:
     """``"<source>: <message>"`` for a failed episode's ``info``, else None (for logs and records)."""
-    if not episode_failed(info):
+    if info is None or not episode_failed(info):
         return None
     return f"{info['failure_source']}: {info.get('failure') or 'failed'}"
 
 
 def truncated_by_context(info: dict[str, Any] | None) -> bool:
     """Whether a final ``info`` says the agent outgrew its model's context (a scored truncation, kept in means)."""
-    return bool(info) and info.get("truncation") == CONTEXT_TRUNCATION
+    return info is not None and info.get("truncation") == CONTEXT_TRUNCATION

@@ -11,6 +11,7 @@ handshake (and, against a remote server, a round trip) per model call and leaves
 thousand in a long run; and a bound on the requests in flight keeps many concurrent episodes from flooding the
 server.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -69,8 +70,9 @@ class _LibraryConnection:
     def __init__(self, netloc: str, timeout: float) -> None:
         self.conn = _HTTPSConnection(netloc, timeout=timeout)
 
-    def exchange(self, method: str, path: str, body: bytes | None, headers: dict[str, str],
-                 deadline: float) -> tuple[int, str, bytes, bool]:
+    def exchange(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str], deadline: float
+    ) -> tuple[int, str, bytes, bool]:
         self.conn.request(method, path, body=body, headers=headers)
         response = self.conn.getresponse()
         data = read_body(response, deadline)
@@ -103,15 +105,22 @@ class _PlainConnection:
         assert self.sock is not None
         return self.sock.recv(CHUNK)
 
-    def exchange(self, method: str, path: str, body: bytes | None, headers: dict[str, str],
-                 deadline: float) -> tuple[int, str, bytes, bool]:
+    def exchange(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str], deadline: float
+    ) -> tuple[int, str, bytes, bool]:
         if self.sock is None:
             self.sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.buffer = b""
         body = body or b""
-        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.netloc}", f"Content-Length: {len(body)}",
-                 *(f"{k}: {v}" for k, v in headers.items()), "", ""]
+        lines = [
+            f"{method} {path} HTTP/1.1",
+            f"Host: {self.netloc}",
+            f"Content-Length: {len(body)}",
+            *(f"{k}: {v}" for k, v in headers.items()),
+            "",
+            "",
+        ]
         self.sock.sendall("\r\n".join(lines).encode("latin-1") + body)
         buffer = self.buffer
         while (end := buffer.find(b"\r\n\r\n")) < 0:
@@ -121,7 +130,7 @@ class _PlainConnection:
                     raise http.client.IncompleteRead(buffer)
                 raise http.client.RemoteDisconnected("Remote end closed connection without response")
             buffer += chunk
-        head, buffer = buffer[:end].decode("latin-1").split("\r\n"), buffer[end + 4:]
+        head, buffer = buffer[:end].decode("latin-1").split("\r\n"), buffer[end + 4 :]
         version, _, rest = head[0].partition(" ")
         code, _, reason = rest.partition(" ")
         if not version.startswith("HTTP/") or not code.isdigit():
@@ -157,18 +166,18 @@ class _PlainConnection:
             while (eol := buffer.find(b"\r\n")) < 0:
                 buffer = self._more(buffer, deadline, parts)
             size = int(buffer[:eol].split(b";")[0].strip() or b"0", 16)
-            buffer = buffer[eol + 2:]
+            buffer = buffer[eol + 2 :]
             if size == 0:  # trailers, then an empty line
                 while (end := buffer.find(b"\r\n")) != 0:
                     if end > 0:
-                        buffer = buffer[end + 2:]
+                        buffer = buffer[end + 2 :]
                     else:
                         buffer = self._more(buffer, deadline, parts)
                 return b"".join(parts), buffer[2:]
             while len(buffer) < size + 2:
                 buffer = self._more(buffer, deadline, parts)
             parts.append(buffer[:size])
-            buffer = buffer[size + 2:]
+            buffer = buffer[size + 2 :]
 
     def _more(self, buffer: bytes, deadline: float, parts: list[bytes]) -> bytes:
         chunk = self._recv(deadline, sum(map(len, parts)) + len(buffer))
@@ -206,7 +215,7 @@ class KeepAlivePool:
         self.max_in_flight = max_in_flight
         self._slots = threading.BoundedSemaphore(max_in_flight)
         self._lock = threading.Lock()
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[_PlainConnection | _LibraryConnection] = []
         self.opened = 0  # connections opened so far (tests, diagnostics)
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -230,8 +239,9 @@ class KeepAlivePool:
             if conn is not None:
                 self._idle.append(conn)
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, str, bytes]:
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, str, bytes]:
         """``(status, reason, body)`` of ``method path`` (``path`` below the base URL's path); the whole exchange
         is bounded by ``timeout`` seconds from the moment a slot was free. Raises what ``http.client`` raises
         (``OSError`` and ``TimeoutError`` included)."""

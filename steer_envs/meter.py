@@ -6,6 +6,7 @@ trainer need not count its own steps: every search env counts each ``step()`` he
 rollout pools add what their worker processes / actors counted while running an item, so
 ``env_steps()`` after minus before a piece of work is its cost whatever pool ran it.
 """
+
 from __future__ import annotations
 
 import threading

@@ -5,6 +5,7 @@ an explicit argument (the CLI's ``--data-dir``), then ``$STEER_ENVS_DATA``, then
 repository root (the layout of a development checkout). Derived files (search indexes, converted models) go to a
 cache folder, never into the data folder, which is treated as read-only.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -9,6 +9,7 @@ the entry point's name is the kind, its object the factory. The group is read on
 process, so a plugin's kinds are known everywhere (vectorised env workers, Ray workers, subprocesses) without
 importing the plugin first; the plugin itself is imported only when its kind is built.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -25,8 +26,13 @@ class LazyRegistry(Generic[F]):
     ``what`` names the registry in errors ("executor", "model backend"); ``spec_help`` lists the spec forms.
     """
 
-    def __init__(self, what: str = "spec", spec_help: str = "", entry_point_group: str | None = None,
-                 expand_entry_point: Callable[[metadata.EntryPoint], Iterable[tuple[str, F | str]]] | None = None) -> None:
+    def __init__(
+        self,
+        what: str = "spec",
+        spec_help: str = "",
+        entry_point_group: str | None = None,
+        expand_entry_point: Callable[[metadata.EntryPoint], Iterable[tuple[str, F | str]]] | None = None,
+    ) -> None:
         self._factories: dict[str, F | str] = {}
         self.what = what
         self.spec_help = spec_help
@@ -39,10 +45,11 @@ class LazyRegistry(Generic[F]):
 
     def _read_plugins(self) -> None:
         """Add the kinds of installed packages (once per process); built-in kinds are never replaced."""
-        if self._plugins_read:
+        group = self.entry_point_group
+        if self._plugins_read or group is None:
             return
         self._plugins_read = True
-        for entry in entry_points(self.entry_point_group):
+        for entry in entry_points(group):
             for kind, factory in self.expand_entry_point(entry):
                 self._factories.setdefault(kind, factory)
 
@@ -67,7 +74,7 @@ class LazyRegistry(Generic[F]):
         if isinstance(factory, str):
             factory = import_object(factory)
             self._factories[kind] = factory
-        return factory  # type: ignore[return-value]
+        return factory
 
     def __contains__(self, kind: object) -> bool:
         self._read_plugins()

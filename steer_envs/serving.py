@@ -7,8 +7,10 @@ bound beyond loopback on a shared cluster is reachable by everyone on that netwo
 :data:`API_KEY_ENV`) every data endpoint answers 401 unless the request carries ``Authorization: Bearer KEY``
 (what OpenAI clients send) or ``X-API-Key: KEY``. ``/health``, ``/docs`` and ``/openapi.json`` stay open.
 """
+
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import os
@@ -46,10 +48,15 @@ def exposure_warning(host: str, api_key: str | None, what: str) -> str | None:
     if is_loopback(host):
         return None
     bar = "!" * 78
-    guard = ("every request must carry the API key" if api_key else
-             f"there is NO API key: anyone who can reach this machine can use it (set --api-key or ${API_KEY_ENV})")
-    return (f"{bar}\nWARNING: the {what} listens on {host}, beyond this machine's loopback interface;\n"
-            f"{guard}. Bind 127.0.0.1 unless other machines must reach it.\n{bar}")
+    guard = (
+        "every request must carry the API key"
+        if api_key
+        else f"there is NO API key: anyone who can reach this machine can use it (set --api-key or ${API_KEY_ENV})"
+    )
+    return (
+        f"{bar}\nWARNING: the {what} listens on {host}, beyond this machine's loopback interface;\n"
+        f"{guard}. Bind 127.0.0.1 unless other machines must reach it.\n{bar}"
+    )
 
 
 def serve_until_stopped(server) -> int:
@@ -96,9 +103,11 @@ def origin_allowed(headers: Any, allowed: tuple[str, ...] = ()) -> bool:
 
 def origin_refusal(headers: Any) -> str:
     """The 403 message for an origin :func:`origin_allowed` refused."""
-    return (f"requests from the web page origin {headers.get('origin')!r} are refused (only this machine's pages "
-            "are served); allow it with --allow-origin ORIGIN (or '*' for any), or send the request without an "
-            "Origin header")
+    return (
+        f"requests from the web page origin {headers.get('origin')!r} are refused (only this machine's pages "
+        "are served); allow it with --allow-origin ORIGIN (or '*' for any), or send the request without an "
+        "Origin header"
+    )
 
 
 def parse_origins(values: Any) -> tuple[str, ...]:
@@ -135,8 +144,10 @@ def socket_url(sock: socket.socket) -> str:
 
 def _raw_json_response(status: int, reason: str, detail: str) -> bytes:
     body = json.dumps({"detail": detail}).encode()
-    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\nconnection: close\r\n"
-            f"content-length: {len(body)}\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
     return head.encode("ascii") + body
 
 
@@ -151,7 +162,9 @@ def guarded_protocol(header_timeout_s: float = HEADER_TIMEOUT_S, body_timeout_s:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11Protocol(H11Protocol):
-        def connection_made(self, transport) -> None:  # type: ignore[override]
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:
             super().connection_made(transport)
             self._deadline = None
             self._arm(header_timeout_s, "headers")
@@ -161,7 +174,7 @@ def guarded_protocol(header_timeout_s: float = HEADER_TIMEOUT_S, body_timeout_s:
             self._deadline = self.loop.call_later(seconds, self._expire, what)
 
         def _disarm(self) -> None:
-            if getattr(self, "_deadline", None) is not None:
+            if self._deadline is not None:
                 self._deadline.cancel()
                 self._deadline = None
 
@@ -209,15 +222,27 @@ def guarded_protocol(header_timeout_s: float = HEADER_TIMEOUT_S, body_timeout_s:
                 cycle.disconnected = True  # the app's receive() ends; what it sends later is dropped
                 cycle.message_event.set()
             if answer:
-                self.transport.write(_raw_json_response(408, "Request Timeout", (
-                    f"the request's {what} did not arrive within {seconds:g} s; send the whole request at once")))
+                self.transport.write(
+                    _raw_json_response(
+                        408,
+                        "Request Timeout",
+                        (f"the request's {what} did not arrive within {seconds:g} s; send the whole request at once"),
+                    )
+                )
             self.transport.close()
 
         def send_400_response(self, msg: str) -> None:
             self._disarm()
-            self.transport.write(_raw_json_response(400, "Bad Request", (
-                "invalid HTTP request (malformed request line, headers or chunked framing); send a well-formed "
-                "HTTP/1.1 request")))
+            self.transport.write(
+                _raw_json_response(
+                    400,
+                    "Bad Request",
+                    (
+                        "invalid HTTP request (malformed request line, headers or chunked framing); send a well-formed "
+                        "HTTP/1.1 request"
+                    ),
+                )
+            )
             self.transport.close()
 
     return GuardedH11Protocol
@@ -228,16 +253,31 @@ class UvicornServer:
     uvicorn stops on SIGINT/SIGTERM), ``start()`` serves from a daemon thread (tests, notebooks, benchmarks).
     Slow clients are dropped (:func:`guarded_protocol`); WebSocket messages are bounded by ``ws_max_bytes``."""
 
-    def __init__(self, app: Any, host: str, port: int, verbose: bool = False, *,
-                 header_timeout_s: float = HEADER_TIMEOUT_S, body_timeout_s: float = BODY_TIMEOUT_S,
-                 ws_max_bytes: int = 16 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str,
+        port: int,
+        verbose: bool = False,
+        *,
+        header_timeout_s: float = HEADER_TIMEOUT_S,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+        ws_max_bytes: int = 16 * 1024 * 1024,
+    ) -> None:
         import uvicorn
 
         self.socket = bind_socket(host, port)
         self.url = socket_url(self.socket)
-        config = uvicorn.Config(app, log_config=None, access_log=verbose, log_level="info" if verbose else "warning",
-                                timeout_keep_alive=30, lifespan="on", ws_max_size=ws_max_bytes,
-                                http=guarded_protocol(header_timeout_s, body_timeout_s))
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=verbose,
+            log_level="info" if verbose else "warning",
+            timeout_keep_alive=30,
+            lifespan="on",
+            ws_max_size=ws_max_bytes,
+            http=guarded_protocol(header_timeout_s, body_timeout_s),
+        )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
@@ -248,9 +288,10 @@ class UvicornServer:
     def serve_forever(self, poll_interval: float | None = None) -> None:  # noqa: ARG002 - http.server's signature
         self._server.run(sockets=[self.socket])
 
-    def start(self, timeout: float = 30.0) -> "UvicornServer":
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.socket]}, daemon=True,
-                                        name="steer-envs-uvicorn")
+    def start(self, timeout: float = 30.0) -> UvicornServer:
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self.socket]}, daemon=True, name="steer-envs-uvicorn"
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:

@@ -21,12 +21,12 @@ A failed check raises :class:`ExecutorCheckError` naming the check, the task and
     report = check_executor("mykind:arg")   # or check_executor(lambda: MyExecutor(...))
     print(report)
 """
+
 from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .data.records import Task
 from .errors import SteerEnvsError
@@ -147,7 +147,7 @@ def _check_protocol(make: Callable[[], Executor], task: Task, seed: int) -> None
     if ex.transcript != "" or ex.done or ex.stats.turns != 0 or ex.answer is not None:
         raise _fail("protocol", task, "reset() must start an empty episode (transcript '', not done, 0 turns)")
     rebuilt = ""
-    for turn in range(ex.max_turns + 1):
+    for _turn in range(ex.max_turns + 1):
         if ex.done:
             break
         result = ex.step()
@@ -163,8 +163,12 @@ def _check_protocol(make: Callable[[], Executor], task: Task, seed: int) -> None
     if not ex.done:
         raise _fail("protocol", task, f"the episode did not end within max_turns={ex.max_turns}")
     if ex.transcript != rebuilt:
-        raise _fail("protocol", task, "the transcript must be the turns' segments + observations, in order "
-                                      "(let Executor.step do the bookkeeping; implement _turn)")
+        raise _fail(
+            "protocol",
+            task,
+            "the transcript must be the turns' segments + observations, in order "
+            "(let Executor.step do the bookkeeping; implement _turn)",
+        )
     try:
         ex.step()
     except SteerEnvsError:
@@ -188,8 +192,11 @@ def _check_interventions(make: Callable[[], Executor], task: Task, seed: int) ->
                 call()
             except ExecutorError:
                 continue
-            raise _fail("interventions", task, f"a read-only executor (interactive = False) must refuse {what}() "
-                                               "with ExecutorError")
+            raise _fail(
+                "interventions",
+                task,
+                f"a read-only executor (interactive = False) must refuse {what}() with ExecutorError",
+            )
         return
     ex.intervene(NOTE)
     if ex.stats.interventions != 1:
@@ -198,8 +205,11 @@ def _check_interventions(make: Callable[[], Executor], task: Task, seed: int) ->
     if ex.answer is not None and ex.failure is None and ex.turns_left > 0:
         ex.intervene(Intervention("reject", "The answer does not match the evidence."))
         if ex.done or ex.answer is not None:
-            raise _fail("interventions", task, "a rejection of a proposed answer must reopen the episode "
-                                               "(answer None, not done) while turns are left")
+            raise _fail(
+                "interventions",
+                task,
+                "a rejection of a proposed answer must reopen the episode (answer None, not done) while turns are left",
+            )
         ex.step()
 
 
@@ -212,9 +222,13 @@ def _check_determinism(make: Callable[[], Executor], task: Task, seed: int) -> N
         _run_to_end(ex, script)
         runs.append(_signature(ex))
     if runs[0] != runs[1]:
-        raise _fail("determinism", task, "the same task, seed and interventions gave different episodes; make every "
-                                         "random choice come from the seed given to reset(), or declare "
-                                         "deterministic = False")
+        raise _fail(
+            "determinism",
+            task,
+            "the same task, seed and interventions gave different episodes; make every "
+            "random choice come from the seed given to reset(), or declare "
+            "deterministic = False",
+        )
 
 
 def _first_turns(ex: Executor, n: int) -> None:
@@ -251,12 +265,19 @@ def _check_fork(make: Callable[[], Executor], task: Task, seed: int) -> None:
         _run_to_end(a)
         _run_to_end(b)
         if _signature(a) != _signature(b):
-            raise _fail("fork independence", task, "two forks of one state, stepped alike, diverged; a deterministic "
-                                                   "executor's future must be a function of its state")
+            raise _fail(
+                "fork independence",
+                task,
+                "two forks of one state, stepped alike, diverged; a deterministic "
+                "executor's future must be a function of its state",
+            )
     _run_to_end(clone)
     if not ex.deterministic and _signature(ex) != before:
-        raise _fail("fork independence", task, "stepping a fork changed the original; _get_impl_state must return a "
-                                               "deep, independent copy")
+        raise _fail(
+            "fork independence",
+            task,
+            "stepping a fork changed the original; _get_impl_state must return a deep, independent copy",
+        )
 
 
 def _check_state_round_trip(make: Callable[[], Executor], task: Task, seed: int) -> None:
@@ -268,27 +289,38 @@ def _check_state_round_trip(make: Callable[[], Executor], task: Task, seed: int)
     at_snapshot = _signature(ex)
     _run_to_end(ex)
     if pickle.dumps(snapshot) != frozen:
-        raise _fail("state round trip", task, "get_state() returned live references that later steps changed; "
-                                              "return deep copies")
+        raise _fail(
+            "state round trip",
+            task,
+            "get_state() returned live references that later steps changed; return deep copies",
+        )
     fresh = make()
     fresh.set_state(pickle.loads(frozen))
     if _signature(fresh) != at_snapshot:
-        raise _fail("state round trip", task, "set_state(get_state()) on a fresh executor did not restore the "
-                                              "transcript and counters")
+        raise _fail(
+            "state round trip",
+            task,
+            "set_state(get_state()) on a fresh executor did not restore the transcript and counters",
+        )
     if fresh.deterministic:
         replay = make()
         replay.set_state(pickle.loads(frozen))
         _run_to_end(fresh)
         _run_to_end(replay)
         if _signature(fresh) != _signature(replay):
-            raise _fail("state round trip", task, "two executors restored from one snapshot diverged; the state must "
-                                                  "hold everything the future depends on (the RNG included)")
+            raise _fail(
+                "state round trip",
+                task,
+                "two executors restored from one snapshot diverged; the state must "
+                "hold everything the future depends on (the RNG included)",
+            )
         original = make()
         original.set_state(pickle.loads(frozen))
         _run_to_end(original)
         if _signature(original) != _signature(ex):
-            raise _fail("state round trip", task, "an executor restored from a snapshot did not continue like the "
-                                                  "original did")
+            raise _fail(
+                "state round trip", task, "an executor restored from a snapshot did not continue like the original did"
+            )
 
 
 __all__ = ["ExecutorCheckError", "ExecutorCheckReport", "check_executor"]

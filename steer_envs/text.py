@@ -16,20 +16,54 @@ differs (``ENTITY_RULES``, ``GOAL_ENTITY_RULES``, ``READER_ENTITY_RULES``, ``PIP
 ``CANDIDATE_ENTITY_RULES``, ``CANDIDATE_SPAN_RULES``, ``ARGUMENT_ENTITY_RULES``), each exactly what that reader's
 own copy did before.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 __all__ = [
-    "WORD", "TOKEN", "SENTENCE", "CAPITALISED", "CANDIDATE_SPAN", "ARGUMENT_PHRASE", "QUOTED_TITLE",
-    "STOP_WORDS", "FEATURE_STOP_WORDS", "OBSERVER_STOP_WORDS", "SITUATION_STOP_WORDS", "CANDIDATE_STOP_WORDS",
-    "READER_STOP_WORDS", "RELATION_STOP_WORDS", "WH_WORDS", "QUESTION_OPENERS", "PIPELINE_OPENERS", "READER_OPENERS",
-    "NO_WORDS", "LEADING_FUNCTION_WORDS", "ARGUMENT_SKIP_WORDS",
-    "EntityRules", "ENTITY_RULES", "GOAL_ENTITY_RULES", "READER_ENTITY_RULES", "PIPELINE_ENTITY_RULES",
-    "CANDIDATE_ENTITY_RULES", "CANDIDATE_SPAN_RULES", "ARGUMENT_ENTITY_RULES", "entity_spans",
-    "words", "tokens", "content_words", "similarity", "entities", "sentences", "split_sentences", "normalize_query",
-    "strip_tags", "query_key",
+    "WORD",
+    "TOKEN",
+    "SENTENCE",
+    "CAPITALISED",
+    "CANDIDATE_SPAN",
+    "ARGUMENT_PHRASE",
+    "QUOTED_TITLE",
+    "STOP_WORDS",
+    "FEATURE_STOP_WORDS",
+    "OBSERVER_STOP_WORDS",
+    "SITUATION_STOP_WORDS",
+    "CANDIDATE_STOP_WORDS",
+    "READER_STOP_WORDS",
+    "RELATION_STOP_WORDS",
+    "WH_WORDS",
+    "QUESTION_OPENERS",
+    "PIPELINE_OPENERS",
+    "READER_OPENERS",
+    "NO_WORDS",
+    "LEADING_FUNCTION_WORDS",
+    "ARGUMENT_SKIP_WORDS",
+    "EntityRules",
+    "ENTITY_RULES",
+    "GOAL_ENTITY_RULES",
+    "READER_ENTITY_RULES",
+    "PIPELINE_ENTITY_RULES",
+    "CANDIDATE_ENTITY_RULES",
+    "CANDIDATE_SPAN_RULES",
+    "ARGUMENT_ENTITY_RULES",
+    "entity_spans",
+    "words",
+    "tokens",
+    "content_words",
+    "similarity",
+    "entities",
+    "sentences",
+    "split_sentences",
+    "normalize_query",
+    "strip_tags",
+    "query_key",
 ]
 
 #: a word: a run of lowercase ASCII letters and digits (apply to lowercased text; "Röntgen's" -> "r", "ntgen", "s")
@@ -157,25 +191,47 @@ class EntityRules:
     dedupe: bool = False  # each phrase once, at its first place
     min_length: int = 1  # fewer characters than this: no name
     lowercase: bool = False  # phrases lowercased (readers that compare them with lowercased text)
+    #: the fields as one tuple, set on each instance by ``__post_init__``; declared ClassVar so that it is no field
+    _plan: ClassVar[tuple[Any, ...]]
 
     def __post_init__(self) -> None:
         if not isinstance(self.pattern, re.Pattern):
-            raise TypeError(f"EntityRules.pattern must be a compiled pattern, got {self.pattern!r}: pass "
-                            f"re.compile({self.pattern!r})")
+            raise TypeError(
+                f"EntityRules.pattern must be a compiled pattern, got {self.pattern!r}: pass "
+                f"re.compile({self.pattern!r})"
+            )
         for name in ("openers", "trim_leading", "skip"):
             value = getattr(self, name)
             if isinstance(value, str):
-                raise TypeError(f"EntityRules.{name} must be a set of words, got the string {value!r} (it would "
-                                f"match its substrings): pass frozenset({value.split()!r})")
+                raise TypeError(
+                    f"EntityRules.{name} must be a set of words, got the string {value!r} (it would "
+                    f"match its substrings): pass frozenset({value.split()!r})"
+                )
             if not isinstance(value, frozenset):  # a set or list of words: hashable, like the named word sets
                 object.__setattr__(self, name, frozenset(value))
         if self.min_length < 1:
-            raise ValueError(f"EntityRules.min_length must be at least 1, got {self.min_length}: an empty phrase is "
-                             "no name; min_length=1 keeps every non-empty phrase")
+            raise ValueError(
+                f"EntityRules.min_length must be at least 1, got {self.min_length}: an empty phrase is "
+                "no name; min_length=1 keeps every non-empty phrase"
+            )
         # the fields as one tuple (not a field: outside ==, hash and repr): the extractor reads them in one step
-        object.__setattr__(self, "_plan", (
-            self.pattern, self.strip, self.openers, self.trim_leading, self.skip, self.min_length,
-            self.skip_all_words, self.capital_start, self.quoted_titles, self.lowercase, self.dedupe))
+        object.__setattr__(
+            self,
+            "_plan",
+            (
+                self.pattern,
+                self.strip,
+                self.openers,
+                self.trim_leading,
+                self.skip,
+                self.min_length,
+                self.skip_all_words,
+                self.capital_start,
+                self.quoted_titles,
+                self.lowercase,
+                self.dedupe,
+            ),
+        )
 
 
 #: the default: the simulator's searcher and every ``entities(text)`` caller (openers and single stop words out)
@@ -193,9 +249,14 @@ PIPELINE_ENTITY_RULES = EntityRules(openers=PIPELINE_OPENERS, skip=NO_WORDS)
 #: single function words out, each once, one-letter spans out. (The question words and auxiliaries it also used to
 #: drop by a case-sensitive match are all in ``CANDIDATE_STOP_WORDS``, so ``skip`` alone drops them.)
 CANDIDATE_ENTITY_RULES = EntityRules(
-    pattern=CANDIDATE_SPAN, strip=" ,;:.'\"()[]", openers=NO_WORDS,
-    trim_leading=frozenset(w.capitalize() for w in LEADING_FUNCTION_WORDS), skip=CANDIDATE_STOP_WORDS,
-    quoted_titles=True, dedupe=True, min_length=2,
+    pattern=CANDIDATE_SPAN,
+    strip=" ,;:.'\"()[]",
+    openers=NO_WORDS,
+    trim_leading=frozenset(w.capitalize() for w in LEADING_FUNCTION_WORDS),
+    skip=CANDIDATE_STOP_WORDS,
+    quoted_titles=True,
+    dedupe=True,
+    min_length=2,
 )
 #: the admissible action set's document spans (``envs.admissible``, one sentence of a retrieved document at a
 #: time, with positions: :func:`entity_spans`): the question entities' spans, but a span is dropped only when
@@ -203,8 +264,9 @@ CANDIDATE_ENTITY_RULES = EntityRules(
 CANDIDATE_SPAN_RULES = replace(CANDIDATE_ENTITY_RULES, skip_all_words=True, quoted_titles=False, dedupe=False)
 #: the steerer's intervention arguments (``agents.steering.interventions``): the goal's phrases as written, a
 #: phrase opening with a particle dropped whole, question words and "the" out
-ARGUMENT_ENTITY_RULES = EntityRules(pattern=ARGUMENT_PHRASE, strip=" .,'’", openers=NO_WORDS,
-                                    skip=ARGUMENT_SKIP_WORDS, capital_start=True)
+ARGUMENT_ENTITY_RULES = EntityRules(
+    pattern=ARGUMENT_PHRASE, strip=" .,'’", openers=NO_WORDS, skip=ARGUMENT_SKIP_WORDS, capital_start=True
+)
 
 
 def _phrases(text: str, rules: EntityRules, positions: bool) -> list:
@@ -252,8 +314,13 @@ def entity_spans(text: str, rules: EntityRules = ENTITY_RULES) -> list[tuple[str
     return _phrases(text, rules, True)
 
 
-def entities(text: str, rules: EntityRules = ENTITY_RULES, *, openers: frozenset[str] | None = None,
-             skip: frozenset[str] | None = None) -> list[str]:
+def entities(
+    text: str,
+    rules: EntityRules = ENTITY_RULES,
+    *,
+    openers: frozenset[str] | None = None,
+    skip: frozenset[str] | None = None,
+) -> list[str]:
     """The names a question or query is about: the phrases of ``text`` under ``rules`` (:class:`EntityRules`; the
     named instances above are the readers' sets), in order. The one entity extractor of the project.
 
@@ -262,8 +329,9 @@ def entities(text: str, rules: EntityRules = ENTITY_RULES, *, openers: frozenset
     of a question). ``openers=`` / ``skip=`` override those two fields of ``rules`` (``skip=NO_WORDS`` keeps every
     phrase)."""
     if openers is not None or skip is not None:
-        rules = replace(rules, openers=rules.openers if openers is None else openers,
-                        skip=rules.skip if skip is None else skip)
+        rules = replace(
+            rules, openers=rules.openers if openers is None else openers, skip=rules.skip if skip is None else skip
+        )
     return _phrases(text, rules, False)
 
 

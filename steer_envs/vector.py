@@ -37,13 +37,14 @@ behaviour, and its speed) for CPU-bound ones (``sim:``, ``hf:``), which threads 
 interpreter lock. The model server sees at most the backend's own ``max_in_flight`` requests at once (an
 ``OpenAIOptions`` field, e.g. ``openai:qwen@http://...?max_in_flight=32``), whatever the env count.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from copy import deepcopy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -62,12 +63,18 @@ class ConcurrentVectorEnv(SyncVectorEnv):
     other env's call of that batch has finished, so no thread is left running on a half-updated batch.
     """
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], max_in_flight: int | None = None,
-                 copy: bool = True, observation_mode: Any = "same",
-                 autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP) -> None:
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        max_in_flight: int | None = None,
+        copy: bool = True,
+        observation_mode: Any = "same",
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+    ) -> None:
         if max_in_flight is not None and (not isinstance(max_in_flight, int) or max_in_flight < 1):
-            raise SteerEnvsError(f"max_in_flight must be a positive integer (or None: one per env), got "
-                                 f"{max_in_flight!r}")
+            raise SteerEnvsError(
+                f"max_in_flight must be a positive integer (or None: one per env), got {max_in_flight!r}"
+            )
         super().__init__(env_fns, copy=copy, observation_mode=observation_mode, autoreset_mode=autoreset_mode)
         self.max_in_flight = min(self.num_envs, max_in_flight or self.num_envs)
         self._threads: ThreadPoolExecutor | None = None
@@ -93,23 +100,27 @@ class ConcurrentVectorEnv(SyncVectorEnv):
         return results
 
     # -- the VectorEnv API ----------------------------------------------------------------------------------
-    def reset(self, *, seed: int | list[int | None] | None = None,
-              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         """As :meth:`SyncVectorEnv.reset` (seeds ``seed + i``, ``options["reset_mask"]``), concurrently."""
         if seed is None:
             seed = [None for _ in range(self.num_envs)]
         elif isinstance(seed, int):
             seed = [seed + i for i in range(self.num_envs)]
         if len(seed) != self.num_envs:
-            raise ValueError(f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got "
-                             f"length={len(seed)}.")
+            raise ValueError(
+                f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got "
+                f"length={len(seed)}."
+            )
         mask = np.ones(self.num_envs, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             options = dict(options)
             mask = options.pop("reset_mask")
             if not isinstance(mask, np.ndarray) or mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
-                raise TypeError(f"options['reset_mask'] must be a numpy bool array of shape ({self.num_envs},), got "
-                                f"{mask!r}")
+                raise TypeError(
+                    f"options['reset_mask'] must be a numpy bool array of shape ({self.num_envs},), got {mask!r}"
+                )
             if not np.any(mask):
                 raise ValueError(f"options['reset_mask'] must contain at least one True value, got {mask}")
         else:
@@ -131,7 +142,7 @@ class ConcurrentVectorEnv(SyncVectorEnv):
         self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
         return deepcopy(self._observations) if self.copy else self._observations, infos
 
-    def _step_one(self, i: int, action: Any) -> tuple[Any, float, bool, bool, dict, dict | None]:
+    def _step_one(self, i: int, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict, dict | None]:
         """One sub-env's part of a vector step under the autoreset mode: ``(obs, reward, terminated, truncated,
         info, final)`` (``final``: SAME_STEP's ``final_obs``/``final_info`` of an episode that just ended)."""
         env = self.envs[i]
@@ -172,8 +183,13 @@ class ConcurrentVectorEnv(SyncVectorEnv):
             infos = self._add_info(infos, env_info, i)
         self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
         self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
-        return (deepcopy(self._observations) if self.copy else self._observations, np.copy(self._rewards),
-                np.copy(self._terminations), np.copy(self._truncations), infos)
+        return (
+            deepcopy(self._observations) if self.copy else self._observations,
+            np.copy(self._rewards),
+            np.copy(self._terminations),
+            np.copy(self._truncations),
+            infos,
+        )
 
     def close_extras(self, **kwargs: Any) -> None:
         """Stop the threads (after the calls already running), then close the sub-envs."""
@@ -200,10 +216,15 @@ def _executor_of(env_id: str, kwargs: dict[str, Any]) -> str | None:
     return (spec.kwargs or {}).get("executor")
 
 
-def make_concurrent_vec(env_id: str, num_envs: int, max_in_flight: int | None = None,
-                        wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (), copy: bool = True,
-                        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-                        **kwargs: Any) -> ConcurrentVectorEnv:
+def make_concurrent_vec(
+    env_id: str,
+    num_envs: int,
+    max_in_flight: int | None = None,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+    copy: bool = True,
+    autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+    **kwargs: Any,
+) -> ConcurrentVectorEnv:
     """``num_envs`` copies of ``gymnasium.make(env_id, **kwargs)`` (each wrapped by ``wrappers``, in order) in a
     :class:`ConcurrentVectorEnv`; ``max_in_flight=None`` picks by executor kind (:func:`default_max_in_flight`)."""
     if not isinstance(num_envs, int) or num_envs < 1:
@@ -219,8 +240,9 @@ def make_concurrent_vec(env_id: str, num_envs: int, max_in_flight: int | None = 
             env = wrapper(env)
         return env
 
-    return ConcurrentVectorEnv([make_one] * num_envs, max_in_flight=max_in_flight, copy=copy,
-                               autoreset_mode=autoreset_mode)
+    return ConcurrentVectorEnv(
+        [make_one] * num_envs, max_in_flight=max_in_flight, copy=copy, autoreset_mode=autoreset_mode
+    )
 
 
 @dataclass(frozen=True)
@@ -233,10 +255,17 @@ class VectorEntryPoint:
 
     env_id: str
 
-    def __call__(self, num_envs: int = 1, max_in_flight: int | None = None, copy: bool = True,
-                 autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP, **kwargs: Any) -> ConcurrentVectorEnv:
-        return make_concurrent_vec(self.env_id, num_envs, max_in_flight=max_in_flight, copy=copy,
-                                   autoreset_mode=autoreset_mode, **kwargs)
+    def __call__(
+        self,
+        num_envs: int = 1,
+        max_in_flight: int | None = None,
+        copy: bool = True,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        **kwargs: Any,
+    ) -> ConcurrentVectorEnv:
+        return make_concurrent_vec(
+            self.env_id, num_envs, max_in_flight=max_in_flight, copy=copy, autoreset_mode=autoreset_mode, **kwargs
+        )
 
 
 __all__ = ["ConcurrentVectorEnv", "VectorEntryPoint", "default_max_in_flight", "make_concurrent_vec"]

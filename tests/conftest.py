@@ -1,4 +1,5 @@
 """Shared fixtures: the real shared data (when present) and a tiny data folder built from tests/fixtures."""
+
 from __future__ import annotations
 
 import gzip
@@ -8,6 +9,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+# the LLM fixtures (a tiny random model built once per session, the packaged Gemma 3 270M), for every test module
+from tests.llm.support import gemma_backend, tiny_backend, tiny_model_dir  # noqa: F401
 
 FIXTURES = Path(__file__).parent / "fixtures"
 _SESSION_DIR: Path | None = None
@@ -175,5 +179,9 @@ def _signals_as_a_fresh_process_has_them(request):
         handler = signal.getsignal(signal.SIGINT)
         blocked = watched & set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
         if handler is not signal.default_int_handler or blocked:
-            warnings.warn(f"{request.node.nodeid} left SIGINT handled by {handler!r} and {sorted(blocked)} blocked; "
-                          "the next test starts with them reset", RuntimeWarning)
+            warnings.warn(
+                f"{request.node.nodeid} left SIGINT handled by {handler!r} and {sorted(blocked)} blocked; "
+                "the next test starts with them reset",
+                RuntimeWarning,
+                stacklevel=2,
+            )

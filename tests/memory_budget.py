@@ -1,5 +1,6 @@
 """The suite's memory budget, measured on every run: the peak memory (proportional set size, PSS) of the test
-process and its children (subprocess CLIs, env workers), sampled every 0.2 s, with the test that was running at the peak.
+process and its children (subprocess CLIs, env workers), sampled every 0.2 s, with the test that was running at
+the peak.
 
 Why enforced here: a single test that loads a model twice or keeps a vocabulary-sized logits tensor per token
 can take the suite past what a small CI machine has (the causal-LM steerer's training test once took 13 GB). The
@@ -7,11 +8,11 @@ budget is ``$STEER_ENVS_TEST_MEMORY_BUDGET_GB`` (default 4); a run above it fail
 
 An inference engine a test starts (a vLLM server, :data:`steer_envs.llm.vllm_engine.ENGINE_PIDS`) is a model
 server, not the suite: its process tree is measured apart and reported beside the suite's peak, outside the budget."""
+
 from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
 
@@ -109,22 +110,32 @@ class MemoryBudget:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         self._stop.set()
         gb = self.peak / 1e9
-        terminalreporter.write_line(f"peak memory of the test processes: {gb:.2f} GB (during {_short(self.peak_test)}); "
-                                    f"budget {self.budget_gb:g} GB")
+        terminalreporter.write_line(
+            f"peak memory of the test processes: {gb:.2f} GB (during {_short(self.peak_test)}); "
+            f"budget {self.budget_gb:g} GB"
+        )
         if self.engine_peak:
-            terminalreporter.write_line(f"peak memory of the inference engines the tests started (outside the budget): "
-                                        f"{self.engine_peak / 1e9:.2f} GB (during {_short(self.engine_peak_test)})")
+            terminalreporter.write_line(
+                f"peak memory of the inference engines the tests started (outside the budget): "
+                f"{self.engine_peak / 1e9:.2f} GB (during {_short(self.engine_peak_test)})"
+            )
         if gb > self.budget_gb:
-            terminalreporter.write_line(f"OVER THE MEMORY BUDGET (${BUDGET_ENV}): look at {_short(self.peak_test)}", red=True)
+            terminalreporter.write_line(
+                f"OVER THE MEMORY BUDGET (${BUDGET_ENV}): look at {_short(self.peak_test)}", red=True
+            )
         # the next heaviest tests: where the margin under the budget is thinnest
         heaviest = sorted(self.test_peaks.items(), key=lambda kv: -kv[1])[:5]
-        terminalreporter.write_line("heaviest tests (peak memory of the process tree while each ran): " + "; ".join(
-            f"{_short(name)} {peak / 1e9:.2f} GB" for name, peak in heaviest))
+        terminalreporter.write_line(
+            "heaviest tests (peak memory of the process tree while each ran): "
+            + "; ".join(f"{_short(name)} {peak / 1e9:.2f} GB" for name, peak in heaviest)
+        )
         # what the test process keeps after a test (caches, models) is carried into every later test's peak
         kept = sorted(self.retained.items(), key=lambda kv: -kv[1])[:5]
         if kept:
-            terminalreporter.write_line("memory the test process kept after a test (largest): " + "; ".join(
-                f"{_short(name)} +{growth / 1e9:.2f} GB" for name, growth in kept))
+            terminalreporter.write_line(
+                "memory the test process kept after a test (largest): "
+                + "; ".join(f"{_short(name)} +{growth / 1e9:.2f} GB" for name, growth in kept)
+            )
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:

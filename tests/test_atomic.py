@@ -1,4 +1,5 @@
 """Atomic writes: a file is the old version or the complete new one, whatever interrupts the writer."""
+
 from __future__ import annotations
 
 import os
@@ -45,9 +46,12 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
 def test_sigkill_in_the_middle_of_a_write_keeps_the_old_file(tmp_path):
     target = tmp_path / "f.json"
     atomic_write_json(target, {"v": 1})
-    code = (f"from steer_envs.atomic import atomic_write_json; atomic_write_json({str(target)!r}, "
-            "{'v': 2, 'pad': 'x' * 100000})")
-    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, KILL_DURING_WRITE_ENV: "1",
-                                                              "PYTHONPATH": str(ROOT)})
+    code = (
+        f"from steer_envs.atomic import atomic_write_json; atomic_write_json({str(target)!r}, "
+        "{'v': 2, 'pad': 'x' * 100000})"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, KILL_DURING_WRITE_ENV: "1", "PYTHONPATH": str(ROOT)}
+    )
     assert proc.returncode == -signal.SIGKILL
     assert target.read_text() == '{\n  "v": 1\n}\n'  # the half-written new version never replaced it

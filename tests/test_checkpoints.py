@@ -1,5 +1,6 @@
 """Checkpoints hold tensors and plain data only: a crafted checkpoint that would run code is refused with a clear
 error (and runs nothing), while real training state (env snapshots, generators, dataclasses) round-trips."""
+
 from __future__ import annotations
 
 import io
@@ -79,8 +80,10 @@ def test_a_crafted_sb3_zip_is_refused(tmp_path):
 def test_plain_data_naming_a_foreign_class_is_refused(tmp_path):
     path = tmp_path / "c.pt"
     tree = json.dumps({"__t__": "object", "cls": "subprocess:Popen", "fields": {"args": ["true"]}}).encode()
-    torch.save({"__steer_envs_checkpoint__": 1, "tensors": [],
-                "tree": torch.frombuffer(bytearray(tree), dtype=torch.uint8)}, path)
+    torch.save(
+        {"__steer_envs_checkpoint__": 1, "tensors": [], "tree": torch.frombuffer(bytearray(tree), dtype=torch.uint8)},
+        path,
+    )
     with pytest.raises(CheckpointError, match="outside steer_envs .* refused"):
         load_checkpoint(path)
 
@@ -100,8 +103,17 @@ def test_env_snapshots_round_trip_and_continue_identically(tmp_path, shared_data
         if not env.step(0)[2]:
             break
     state = env.unwrapped.get_state()
-    save_checkpoint({"state": state, "rng": np.random.default_rng(5), "arr": np.arange(4.0), "pair": (1, "a"),
-                     "ids": {"b", "a"}, "t": torch.arange(3)}, tmp_path / "s.pt")
+    save_checkpoint(
+        {
+            "state": state,
+            "rng": np.random.default_rng(5),
+            "arr": np.arange(4.0),
+            "pair": (1, "a"),
+            "ids": {"b", "a"},
+            "t": torch.arange(3),
+        },
+        tmp_path / "s.pt",
+    )
     back = load_checkpoint(tmp_path / "s.pt")
     assert back["pair"] == (1, "a") and back["ids"] == {"a", "b"} and torch.equal(back["t"], torch.arange(3))
     assert back["arr"].dtype == np.float64 and back["rng"].random() == np.random.default_rng(5).random()
@@ -124,11 +136,16 @@ def test_legacy_pickle_checkpoints_convert_only_when_trusted(tmp_path):
     path = tmp_path / "checkpoint.pt"
     torch.save({"next_round": 2, "weights": torch.ones(2)}, path)  # what earlier versions wrote: a full pickle
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    refused = subprocess.run([sys.executable, "-m", "steer_envs.checkpoints", "convert", str(path)],
-                             capture_output=True, text=True, env=env)
+    refused = subprocess.run(
+        [sys.executable, "-m", "steer_envs.checkpoints", "convert", str(path)], capture_output=True, text=True, env=env
+    )
     assert refused.returncode == 2 and "--trust-this-file" in refused.stderr
-    done = subprocess.run([sys.executable, "-m", "steer_envs.checkpoints", "convert", str(path), "--trust-this-file"],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "steer_envs.checkpoints", "convert", str(path), "--trust-this-file"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     back = load_checkpoint(path)
     assert back["next_round"] == 2 and torch.equal(back["weights"], torch.ones(2))

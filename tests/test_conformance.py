@@ -7,6 +7,7 @@ on every reset and step, and ``spec.nondeterministic`` for simulated and LLM-bac
 Actions come from one generic policy (:func:`act`): a filled ``action_mask`` slot or any index in discrete mode;
 in text mode a catalogue note, ``pass``, a Search-R1 search or answer, or an arbitrary string, so each env sees the
 actions its protocol knows and some it must survive."""
+
 from __future__ import annotations
 
 import pickle
@@ -292,8 +293,9 @@ def test_close_releases_an_llm_executors_connections():
 @pytest.mark.slow
 def test_make_vec_async_with_string_observations():
     env_id = "steer_envs/SearchSteering-v0"
-    async_envs = gym.make_vec(env_id, num_envs=2, vectorization_mode="async",
-                              vector_kwargs={"shared_memory": False}, **KW)
+    async_envs = gym.make_vec(
+        env_id, num_envs=2, vectorization_mode="async", vector_kwargs={"shared_memory": False}, **KW
+    )
     sync_envs = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync", **KW)
     a_obs, _ = async_envs.reset(seed=7)
     s_obs, _ = sync_envs.reset(seed=7)

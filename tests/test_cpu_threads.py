@@ -1,4 +1,5 @@
 """torch's one-thread default applies to CPU runs only, and ``$STEER_ENVS_TORCH_THREADS`` overrides it."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,7 +31,9 @@ def test_a_gpu_device_keeps_torchs_own_setting(restore_threads, monkeypatch):
     torch.set_num_threads(2)
     cpu_thread_default("cpu", "cuda:0")  # a GPU steerer in a CPU-configured trainer is a GPU run
     assert torch.get_num_threads() == 2
-    assert not runs_on_cpu("cuda") and runs_on_cpu("cpu", None) and runs_on_cpu("auto") == (not torch.cuda.is_available())
+    assert (
+        not runs_on_cpu("cuda") and runs_on_cpu("cpu", None) and runs_on_cpu("auto") == (not torch.cuda.is_available())
+    )
 
 
 def test_a_bad_thread_count_says_what_to_give(monkeypatch):

@@ -1,7 +1,8 @@
-"""The one episode module (issue 20, step 1): the record, its JSONL log, the episode loop and the seeds.
+"""The one episode module: the record, its JSONL log, the episode loop and the seeds.
 
-The seeds are checked against the formulas the old copies computed inline, written out here, so a change to any
+The seeds are checked against their formulas, written out here, so a change to any
 derivation (which would change saved episodes and numbers) fails a test."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,19 @@ pytestmark = pytest.mark.filterwarnings("ignore:the simulator's thought sources"
 
 
 def _record(task="nq/1", seed=0, method="m", f1=0.5, **kw):
-    return EpisodeRecord(method=method, task_id=task, benchmark="nq", seed=seed, f1=f1, em=0.0, reward=f1,
-                         interventions=1, executor_turns=3, decisions=3, **kw)
+    return EpisodeRecord(
+        method=method,
+        task_id=task,
+        benchmark="nq",
+        seed=seed,
+        f1=f1,
+        em=0.0,
+        reward=f1,
+        interventions=1,
+        executor_turns=3,
+        decisions=3,
+        **kw,
+    )
 
 
 class _Passer:
@@ -62,8 +74,10 @@ class _Passer:
 def test_log_round_trip_keeps_every_field_and_the_line_format(tmp_path):
     path = tmp_path / "episodes" / "m.jsonl"
     path.parent.mkdir()
-    records = [_record("nq/1", 0, answer="Paris", tokens=17, seconds=0.25),
-               _record("nq/2", 1, failure="retriever down", failed=True)]
+    records = [
+        _record("nq/1", 0, answer="Paris", tokens=17, seconds=0.25),
+        _record("nq/2", 1, failure="retriever down", failed=True),
+    ]
     log = EpisodeLog(path)
     for r in records:
         log.append(r)
@@ -76,11 +90,13 @@ def test_log_round_trip_keeps_every_field_and_the_line_format(tmp_path):
 
 
 def test_a_line_written_before_the_move_reads_back(tmp_path):
-    """A line as the harness wrote it before issue 20 (every field of the old harness record), plus a field a
-    newer version might add: it still parses, and the unknown key is ignored."""
-    line = ('{"answer": null, "benchmark": "nq", "decisions": 2, "em": 1.0, "executor_turns": 2, "f1": 1.0, '
-            '"failed": false, "failure": null, "interventions": 0, "method": "no_supervision", "reward": 1.0, '
-            '"seconds": 0.0031, "seed": 1, "task_id": "nq/14f398dd79fc", "tokens": 287, "from_the_future": 3}\n')
+    """A saved run folder's line (every field of the harness record, no optional one), plus a field a newer version
+    might add: it still parses, and the unknown key is ignored."""
+    line = (
+        '{"answer": null, "benchmark": "nq", "decisions": 2, "em": 1.0, "executor_turns": 2, "f1": 1.0, '
+        '"failed": false, "failure": null, "interventions": 0, "method": "no_supervision", "reward": 1.0, '
+        '"seconds": 0.0031, "seed": 1, "task_id": "nq/14f398dd79fc", "tokens": 287, "from_the_future": 3}\n'
+    )
     path = tmp_path / "old.jsonl"
     path.write_text(line)
     (record,) = read_episode_log(path)
@@ -94,19 +110,22 @@ def test_log_repairs_a_torn_last_line_and_resumes(tmp_path):
     with open(path, "a") as fh:
         fh.write('{"method": "m", "task_id": "t2"')  # killed mid-write
     assert [r.task_id for r in read_episode_log(path)] == ["t1"]  # read-only: the torn tail is skipped ...
-    assert path.read_text().endswith('"t2"')                       # ... and left in place
-    again = EpisodeLog(path)                                      # opening to append repairs it
+    assert path.read_text().endswith('"t2"')  # ... and left in place
+    again = EpisodeLog(path)  # opening to append repairs it
     assert [r.task_id for r in again.records] == ["t1"] and path.read_text().endswith("\n")
     again.append(_record("t2"))
     again.append(_record("t2"))  # a key already in the log is not written twice
     assert [json.loads(x)["task_id"] for x in path.read_text().splitlines()] == ["t1", "t2"]
 
 
-@pytest.mark.parametrize("bad, why", [
-    ("not json at all\n", "not a valid JSON episode record"),
-    ("[1, 2]\n", "expected a JSON object"),
-    ('{"method": "m", "task_id": "t9"}\n', "misses field(s) benchmark, seed, f1, em, reward"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ("not json at all\n", "not a valid JSON episode record"),
+        ("[1, 2]\n", "expected a JSON object"),
+        ('{"method": "m", "task_id": "t9"}\n', "misses field(s) benchmark, seed, f1, em, reward"),
+    ],
+)
 def test_a_bad_line_names_the_file_and_line(tmp_path, bad, why):
     path = tmp_path / "m.jsonl"
     path.write_text(_record("t1").to_line() + "\n" + bad + _record("t3").to_line())
@@ -136,7 +155,11 @@ def test_run_episode_is_play_episode_plus_the_record_and_repeats_under_a_seed(mi
     assert record.key == (task, 0, "label") and info["task_id"] == task
     assert policy.seeds == [seed, seed, seed] and policy.bound is env  # reset with the env's seed, bound to it
     assert (record.reward, record.decisions, record.f1, record.interventions) == (
-        pytest.approx(total), decisions, pytest.approx(info["f1"]), info["interventions"])
+        pytest.approx(total),
+        decisions,
+        pytest.approx(info["f1"]),
+        info["interventions"],
+    )
     assert asdict(record) | {"seconds": 0} == asdict(again) | {"seconds": 0}
     # no task, label or seed index: the env's pick under the seed (the same each time), the policy's name
     picked = env.reset(seed=seed)[1]["task_id"]
@@ -149,9 +172,9 @@ def test_seeds_equal_the_old_derivations():
     tasks = [f"nq/{i:04x}" for i in range(40)] + ["hotpotqa/5a8b57f25542995d1e6f1371", "musique/2hop__1"]
     for t in tasks:
         for s in range(4):
-            # benchmarks/harness/config.py:episode_seed
+            # steer_envs/episodes.py:episode_seed
             assert episode_seed(t, s) == zlib.crc32(f"{t}#{s}".encode()) & 0x7FFFFFFF
-            # baselines/fixed_rule.py:_dev_seeds and benchmarks/headroom.py
+            # baselines/fixed_rule.py:_dev_seeds
             assert dev_episode_seed(t, s) == (zlib.crc32(t.encode()) * 1009 + s) % (2**31 - 1)
         # baselines/handoff.py:coverage_of
         assert calibration_seed(t) == zlib.crc32(t.encode()) & 0x7FFFFFFF
@@ -166,41 +189,44 @@ def test_seeds_equal_the_old_derivations():
     assert len({episode_seed(t, s) for t in tasks for s in range(4)}) == 4 * len(tasks)
 
 
-# -- the old names: re-exports, and deprecated aliases where a name or signature changed ----------------------------
-def test_old_import_paths_are_the_new_names():
-    from agents.base import play_episode as agents_play
-    from benchmarks.harness.config import episode_seed as harness_seed
+# -- one name each: the harness's names are these objects; the removed second names are gone -----------------------
+def test_the_harness_names_are_these_objects():
     from benchmarks.harness.records import EpisodeLog as HarnessLog
     from benchmarks.harness.records import EpisodeRecord as HarnessRecord
     from benchmarks.harness.records import read_records as harness_read
     from benchmarks.harness.runner import run_episode as harness_run
 
-    assert (agents_play, harness_seed, HarnessLog, HarnessRecord, harness_read, harness_run) == (
-        play_episode, episode_seed, EpisodeLog, EpisodeRecord, read_records, run_episode)
+    assert (HarnessLog, HarnessRecord, harness_read, harness_run) == (
+        EpisodeLog,
+        EpisodeRecord,
+        read_records,
+        run_episode,
+    )
 
 
-def test_deprecated_aliases_warn_and_keep_their_old_behaviour(mini_data_dir):
+def test_the_removed_second_names_are_gone():
     import agents.actguide.evaluate as actguide_evaluate
     import agents.base as agents_base
     import steer_envs.integrations.trl as trl
 
-    with pytest.warns(DeprecationWarning, match="steer_envs.episodes.EpisodeRecord"):
-        assert actguide_evaluate.EvalEpisode is EpisodeRecord
-    with pytest.warns(DeprecationWarning, match="row_seed"):
-        assert trl.episode_seed is row_seed
-    with pytest.warns(DeprecationWarning, match="method="):
-        old = agents_base.EpisodeRecord(task_id="nq/1", benchmark="nq", seed=7, policy="p", reward=1.0, f1=1.0,
-                                        em=1.0, interventions=0, executor_turns=2, decisions=2)
-    assert isinstance(old, EpisodeRecord) and old.method == "p" and old.key == ("nq/1", 7, "p")
-    with pytest.warns(DeprecationWarning, match="use EpisodeRecord.method"):
-        assert old.policy == "p"
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="no `extra` field"):
-        agents_base.EpisodeRecord("nq/1", "nq", 7, "p", 1.0, 1.0, 1.0, 0, 2, 2, extra={"note": 1})
-    env = _env(mini_data_dir)
-    policy = _Passer()
-    task = env.unwrapped.tasks[0].id
-    with pytest.warns(DeprecationWarning, match="steer_envs.episodes.run_episode"):
-        legacy = agents_base.run_episode(env, policy, 11, task)
-    assert legacy.method == "passer" and legacy.seed == 11 and legacy.task_id == task
-    with pytest.raises(AttributeError):
-        agents_base.no_such_name  # noqa: B018
+    for module, name in [
+        (actguide_evaluate, "EvalEpisode"),
+        (trl, "episode_seed"),
+        (agents_base, "EpisodeRecord"),
+        (agents_base, "run_episode"),
+        (agents_base, "play_episode"),
+    ]:
+        assert not hasattr(module, name), f"{module.__name__}.{name}"
+    record = EpisodeRecord(
+        method="p",
+        task_id="nq/1",
+        benchmark="nq",
+        seed=7,
+        f1=1.0,
+        em=1.0,
+        reward=1.0,
+        interventions=0,
+        executor_turns=2,
+        decisions=2,
+    )
+    assert not hasattr(record, "policy") and record.key == ("nq/1", 7, "p")

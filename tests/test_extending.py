@@ -1,6 +1,8 @@
 """docs/extending.md, executed: the plugin package it describes is written out, installed offline into a folder
 of this test, checked with ``check_executor``, run in an env (async spawned workers included) and through
-``steer-envs eval``. Nothing registers the plugin but its entry points."""
+``steer-envs eval``. Nothing registers the plugin but its entry points. The page's script runs as a reader runs it:
+saved as a file, ``python check_firsthit.py`` in a fresh process."""
+
 from __future__ import annotations
 
 import os
@@ -10,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.blocks import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
@@ -34,20 +38,31 @@ def test_the_guide_builds_installs_checks_and_evaluates_a_plugin_executor(tmp_pa
         path.write_text(code, encoding="utf-8")
     site = tmp_path / "site"
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-cache-dir",
-         "--disable-pip-version-check", "--target", str(site), str(tmp_path / "steer-envs-firsthit")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--target",
+            str(site),
+            str(tmp_path / "steer-envs-firsthit"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert install.returncode == 0, install.stderr
     assert list(site.glob("steer_envs_firsthit-*.dist-info/entry_points.txt"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
 
-    (kind, script), = _blocks("run")[:1]
+    ((kind, script),) = _blocks("run")[:1]
     assert kind == "python"
-    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
-    out = run.stdout
+    out = run_script(script, tmp_path, "check_firsthit.py", PYTHONPATH=env["PYTHONPATH"]).stdout  # as the page says
     assert "check_executor(firsthit:) on 2 task(s): 5 checks passed" in out
     answered = re.search(r"firsthit answered '(.*?)' after (\d+) turns", out)
     assert answered and answered.group(1) != "unknown" and int(answered.group(2)) == 2
@@ -55,7 +70,7 @@ def test_the_guide_builds_installs_checks_and_evaluates_a_plugin_executor(tmp_pa
     assert "Nobel Prize in Physics" in titles
     assert re.search(r"async workers: \['<search> .*'\] turns \[1, 1\]", out)
 
-    (kind, command), = _blocks("run")[1:]
+    ((kind, command),) = _blocks("run")[1:]
     assert kind == "bash"
     command = command.replace("\\\n", " ").replace("steer-envs ", f"{sys.executable} -m steer_envs ", 1)
     cli = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

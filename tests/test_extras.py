@@ -1,4 +1,5 @@
 """A missing optional dependency names the extra that installs it."""
+
 import pytest
 
 from steer_envs.errors import SteerEnvsError

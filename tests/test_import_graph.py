@@ -1,4 +1,4 @@
-"""The project's import graph has no circle, and the floors point one way (issue 20, acceptance).
+"""The project's import graph has no circle, and the floors point one way.
 
 The graph is built from the source with :mod:`ast`, without importing anything, over the four packages
 (``steer_envs``, ``agents``, ``baselines``, ``benchmarks``). An edge ``a -> b`` means running module ``a`` can
@@ -20,7 +20,11 @@ import module ``b``:
   re-exports a submodule look circular. A package's ``__init__`` importing its own submodules is an ordinary edge.
 
 Lazy ``"module:function"`` strings in registries are data, not imports, and are not edges.
+
+The one-off studies (``studies/``, run from a checkout) stand apart: they import the product, and no module of the
+installed packages imports them (:func:`study_imports`, over the same imports as the graph's, each as written).
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,7 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("steer_envs", "agents", "baselines", "benchmarks")
 #: what ``steer_envs`` (the bottom floor) must never import
-UPPER_FLOORS = ("agents", "baselines", "benchmarks")
+UPPER_FLOORS = ("agents", "baselines", "benchmarks", "studies")
+#: the top-level folder of the one-off studies: not installed, imported by no installed module
+STUDIES = "studies"
 
 
 def module_files(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
@@ -64,13 +70,41 @@ def _targets(node: ast.AST, module: str, files: dict[str, Path]) -> list[str]:
             base = node.module or ""
         named = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in files]
         return [base, *named]
-    if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)):
+    if (
+        isinstance(node, ast.Call)
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if name == "import_module" and not node.args[0].value.startswith("."):
             return [node.args[0].value]
     return []
+
+
+def imported_names(tree: ast.AST, module: str, files: dict[str, Path]) -> list[str]:
+    """Every module name one module's imports and ``importlib.import_module("x")`` calls name, as written (resolved
+    only for relative imports): unlike :func:`_targets`, names outside the walked packages are kept."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names += [node.module or "", *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            names += _targets(node, module, files)
+    return names
+
+
+def study_imports(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES, studies: str = STUDIES) -> list[str]:
+    """``module -> name`` for every import of a study (``studies`` or below) by a module of ``packages``."""
+    files = module_files(root, packages)
+    found = []
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found += sorted(
+            {f"{module} -> {name}" for name in imported_names(tree, module, files) if name.split(".")[0] == studies}
+        )
+    return found
 
 
 def import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
@@ -159,27 +193,62 @@ def _circle(graph: dict[str, set[str]], component: set[str]) -> list[str]:
 def test_no_import_circle():
     cycles = find_cycles(import_graph())
     assert not cycles, "import circles (a -> b: a imports b; one circle per tangle):\n" + "\n".join(
-        " -> ".join(c) for c in cycles)
+        " -> ".join(c) for c in cycles
+    )
 
 
 def test_steer_envs_imports_no_upper_floor():
     graph = import_graph()
-    bad = sorted(f"{module} -> {target}" for module, targets in graph.items() if module.split(".")[0] == "steer_envs"
-                 for target in targets if target.split(".")[0] in UPPER_FLOORS)
-    assert not bad, "steer_envs must not import agents, baselines or benchmarks:\n" + "\n".join(bad)
+    bad = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module.split(".")[0] == "steer_envs"
+        for target in targets
+        if target.split(".")[0] in UPPER_FLOORS
+    )
+    assert not bad, "steer_envs must not import agents, baselines, benchmarks or studies:\n" + "\n".join(bad)
+
+
+def test_no_installed_module_imports_a_study():
+    assert (ROOT / STUDIES / "__init__.py").is_file()  # the folder the rule is about is where it says
+    bad = study_imports()
+    assert not bad, "studies/ is not installed; nothing installed may import it:\n" + "\n".join(bad)
+
+
+def test_study_imports_are_found_in_every_form(tmp_path):
+    """Each form of import a package could reach a study with makes the check fail, on a tree made here."""
+    forms = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "import studies.x.run\n",
+        "pkg/b.py": "def f():\n    from studies.x import run\n",
+        "pkg/c.py": "import importlib\nimportlib.import_module('studies.y')\n",
+        "pkg/d.py": "from studies import x\n",
+        "pkg/ok.py": "import studies_like\nfrom . import a\n",
+    }
+    for name, text in forms.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert study_imports(tmp_path, ("pkg",)) == [
+        "pkg.a -> studies.x.run",
+        "pkg.b -> studies.x",
+        "pkg.b -> studies.x.run",
+        "pkg.c -> studies.y",
+        "pkg.d -> studies",
+        "pkg.d -> studies.x",
+    ]
 
 
 def test_graph_rules_on_a_small_tree(tmp_path):
     """The graph's rules, on a tree made here: each rule can make the checks fail."""
     files = {
-        "pkg/__init__.py": "from .a import A\n",             # an __init__ importing its submodule: an edge
-        "pkg/a.py": "from . import b\nA = 1\n",              # from-import of a submodule -> pkg.b, not pkg
+        "pkg/__init__.py": "from .a import A\n",  # an __init__ importing its submodule: an edge
+        "pkg/a.py": "from . import b\nA = 1\n",  # from-import of a submodule -> pkg.b, not pkg
         "pkg/b.py": "def f():\n    from pkg.sub import c\n",  # function level; pkg.sub.c and pkg.sub
         "pkg/errors.py": "",
         "pkg/sub/__init__.py": "",
         "pkg/sub/c.py": "from .. import errors\nimport importlib\nimportlib.import_module('low.x')\n",
         "low/__init__.py": "",
-        "low/x.py": "import pkg.b\n",                          # pkg.b and pkg (low is not inside pkg)
+        "low/x.py": "import pkg.b\n",  # pkg.b and pkg (low is not inside pkg)
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -192,6 +261,8 @@ def test_graph_rules_on_a_small_tree(tmp_path):
     assert graph["low.x"] == {"pkg", "pkg.b"}
     assert find_cycles(graph) == [["low.x", "pkg.b", "pkg.sub.c", "low.x"]]  # the shortest circle of the component
     (tmp_path / "low/x.py").write_text("def g():\n    import pkg.errors\n")  # still runs pkg/__init__
-    assert find_cycles(import_graph(tmp_path, ("pkg", "low"))) == [["low.x", "pkg", "pkg.a", "pkg.b", "pkg.sub.c", "low.x"]]
+    assert find_cycles(import_graph(tmp_path, ("pkg", "low"))) == [
+        ["low.x", "pkg", "pkg.a", "pkg.b", "pkg.sub.c", "low.x"]
+    ]
     (tmp_path / "pkg/__init__.py").write_text("")
     assert find_cycles(import_graph(tmp_path, ("pkg", "low"))) == []

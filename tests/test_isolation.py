@@ -3,6 +3,7 @@
 A child pytest runs :func:`test_side_effect_probe` (the parts of the stack that write on their own: onnxruntime's
 device-id file, matplotlib's font cache, Stable-Baselines3's logger folders, the index cache of a CLI command)
 with an empty ``HOME``; the home folder must still be empty afterwards."""
+
 from __future__ import annotations
 
 import os
@@ -38,13 +39,29 @@ def test_side_effect_probe(tmp_path, capsys):
 def test_the_suite_writes_nothing_in_the_home_folder(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR",
-                                                             "SB3_LOGDIR", "PYTHONPATH")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR", "SB3_LOGDIR", "PYTHONPATH")
+    }
     env.update(HOME=str(home), PYTHONPATH=str(ROOT))
     child = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
-         f"{Path(__file__).relative_to(ROOT)}::test_side_effect_probe"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "ignore",
+            f"{Path(__file__).relative_to(ROOT)}::test_side_effect_probe",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
     written = sorted(str(p.relative_to(home)) for p in home.rglob("*"))

@@ -6,6 +6,7 @@ standard-library module it imports unconditionally exists there (``tomllib`` arr
 import guarded by an ``if``/``try`` is the fallback pattern and is allowed). The floor interpreter comes from
 pyenv on the reference machine; a machine without it skips with the reason.
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,7 +32,9 @@ def declared_floor() -> tuple[int, int]:
 
 def floor_interpreter(version: tuple[int, int]) -> str | None:
     name = f"python{version[0]}.{version[1]}"
-    candidates = [shutil.which(name)] + sorted(Path.home().glob(f".pyenv/versions/{version[0]}.{version[1]}.*/bin/python"))
+    candidates = [shutil.which(name)] + sorted(
+        Path.home().glob(f".pyenv/versions/{version[0]}.{version[1]}.*/bin/python")
+    )
     for candidate in candidates:
         if candidate and subprocess.run([str(candidate), "-c", "pass"], capture_output=True).returncode == 0:
             return str(candidate)
@@ -69,18 +72,29 @@ def test_every_module_compiles_and_finds_its_stdlib_on_the_floor_interpreter(tmp
     floor = declared_floor()
     python = floor_interpreter(floor)
     if python is None:
-        pytest.skip(f"no Python {floor[0]}.{floor[1]} interpreter on this machine (pyenv provides one on the reference machine)")
+        pytest.skip(
+            f"no Python {floor[0]}.{floor[1]} interpreter on this machine (pyenv provides one on the reference machine)"
+        )
     files = sources()
     assert len(files) > 100, "the package sources were not found"
     # compile() in memory: compileall would write cpython-3xx .pyc files beside the sources
     compile_all = "import sys\nfor f in sys.argv[1:]:\n    compile(open(f, encoding='utf-8').read(), f, 'exec')"
-    compiled = subprocess.run([python, "-c", compile_all, *map(str, files)], capture_output=True, text=True, cwd=tmp_path)
+    compiled = subprocess.run(
+        [python, "-c", compile_all, *map(str, files)], capture_output=True, text=True, cwd=tmp_path
+    )
     assert compiled.returncode == 0, f"sources do not compile on {python}:\n{compiled.stdout}{compiled.stderr}"
     needed = sorted(set().union(*(unconditional_stdlib_imports(p) for p in files)))
-    probe = "import importlib.util, json, sys; print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"
-    missing = json.loads(subprocess.run([python, "-c", probe, *needed], capture_output=True, text=True, check=True).stdout)
-    assert not missing, (f"standard-library modules missing on Python {floor[0]}.{floor[1]}: {missing}; guard them "
-                         "with a version check and a backport (see agents/configio.py), or raise requires-python")
+    probe = (
+        "import importlib.util, json, sys; "
+        "print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"
+    )
+    missing = json.loads(
+        subprocess.run([python, "-c", probe, *needed], capture_output=True, text=True, check=True).stdout
+    )
+    assert not missing, (
+        f"standard-library modules missing on Python {floor[0]}.{floor[1]}: {missing}; guard them "
+        "with a version check and a backport (see agents/configio.py), or raise requires-python"
+    )
 
 
 def test_the_stdlib_check_sees_an_unguarded_import(tmp_path):
@@ -88,6 +102,8 @@ def test_the_stdlib_check_sees_an_unguarded_import(tmp_path):
     plain = tmp_path / "plain.py"
     plain.write_text("import tomllib\n")
     guarded = tmp_path / "guarded.py"
-    guarded.write_text("import sys\nif sys.version_info >= (3, 11):\n    import tomllib\nelse:\n    import tomli as tomllib\n")
+    guarded.write_text(
+        "import sys\nif sys.version_info >= (3, 11):\n    import tomllib\nelse:\n    import tomli as tomllib\n"
+    )
     assert "tomllib" in unconditional_stdlib_imports(plain)
     assert unconditional_stdlib_imports(guarded) == {"sys"}

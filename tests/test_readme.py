@@ -1,11 +1,23 @@
-"""The README's promises: the two set-up commands match CI, and the ten-line example runs as printed."""
+"""The README's promises: the two set-up commands match CI, and its examples run as a reader runs them (each
+Python block saved as a file and run with ``python FILE`` in a fresh process) and print what the text says. The
+command reference it links to (``docs/cli.md``) lists every command with its memory and disk."""
+
+import ast
 import re
+import shlex
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.blocks import block_after, run_script, script_env
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+CLI_DOC = ROOT / "docs" / "cli.md"
 
 
 def test_readme_opens_with_the_two_commands_and_ci_runs_the_same_tests():
@@ -19,21 +31,24 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_same_tests():
     assert test in ci
 
 
-def test_ten_line_example_runs_and_visibly_steers(capsys):
-    example = re.search(r"## Ten lines of Python\n\n```python\n(.*?)```", README, re.S).group(1)
+def test_ten_line_example_runs_and_visibly_steers(tmp_path):
+    """Saved as a file and run: the two printed lines are what the sentence under the block says they are."""
+    example = block_after(README, "## Ten lines of Python")
     assert len([line for line in example.strip().splitlines() if line.strip()]) <= 11
-    exec(compile(example, "README.md", "exec"), {})
-    rows = [dict(re.findall(r"(\w+)=([\d.]+)", line)) for line in capsys.readouterr().out.splitlines()]
-    assert len(rows) == 2 and all(0.0 <= float(r["f1"]) <= 1.0 and int(r["turns"]) >= 1 for r in rows)
-    assert rows[0]["interventions"] == "0" and rows[1]["interventions"] == "1"  # the rule fired: it steered
+    out = run_script(example, tmp_path).stdout.splitlines()
+    rows = [dict(re.findall(r"(\w+)=([\d.]+)", line)) | {"answer": line.split("answer=", 1)[1]} for line in out]
+    assert len(rows) == 2
+    assert rows[0]["interventions"] == "0" and rows[1]["interventions"] == "1"  # the note was sent once
+    assert (rows[0]["f1"], rows[1]["f1"]) == ("0.00", "1.00")  # "(f1=0.00)" ... "(f1=1.00)" in the README
+    assert rows[0]["answer"] != rows[1]["answer"]  # and the printed answers show what changed
+    assert "(f1=0.00)" in README and "(f1=1.00)" in README
 
 
-def test_sb3_quick_start_runs_as_written(capsys):
+def test_sb3_quick_start_runs_as_written(tmp_path):
     import steer_envs.envs.catalogue as catalogue
 
-    example = re.search(r"## Stable-Baselines3\n.*?```python\n(.*?)```", README, re.S).group(1)
-    exec(compile(example, "README.md", "exec"), {})
-    decision = capsys.readouterr().out.strip().removeprefix("first decision: ")
+    example = block_after(README, "## Stable-Baselines3")
+    decision = run_script(example, tmp_path).stdout.strip().removeprefix("first decision: ")
     assert decision in [t.name for t in catalogue.STEERING]
 
 
@@ -42,30 +57,78 @@ def test_every_command_is_in_the_command_table_with_its_memory_and_disk():
     from steer_envs.cli.registry import COMMANDS
 
     build_parser()  # loads the commands of agents / benchmarks too
-    table = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
-    memory = README.split("### Memory and disk", 1)[1].split("\n## ", 1)[0]
+    assert "(docs/cli.md)" in README  # the README links the reference
+    reference = CLI_DOC.read_text(encoding="utf-8")
+    table = reference.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    memory = reference.split("\n## Memory and disk\n", 1)[1].split("\n## ", 1)[0]
     for name in COMMANDS:
-        assert f"`steer-envs {name}" in table, f"steer-envs {name} is missing from the README's command table"
-        assert f"| `{name}" in memory, f"steer-envs {name} is missing from the README's memory and disk table"
+        assert f"`steer-envs {name}" in table, f"steer-envs {name} is missing from docs/cli.md's command table"
+        assert f"| `{name}" in memory, f"steer-envs {name} is missing from docs/cli.md's memory and disk table"
     assert "python -m pytest" in memory
 
 
+def _cli(command: str) -> list[str]:
+    """A README command line as this interpreter runs it (``steer-envs`` -> ``python -m steer_envs``)."""
+    words = shlex.split(command)
+    assert words[0] == "steer-envs", command
+    return [sys.executable, "-m", "steer_envs", *words[1:]]
+
+
 @pytest.mark.slow
-def test_trl_quick_start_runs_as_written(capsys, tmp_path, monkeypatch):
-    """The README's TRL block, exec'd as written; ``STEER_ENVS_TRL_MODEL`` points it at the tiny tool-calling model
-    of tests/integrations (no network: the block's default is a Hub id)."""
+def test_trl_quick_start_runs_as_written(tmp_path):
+    """The README's TRL commands in a fresh folder, offline: the bash line writes the tiny tool-calling model (a
+    copy of the build the TRL tests cache), the Python block, saved as a file, trains two GRPO steps on it."""
     pytest.importorskip("trl")
     from tests.integrations.test_trl import tool_model_and_data
 
-    path, _ = tool_model_and_data()
-    monkeypatch.setenv("STEER_ENVS_TRL_MODEL", str(path))
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    monkeypatch.chdir(tmp_path)  # the block's output_dir is relative
-    example = re.search(r"## Training with TRL, serving with OpenEnv\n.*?```python\n(.*?)```", README, re.S).group(1)
-    exec(compile(example, "README.md", "exec"), {})
-    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("rewards:")][-1]
-    rewards = eval(line.removeprefix("rewards:"))  # noqa: S307 - a list of floats printed by the block
+    tool_model_and_data()  # the cached build the command copies (shared with the TRL tests)
+    heading = "## Training with TRL, serving with OpenEnv"
+    (command,) = [line for line in block_after(README, heading, "bash").splitlines() if line.strip()]
+    build = subprocess.run(_cli(command), cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stderr[-3000:]
+    assert "wrote a tiny tool-calling model" in build.stdout
+    out = run_script(block_after(README, heading), tmp_path, TRL_EXPERIMENTAL_SILENCE="1", HF_HUB_OFFLINE="1")
+    line = [x for x in out.stdout.splitlines() if x.startswith("rewards:")][-1]
+    rewards = ast.literal_eval(line.removeprefix("rewards:").strip())
     assert len(rewards) == 2 and all(0.0 <= r <= 1.0 for r in rewards)
+
+
+def _wait_for_health(url: str, server: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert server.poll() is None, server.communicate()[1][-3000:]
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise AssertionError(f"serve-env was not ready at {url} within {timeout} s")
+
+
+@pytest.mark.slow
+def test_serve_env_block_answers_the_question_it_reset_to(tmp_path):
+    """The README's serve-env block: the server started as written (another port), the client saved as a file and
+    run; it searches and answers the question its reset drew, so it gets the reward it prints."""
+    pytest.importorskip("openenv")
+    from steer_envs.llm.vllm_engine import free_port
+
+    block = block_after(README, "## Training with TRL, serving with OpenEnv", "bash", index=1)
+    serve, client = block.split("\npython -c '", 1)
+    port = str(free_port())
+    command = _cli(serve.strip().removesuffix("&").replace("8001", port))
+    server = subprocess.Popen(
+        command, cwd=tmp_path, env=script_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _wait_for_health(f"http://127.0.0.1:{port}", server)
+        code = client.rsplit("\n'", 1)[0].replace("8001", port)
+        out = run_script(code, tmp_path, timeout=300).stdout.split()
+        assert out == ["1.0", "True"], out  # "# 1.0 True: the gold answer"
+        assert "1.0 True" in block
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def test_the_gpu_training_config_is_a_valid_steering_config(tmp_path):

@@ -1,35 +1,36 @@
-"""ACTGUIDE reference plans under their own name (issue 20, step 6): ``steer_envs.reference_plans`` and
-``ReferencePlanHint`` are the primary names; the old "guidance" names are the same objects and keep working."""
+"""ACTGUIDE reference plans have one home, ``steer_envs.reference_plans``, and one name each; the wrapper that
+shows them is ``steer_envs.wrappers.ReferencePlanHint``, and the CLI command is ``steer-envs reference-plans``."""
+
 from __future__ import annotations
 
-import warnings
+import importlib
 
 import gymnasium as gym
 import pytest
 
 import steer_envs  # noqa: F401
-from steer_envs import guidance, reference_plans
-from steer_envs.wrappers import ActionGuidance, ReferencePlanHint
+from steer_envs import reference_plans, wrappers
+from steer_envs.cli.main import build_parser
+from steer_envs.envs.base import UnknownOptionError
 
 KW = {"split": "train", "benchmarks": ["musique"]}
 
 
-def test_new_names_are_the_old_objects():
-    assert reference_plans.ReferencePlan is guidance.ReferenceSequence
-    assert reference_plans.PlanAction is guidance.GuidanceAction
-    assert reference_plans.ReferencePlans is guidance.ActionData
-    assert reference_plans.load_reference_plans is guidance.load_action_data
-    assert reference_plans.format_plan_hint is guidance.format_hint
-    assert reference_plans.ReferencePlanHint is ReferencePlanHint
+def test_one_home_and_one_name():
     assert set(reference_plans.__all__) <= set(dir(reference_plans))
+    for module in ("steer_envs.guidance", "steer_envs.deprecation", "steer_envs.wrappers.guidance"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(module)
+    assert not hasattr(wrappers, "ActionGuidance")
+    parser = build_parser()
+    assert parser.parse_args(["reference-plans", "coverage"]).command == "reference-plans"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["guidance", "coverage"])
 
 
-def test_the_old_wrapper_name_warns_and_gives_the_same_episodes():
-    new = ReferencePlanHint(gym.make("steer_envs/GuidedSearch-v0", **KW), k=2)
-    with pytest.warns(DeprecationWarning, match="ReferencePlanHint"):
-        old = ActionGuidance(gym.make("steer_envs/GuidedSearch-v0", **KW), k=2)
-    (obs_new, info_new), (obs_old, info_old) = new.reset(seed=4), old.reset(seed=4)
-    assert obs_new["prompt"] == obs_old["prompt"] and info_new["plan_k"] == info_old["plan_k"] == 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        ReferencePlanHint(gym.make("steer_envs/GuidedSearch-v0", **KW))  # the primary name does not warn
+def test_the_plan_options_have_one_name():
+    env = wrappers.ReferencePlanHint(gym.make("steer_envs/GuidedSearch-v0", **KW), k=2)
+    _, info = env.reset(seed=4)
+    assert info["plan_k"] == 2 and "guidance_k" not in info
+    with pytest.raises(UnknownOptionError, match="'guidance_mode'"):
+        gym.make("steer_envs/GuidedSearch-v0", guidance_mode="prefix", **KW)

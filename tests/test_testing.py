@@ -1,4 +1,5 @@
 """``steer_envs.testing.check_executor``: it passes the built-in executors and catches each kind of broken one."""
+
 from __future__ import annotations
 
 import random
@@ -11,8 +12,9 @@ from steer_envs.executors.llm_search import LLMSearchExecutor, LLMSearchSettings
 from steer_envs.testing import ExecutorCheckError, check_executor
 from tests.llm.support import ScriptedBackend
 
-TASKS = [Task(id=f"t{i}", question=f"who wrote book {i}?", golden_answers=("someone",), benchmark="nq")
-         for i in range(2)]
+TASKS = [
+    Task(id=f"t{i}", question=f"who wrote book {i}?", golden_answers=("someone",), benchmark="nq") for i in range(2)
+]
 
 
 class Toy(Executor):
@@ -30,8 +32,9 @@ class Toy(Executor):
     def _turn(self) -> TurnResult:
         if self.stats.turns == 0 or self.extra:
             word = self.extra.pop() if self.extra else self.rng.choice(self.task.question.split())
-            return TurnResult("search", f"<search> {word} </search>", "\n<information>Doc 1(Title: x) y</information>\n",
-                              query=word)
+            return TurnResult(
+                "search", f"<search> {word} </search>", "\n<information>Doc 1(Title: x) y</information>\n", query=word
+            )
         guess = f"{self.rng.random():.3f}"
         return TurnResult("answer", f"<answer> {guess} </answer>", answer=guess)
 
@@ -119,14 +122,17 @@ class NeverEnds(Toy):
         return result
 
 
-@pytest.mark.parametrize("broken, check, hint", [
-    (BadKind, "protocol", "TurnResult of kind"),
-    (NeverEnds, "protocol", "did not end within max_turns"),
-    (Unseeded, "determinism", "seed given to reset"),
-    (SharedState, "fork independence", "reached the original"),
-    (ForgetsState, "state round trip", "did not restore|diverged|did not continue"),
-    (ReadOnlyThatListens, "interventions", "must refuse intervene"),
-])
+@pytest.mark.parametrize(
+    "broken, check, hint",
+    [
+        (BadKind, "protocol", "TurnResult of kind"),
+        (NeverEnds, "protocol", "did not end within max_turns"),
+        (Unseeded, "determinism", "seed given to reset"),
+        (SharedState, "fork independence", "reached the original"),
+        (ForgetsState, "state round trip", "did not restore|diverged|did not continue"),
+        (ReadOnlyThatListens, "interventions", "must refuse intervene"),
+    ],
+)
 def test_each_broken_executor_fails_its_check_with_a_fix(broken, check, hint):
     with pytest.raises(ExecutorCheckError, match=rf"\[{check}\] task 't0': .*({hint})"):
         check_executor(broken, TASKS)

@@ -1,24 +1,43 @@
 """steer_envs.text: each helper on real question / passage text, and the old homes re-exporting it."""
+
 from __future__ import annotations
 
 import pytest
 
 from steer_envs import text
 from steer_envs.text import (
-    CANDIDATE_STOP_WORDS, FEATURE_STOP_WORDS, NO_WORDS, OBSERVER_STOP_WORDS, PIPELINE_OPENERS, RELATION_STOP_WORDS,
-    SITUATION_STOP_WORDS, STOP_WORDS, content_words, entities, normalize_query, query_key, sentences, similarity,
-    split_sentences, tokens, words,
+    CANDIDATE_STOP_WORDS,
+    FEATURE_STOP_WORDS,
+    NO_WORDS,
+    OBSERVER_STOP_WORDS,
+    PIPELINE_OPENERS,
+    RELATION_STOP_WORDS,
+    SITUATION_STOP_WORDS,
+    STOP_WORDS,
+    content_words,
+    entities,
+    normalize_query,
+    query_key,
+    sentences,
+    similarity,
+    split_sentences,
+    tokens,
+    words,
 )
 
 # real questions of the shipped data (HotpotQA, TriviaQA, 2Wiki) and a real passage
 COMPARISON = "Were Scott Derrickson and Ed Wood of the same nationality?"
 WHOSE = "Whose play about the Salem witch trials in the 17th century drew parallels to McCarthyism in the 1950s?"
-ROC = ("The Republic of China (ROC) did not compete at the Montreal Olympics in 1976 because the People's Republic "
-       "of China (PRC) pressured the organisers to stop them competing under that name. What name did the ROC use "
-       "when it next competed in 1984?")
-PASSAGE = ("Wilhelm Conrad Röntgen was a German mechanical engineer and physicist. In 1895 he produced and detected "
-           "electromagnetic radiation in a wavelength range known as X-rays!  He received the first Nobel Prize in "
-           "Physics in 1901.")
+ROC = (
+    "The Republic of China (ROC) did not compete at the Montreal Olympics in 1976 because the People's Republic "
+    "of China (PRC) pressured the organisers to stop them competing under that name. What name did the ROC use "
+    "when it next competed in 1984?"
+)
+PASSAGE = (
+    "Wilhelm Conrad Röntgen was a German mechanical engineer and physicist. In 1895 he produced and detected "
+    "electromagnetic radiation in a wavelength range known as X-rays!  He received the first Nobel Prize in "
+    "Physics in 1901."
+)
 
 
 def test_words_lowercase_ascii_runs():
@@ -27,7 +46,14 @@ def test_words_lowercase_ascii_runs():
 
 
 def test_tokens_keep_names_whole():
-    assert tokens("the People's Republic of Röntgen’s time") == ["the", "People's", "Republic", "of", "Röntgen’s", "time"]
+    assert tokens("the People's Republic of Röntgen’s time") == [
+        "the",
+        "People's",
+        "Republic",
+        "of",
+        "Röntgen’s",
+        "time",
+    ]
 
 
 def test_content_words_use_the_named_list():
@@ -49,7 +75,14 @@ def test_entities_drop_openers_and_stop_phrases():
     # trailing particles stay in the phrase (kept as it was: simulated queries are built from these phrases)
     assert entities(COMPARISON) == ["Scott Derrickson and Ed Wood of the"]
     assert entities(WHOSE) == ["Salem", "McCarthyism"]
-    assert entities(ROC) == ["Republic of China", "ROC", "Montreal Olympics", "People's Republic of China", "PRC", "ROC"]
+    assert entities(ROC) == [
+        "Republic of China",
+        "ROC",
+        "Montreal Olympics",
+        "People's Republic of China",
+        "PRC",
+        "ROC",
+    ]
     # every phrase kept: the mid-question "What" stays; the pipeline's narrower openers keep "Whose"
     assert "What" in entities(ROC, skip=NO_WORDS)
     assert entities(WHOSE, openers=PIPELINE_OPENERS, skip=NO_WORDS) == ["Whose", "Salem", "McCarthyism"]
@@ -132,8 +165,10 @@ def test_candidate_rules_give_clean_searchable_names():
     # document spans: positions of the pattern match ("The" trimmed, the match's start kept); a span of function
     # words only ("Who Was") is dropped
     assert text.entity_spans(DRUMMER, text.CANDIDATE_SPAN_RULES) == [("Beatles", 18, 29)]
-    assert text.entity_spans(TWO, text.CANDIDATE_SPAN_RULES) == [("Anne of Cleves", 15, 29),
-                                                                  ("Who Was the King of England", 31, 58)]
+    assert text.entity_spans(TWO, text.CANDIDATE_SPAN_RULES) == [
+        ("Anne of Cleves", 15, 29),
+        ("Who Was the King of England", 31, 58),
+    ]
 
 
 def test_argument_rules_drop_phrases_that_open_with_a_particle():
@@ -184,5 +219,5 @@ def test_no_second_entity_extractor_in_the_sources():
             if path.name != "text.py" or path.parent.name != "steer_envs":  # a capitalised-word regex elsewhere
                 patterns += [f"{path.relative_to(root)}" for _ in re.findall(r"\[A-Z\]\[\\w", source)]
     # what `grep -rn "def .*entities" steer_envs agents baselines benchmarks` finds: the one extractor only
-    assert len(defs) == 1 and defs[0].startswith("steer_envs/text.py: def entities(text: str, rules:"), defs
+    assert defs == ["steer_envs/text.py: def entities("], defs
     assert patterns == [], patterns

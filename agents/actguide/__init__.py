@@ -1,4 +1,4 @@
-"""ACTGUIDE-RL (PAPERS.md B): learning a search policy past its barrier with action guidance.
+"""ACTGUIDE-RL: learning a search policy past its barrier with action guidance.
 
 * :mod:`.policy` / :mod:`.causal_lm`: the learners (a CPU network over GuidedSearch-v0's admissible set that reads
   the hint; a causal LM in text mode with token log-probs);

@@ -1,4 +1,4 @@
-"""Barrier diagnostics (PAPERS.md B): where a policy's success potential collapses and how guidance recovers it.
+"""Barrier diagnostics: where a policy's success potential collapses and how guidance recovers it.
 
 For a task set and a policy:
 
@@ -16,6 +16,7 @@ For a task set and a policy:
 Env steps of the prefix-level probes are counted as spent (forking) and as they would be restarting each probe
 from the prompt.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,6 +50,11 @@ class BarrierReport:
     delta_logit: dict[int, float] = field(default_factory=dict)
     fork_env_steps: int = 0
     restart_env_steps: int = 0
+    #: the per-task values behind ``prefix_pass`` and ``prompt_pass`` (k -> one 0/1 per measured task) and ``M`` (one
+    #: Ψ̂ row per task, NaN where unmeasured): what a task-resampled interval needs
+    prefix_by_task: dict[int, list[float]] = field(default_factory=dict)
+    prompt_by_task: dict[int, list[float]] = field(default_factory=dict)
+    potential_by_task: list[list[float]] = field(default_factory=list)
     #: measurements left out because every rollout behind them failed on a service (``steer_envs.failures``): a
     #: failure is no outcome, so it neither lowers a Pass@K nor enters M_t
     unknown: int = 0
@@ -61,8 +67,9 @@ class BarrierReport:
         return {**asdict(self), "fork_ratio": self.fork_ratio}
 
 
-def _potential_along(env: GuidedSearchEnv, learner, task_id: str, seed: int, K: int, horizon: int,
-                     generator: torch.Generator) -> list[float]:
+def _potential_along(
+    env: GuidedSearchEnv, learner, task_id: str, seed: int, K: int, horizon: int, generator: torch.Generator
+) -> list[float]:
     """Ψ̂(s_t), t = 0..horizon, along one unguided trajectory of the policy."""
     reset_task(env, task_id, seed, 0, "prompt")
     values: list[float] = []
@@ -81,8 +88,16 @@ def _potential_along(env: GuidedSearchEnv, learner, task_id: str, seed: int, K: 
     return values
 
 
-def diagnose(learner, env: GuidedSearchEnv, task_ids: Sequence[str], label: str, K: int = 8, max_k: int = 4,
-             horizon: int = 4, seed: int = 0) -> BarrierReport:
+def diagnose(
+    learner,
+    env: GuidedSearchEnv,
+    task_ids: Sequence[str],
+    label: str,
+    K: int = 8,
+    max_k: int = 4,
+    horizon: int = 4,
+    seed: int = 0,
+) -> BarrierReport:
     cpu_thread_default(getattr(learner, "device", "cpu"))
     generator = torch.Generator().manual_seed(seed)
     report = BarrierReport(label, len(task_ids), K)
@@ -115,20 +130,37 @@ def diagnose(learner, env: GuidedSearchEnv, task_ids: Sequence[str], label: str,
                 steps = [s for t in group for s in t.steps if s.guided]
                 if steps:
                     with torch.no_grad():
-                        g = torch.cat([x.reshape(-1) for x in learner.token_logprobs([s.view for s in steps], [s.action for s in steps])])
-                        u = torch.cat([x.reshape(-1) for x in learner.token_logprobs([s.unguided_view for s in steps], [s.action for s in steps])])
+                        g = torch.cat(
+                            [
+                                x.reshape(-1)
+                                for x in learner.token_logprobs([s.view for s in steps], [s.action for s in steps])
+                            ]
+                        )
+                        u = torch.cat(
+                            [
+                                x.reshape(-1)
+                                for x in learner.token_logprobs(
+                                    [s.unguided_view for s in steps], [s.action for s in steps]
+                                )
+                            ]
+                        )
                     finite = torch.isfinite(g) & torch.isfinite(u)
                     dlogit[k].append(float((g - u)[finite].abs().mean()) if finite.any() else 0.0)
         along = _potential_along(env, learner, task_id, task_seed, K, horizon, generator)
         report.unknown += sum(math.isnan(v) for v in along)
         potentials.append(along)
     report.prefix_pass = {k: float(np.mean(v)) for k, v in sorted(prefix.items())}
+    report.prefix_by_task = {k: list(v) for k, v in sorted(prefix.items())}
+    report.prompt_by_task = {k: list(v) for k, v in sorted(prompt.items())}
+    report.potential_by_task = [list(row) for row in potentials]
     report.prompt_pass = {k: float(np.mean(v)) for k, v in sorted(prompt.items())}
     base = report.prompt_pass.get(0, 0.0)
     report.B = {k: math.log((v + EPS) / (base + EPS)) for k, v in report.prompt_pass.items()}
     report.delta_logit = {k: float(np.mean(v)) for k, v in sorted(dlogit.items())}
     report.M = [_nanmean(col) for col in np.asarray(potentials).T] if potentials else []
-    report.kappa = [report.M[t + 1] / report.M[t] if report.M[t] > 0 else float("nan") for t in range(len(report.M) - 1)]
+    report.kappa = [
+        report.M[t + 1] / report.M[t] if report.M[t] > 0 else float("nan") for t in range(len(report.M) - 1)
+    ]
     return report
 
 
@@ -147,21 +179,44 @@ def barrier_table(reports: Sequence[BarrierReport]) -> str:
     for r in reports:
         lines.append(f"| {r.label} | " + " | ".join(f"{r.prefix_pass.get(k, float('nan')):.2f}" for k in ks) + " |")
     lines.append("")
-    lines.append("| Policy | " + " | ".join(f"Pass@K hint k={k}" for k in ks) + " | " + " | ".join(f"B_{k}" for k in ks if k)
-                 + " | " + " | ".join(f"|ΔLogit| k={k}" for k in ks if k) + " |")
+    lines.append(
+        "| Policy | "
+        + " | ".join(f"Pass@K hint k={k}" for k in ks)
+        + " | "
+        + " | ".join(f"B_{k}" for k in ks if k)
+        + " | "
+        + " | ".join(f"|ΔLogit| k={k}" for k in ks if k)
+        + " |"
+    )
     lines.append("|---|" + "---:|" * (3 * len(ks) - 2))
     for r in reports:
-        lines.append(f"| {r.label} | " + " | ".join(f"{r.prompt_pass.get(k, float('nan')):.2f}" for k in ks) + " | "
-                     + " | ".join(f"{r.B.get(k, float('nan')):+.2f}" for k in ks if k) + " | "
-                     + " | ".join(f"{r.delta_logit.get(k, float('nan')):.2f}" for k in ks if k) + " |")
+        lines.append(
+            f"| {r.label} | "
+            + " | ".join(f"{r.prompt_pass.get(k, float('nan')):.2f}" for k in ks)
+            + " | "
+            + " | ".join(f"{r.B.get(k, float('nan')):+.2f}" for k in ks if k)
+            + " | "
+            + " | ".join(f"{r.delta_logit.get(k, float('nan')):.2f}" for k in ks if k)
+            + " |"
+        )
     lines.append("")
     horizon = max((len(r.M) for r in reports), default=0)
-    lines.append("| Policy | " + " | ".join(f"M_{t}" for t in range(horizon)) + " | "
-                 + " | ".join(f"κ_{t}" for t in range(horizon - 1)) + " |")
+    lines.append(
+        "| Policy | "
+        + " | ".join(f"M_{t}" for t in range(horizon))
+        + " | "
+        + " | ".join(f"κ_{t}" for t in range(horizon - 1))
+        + " |"
+    )
     lines.append("|---|" + "---:|" * (2 * horizon - 1))
     for r in reports:
-        lines.append(f"| {r.label} | " + " | ".join(f"{m:.2f}" for m in r.M) + " | "
-                     + " | ".join("–" if math.isnan(k) else f"{k:.2f}" for k in r.kappa) + " |")
+        lines.append(
+            f"| {r.label} | "
+            + " | ".join(f"{m:.2f}" for m in r.M)
+            + " | "
+            + " | ".join("–" if math.isnan(k) else f"{k:.2f}" for k in r.kappa)
+            + " |"
+        )
     lines.append("")
     lines.append("| Policy | env steps (fork) | env steps (restart from the prompt) | ratio |")
     lines.append("|---|---:|---:|---:|")
@@ -186,8 +241,11 @@ def barrier_plot(reports: Sequence[BarrierReport], path: str | Path) -> Path:
         axes[2].plot(kk, [r.B[k] for k in kk], marker="o", label=f"{r.label}: B_k")
         kd = sorted(r.delta_logit)
         axes[2].plot(kd, [r.delta_logit[k] for k in kd], marker="x", linestyle=":", label=f"{r.label}: |ΔLogit|")
-    axes[0].set(xlabel="k (reference actions)", ylabel=f"Pass@{reports[0].K}" if reports else "Pass@K",
-                title="Prefix-level Pass@K")
+    axes[0].set(
+        xlabel="k (reference actions)",
+        ylabel=f"Pass@{reports[0].K}" if reports else "Pass@K",
+        title="Prefix-level Pass@K",
+    )
     axes[1].set(xlabel="t (step of the policy's own trajectory)", ylabel="M_t", title="Remaining success potential")
     axes[2].set(xlabel="k", title="Barrier-recovery gain B_k and |ΔLogit|")
     for ax in axes:

@@ -15,6 +15,7 @@ The model sits on ``device`` in ``dtype`` (bf16 on GPUs); log-probs come back in
 mixes them with advantages and masks builds those there. The model is a private copy (``shared=False``), so
 training it never changes a backend someone else holds.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,22 +60,28 @@ class CausalLMSpec:
 
     def __post_init__(self) -> None:
         if self.trainable_layers is not None and self.trainable_layers < 1:
-            raise SteerEnvsError(f"learner_args: trainable_layers must be a positive number of blocks, or left "
-                                 f"out to train every block; got {self.trainable_layers}")
+            raise SteerEnvsError(
+                f"learner_args: trainable_layers must be a positive number of blocks, or left "
+                f"out to train every block; got {self.trainable_layers}"
+            )
         if not _DEVICE.match(str(self.device)):
             raise SteerEnvsError(f"learner_args: device must be 'cpu', 'cuda', 'cuda:N' or 'auto'; got {self.device!r}")
         if self.dtype not in DTYPES:
             raise SteerEnvsError(f"learner_args: dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
         if int(self.micro_batch) < 1:
-            raise SteerEnvsError(f"learner_args: micro_batch must be a positive number of sequences; got {self.micro_batch}")
+            raise SteerEnvsError(
+                f"learner_args: micro_batch must be a positive number of sequences; got {self.micro_batch}"
+            )
 
     def resolved_device(self) -> str:
         """The torch device to load on; a GPU asked for on a machine without one is a clear error."""
         if self.device == "auto":
             return "cuda" if torch.cuda.is_available() else "cpu"
         if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise SteerEnvsError(f"learner_args: device={self.device!r} but torch sees no GPU (torch.cuda.is_available() "
-                                 "is False); use device='cpu', or 'auto' to take a GPU only where there is one")
+            raise SteerEnvsError(
+                f"learner_args: device={self.device!r} but torch sees no GPU (torch.cuda.is_available() "
+                "is False); use device='cpu', or 'auto' to take a GPU only where there is one"
+            )
         return self.device
 
     def to_dict(self) -> dict:
@@ -86,8 +93,10 @@ def transformer_blocks(model: torch.nn.Module) -> torch.nn.ModuleList:
     Qwen, ``transformer.h`` in GPT-2), found by shape rather than by name so any causal LM works."""
     stacks = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) > 0]
     if not stacks:
-        raise SteerEnvsError(f"{type(model).__name__} has no stack of transformer blocks (no ModuleList); leave "
-                             "trainable_layers out to train the whole model")
+        raise SteerEnvsError(
+            f"{type(model).__name__} has no stack of transformer blocks (no ModuleList); leave "
+            "trainable_layers out to train the whole model"
+        )
     return max(stacks, key=lambda m: sum(p.numel() for p in m.parameters()))
 
 
@@ -97,25 +106,30 @@ class CausalLMLearner:
 
     def __init__(self, spec: CausalLMSpec | None = None) -> None:
         self.spec = spec or CausalLMSpec()
-        self.backend = make_backend(self.spec.model, shared=False, device=self.spec.resolved_device(),
-                                    dtype=self.spec.dtype)
+        self.backend = make_backend(
+            self.spec.model, shared=False, device=self.spec.resolved_device(), dtype=self.spec.dtype
+        )
         if not hasattr(self.backend, "token_logprobs"):
-            raise SteerEnvsError(f"learner_args: model={self.spec.model!r} is not a local model the learner can train "
-                                 "(no token log-probs); use hf:<folder> or hf:gemma-3-270m")
+            raise SteerEnvsError(
+                f"learner_args: model={self.spec.model!r} is not a local model the learner can train "
+                "(no token log-probs); use hf:<folder> or hf:gemma-3-270m"
+            )
         self.model = self.backend.model
         if self.spec.trainable_layers is not None:
             blocks = transformer_blocks(self.model)
             if self.spec.trainable_layers > len(blocks):
-                raise SteerEnvsError(f"learner_args: trainable_layers={self.spec.trainable_layers} but "
-                                     f"{self.spec.model} has {len(blocks)} transformer blocks; use at most {len(blocks)}")
+                raise SteerEnvsError(
+                    f"learner_args: trainable_layers={self.spec.trainable_layers} but "
+                    f"{self.spec.model} has {len(blocks)} transformer blocks; use at most {len(blocks)}"
+                )
             self.model.requires_grad_(False)
-            blocks[-self.spec.trainable_layers:].requires_grad_(True)
+            blocks[-self.spec.trainable_layers :].requires_grad_(True)
         if not self.spec.train_embeddings:
             self.model.get_input_embeddings().weight.requires_grad_(False)  # tied models freeze the output layer too
 
     # -- RolloutPolicy protocol -------------------------------------------------------------------------------
     def view(self, obs: dict) -> str:
-        return obs["prompt"] + obs["transcript"][-self.spec.max_transcript_chars:]
+        return obs["prompt"] + obs["transcript"][-self.spec.max_transcript_chars :]
 
     @property
     def device(self) -> torch.device:
@@ -129,10 +143,15 @@ class CausalLMLearner:
         config = GenerationConfig(self.spec.max_new_tokens, 0.0 if greedy else 1.0, 1.0, stop=STOP_SEQUENCES, seed=seed)
         self.model.eval()
         samples = self.backend.generate_with_ids(list(views), config)
-        actions = [TextAction((s.generation.text + closing_tag(s.generation)) or EMPTY_ACTION, s.token_ids)
-                   for s in samples]
-        logps = self.backend.token_logprobs([s.prompt_ids for s in samples], [a.token_ids for a in actions],
-                                            grad=False, micro_batch=self.spec.micro_batch)
+        actions = [
+            TextAction((s.generation.text + closing_tag(s.generation)) or EMPTY_ACTION, s.token_ids) for s in samples
+        ]
+        logps = self.backend.token_logprobs(
+            [s.prompt_ids for s in samples],
+            [a.token_ids for a in actions],
+            grad=False,
+            micro_batch=self.spec.micro_batch,
+        )
         return actions, logps
 
     def encode_action(self, action: str) -> TextAction:
@@ -166,7 +185,7 @@ class CausalLMLearner:
     def load_state_dict(self, state) -> None:
         self.model.load_state_dict(state)
 
-    def frozen(self) -> "CausalLMLearner":
+    def frozen(self) -> CausalLMLearner:
         """An independent, untrainable copy with the current weights (the KL reference). It is copied in memory
         rather than loaded again, and shares the tensors the learner never trains (the embedding table)."""
         import copy

@@ -1,5 +1,6 @@
 """``steer-envs train actguide --out RUN_DIR [--config FILE] [--variant NAME] [--resume]`` and
 ``steer-envs barrier --model RUN_DIR|initial --out DIR``."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,14 +19,25 @@ BARRIER_HELP = "barrier diagnostics of a GuidedSearch policy: prefix-level Pass@
 def configure(parser: argparse.ArgumentParser) -> None:
     from .config import VARIANTS
 
-    parser.add_argument("--out", required=True, help="run folder: config.json, log.jsonl, checkpoint.pt/.json, model.pt/.json")
-    parser.add_argument("--config", default=None, help="a .json or .toml file of ActGuideConfig keys (budget, group_size, ...)")
-    parser.add_argument("--variant", default="actguide", choices=sorted(VARIANTS),
-                        help="method or ablation applied on top of the config (default actguide; zero_rl = GRPO without guidance)")
+    parser.add_argument(
+        "--out", required=True, help="run folder: config.json, log.jsonl, checkpoint.pt/.json, model.pt/.json"
+    )
+    parser.add_argument(
+        "--config", default=None, help="a .json or .toml file of ActGuideConfig keys (budget, group_size, ...)"
+    )
+    parser.add_argument(
+        "--variant",
+        default="actguide",
+        choices=sorted(VARIANTS),
+        help="method or ablation applied on top of the config (default actguide; zero_rl = GRPO without guidance)",
+    )
     parser.add_argument("--budget", type=int, default=None, help="rollout budget (unguided + probes + guided)")
     parser.add_argument("--seed", type=int, default=None, help="training seed")
-    parser.add_argument("--init-from", default=None,
-                        help="run folder of a trained learner to start from (the initial policy and the KL reference)")
+    parser.add_argument(
+        "--init-from",
+        default=None,
+        help="run folder of a trained learner to start from (the initial policy and the KL reference)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     add_data_dir(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -33,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_config(args: argparse.Namespace):
+    from ..trainer_base import read_run_config
     from .config import ActGuideConfig
     from .trainer import CONFIG_FILE
 
@@ -40,8 +53,7 @@ def resolve_config(args: argparse.Namespace):
     if args.config:
         config = ActGuideConfig.load(args.config).variant(args.variant)
     elif args.resume and (out / CONFIG_FILE).is_file():  # the run's own config; only --log-with may change it
-        saved = ActGuideConfig.from_dict(json.loads((out / CONFIG_FILE).read_text())["config"],
-                                         where=str(out / CONFIG_FILE))
+        saved = ActGuideConfig.from_dict(read_run_config(out), where=str(out / CONFIG_FILE))
         return with_log_with(saved, args)
     else:
         config = ActGuideConfig().variant(args.variant)
@@ -67,37 +79,65 @@ def run(args: argparse.Namespace) -> int:
     result = ActGuideTrainer(config, out, resume=args.resume, progress=not args.no_progress).run()
     end_processes()  # under accelerate launch: every process ends its process group before it exits
     last = result.log[-1] if result.log else {}
-    print(f"trained {result.iterations} iterations ({result.budget_used} rollouts) in {result.wall_s:.0f} s; last "
-          f"iteration: unguided success {last.get('unguided_success', float('nan')):.3f}, hard groups "
-          f"{last.get('hard_groups', 0)}. Model: {out / 'model.pt'}; diagnose it with `steer-envs barrier --model {out}`")
+    print(
+        f"trained {result.iterations} iterations ({result.budget_used} rollouts) in {result.wall_s:.0f} s; last "
+        f"iteration: unguided success {last.get('unguided_success', float('nan')):.3f}, hard groups "
+        f"{last.get('hard_groups', 0)}. Model: {out / 'model.pt'}; diagnose it with `steer-envs barrier --model {out}`"
+    )
     return 0
 
 
 # -- barrier ------------------------------------------------------------------------------------------------------
 def configure_barrier(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", nargs="+", default=["initial"],
-                        help="run folder(s) of trained learners, or 'initial' (the untrained policy); default initial")
+    parser.add_argument(
+        "--model",
+        nargs="+",
+        default=["initial"],
+        help="run folder(s) of trained learners, or 'initial' (the untrained policy); default initial",
+    )
     parser.add_argument("--out", required=True, help="folder for barrier.json, barrier.md, barrier.png")
-    add_protocol_arguments(parser, include=("split",), defaults={"split": "dev"},
-                           overrides={"split": {"choices": ("train", "dev", "test")}})
+    add_protocol_arguments(
+        parser,
+        include=("split",),
+        defaults={"split": "dev"},
+        overrides={"split": {"choices": ("train", "dev", "test")}},
+    )
     parser.add_argument("--tasks-per-benchmark", type=int, default=10)
     parser.add_argument("--K", type=int, default=8, help="rollouts per Pass@K estimate (default 8)")
     parser.add_argument("--max-k", type=int, default=4, help="largest guidance k (default 4)")
     parser.add_argument("--horizon", type=int, default=4, help="steps of M_t (default 4)")
     parser.add_argument("--seed", type=int, default=0)
     add_data_dir(parser)
-    parser.add_argument("--regions", action="store_true",
-                        help="instead of the diagnostics, split the tasks into in-region / barrier / out of reach "
-                             "(regions.json, regions.md per model; agents/actguide/regions.py)")
-    parser.add_argument("--K-unguided", type=int, default=32,
-                        help="with --regions: unguided rollouts before a task counts as unreachable (default 32)")
-    parser.add_argument("--K-guided", type=int, default=8,
-                        help="with --regions: rollouts per hint size k = 1..--max-k (default 8)")
-    parser.add_argument("--regions-file", default=None,
-                        help="a regions.json of these tasks (`--regions` of the base): diagnose only the tasks of "
-                             "--region in it, e.g. the barrier group before and after training")
-    parser.add_argument("--region", default="barrier",
-                        help="with --regions-file: comma-separated regions to keep (default barrier)")
+    parser.add_argument(
+        "--regions",
+        action="store_true",
+        help="instead of the diagnostics, split the tasks into in-region / barrier / out of reach "
+        "(regions.json, regions.md per model; agents/actguide/regions.py)",
+    )
+    parser.add_argument(
+        "--K-unguided",
+        type=int,
+        default=32,
+        help="with --regions: unguided rollouts before a task counts as unreachable (default 32)",
+    )
+    parser.add_argument(
+        "--K-guided", type=int, default=8, help="with --regions: rollouts per hint size k = 1..--max-k (default 8)"
+    )
+    parser.add_argument(
+        "--task-family",
+        default=None,
+        help="diagnose the tasks of this synthetic task family (steer_envs.task_families, e.g. skill_chain) "
+        "instead of the model's benchmarks",
+    )
+    parser.add_argument(
+        "--regions-file",
+        default=None,
+        help="a regions.json of these tasks (`--regions` of the base): diagnose only the tasks of "
+        "--region in it, e.g. the barrier group before and after training",
+    )
+    parser.add_argument(
+        "--region", default="barrier", help="with --regions-file: comma-separated regions to keep (default barrier)"
+    )
 
 
 def run_barrier(args: argparse.Namespace) -> int:
@@ -122,6 +162,11 @@ def run_barrier(args: argparse.Namespace) -> int:
             if args.data_dir:
                 config.data_dir = args.data_dir
             label = Path(spec).name
+        if args.task_family:
+            from steer_envs.task_families import get_task_family
+
+            config.task_family = args.task_family
+            config.benchmarks = [get_task_family(args.task_family).benchmark]
         env = make_env(config, split=args.split)
         ids = sample_tasks(env, args.tasks_per_benchmark, args.seed)
         if args.regions_file:
@@ -148,11 +193,17 @@ def tasks_of_regions(ids: list[str], args: argparse.Namespace) -> list[str]:
 
     keep = region_names(args.region)
     if not keep or not set(keep) <= set(POOL_REGIONS):
-        raise SteerEnvsError(f"--region takes regions among {', '.join(POOL_REGIONS)} (comma-separated; got "
-                             f"{args.region!r})")
-    return tasks_in_regions(ids, args.regions_file, keep, "sampled",
-                            f"--split {args.split} --tasks-per-benchmark {args.tasks_per_benchmark} --seed {args.seed}",
-                            "keep more regions (--region)")
+        raise SteerEnvsError(
+            f"--region takes regions among {', '.join(POOL_REGIONS)} (comma-separated; got {args.region!r})"
+        )
+    return tasks_in_regions(
+        ids,
+        args.regions_file,
+        keep,
+        "sampled",
+        f"--split {args.split} --tasks-per-benchmark {args.tasks_per_benchmark} --seed {args.seed}",
+        "keep more regions (--region)",
+    )
 
 
 def _write_model_regions(args: argparse.Namespace, learner, env, ids: list[str], label: str, out: Path) -> None:

@@ -1,49 +1,36 @@
-"""ActGuideConfig: the environment, the learner, the algorithm (PAPERS.md B) and its ablation switches.
+"""ActGuideConfig: the environment, the learner, the ACTGUIDE-RL algorithm and its research switches.
 
-Variants are configs, not code paths: zero RL is ``guidance=false``; "without the adaptive guider" is
-``adaptive=false`` (hard groups get full guidance at once); "without the fallback guider" is ``fallback=false``
-(a failed search leaves the group unguided); "without mixed-policy optimisation" is ``mixed_policy=false`` (guided
-rollouts trained as if on-policy, on the guided prompt); fixed-k guidance is ``fixed_k >= 1``; SFT-then-RL sets
-``sft_epochs >= 1``; noisy guidance sets ``plan_noise``; ``guided_baseline="unguided"`` baselines a guided group by
-the unguided group it replaced (issue 22, step 2; not the public implementation's rule); ``guidance_until < 1`` guides
-only in the first share of the budget, then trains as zero RL, and ``revisit_rescued`` draws a rescued task again in
-the next iteration (issue 22's schedules; not in the paper either).
-:data:`VARIANTS` names them.
+ACTGUIDE-RL in one paragraph: GRPO on the learner's own (unguided) rollouts; a group whose rollouts all fail is
+*hard*, and for it a binary search over ``k`` finds the fewest reference-plan actions
+(:mod:`steer_envs.reference_plans`) with which fresh probes succeed; the group's rollouts are then replaced by
+rollouts guided by that many actions, and trained with the mixed-policy ratio ``r_mix`` (the guided tokens'
+probability under the *unguided* prompt), shaped as ``r / (r + γ)``.
+
+Variants are configs, not code paths. The fields under "research switches" are those variants: each default is the
+method, and :data:`VARIANTS` names the settings the results pages compare (zero RL, SFT-then-RL, fixed ``k``, without
+the adaptive guider, without the fallback guider, without mixed-policy optimisation, noisy plans, the guided-group
+baseline). Everything else is the environment, the optimiser and the machinery.
 
 The reference-plan keys are named as the env's options (``plan_mode``, ``plan_sources``, ``plan_noise``,
-``plan_noise_seed``, ``plan_answers``; :mod:`steer_envs.reference_plans`). Their old ``guidance_*`` names still load
-from config files, run folders and keywords, with a ``DeprecationWarning``, and the fingerprint hashes the renamed
-fields under their old names, so a run folder made before the rename resumes.
+``plan_noise_seed``, ``plan_answers``).
 
 ``log_with`` (off by default) sends every iteration's numbers to accelerate's experiment trackers beside
 ``log.jsonl`` (``log_with = ["tensorboard"]``; files under ``<run>/trackers/``). It records the run without shaping
 it, so it never enters the fingerprint: a run folder resumes with tracking switched on or off.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from steer_envs.deprecation import PLAN_OPTION_RENAMES, rename_options, renamed_options
 from steer_envs.errors import SteerEnvsError, unknown_name
 
-from ..configio import config_from_dict, load_config
-from ..trainer_base import (
-    ACCELERATION_FIELDS,
-    acceleration_checks,
-    fingerprint_without_defaults,
-    tracker_checks,
-    tracker_names,
-)
+from ..configio import config_fingerprint, config_from_dict, load_config
+from ..trainer_base import acceleration_checks, tracker_checks, tracker_names
 
 LEARNERS = ("admissible", "causal_lm")
-#: the renamed reference-plan fields this config holds (``guidance_k`` is a per-episode choice here, not a field)
-RENAMED_FIELDS: dict[str, str] = {old: new for old, new in PLAN_OPTION_RENAMES.items() if old != "guidance_k"}
-#: field -> the name it is hashed under in a fingerprint (its name when run folders were first written)
-HASHED_NAMES: dict[str, str] = {new: old for old, new in RENAMED_FIELDS.items()}
-#: fields added after run folders existed: hashed only away from their defaults, so those folders resume
-LATER_FIELDS = ("pool_regions", "pool_keep", "guided_baseline", "guided_weight", "guidance_until", "revisit_rescued")
 #: how a guided group's advantages are baselined (see ``ActGuideConfig.guided_baseline``)
 GUIDED_BASELINES = ("group", "unguided")
 #: the task regions of ``agents.actguide.regions`` (their home is here, where no torch is imported), any of which a
@@ -56,7 +43,6 @@ def region_names(text: str) -> tuple[str, ...]:
     return tuple(r.strip() for r in str(text).split(",") if r.strip())
 
 
-@renamed_options(RENAMED_FIELDS)
 @dataclass
 class ActGuideConfig:
     # -- environment (GuidedSearch-v0) -----------------------------------------------------------------------
@@ -82,15 +68,25 @@ class ActGuideConfig:
     plan_noise: float = 0.0  # share of reference actions replaced by plausible wrong ones
     plan_noise_seed: int = 0
     plan_answers: bool = True  # the hint may show the reference's final answer (else its searches only)
+    # a synthetic task family GuidedSearch-v0 adds to every split's tasks (steer_envs.task_families: "skill_chain");
+    # its train tasks join the RL pool as one more benchmark. None = the real benchmarks only
+    task_family: str | None = None
     # -- the algorithm -------------------------------------------------------------------------------------------
+    probes_per_step: int = 2  # fresh probe rollouts per binary-search midpoint
+    max_probe_steps: int = 5
+    luffy_gamma: float = 0.1  # γ of the guided tokens' shaping r / (r + γ) (ratio_shaping="luffy")
+    budget: int = 12000  # rollouts (episodes) in all: unguided, probes and guided
+    batch_tasks: int = 16  # tasks per iteration
+    group_size: int = 8  # G rollouts per task
+    # -- research switches: each default is the method; VARIANTS names the settings the results pages compare ----
     guidance: bool = True  # False = zero RL (GRPO without guidance)
     adaptive: bool = True  # binary search for the minimal k (else hard groups get full guidance)
     fallback: bool = True  # full guidance when the search finds no successful k (else the group stays unguided)
     mixed_policy: bool = True  # r_mix on the unguided prompt (else guided rollouts trained as on-policy)
+    fixed_k: int = 0  # >= 1: hard groups get exactly this k (no search); 0 = off
     # guided tokens: "luffy" (A · r/(r+γ) with r = r_mix, ratio 1: the public implementation's option, chosen on dev)
     # | "clip" (PPO's clip of r_mix)
     ratio_shaping: str = "luffy"
-    luffy_gamma: float = 0.1
     # the baseline of a guided group's advantages: "group" (GRPO within the guided rollouts that replace the group:
     # the public implementation) | "unguided" (the mean reward of the unguided group they replace, the value of the
     # state under the policy being trained, scaled by the std over both groups: a guided failure then gets 0 instead
@@ -101,20 +97,12 @@ class ActGuideConfig:
     guided_weight: float = 1.0
     # the share of the budget during which hard groups may be guided; after it every iteration is unguided (zero
     # RL's update on the same loss): guidance opens a barrier early and the rest of the budget sharpens, on π_u's own
-    # rollouts, what it opened (issue 22; a schedule, not in the paper or the public implementation; 1 = always)
+    # rollouts, what it opened (a schedule, not in the paper or the public implementation; 1 = always)
     guidance_until: float = 1.0
     # a task whose guided group was rescued (a guided rollout succeeded) is drawn again in the next iteration, in
     # place of a new task, so π_u's own rollouts meet the state guidance just opened while the update is fresh
-    # (issue 22: guidance widens what π_u reaches more than it sharpens it; a suite option, not in the paper)
+    # (a schedule, not in the paper)
     revisit_rescued: bool = False
-    fixed_k: int = 0  # >= 1: hard groups get exactly this k (no search); 0 = off
-    hard_threshold: float = 0.0  # a group is hard when all its unguided rewards are <= this
-    probes_per_step: int = 2  # fresh probe rollouts per binary-search midpoint
-    max_probe_steps: int = 5
-    fork_probes: bool = True  # prefix mode: probes fork from prefix states computed once
-    budget: int = 12000  # rollouts (episodes) in all: unguided, probes and guided
-    batch_tasks: int = 16  # tasks per iteration
-    group_size: int = 8  # G rollouts per task
     # -- optimisation -------------------------------------------------------------------------------------------
     lr: float = 3e-3
     update_epochs: int = 2
@@ -129,14 +117,14 @@ class ActGuideConfig:
     learner: str = "admissible"  # "admissible" (CPU network over the admissible set) | "causal_lm"
     learner_args: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
-    # -- acceleration (agents/trainer_base.py; the defaults are the CPU run of earlier versions) -----------------
+    # -- acceleration (agents/trainer_base.py; the defaults are one CPU process) ---------------------------------
     device: str = "cpu"  # "cpu" | "cuda" | "auto" (accelerate's choice: each process's GPU)
     mixed_precision: str = "no"  # "no" | "bf16" (autocast around the loss)
     micro_batch: int = 0  # trajectory steps per backward pass (gradient accumulation, same gradient); 0 = all in one
     # -- experiment tracking (agents/trainer_base.py) -------------------------------------------------------------
     # accelerate's trackers ("tensorboard", "wandb", "trackio", "aim", "mlflow", "comet_ml", ... or "all") that get
     # each iteration's numbers beside log.jsonl, so runs can be watched and compared with the tools accelerate users
-    # know; () = off. Never hashed (agents.trainer_base.UNHASHED_FIELDS): it does not change the run's results
+    # know; () = off. Never hashed (agents.configio.UNHASHED_FIELDS): it does not change the run's results
     log_with: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -144,17 +132,28 @@ class ActGuideConfig:
         checks = [
             (self.plan_mode in ("prompt", "prefix"), "plan_mode must be 'prompt' or 'prefix'"),
             (self.pool in ("rl", "pretrain"), "pool must be 'rl' or 'pretrain'"),
-            (bool(self.kept_regions) and set(self.kept_regions) <= set(POOL_REGIONS),
-             f"pool_keep must name regions among {', '.join(POOL_REGIONS)} (comma-separated; got {self.pool_keep!r})"),
+            (
+                bool(self.kept_regions) and set(self.kept_regions) <= set(POOL_REGIONS),
+                f"pool_keep must name regions among {', '.join(POOL_REGIONS)} "
+                f"(comma-separated; got {self.pool_keep!r})",
+            ),
             (0.0 <= self.plan_noise <= 1.0, "plan_noise must be in [0, 1]"),
             (self.fixed_k >= 0, "fixed_k must be >= 0 (0 = off)"),
             (self.ratio_shaping in ("clip", "luffy"), "ratio_shaping must be 'clip' or 'luffy'"),
             (self.luffy_gamma > 0, "luffy_gamma must be > 0"),
-            (self.guided_baseline in GUIDED_BASELINES,
-             f"guided_baseline must be one of {', '.join(GUIDED_BASELINES)} (got {self.guided_baseline!r})"),
-            (0.0 < self.guidance_until <= 1.0,
-             f"guidance_until must be in (0, 1] (the share of the budget with guidance; got {self.guidance_until!r})"),
-            (self.guided_weight > 0, f"guided_weight must be > 0 (got {self.guided_weight!r}; 1 = the paper's objective)"),
+            (
+                self.guided_baseline in GUIDED_BASELINES,
+                f"guided_baseline must be one of {', '.join(GUIDED_BASELINES)} (got {self.guided_baseline!r})",
+            ),
+            (
+                0.0 < self.guidance_until <= 1.0,
+                "guidance_until must be in (0, 1] (the share of the budget with guidance; "
+                f"got {self.guidance_until!r})",
+            ),
+            (
+                self.guided_weight > 0,
+                f"guided_weight must be > 0 (got {self.guided_weight!r}; 1 = the paper's objective)",
+            ),
             (self.probes_per_step >= 1, "probes_per_step must be >= 1"),
             (self.max_probe_steps >= 1, "max_probe_steps must be >= 1"),
             (self.budget >= 1, "budget (rollouts) must be >= 1"),
@@ -185,33 +184,42 @@ class ActGuideConfig:
 
     def env_kwargs(self, split: str | None = None, **overrides: Any) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(
-            benchmarks=self.benchmarks, split=split or self.split, data_dir=self.data_dir, topk=self.topk,
-            max_turns=self.max_turns, action_mode=self.action_mode, metric=self.metric,
-            plan_mode=self.plan_mode, plan_sources=tuple(self.plan_sources),
-            plan_noise=self.plan_noise, plan_noise_seed=self.plan_noise_seed,
-            max_queries=self.max_queries, max_answers=self.max_answers, plan_answers=self.plan_answers,
+            benchmarks=self.benchmarks,
+            split=split or self.split,
+            data_dir=self.data_dir,
+            topk=self.topk,
+            max_turns=self.max_turns,
+            action_mode=self.action_mode,
+            metric=self.metric,
+            plan_mode=self.plan_mode,
+            plan_sources=tuple(self.plan_sources),
+            plan_noise=self.plan_noise,
+            plan_noise_seed=self.plan_noise_seed,
+            max_queries=self.max_queries,
+            max_answers=self.max_answers,
+            plan_answers=self.plan_answers,
         )
-        kwargs.update(rename_options(overrides, PLAN_OPTION_RENAMES, "ActGuideConfig.env_kwargs"))
+        if self.task_family is not None:
+            kwargs["task_family"] = self.task_family
+        kwargs.update(overrides)
         return kwargs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def fingerprint(self) -> str:
-        """A hash of everything that shapes the run; the acceleration fields enter it only away from their
-        defaults, and the renamed plan fields under their old names, so run folders of earlier versions keep their
-        fingerprints and resume; ``log_with`` never enters it (it records the run, it does not shape it)."""
-        return fingerprint_without_defaults(self, ACCELERATION_FIELDS + LATER_FIELDS, HASHED_NAMES)
+        """A hash of every field as it is, except ``log_with`` (it records the run, it does not shape it)."""
+        return config_fingerprint(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str = "config") -> "ActGuideConfig":
+    def from_dict(cls, data: dict[str, Any], where: str = "config") -> ActGuideConfig:
         return config_from_dict(cls, data, where, "actguide config")
 
     @classmethod
-    def load(cls, path: str | Path) -> "ActGuideConfig":
+    def load(cls, path: str | Path) -> ActGuideConfig:
         return load_config(cls, path, "actguide config")
 
-    def variant(self, name: str) -> "ActGuideConfig":
+    def variant(self, name: str) -> ActGuideConfig:
         """This config with a named variant's switches (see :data:`VARIANTS`)."""
         if name not in VARIANTS:
             raise unknown_name("actguide variant", name, list(VARIANTS))

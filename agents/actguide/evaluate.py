@@ -5,9 +5,9 @@ Results are :class:`steer_envs.episodes.EpisodeRecord` (the harness's record: me
 f1, ...) so the harness statistics (task-level stratified bootstrap, seeds averaged per task) compare two
 learners on exactly the same (task, seed) pairs.
 """
+
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -15,24 +15,22 @@ import numpy as np
 import torch
 
 from steer_envs.cpu_threads import cpu_thread_default
-from steer_envs.episodes import EpisodeRecord, rollout_group_seed
 from steer_envs.envs.guided import GuidedSearchEnv
+from steer_envs.episodes import EpisodeRecord, rollout_group_seed
 
 from .rollout import reset_task, run_group
 
 
-def __getattr__(name: str):
-    """``EvalEpisode`` was this module's copy of the harness record; it is now the one
-    :class:`steer_envs.episodes.EpisodeRecord` (same fields, plus tokens/answer/seconds/failure with defaults)."""
-    if name == "EvalEpisode":
-        warnings.warn("agents.actguide.evaluate.EvalEpisode is deprecated; use steer_envs.episodes.EpisodeRecord",
-                      DeprecationWarning, stacklevel=2)
-        return EpisodeRecord
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def evaluate(learner, env: GuidedSearchEnv, task_ids: Sequence[str], n: int, method: str, seed: int = 0,
-             seed_offset: int = 0, k: int = 0) -> list[EpisodeRecord]:
+def evaluate(
+    learner,
+    env: GuidedSearchEnv,
+    task_ids: Sequence[str],
+    n: int,
+    method: str,
+    seed: int = 0,
+    seed_offset: int = 0,
+    k: int = 0,
+) -> list[EpisodeRecord]:
     """``n`` rollouts per task with guidance ``k`` (0: none); record seeds ``seed_offset + 0..n-1``."""
     cpu_thread_default(getattr(learner, "device", "cpu"))
     generator = torch.Generator().manual_seed(seed)
@@ -40,9 +38,21 @@ def evaluate(learner, env: GuidedSearchEnv, task_ids: Sequence[str], n: int, met
     for i, task_id in enumerate(task_ids):
         reset_task(env, task_id, rollout_group_seed(seed, i), k)
         for r, traj in enumerate(run_group(env, learner, n, generator)):
-            out.append(EpisodeRecord(method=method, task_id=task_id, benchmark=traj.benchmark, seed=seed_offset + r,
-                                     f1=traj.f1, em=traj.em, reward=traj.reward, interventions=0,
-                                     executor_turns=traj.turns, decisions=len(traj.steps), failed=traj.failed))
+            out.append(
+                EpisodeRecord(
+                    method=method,
+                    task_id=task_id,
+                    benchmark=traj.benchmark,
+                    seed=seed_offset + r,
+                    f1=traj.f1,
+                    em=traj.em,
+                    reward=traj.reward,
+                    interventions=0,
+                    executor_turns=traj.turns,
+                    decisions=len(traj.steps),
+                    failed=traj.failed,
+                )
+            )
     return out
 
 

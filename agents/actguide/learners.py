@@ -1,4 +1,5 @@
 """Building the learner named by a config (``admissible`` network or ``causal_lm``) and its frozen reference."""
+
 from __future__ import annotations
 
 import copy

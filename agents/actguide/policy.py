@@ -17,6 +17,7 @@ on ``π_u``) has to teach.
 
 The output layer starts at zero, so a fresh policy is exactly uniform over the admissible set whatever the seed.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,10 @@ class AdmissiblePolicy(nn.Module):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.spec.init_seed)
             self.trunk = nn.Sequential(
-                nn.Linear(len(UNGUIDED_COLUMNS), self.spec.hidden), nn.Tanh(),
-                nn.Linear(self.spec.hidden, self.spec.hidden), nn.Tanh(),
+                nn.Linear(len(UNGUIDED_COLUMNS), self.spec.hidden),
+                nn.Tanh(),
+                nn.Linear(self.spec.hidden, self.spec.hidden),
+                nn.Tanh(),
             )
             self.head = nn.Linear(self.spec.hidden, 1)
         nn.init.zeros_(self.head.weight)

@@ -1,6 +1,6 @@
 """Task regions: is a policy's failure on a task a *barrier* that guidance lifts, or a task out of its reach?
 
-ACTGUIDE-RL's premise (PAPERS.md B) is a barrier: tasks on which the base policy never finds a reward by itself,
+ACTGUIDE-RL's premise is a barrier: tasks on which the base policy never finds a reward by itself,
 whatever the budget, but a few reference actions carry it across. Before a comparison is made "out-region", that
 premise has to be measured per task, because an out-region task can also be one that guidance does not rescue
 either (nothing to learn from a hint there) or one that a larger unguided budget would have solved (no barrier):
@@ -17,6 +17,7 @@ hints grow one reference action at a time, stopping at the first that gives a su
 records the smallest ``k`` that lifts it. Rollout seeds are derived from ``(seed, task index)``, so the same
 policy, tasks and seed give the same regions.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,9 @@ class TaskRegion:
     guided: dict[int, int | None] = field(default_factory=dict)
 
 
-def classify(learner, env: GuidedSearchEnv, task_ids: Sequence[str], config: RegionConfig = RegionConfig(),
-             seed: int = 0) -> list[TaskRegion]:
+def classify(
+    learner, env: GuidedSearchEnv, task_ids: Sequence[str], config: RegionConfig = RegionConfig(), seed: int = 0
+) -> list[TaskRegion]:
     """The region of each task for ``learner`` (see the module docstring)."""
     cpu_thread_default(getattr(learner, "device", "cpu"))
     generator = torch.Generator().manual_seed(seed)
@@ -76,7 +78,9 @@ def classify(learner, env: GuidedSearchEnv, task_ids: Sequence[str], config: Reg
     out: list[TaskRegion] = []
     for i, task_id in enumerate(task_ids):
         if task_id not in benchmark_of:
-            raise SteerEnvsError(f"task {task_id!r} is not in this env's task set (check the split and benchmarks it was made with)")
+            raise SteerEnvsError(
+                f"task {task_id!r} is not in this env's task set (check the split and benchmarks it was made with)"
+            )
         task_seed = int(np.random.default_rng([seed, i]).integers(2**31 - 1))
         reset_task(env, task_id, task_seed, 0, "prompt")
         group = run_group(env, learner, config.k_unguided, generator)
@@ -119,10 +123,13 @@ def region_table(regions: Sequence[TaskRegion], config: RegionConfig) -> str:
         if r.lifting_k is not None:
             lifting.setdefault(r.benchmark, []).append(r.lifting_k)
             lifting.setdefault("all", []).append(r.lifting_k)
-    lines = [f"Unguided Pass@{config.k_unguided}; a hint of k ≤ {config.max_k} reference actions with "
-             f"Pass@{config.k_guided}.", "",
-             "| Benchmark | tasks | in-region | barrier | out of reach | unknown | mean lifting k |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Unguided Pass@{config.k_unguided}; a hint of k ≤ {config.max_k} reference actions with "
+        f"Pass@{config.k_guided}.",
+        "",
+        "| Benchmark | tasks | in-region | barrier | out of reach | unknown | mean lifting k |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for b in benches:
         c, ks = counts[b], lifting.get(b)
         cells = [str(sum(c.values())), *(str(c.get(name, 0)) for name in REGIONS), f"{np.mean(ks):.2f}" if ks else "–"]
@@ -130,7 +137,9 @@ def region_table(regions: Sequence[TaskRegion], config: RegionConfig) -> str:
     return "\n".join(lines)
 
 
-def write_regions(regions: Sequence[TaskRegion], config: RegionConfig, out: str | Path, label: str) -> tuple[Path, Path]:
+def write_regions(
+    regions: Sequence[TaskRegion], config: RegionConfig, out: str | Path, label: str
+) -> tuple[Path, Path]:
     """``regions.json`` (every task, so a trainer can draw its hard groups from the barrier group) and
     ``regions.md`` (the table), written atomically."""
     out = Path(out)

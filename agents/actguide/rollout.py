@@ -5,11 +5,12 @@ on, guided when a hint was shown) and both views of the state (``info["unguided_
 ``r_mix = π_θ(a | unguided) / π_old(a | guided)`` can be computed later without touching the env again.
 
 A group starts from one env state (a fresh reset, or a prefix state a probe forks from) copied ``n`` times, so
-members differ only by the policy's sampling: the GRPO group of PAPERS.md B.
+members differ only by the policy's sampling: the GRPO group of ACTGUIDE-RL.
 
 A text learner's action is a :class:`TextAction`: the text the env reads, carrying the token ids the policy sampled,
 so the losses score those ids rather than a re-tokenisation of the text.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -33,10 +34,12 @@ class TextAction(str):
 
     token_ids: tuple[int, ...]
 
-    def __new__(cls, text: str, token_ids: Sequence[int]) -> "TextAction":
+    def __new__(cls, text: str, token_ids: Sequence[int]) -> TextAction:
         ids = tuple(int(t) for t in token_ids)
         if not ids:
-            raise SteerEnvsError(f"TextAction {text!r} has no token ids; give the ids the policy sampled (at least one)")
+            raise SteerEnvsError(
+                f"TextAction {text!r} has no token ids; give the ids the policy sampled (at least one)"
+            )
         obj = super().__new__(cls, text)
         obj.token_ids = ids
         return obj
@@ -141,8 +144,9 @@ def run_group(
         actions, logps = policy.act(views, generator)
         for j, i in enumerate(alive):
             guided = bool(envs[i].hint_actions)
-            trajs[i].steps.append(StepRecord(views[j], policy.view(unguided[i]) if guided else views[j], actions[j],
-                                             logps[j], guided))
+            trajs[i].steps.append(
+                StepRecord(views[j], policy.view(unguided[i]) if guided else views[j], actions[j], logps[j], guided)
+            )
             o, reward, terminated, truncated, info = envs[i].step(actions[j])
             obs[i] = o
             unguided[i] = info["unguided_observation"]
@@ -159,8 +163,9 @@ def run_group(
     return trajs
 
 
-def reset_task(env: GuidedSearchEnv, task_id: str, seed: int, k: int = 0, mode: str | None = None,
-               reference=None) -> int:
+def reset_task(
+    env: GuidedSearchEnv, task_id: str, seed: int, k: int = 0, mode: str | None = None, reference=None
+) -> int:
     """Reset ``env`` to ``task_id`` with guidance ``k``; return the env steps the reset spent (prefix searches)."""
     options: dict[str, Any] = {"task_id": task_id, "plan_k": int(k)}
     if mode is not None:

@@ -13,6 +13,7 @@ Probes run through a :class:`ProbeRunner`: in prefix mode the states after ``0..
 once and every probe forks from one of them (:class:`ForkProbes`); a probe that restarts from the prompt
 (:class:`RestartProbes`, and every probe in prompt mode) pays for the prefix again each time. Both count env steps.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,7 +75,7 @@ class ProbeCost:
     env_steps: int = 0
     restart_env_steps: int = 0
 
-    def add(self, other: "ProbeCost") -> None:
+    def add(self, other: ProbeCost) -> None:
         self.rollouts += other.rollouts
         self.env_steps += other.env_steps
         self.restart_env_steps += other.restart_env_steps
@@ -93,8 +94,17 @@ class ProbeRunner:
     """``probe(k)`` runs ``n`` rollouts with guidance ``k`` on one task and says whether any succeeded (None: all of
     them failed on a service; see :func:`probe_outcome`)."""
 
-    def __init__(self, env: GuidedSearchEnv, policy: RolloutPolicy, task_id: str, seed: int, n: int,
-                 generator: torch.Generator, mode: str, reference=None) -> None:
+    def __init__(
+        self,
+        env: GuidedSearchEnv,
+        policy: RolloutPolicy,
+        task_id: str,
+        seed: int,
+        n: int,
+        generator: torch.Generator,
+        mode: str,
+        reference=None,
+    ) -> None:
         self.env, self.policy, self.task_id, self.seed, self.n = env, policy, task_id, seed, n
         self.generator, self.mode, self.reference = generator, mode, reference
         self.cost = ProbeCost()
@@ -163,7 +173,16 @@ class ForkProbes(ProbeRunner):
         return probe_outcome(trajs)
 
 
-def make_probes(env: GuidedSearchEnv, policy: RolloutPolicy, task_id: str, seed: int, n: int,
-                generator: torch.Generator, mode: str, use_fork: bool = True, reference=None) -> ProbeRunner:
-    cls = ForkProbes if (use_fork and mode == "prefix") else RestartProbes
+def make_probes(
+    env: GuidedSearchEnv,
+    policy: RolloutPolicy,
+    task_id: str,
+    seed: int,
+    n: int,
+    generator: torch.Generator,
+    mode: str,
+    reference=None,
+) -> ProbeRunner:
+    """The probe runner of ``mode``: forks from prefix states built once in prefix mode, restarts in prompt mode."""
+    cls = ForkProbes if mode == "prefix" else RestartProbes
     return cls(env, policy, task_id, seed, n, generator, mode, reference)

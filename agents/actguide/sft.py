@@ -5,6 +5,7 @@ is trained to maximise ``log π(reference action | unguided state)``. A discrete
 candidate most similar to each reference action (a reference query no candidate resembles is skipped, and the
 episode follows the imitated action); a text learner imitates the protocol segment itself.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,7 +15,7 @@ import torch
 
 from steer_envs.envs.guided import GuidedSearchEnv
 from steer_envs.executors.protocol import render_answer, render_search
-from steer_envs.guidance.records import SEARCH
+from steer_envs.reference_plans.records import SEARCH
 from steer_envs.text import similarity
 
 from .config import ActGuideConfig
@@ -35,8 +36,11 @@ def demonstrations(env: GuidedSearchEnv, learner, task_ids: list[str], seed: int
                 break
             obs = env._observation()
             if learner.action_mode == "discrete":
-                scored = [(similarity(c.text, ref_action.text), j) for j, c in enumerate(env.candidates)
-                          if c.kind == ref_action.name]
+                scored = [
+                    (similarity(c.text, ref_action.text), j)
+                    for j, c in enumerate(env.candidates)
+                    if c.kind == ref_action.name
+                ]
                 best = max(scored, default=(0.0, -1))
                 if best[0] < MIN_SIMILARITY:
                     continue
@@ -50,8 +54,9 @@ def demonstrations(env: GuidedSearchEnv, learner, task_ids: list[str], seed: int
     return views, actions, steps
 
 
-def supervised_finetune(learner, env: GuidedSearchEnv, task_ids: list[str], config: ActGuideConfig,
-                        batch_size: int = 64) -> dict[str, Any]:
+def supervised_finetune(
+    learner, env: GuidedSearchEnv, task_ids: list[str], config: ActGuideConfig, batch_size: int = 64
+) -> dict[str, Any]:
     """``config.sft_epochs`` epochs of cross-entropy on the demonstrations; returns what it did."""
     views, actions, steps = demonstrations(env, learner, task_ids, config.seed)
     params = [p for p in learner.parameters() if p.requires_grad]
@@ -69,5 +74,9 @@ def supervised_finetune(learner, env: GuidedSearchEnv, task_ids: list[str], conf
             torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
             optimizer.step()
             losses.append(float(loss.detach()))
-    return {"demonstrations": len(views), "env_steps": steps, "epochs": config.sft_epochs,
-            "final_loss": losses[-1] if losses else None}
+    return {
+        "demonstrations": len(views),
+        "env_steps": steps,
+        "epochs": config.sft_epochs,
+        "final_loss": losses[-1] if losses else None,
+    }

@@ -1,4 +1,5 @@
 """The env and the task sets an ACTGUIDE run uses: a fixed per-benchmark sample of tasks with reference data."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -51,7 +52,9 @@ def training_pool(env: GuidedSearchEnv, config: ActGuideConfig) -> list[str]:
         ids = sorted(by_bench[bench])
         n = config.pretrain_tasks_per_benchmark
         if n and len(ids) > n:
-            ids = sorted(np.random.default_rng([config.task_seed, 7, len(bench)]).choice(ids, size=n, replace=False).tolist())
+            ids = sorted(
+                np.random.default_rng([config.task_seed, 7, len(bench)]).choice(ids, size=n, replace=False).tolist()
+            )
         out.extend(ids)
     return out
 
@@ -61,13 +64,19 @@ def keep_regions(task_ids: list[str], config: ActGuideConfig) -> list[str]:
 
     Every task must have a region there: a regions file of other tasks (another split, seed or pool size) would
     silently train on a different pool, so it is refused with the command that writes the right one."""
-    return tasks_in_regions(task_ids, config.pool_regions, config.kept_regions, "RL-pool",
-                            f"--split {config.split} --tasks-per-benchmark {config.tasks_per_benchmark} "
-                            f"--seed {config.task_seed}", "keep more regions (pool_keep)")
+    return tasks_in_regions(
+        task_ids,
+        config.pool_regions,
+        config.kept_regions,
+        "RL-pool",
+        f"--split {config.split} --tasks-per-benchmark {config.tasks_per_benchmark} --seed {config.task_seed}",
+        "keep more regions (pool_keep)",
+    )
 
 
-def tasks_in_regions(task_ids: list[str], path: str, keep: tuple[str, ...], whose: str, sampled_by: str,
-                     when_empty: str) -> list[str]:
+def tasks_in_regions(
+    task_ids: list[str], path: str, keep: tuple[str, ...], whose: str, sampled_by: str, when_empty: str
+) -> list[str]:
     """The tasks of ``task_ids`` (in their order) whose region in the regions file ``path`` is one of ``keep``.
 
     A file that lacks some of the tasks was written for other tasks; it is refused with the ``barrier --regions``
@@ -81,7 +90,8 @@ def tasks_in_regions(task_ids: list[str], path: str, keep: tuple[str, ...], whos
     if missing:
         raise SteerEnvsError(
             f"{path} has no region for {len(missing)} of the {len(task_ids)} {whose} tasks (first: {missing[0]!r}); "
-            f"write it for them with `steer-envs barrier --regions --model BASE {sampled_by} --out DIR`")
+            f"write it for them with `steer-envs barrier --regions --model BASE {sampled_by} --out DIR`"
+        )
     kept = [t for t in task_ids if regions[t] in keep]
     if not kept:
         raise SteerEnvsError(f"no {whose} task is in the regions {', '.join(keep)} of {path}; {when_empty}")

@@ -1,4 +1,4 @@
-"""The ACTGUIDE-RL trainer (PAPERS.md B; the public implementation's rules where the issue names them).
+"""The ACTGUIDE-RL trainer (the method, with the public implementation's rules where they differ from the paper).
 
 Per iteration, for ``batch_tasks`` training tasks:
 
@@ -6,18 +6,18 @@ Per iteration, for ``batch_tasks`` training tasks:
    guided group was rescued in the previous iteration, which take the first places (a task rescued again is
    revisited again; a revisit may meet its task again among the new ones).
 1. ``G`` unguided rollouts (a GRPO group).
-2. A group is **hard** when every unguided reward is ``<= hard_threshold``. Only then guidance is chosen (and only
+2. A group is **hard** when every unguided reward is 0 (no rollout succeeded). Only then guidance is chosen (and only
    while less than ``guidance_until`` of the budget is spent: after it, iterations are zero RL's): the
    adaptive guider binary-searches the minimal ``k`` (``lo = 0``, ``hi = L``, ``probes_per_step`` fresh probes per
    midpoint, at most ``max_probe_steps`` steps); when no probe succeeds the fallback guider gives full guidance.
 3. ``G`` guided rollouts with that ``k`` **replace** the group and act as the behaviour policy.
 4. GRPO advantages within each group (``guided_baseline="unguided"``: a guided group's baseline is the mean reward
    of the unguided group it replaced, scaled by the std over both); the loss per token is PPO's clipped surrogate,
-   where for guided rollouts the ratio is ``r_mix = π_θ(y | unguided prompt) / π_old(y | guided prompt)``: clipped like PPO's
-   (``ratio_shaping="clip"``), or, the default chosen on dev, the public implementation's LUFFY option (ratio 1 and
-   the advantage weighted by ``r_mix / (r_mix + γ)``); plus ``kl_coef · KL(π_θ ‖ π_ref)`` (k3 estimator) taken on the
-   unguided prompt; token-mean over the batch; ``update_epochs`` optimiser steps. ``mixed_policy=False`` trains
-   guided rollouts on the guided prompt instead, as if they were on-policy.
+   where for guided rollouts the ratio is ``r_mix = π_θ(y | unguided prompt) / π_old(y | guided prompt)``: clipped
+   like PPO's (``ratio_shaping="clip"``), or, the default chosen on dev, the public implementation's LUFFY option
+   (ratio 1 and the advantage weighted by ``r_mix / (r_mix + γ)``); plus ``kl_coef · KL(π_θ ‖ π_ref)`` (k3
+   estimator) taken on the unguided prompt; token-mean over the batch; ``update_epochs`` optimiser steps.
+   ``mixed_policy=False`` trains guided rollouts on the guided prompt instead, as if they were on-policy.
 
 The log's ``guided_push_up`` / ``guided_push_down`` split the weighted advantage on guided tokens by sign (per trained
 token): how hard an update pushes π_u toward the actions it took under guidance and away from them.
@@ -31,6 +31,7 @@ The folder, the accelerator (device, ``mixed_precision``, ``micro_batch``, sever
 ``accelerate launch``) and the micro-batched backward pass come from :mod:`agents.trainer_base`, as do the experiment
 trackers of ``log_with`` (each iteration's numbers at step = the iteration, under ``<run>/trackers/``).
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,20 @@ from .rollout import Trajectory, reset_task, run_group
 from .search import ForkProbes, ProbeCost, make_probes, minimal_k
 from .tasks import make_env, training_pool
 
-__all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "LOG_FILE", "MODEL_FILE", "MODEL_META", "PROGRESS_FILE", "ActGuideTrainer",
-           "TrainResult", "UpdateBatch", "load_learner", "save_learner", "start_from"]
+__all__ = [
+    "CHECKPOINT_FILE",
+    "CONFIG_FILE",
+    "LOG_FILE",
+    "MODEL_FILE",
+    "MODEL_META",
+    "PROGRESS_FILE",
+    "ActGuideTrainer",
+    "TrainResult",
+    "UpdateBatch",
+    "load_learner",
+    "save_learner",
+    "start_from",
+]
 
 CHECKPOINT_FILE = "checkpoint.pt"
 PROGRESS_FILE = "checkpoint.json"
@@ -80,8 +93,16 @@ def _noop(*_args, **_kwargs) -> None:
 def save_learner(learner, config: ActGuideConfig, run_dir: Path, extra: dict[str, Any] | None = None) -> None:
     """Weights (tensors only) plus a JSON card that rebuilds the learner (:func:`load_learner`)."""
     atomic_torch_save(learner.state_dict(), run_dir / MODEL_FILE)
-    atomic_write_json({"learner": config.learner, "learner_args": config.learner_args, "seed": config.seed,
-                       "config": config.to_dict(), **(extra or {})}, run_dir / MODEL_META)
+    atomic_write_json(
+        {
+            "learner": config.learner,
+            "learner_args": config.learner_args,
+            "seed": config.seed,
+            "config": config.to_dict(),
+            **(extra or {}),
+        },
+        run_dir / MODEL_META,
+    )
 
 
 def load_learner(run_dir: str | Path):
@@ -89,7 +110,9 @@ def load_learner(run_dir: str | Path):
     run_dir = Path(run_dir)
     meta_path, weights = run_dir / MODEL_META, run_dir / MODEL_FILE
     if not meta_path.is_file() or not weights.is_file():
-        raise SteerEnvsError(f"no actguide model in {str(run_dir)!r}; train one with `steer-envs train actguide --out DIR`")
+        raise SteerEnvsError(
+            f"no actguide model in {str(run_dir)!r}; train one with `steer-envs train actguide --out DIR`"
+        )
     meta = json.loads(meta_path.read_text())
     learner = build_learner(meta["learner"], meta["learner_args"], meta["seed"])
     learner.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
@@ -143,8 +166,15 @@ class ActGuideTrainer(TrainerBase):
     config_what = "actguide config"
     tracker_project = "actguide"
 
-    def __init__(self, config: ActGuideConfig, run_dir: str | Path, resume: bool = False, progress: bool = False,
-                 on_iteration_end: Callable[[int, dict[str, Any]], None] = _noop, learner=None) -> None:
+    def __init__(
+        self,
+        config: ActGuideConfig,
+        run_dir: str | Path,
+        resume: bool = False,
+        progress: bool = False,
+        on_iteration_end: Callable[[int, dict[str, Any]], None] = _noop,
+        learner=None,
+    ) -> None:
         super().__init__(config, run_dir, resume=resume, progress=progress)
         self.on_iteration_end = on_iteration_end
         self._learner = learner
@@ -152,11 +182,17 @@ class ActGuideTrainer(TrainerBase):
     def _checkpoint(self, learner, optimizer, generator, progress: dict[str, Any]) -> None:
         if not self.is_main_process:  # every process holds the same state; one writes it
             return
-        self.folder.save_tensors(CHECKPOINT_FILE, {"learner": learner.state_dict(), "optimizer": optimizer.state_dict(),
-                                                   "generator": generator.get_state()})
+        self.folder.save_tensors(
+            CHECKPOINT_FILE,
+            {"learner": learner.state_dict(), "optimizer": optimizer.state_dict(), "generator": generator.get_state()},
+        )
         self.folder.write_json(PROGRESS_FILE, progress)
-        save_learner(learner, self.config, self.run_dir, {"iterations": progress["iteration"],
-                                                          "budget_used": progress["budget_used"]})
+        save_learner(
+            learner,
+            self.config,
+            self.run_dir,
+            {"iterations": progress["iteration"], "budget_used": progress["budget_used"]},
+        )
 
     # -- the loop ---------------------------------------------------------------------------------------------------
     def run(self) -> TrainResult:
@@ -180,8 +216,9 @@ class ActGuideTrainer(TrainerBase):
         reference = frozen_copy(learner)  # π_ref = the initial policy (rebuilt identically on resume)
         # per-tensor updates (foreach=False): the fused path allocates temporaries the size of all the weights,
         # which for a language-model learner is a large share of a laptop's memory
-        optimizer = torch.optim.Adam([p for p in learner.parameters() if p.requires_grad], lr=c.lr,
-                                     weight_decay=c.weight_decay, foreach=False)
+        optimizer = torch.optim.Adam(
+            [p for p in learner.parameters() if p.requires_grad], lr=c.lr, weight_decay=c.weight_decay, foreach=False
+        )
         folder = self.folder
         generator = torch.Generator().manual_seed(c.seed)
         if resuming:
@@ -193,8 +230,16 @@ class ActGuideTrainer(TrainerBase):
             folder.resume_log(progress["iteration"])
         else:
             folder.start_log()
-            progress = {"iteration": 0, "budget_used": 0, "cursor": 0, "wall_s": 0.0, "sft": None,
-                        "probe_env_steps": 0, "probe_restart_env_steps": 0, "probe_rollouts": 0}
+            progress = {
+                "iteration": 0,
+                "budget_used": 0,
+                "cursor": 0,
+                "wall_s": 0.0,
+                "sft": None,
+                "probe_env_steps": 0,
+                "probe_restart_env_steps": 0,
+                "probe_rollouts": 0,
+            }
             if c.sft_epochs > 0:
                 from .sft import supervised_finetune
 
@@ -225,18 +270,21 @@ class ActGuideTrainer(TrainerBase):
             bar.update(record["rollouts"], success=f"{record['unguided_success']:.2f}", hard=record["hard_groups"])
             self.on_iteration_end(it, record)
         bar.close()
-        return TrainResult(self.run_dir, progress["iteration"], progress["budget_used"],
-                           float(progress["wall_s"]), self.finished_log())
+        return TrainResult(
+            self.run_dir, progress["iteration"], progress["budget_used"], float(progress["wall_s"]), self.finished_log()
+        )
 
     # -- one iteration ------------------------------------------------------------------------------------------------
-    def _choose_k(self, env, learner, task_id: str, seed: int, length: int, generator, stats: dict) -> tuple[int | None, Any]:
+    def _choose_k(
+        self, env, learner, task_id: str, seed: int, length: int, generator, stats: dict
+    ) -> tuple[int | None, Any]:
         """The guidance for a hard group, and the probe runner whose prefix states it may reuse."""
         c = self.config
         if c.fixed_k > 0:
             return min(c.fixed_k, length), None
         if not c.adaptive:
             return length, None
-        probes = make_probes(env, learner, task_id, seed, c.probes_per_step, generator, c.plan_mode, c.fork_probes)
+        probes = make_probes(env, learner, task_id, seed, c.probes_per_step, generator, c.plan_mode)
         result = minimal_k(probes.probe, length, c.max_probe_steps)
         cost: ProbeCost = probes.cost
         stats["probe_rollouts"] += cost.rollouts
@@ -251,14 +299,21 @@ class ActGuideTrainer(TrainerBase):
             return result.k, probes
         return (length, probes) if c.fallback else (None, probes)
 
-    def _iteration(self, it, env, learner, reference, optimizer, generator, task_ids: list[str],
-                   guide: bool = True) -> dict[str, Any]:
+    def _iteration(
+        self, it, env, learner, reference, optimizer, generator, task_ids: list[str], guide: bool = True
+    ) -> dict[str, Any]:
         """One iteration over ``task_ids``; hard groups are guided only when ``guide`` (the config's guidance and,
         past ``guidance_until`` of the budget, never)."""
         c = self.config
         t0 = time.time()
-        stats: dict[str, Any] = {"probe_rollouts": 0, "probe_env_steps": 0, "probe_restart_env_steps": 0,
-                                 "search_steps": [], "searches_found": 0, "searches_unknown": 0}
+        stats: dict[str, Any] = {
+            "probe_rollouts": 0,
+            "probe_env_steps": 0,
+            "probe_restart_env_steps": 0,
+            "search_steps": [],
+            "searches_found": 0,
+            "searches_unknown": 0,
+        }
         groups: list[list[Trajectory]] = []
         rollouts, hard, rescued, unguided_success, ks, rescued_tasks = 0, 0, 0, [], [], []
         failed_trajectories = 0
@@ -270,11 +325,13 @@ class ActGuideTrainer(TrainerBase):
             failed_trajectories += sum(t.failed for t in group)
             finished = [t for t in group if not t.failed]  # a failed trajectory's 0 is not a reward
             unguided_success.extend(t.success for t in finished)
-            is_hard = bool(finished) and all(t.reward <= c.hard_threshold for t in finished)
+            is_hard = bool(finished) and all(t.reward <= 0.0 for t in finished)
             hard += int(is_hard)
             if guide and is_hard:
                 length = len(env.state.reference) if env.state.reference is not None else 0
-                k, probes = self._choose_k(env, learner, task_id, seed, length, generator, stats) if length else (None, None)
+                k, probes = (
+                    self._choose_k(env, learner, task_id, seed, length, generator, stats) if length else (None, None)
+                )
                 if k is not None and k > 0:
                     if isinstance(probes, ForkProbes):
                         state, _ = probes.start_state(k)  # prefix mode: fork from the prefix state built once
@@ -323,8 +380,16 @@ class ActGuideTrainer(TrainerBase):
         c = self.config
         batch = self._update_batch(learner, reference, groups)
         if batch is None:
-            return {"loss": 0.0, "loss_pg": 0.0, "loss_kl": 0.0, "tokens": 0, "r_mix": 0.0, "clip_frac": 0.0,
-                    "guided_push_up": 0.0, "guided_push_down": 0.0}
+            return {
+                "loss": 0.0,
+                "loss_pg": 0.0,
+                "loss_kl": 0.0,
+                "tokens": 0,
+                "r_mix": 0.0,
+                "clip_frac": 0.0,
+                "guided_push_up": 0.0,
+                "guided_push_down": 0.0,
+            }
         params = [p for p in learner.parameters() if p.requires_grad]
         first: dict[str, float] = {}
         for epoch in range(c.update_epochs):
@@ -369,14 +434,21 @@ class ActGuideTrainer(TrainerBase):
         lengths = [int(o.numel()) for o in olds]
         old = torch.cat([o.reshape(-1) for o in olds])
         dev = old.device  # the learner's log-prob device: advantages and masks are built where they are mixed
-        adv_tok = torch.repeat_interleave(torch.as_tensor(advs, dtype=torch.float32, device=dev),
-                                          torch.as_tensor(lengths, device=dev))
-        guided_tok = torch.repeat_interleave(torch.as_tensor(acted_guided, device=dev), torch.as_tensor(lengths, device=dev))
+        adv_tok = torch.repeat_interleave(
+            torch.as_tensor(advs, dtype=torch.float32, device=dev), torch.as_tensor(lengths, device=dev)
+        )
+        guided_tok = torch.repeat_interleave(
+            torch.as_tensor(acted_guided, device=dev), torch.as_tensor(lengths, device=dev)
+        )
         size = c.micro_batch or len(views)  # π_ref in micro-batches too: no more activations than one backward's
         with torch.no_grad(), self.autocast():
-            ref = torch.cat([r.reshape(-1).float() if c.mixed_precision != "no" else r.reshape(-1)
-                             for i in range(0, len(views), size)
-                             for r in reference.token_logprobs(views[i : i + size], actions[i : i + size])])
+            ref = torch.cat(
+                [
+                    r.reshape(-1).float() if c.mixed_precision != "no" else r.reshape(-1)
+                    for i in range(0, len(views), size)
+                    for r in reference.token_logprobs(views[i : i + size], actions[i : i + size])
+                ]
+            )
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(int).tolist()
         return UpdateBatch(views, actions, old, adv_tok, guided_tok, ref.to(dev), offsets)
 
@@ -411,7 +483,7 @@ class ActGuideTrainer(TrainerBase):
             new = torch.cat([t.reshape(-1) for t in learner.token_logprobs(batch.views[a:b], batch.actions[a:b])])
             return new.float() if c.mixed_precision != "no" else new
 
-        if self.num_processes == 1 and not c.micro_batch:  # the whole batch in one pass (the earlier computation)
+        if self.num_processes == 1 and not c.micro_batch:  # the whole batch in one pass
             with self.autocast():
                 new = logprobs(0, len(batch.views))
                 if trained.any():
@@ -428,11 +500,16 @@ class ActGuideTrainer(TrainerBase):
                     up, down = guided_push(new, old, adv_tok, guided_tok, trained)
                     n = max(int(trained.sum()), 1)
                     first = {
-                        "loss": float(loss.detach()), "loss_pg": float(loss_pg.detach()), "loss_kl": float(loss_kl.detach()),
+                        "loss": float(loss.detach()),
+                        "loss_pg": float(loss_pg.detach()),
+                        "loss_kl": float(loss_kl.detach()),
                         "tokens": int(trained.sum()),
                         "r_mix": float(ratio[g].mean()) if g.any() else 0.0,
-                        "clip_frac": float(((ratio[trained] - 1).abs() > c.clip_eps).float().mean()) if trained.any() else 0.0,
-                        "guided_push_up": up / n, "guided_push_down": down / n,
+                        "clip_frac": float(((ratio[trained] - 1).abs() > c.clip_eps).float().mean())
+                        if trained.any()
+                        else 0.0,
+                        "guided_push_up": up / n,
+                        "guided_push_down": down / n,
                     }
             if loss.requires_grad:
                 self.backward(loss)
@@ -459,14 +536,26 @@ class ActGuideTrainer(TrainerBase):
                 with torch.no_grad():
                     ratio = torch.exp(new - old[a:b])
                     g = guided_tok[a:b] & tr
-                    sums += [float(pg.detach()), float(kl.detach()), float(ratio[g].sum()), float(g.sum()),
-                             float(((ratio[tr] - 1).abs() > c.clip_eps).sum()),
-                             *guided_push(new, old[a:b], adv_tok[a:b], guided_tok[a:b], tr)]
+                    sums += [
+                        float(pg.detach()),
+                        float(kl.detach()),
+                        float(ratio[g].sum()),
+                        float(g.sum()),
+                        float(((ratio[tr] - 1).abs() > c.clip_eps).sum()),
+                        *guided_push(new, old[a:b], adv_tok[a:b], guided_tok[a:b], tr),
+                    ]
         first = {}
         if epoch == 0:
             pg_v, kl_v, r_sum, r_n, clipped, up, down = self.reduce_sum(sums.tolist())
             n = max(n_trained, 1)
-            first = {"loss": pg_v + c.kl_coef * kl_v, "loss_pg": pg_v, "loss_kl": kl_v, "tokens": n_trained,
-                     "r_mix": r_sum / r_n if r_n else 0.0, "clip_frac": clipped / n_trained if n_trained else 0.0,
-                     "guided_push_up": up / n, "guided_push_down": down / n}
+            first = {
+                "loss": pg_v + c.kl_coef * kl_v,
+                "loss_pg": pg_v,
+                "loss_kl": kl_v,
+                "tokens": n_trained,
+                "r_mix": r_sum / r_n if r_n else 0.0,
+                "clip_frac": clipped / n_trained if n_trained else 0.0,
+                "guided_push_up": up / n,
+                "guided_push_down": down / n,
+            }
         return first, any(p.requires_grad for p in learner.parameters())

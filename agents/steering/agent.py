@@ -5,6 +5,7 @@ computes ``z`` once, draws the gate (or thresholds it when ``deterministic``), a
 the slow path, whose output becomes the environment action. Changing ``tau`` changes the intervention rate
 without retraining.
 """
+
 from __future__ import annotations
 
 from typing import Any

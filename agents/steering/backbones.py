@@ -1,4 +1,5 @@
 """Registry of steering backbones: ``config.backbone`` -> constructor (no if/elif chains in the trainer)."""
+
 from __future__ import annotations
 
 import importlib

@@ -27,6 +27,7 @@
   and checkpoints hold only them; :meth:`CausalLMSteerer.save_adapter` writes a peft adapter folder
   (``save_pretrained``) that ``peft.PeftModel.from_pretrained`` and vLLM's ``--enable-lora`` load.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -89,7 +90,9 @@ def resolve_device(device: str) -> str:
     try:
         kind = torch.device(device).type
     except (RuntimeError, TypeError) as err:
-        raise SteerEnvsError(f"device {device!r} is not a torch device ({err}); use 'cpu', 'cuda', 'cuda:1' or 'auto'") from err
+        raise SteerEnvsError(
+            f"device {device!r} is not a torch device ({err}); use 'cpu', 'cuda', 'cuda:1' or 'auto'"
+        ) from err
     if kind == "cuda" and not torch.cuda.is_available():
         raise SteerEnvsError(
             f"device {device!r}: torch {torch.__version__} sees no CUDA GPU here; use device='cpu', or 'auto' to take "
@@ -163,7 +166,11 @@ class CausalLMSteerer(Steerer):
         replaces the whole-pass checkpointing in training mode). ``qlora``: LoRA over a 4-bit base (needs
         bitsandbytes and a CUDA GPU; implies ``lora``). ``adapter``: a peft adapter folder to start from."""
         super().__init__(options)
-        for name, value in (("batch_size", batch_size), ("micro_batch", micro_batch), ("max_think_tokens", max_think_tokens)):
+        for name, value in (
+            ("batch_size", batch_size),
+            ("micro_batch", micro_batch),
+            ("max_think_tokens", max_think_tokens),
+        ):
             if not isinstance(value, int) or value < 1:
                 raise SteerEnvsError(f"CausalLMSteerer {name} must be a positive integer, got {value!r}")
         if padding_side not in PADDING_SIDES:
@@ -178,8 +185,9 @@ class CausalLMSteerer(Steerer):
         torch_dtype = resolve_dtype(dtype)
         folder = resolve_model_dir(model)
         run_on = resolve_device(device)
-        lm, self.tokenizer = (self._load_4bit(folder, run_on, torch_dtype) if qlora
-                              else self._load_through_backend(folder, run_on, dtype))
+        lm, self.tokenizer = (
+            self._load_4bit(folder, run_on, torch_dtype) if qlora else self._load_through_backend(folder, run_on, dtype)
+        )
         if gradient_checkpointing and not qlora:  # prepare_model_for_kbit_training switched it on for QLoRA
             lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         from steer_envs.llm.hf import model_context_length
@@ -193,7 +201,9 @@ class CausalLMSteerer(Steerer):
         self.yes_id = self._first_token(" yes")
         self.no_id = self._first_token(" no")
         if self.yes_id == self.no_id:
-            raise SteerEnvsError(f"{model}: ' yes' and ' no' start with the same token; the fast path needs them distinct")
+            raise SteerEnvsError(
+                f"{model}: ' yes' and ' no' start with the same token; the fast path needs them distinct"
+            )
         self.names = [o.name for o in self.options] + ([PASS_NAME] if allow_pass else [])
         self.eos_ids = self._eos_ids()
         pad = self.tokenizer.pad_token_id
@@ -217,16 +227,27 @@ class CausalLMSteerer(Steerer):
         try:
             import bitsandbytes  # noqa: F401 - only its presence is checked here
         except ImportError as err:
-            raise SteerEnvsError("qlora=True needs bitsandbytes (`pip install bitsandbytes`); or use lora=True") from err
+            raise SteerEnvsError(
+                "qlora=True needs bitsandbytes (`pip install bitsandbytes`); or use lora=True"
+            ) from err
         prepare_model_for_kbit_training = import_extra("peft", "llm", "QLoRA").prepare_model_for_kbit_training
         from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
-        quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                                   bnb_4bit_compute_dtype=dtype)
-        lm = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, quantization_config=quant, dtype=dtype,
-                                                  device_map={"": torch.device(device).index or 0})
-        lm = prepare_model_for_kbit_training(lm, use_gradient_checkpointing=self.gradient_checkpointing,
-                                             gradient_checkpointing_kwargs={"use_reentrant": False})
+        quant = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype
+        )
+        lm = AutoModelForCausalLM.from_pretrained(
+            folder,
+            local_files_only=True,
+            quantization_config=quant,
+            dtype=dtype,
+            device_map={"": torch.device(device).index or 0},
+        )
+        lm = prepare_model_for_kbit_training(
+            lm,
+            use_gradient_checkpointing=self.gradient_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False},
+        )
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         return lm, tokenizer
 
@@ -235,8 +256,10 @@ class CausalLMSteerer(Steerer):
             PeftModel = import_extra("peft", "llm", "a steerer adapter").PeftModel  # noqa: N806 - the class
 
             if not (Path(self.adapter) / "adapter_config.json").is_file():
-                raise SteerEnvsError(f"adapter {self.adapter!r} is not a peft adapter folder (no adapter_config.json); "
-                                     "pass a folder written by save_adapter (a LoRA run's adapter/)")
+                raise SteerEnvsError(
+                    f"adapter {self.adapter!r} is not a peft adapter folder (no adapter_config.json); "
+                    "pass a folder written by save_adapter (a LoRA run's adapter/)"
+                )
             return PeftModel.from_pretrained(lm, self.adapter, is_trainable=self.lora)
         if not self.lora:
             return lm
@@ -246,8 +269,13 @@ class CausalLMSteerer(Steerer):
         cuda = [torch.device(device).index or 0] if torch.device(device).type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
             torch.manual_seed(self.seed)
-            config = LoraConfig(r=self.lora_rank, lora_alpha=2 * self.lora_rank, target_modules="all-linear",
-                                lora_dropout=0.0, task_type="CAUSAL_LM")
+            config = LoraConfig(
+                r=self.lora_rank,
+                lora_alpha=2 * self.lora_rank,
+                target_modules="all-linear",
+                lora_dropout=0.0,
+                task_type="CAUSAL_LM",
+            )
             return get_peft_model(lm, config)
 
     # -- helpers --------------------------------------------------------------------------------------------
@@ -256,12 +284,24 @@ class CausalLMSteerer(Steerer):
         return next(self.lm.parameters()).device
 
     def build_spec(self) -> dict[str, Any]:
-        return {"model": self.model_spec, "lora": self.lora, "lora_rank": self.lora_rank,
-                "max_prompt_tokens": self.max_prompt_tokens, "max_think_tokens": self.max_think_tokens,
-                "max_arguments": self.max_arguments, "allow_pass": self.allow_pass, "seed": self.seed,
-                "device": self.device_spec, "dtype": self.dtype_name, "batch_size": self.batch_size,
-                "micro_batch": self.micro_batch, "padding_side": self.padding_side,
-                "gradient_checkpointing": self.gradient_checkpointing, "qlora": self.qlora, "adapter": self.adapter}
+        return {
+            "model": self.model_spec,
+            "lora": self.lora,
+            "lora_rank": self.lora_rank,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "max_think_tokens": self.max_think_tokens,
+            "max_arguments": self.max_arguments,
+            "allow_pass": self.allow_pass,
+            "seed": self.seed,
+            "device": self.device_spec,
+            "dtype": self.dtype_name,
+            "batch_size": self.batch_size,
+            "micro_batch": self.micro_batch,
+            "padding_side": self.padding_side,
+            "gradient_checkpointing": self.gradient_checkpointing,
+            "qlora": self.qlora,
+            "adapter": self.adapter,
+        }
 
     def checkpoint_state_dict(self) -> dict[str, torch.Tensor]:
         if not self.lora:
@@ -281,8 +321,10 @@ class CausalLMSteerer(Steerer):
         --lora-modules steerer=<folder>``, and ``CausalLMSteerer(..., adapter=folder)`` starts from it. The folder
         is written beside and then swapped in, so a crash never leaves half an adapter."""
         if not self.lora:
-            raise SteerEnvsError("save_adapter: this steerer has no LoRA adapter (lora=False); its weights are the "
-                                 "whole model: use save_model / the run's model.pt")
+            raise SteerEnvsError(
+                "save_adapter: this steerer has no LoRA adapter (lora=False); its weights are the "
+                "whole model: use save_model / the run's model.pt"
+            )
         folder = Path(folder)
         fresh, stale = folder.with_name(folder.name + ".writing"), folder.with_name(folder.name + ".old")
         for leftover in (fresh, stale):
@@ -304,7 +346,10 @@ class CausalLMSteerer(Steerer):
 
     def _eos_ids(self) -> set[int]:
         ids = set()
-        for value in (self.tokenizer.eos_token_id, getattr(getattr(self.lm, "generation_config", None), "eos_token_id", None)):
+        for value in (
+            self.tokenizer.eos_token_id,
+            getattr(getattr(self.lm, "generation_config", None), "eos_token_id", None),
+        ):
             if isinstance(value, int):
                 ids.add(value)
             elif isinstance(value, (list, tuple)):
@@ -388,11 +433,16 @@ class CausalLMSteerer(Steerer):
         out = torch.cat(parts)
         return out[torch.argsort(torch.tensor(order, device=out.device))]
 
-    def _scored_sum(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    def _scored_sum(
+        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, first: torch.Tensor
+    ) -> torch.Tensor:
         width = ids.shape[1]
         keep = width - int(first.min()) + 1  # logits at position j predict token j + 1
-        logits = self.lm(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep,
-                         use_cache=False).logits[:, :-1].float()  # predictions for tokens width-keep+1 .. width-1
+        logits = (
+            self.lm(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep, use_cache=False)
+            .logits[:, :-1]
+            .float()
+        )  # predictions for tokens width-keep+1 .. width-1
         targets = ids[:, width - keep + 1 :]
         token_logp = logits.gather(-1, targets[..., None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
         columns = torch.arange(width - keep + 1, width, device=ids.device)
@@ -410,7 +460,9 @@ class CausalLMSteerer(Steerer):
             return torch.zeros(0, device=self.device)
         size = self._chunk()
         left = self.padding_side == "left"
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
+        order = sorted(
+            range(len(prompts)), key=lambda i: len(prompts[i])
+        )  # similar lengths share a batch: less padding
         parts = []
         for c in range(0, len(order), size):
             ids, mask, positions = self._pad([prompts[i] for i in order[c : c + size]], left=left)
@@ -423,8 +475,9 @@ class CausalLMSteerer(Steerer):
         width = ids.shape[1]
         lengths = mask.sum(-1)
         keep = 1 if self.padding_side == "left" else width - int(lengths.min()) + 1
-        logits = self.lm(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep,
-                         use_cache=False).logits
+        logits = self.lm(
+            input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep, use_cache=False
+        ).logits
         last = logits.shape[1] - 1 if self.padding_side == "left" else None
         rows = torch.arange(ids.shape[0], device=ids.device)
         at = torch.full_like(lengths, last) if last is not None else lengths - 1 - (width - keep)
@@ -438,8 +491,9 @@ class CausalLMSteerer(Steerer):
     def _closes(self, think: list[int]) -> bool:
         return THINK_END in self.tokenizer.decode(think[-_THINK_END_WINDOW:])
 
-    def _sample_thinks(self, prompt: list[int], n: int, generator: torch.Generator, greedy: bool
-                       ) -> tuple[list[list[int]], list[torch.Tensor]]:
+    def _sample_thinks(
+        self, prompt: list[int], n: int, generator: torch.Generator, greedy: bool
+    ) -> tuple[list[list[int]], list[torch.Tensor]]:
         """``n`` reasoning continuations of ``prompt`` from one ``generate`` call, as the sampled token ids, each
         cut after ``</think>`` or before EOS (at most ``max_think_tokens``), and their per-token log-probs.
 
@@ -451,26 +505,41 @@ class CausalLMSteerer(Steerer):
         ids = torch.tensor([prompt], dtype=torch.long, device=device)
         eos = sorted(self.eos_ids)
         settings: dict[str, Any] = {
-            "max_new_tokens": self.max_think_tokens, "stop_strings": [THINK_END], "use_cache": True,
-            "eos_token_id": eos or None, "pad_token_id": eos[0] if eos else self.pad_id,
+            "max_new_tokens": self.max_think_tokens,
+            "stop_strings": [THINK_END],
+            "use_cache": True,
+            "eos_token_id": eos or None,
+            "pad_token_id": eos[0] if eos else self.pad_id,
         }
         if greedy:  # all n samples are the same: decode once
             settings.update(do_sample=False, num_return_sequences=1)
         else:  # the model's own sampling defaults (top-k, top-p...) would make the log-probs not the policy's
-            settings.update(do_sample=True, num_return_sequences=n, temperature=1.0, top_k=0, top_p=1.0,
-                            typical_p=1.0, repetition_penalty=1.0, no_repeat_ngram_size=0)
+            settings.update(
+                do_sample=True,
+                num_return_sequences=n,
+                temperature=1.0,
+                top_k=0,
+                top_p=1.0,
+                typical_p=1.0,
+                repetition_penalty=1.0,
+                no_repeat_ngram_size=0,
+            )
         seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device))
         recorder = _StepLogProbs()
         cuda = [device.index or 0] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda), torch.no_grad():
             torch.manual_seed(seed)
-            out = self.lm.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                   cache=self._prompt_cache(ids, settings["num_return_sequences"]),
-                                   generation_config=GenerationConfig(**settings),
-                                   logits_processor=LogitsProcessorList([recorder]), tokenizer=self.tokenizer)
+            out = self.lm.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                cache=self._prompt_cache(ids, settings["num_return_sequences"]),
+                generation_config=GenerationConfig(**settings),
+                logits_processor=LogitsProcessorList([recorder]),
+                tokenizer=self.tokenizer,
+            )
         step_logp = recorder.finish(out)
         thinks, logps = [], []
-        for row, lp in zip(out[:, len(prompt):].tolist(), step_logp):
+        for row, lp in zip(out[:, len(prompt) :].tolist(), step_logp):
             think: list[int] = []
             for tok in row:
                 if tok in self.eos_ids:
@@ -521,7 +590,9 @@ class CausalLMSteerer(Steerer):
             return int(logp.argmax())
         return int(torch.multinomial(logp.detach().exp().to(generator.device), 1, generator=generator))
 
-    def sample_slow(self, observation: Any, n: int, generator: torch.Generator, greedy: bool = False) -> list[SlowSample]:
+    def sample_slow(
+        self, observation: Any, n: int, generator: torch.Generator, greedy: bool = False
+    ) -> list[SlowSample]:
         with torch.no_grad():
             prompt = self._slow_prompt(observation)
             spans = argument_candidates(observation, self.max_arguments)
@@ -547,14 +618,30 @@ class CausalLMSteerer(Steerer):
                 rationale = self.tokenizer.decode(think).replace(THINK_END, "").strip()
                 text = option.render(observation, argument) if option is not None else PASS_NAME
                 line = f"{self.names[picks[i]]}" + (f": {argument}" if argument else "")
-                samples.append(SlowSample(option, argument, text, rationale,
-                                          {"think": think, "name_pos": picks[i], "arg_pos": arg_pos[i], "spans": spans,
-                                           "logp": float(logp),
-                                           "output": f"<think>{rationale}</think>{GRAMMAR_HEAD}{line}"}))
+                samples.append(
+                    SlowSample(
+                        option,
+                        argument,
+                        text,
+                        rationale,
+                        {
+                            "think": think,
+                            "name_pos": picks[i],
+                            "arg_pos": arg_pos[i],
+                            "spans": spans,
+                            "logp": float(logp),
+                            "output": f"<think>{rationale}</think>{GRAMMAR_HEAD}{line}",
+                        },
+                    )
+                )
         return samples
 
-    def slow_logprobs(self, observation: Any, samples: Sequence[SlowSample],
-                      row_scorer: Callable[[list[list[int]], list[int]], torch.Tensor] | None = None) -> torch.Tensor:
+    def slow_logprobs(
+        self,
+        observation: Any,
+        samples: Sequence[SlowSample],
+        row_scorer: Callable[[list[list[int]], list[int]], torch.Tensor] | None = None,
+    ) -> torch.Tensor:
         """``log π(sample)`` from the sampled ids: reasoning tokens + NAME choice + ARGUMENT choice, every sequence
         of the sample set scored in one batched pass (``micro_batch`` chunks with gradients).
 

@@ -4,6 +4,7 @@ A crash (or kill) during a write leaves the previous checkpoint intact, so ``--r
 one. JSONL logs are appended line by line and flushed; a torn last line (killed mid-write) is dropped on read.
 Checkpoints hold tensors and plain data only (:mod:`steer_envs.checkpoints`): opening one never runs code.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,16 @@ from steer_envs.atomic import atomic_write_bytes
 from steer_envs.atomic import atomic_write_json as write_json
 from steer_envs.checkpoints import load_checkpoint, save_checkpoint
 
-__all__ = ["append_jsonl", "atomic_torch_save", "atomic_write_bytes", "atomic_write_json", "load_checkpoint",
-           "read_jsonl", "save_checkpoint", "truncate_jsonl"]
+__all__ = [
+    "append_jsonl",
+    "atomic_torch_save",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "load_checkpoint",
+    "read_jsonl",
+    "save_checkpoint",
+    "truncate_jsonl",
+]
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:

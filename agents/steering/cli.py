@@ -1,8 +1,8 @@
 """``steer-envs train steering --executor sim:default --out RUN_DIR [--config FILE] [--resume]``."""
+
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from steer_envs.cli.common import add_protocol_arguments, protocol_kwargs
@@ -15,10 +15,18 @@ HELP = "train the steering agent (fast path + slow path) with the paper's RL alg
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_protocol_arguments(parser, include=("executor", "data_dir"), defaults={"executor": None},
-                           overrides={"executor": {"help": "executor spec (default: the config's, sim:default)"}})
+    add_protocol_arguments(
+        parser,
+        include=("executor", "data_dir"),
+        defaults={"executor": None},
+        overrides={"executor": {"help": "executor spec (default: the config's, sim:default)"}},
+    )
     parser.add_argument("--out", required=True, help="run folder: config, log.jsonl, checkpoint.pt, model.pt")
-    parser.add_argument("--config", default=None, help="a .json or .toml file of SteeringConfig keys (m, k, eps_sel, G, N, tau, lr, cost, ...)")
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="a .json or .toml file of SteeringConfig keys (m, k, eps_sel, G, N, tau, lr, cost, ...)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_log_with_argument(parser)
@@ -26,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..trainer_base import end_processes
+    from ..trainer_base import end_processes, read_run_config
     from .config import SteeringConfig
     from .trainer import CONFIG_FILE, SteeringTrainer
 
@@ -34,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.config:
         config = SteeringConfig.load(args.config)
     elif args.resume and (out / CONFIG_FILE).is_file():
-        config = SteeringConfig.from_dict(json.loads((out / CONFIG_FILE).read_text())["config"], where=str(out / CONFIG_FILE))
+        config = SteeringConfig.from_dict(read_run_config(out), where=str(out / CONFIG_FILE))
     else:
         config = SteeringConfig()
     for name, value in protocol_kwargs(args, drop_none=True).items():  # a flag given replaces the config's value
@@ -47,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     end_processes()  # under accelerate launch: every process ends its process group before it exits
     last = result.log[-1] if result.log else {}
     print(
-        f"trained {result.rounds} rounds in {result.wall_s:.0f} s; last round: loss {last.get('loss', float('nan')):.3f}, "
+        f"trained {result.rounds} rounds in {result.wall_s:.0f} s; "
+        f"last round: loss {last.get('loss', float('nan')):.3f}, "
         f"mean q {last.get('mean_q', float('nan')):.3f}. Model: {out / 'model.pt'}; "
         f"fast-path Spearman on dev: `python -m agents.steering.evaluate {out}`; "
         "compare with other methods: `steer-envs compare`"

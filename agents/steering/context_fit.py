@@ -17,6 +17,7 @@ server's ``context_length`` and refits tighter when the server still refuses
 (:class:`~agents.steering.served.ServedSteerer`). Turns are split by :func:`split_turns`, on the boundaries the
 Search-R1 protocol and the hand-off history write, so no turn is ever half-elided except the last resort above.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,8 +32,10 @@ ELISION_MARKER = "[... {n} earlier turn{s} elided to fit the model's context ...
 #: where a turn of the Search-R1 protocol ends: after its ``<information>`` block, a guidance note or rejection,
 #: the invalid-action reply (matched whole: it quotes the tags), or an answer (with the whitespace that follows);
 #: and before each line of the hand-off history (``[i] sender -> receiver: ...``)
-_TURN_END = re.compile(r"(?:" + re.escape(INVALID_ACTION_REPLY.strip()) + r"|</information>|</guidance>|</answer>)"
-                       r"[ \t]*\n*|\n(?=\[\d+\] )")
+_TURN_END = re.compile(
+    r"(?:" + re.escape(INVALID_ACTION_REPLY.strip()) + r"|</information>|</guidance>|</answer>)"
+    r"[ \t]*\n*|\n(?=\[\d+\] )"
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ def split_turns(transcript: str) -> list[str]:
     turns, start = [], 0
     for match in _TURN_END.finditer(transcript):
         if match.end() > start:
-            turns.append(transcript[start:match.end()])
+            turns.append(transcript[start : match.end()])
             start = match.end()
     if start < len(transcript):
         turns.append(transcript[start:])
@@ -112,7 +115,7 @@ def fit_observation(observation: Any, fits: Callable[[str], bool]) -> FittedText
     marker = elision_marker(len(turns) - 1)
 
     def tail(chars: int) -> str:
-        return _render(observation, marker + "..." + last[len(last) - chars:])
+        return _render(observation, marker + "..." + last[len(last) - chars :])
 
     chars = _largest(1, len(last) - 1, lambda c: fits(tail(c)))
     if chars >= 1:
@@ -122,8 +125,6 @@ def fit_observation(observation: Any, fits: Callable[[str], bool]) -> FittedText
         return FittedText(bare, len(turns))
     size = _largest(1, len(bare), lambda c: fits(bare[:c]))  # the goal itself is too long: its end is cut
     return FittedText(bare[: max(size, 1)], len(turns), cut=True)
-
-
 
 
 @dataclass

@@ -18,6 +18,7 @@ it almost everywhere on sim:default).
 
 Usage: ``python -m agents.steering.diagnose [--train-tasks 200] [--rollouts 3] [--test-tasks 140] [--N 16]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,8 +68,15 @@ def state_type(privileged: dict[str, Any], turn: int) -> str:
     return f"unresolved_t{min(turn, 3)}"
 
 
-def measure_bank(env, task_ids: Sequence[str], seed: int, N: int, seed_sets: int,
-                 progress: Callable[[int], None] | None = None, dropped: list[str] | None = None) -> list[MeasuredState]:
+def measure_bank(
+    env,
+    task_ids: Sequence[str],
+    seed: int,
+    N: int,
+    seed_sets: int,
+    progress: Callable[[int], None] | None = None,
+    dropped: list[str] | None = None,
+) -> list[MeasuredState]:
     """No-intervention rollouts of ``task_ids``; every state measured for pass and each catalogue option.
 
     A state is kept only when every seed set measured its baseline and every option: a mean over continuations
@@ -116,8 +124,16 @@ def between_task_share(task_ids: Sequence[str], q: np.ndarray) -> float:
     return float(means.var() / q.var()) if q.var() > 0 else float("nan")
 
 
-def diagnose(train_tasks: int = 200, rollouts: int = 3, test_tasks: int = 140, N: int = 16, executor: str = "sim:default",
-             seed: int = 0, data_dir=None, progress: bool = True) -> dict[str, Any]:
+def diagnose(
+    train_tasks: int = 200,
+    rollouts: int = 3,
+    test_tasks: int = 140,
+    N: int = 16,
+    executor: str = "sim:default",
+    seed: int = 0,
+    data_dir=None,
+    progress: bool = True,
+) -> dict[str, Any]:
     from scipy import stats
     from tqdm.auto import tqdm
 
@@ -129,7 +145,9 @@ def diagnose(train_tasks: int = 200, rollouts: int = 3, test_tasks: int = 140, N
     pool = [t.id for t in load_tasks(None, "train", data_dir=data_dir)]
     rng = np.random.default_rng([seed, 17])
     train_ids = random_subset(pool, min(train_tasks, len(pool)), rng) * rollouts
-    test_ids = select_tasks("test", max_per_benchmark=test_tasks // len(BENCHMARKS) + 1, seed=seed + 3, data_dir=data_dir)
+    test_ids = select_tasks(
+        "test", max_per_benchmark=test_tasks // len(BENCHMARKS) + 1, seed=seed + 3, data_dir=data_dir
+    )
 
     # the number of states is known only once the rollouts are done: the bar counts measured states
     bar = tqdm(desc="measured states", unit="state", disable=not progress, dynamic_ncols=True)
@@ -139,14 +157,24 @@ def diagnose(train_tasks: int = 200, rollouts: int = 3, test_tasks: int = 140, N
     test = measure_bank(test_env, test_ids, seed * 1_000_003 + 202, N, 2, lambda n: bar.update(n), dropped_test)
     bar.close()
 
-    report: dict[str, Any] = {"executor": executor, "N": N, "train_states": len(train), "test_states": len(test),
-                              "train_tasks": train_tasks, "rollouts_per_train_task": rollouts, "test_tasks": len(test_ids),
-                              "dropped_train_states": len(dropped_train), "dropped_test_states": len(dropped_test)}
+    report: dict[str, Any] = {
+        "executor": executor,
+        "N": N,
+        "train_states": len(train),
+        "test_states": len(test),
+        "train_tasks": train_tasks,
+        "rollouts_per_train_task": rollouts,
+        "test_tasks": len(test_ids),
+        "dropped_train_states": len(dropped_train),
+        "dropped_test_states": len(dropped_test),
+    }
     for label, which, option in (("q_all", "all", None), ("q_search", "one", search)):
         q_train = q_values(train, which, 0, option)
         q_test, q_retest = q_values(test, which, 0, option), q_values(test, which, 1, option)
         types = sorted({s.state_type for s in train} | {s.state_type for s in test})
-        type_mean = {t: float(np.mean([q for s, q in zip(train, q_train) if s.state_type == t] or [np.nan])) for t in types}
+        type_mean = {
+            t: float(np.mean([q for s, q in zip(train, q_train) if s.state_type == t] or [np.nan])) for t in types
+        }
         fallback = float(np.mean(q_train))
         predicted = [type_mean[s.state_type] if not np.isnan(type_mean[s.state_type]) else fallback for s in test]
         report[label] = {
@@ -155,8 +183,14 @@ def diagnose(train_tasks: int = 200, rollouts: int = 3, test_tasks: int = 140, N
             "between_task_share_test": between_task_share([s.task_id for s in test], q_test),
             "type_ceiling_spearman": float(stats.spearmanr(predicted, q_test)[0]),
             "turn_spearman": float(stats.spearmanr([s.turn for s in test], q_test)[0]),
-            "types": {t: {"train_states": sum(s.state_type == t for s in train), "test_states": sum(s.state_type == t for s in test),
-                          "mean_q_train": type_mean[t]} for t in types},
+            "types": {
+                t: {
+                    "train_states": sum(s.state_type == t for s in train),
+                    "test_states": sum(s.state_type == t for s in test),
+                    "mean_q_train": type_mean[t],
+                }
+                for t in types
+            },
         }
     report["per_option_mean_effect_test"] = {
         name: float(np.mean([s.returns[0][i] - s.baselines[0] for s in test])) for i, name in enumerate(names)
@@ -167,21 +201,38 @@ def diagnose(train_tasks: int = 200, rollouts: int = 3, test_tasks: int = 140, N
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"q(s) diagnostics on {report['executor']} (N={report['N']}): {report['train_states']} train states "
-             f"({report['train_tasks']} tasks x {report['rollouts_per_train_task']} rollouts), {report['test_states']} held-out "
-             f"test states ({report['test_tasks']} tasks).", "",
-             "| target | mean q (test) | reliability (Spearman, two seed sets) | between-task share | type-ceiling Spearman | Spearman with turn |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"q(s) diagnostics on {report['executor']} (N={report['N']}): {report['train_states']} train states "
+        f"({report['train_tasks']} tasks x {report['rollouts_per_train_task']} rollouts), "
+        f"{report['test_states']} held-out "
+        f"test states ({report['test_tasks']} tasks).",
+        "",
+        "| target | mean q (test) | reliability (Spearman, two seed sets) | between-task share "
+        "| type-ceiling Spearman | Spearman with turn |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for label in ("q_all", "q_search"):
         r = report[label]
-        lines.append(f"| {label} | {r['mean_test']:.3f} | {r['reliability_spearman']:.3f} | {r['between_task_share_test']:.3f} | "
-                     f"{r['type_ceiling_spearman']:.3f} | {r['turn_spearman']:.3f} |")
-    lines += ["", "| state type | train states | test states | mean q_all (train) | mean q_search (train) |", "| --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {label} | {r['mean_test']:.3f} | {r['reliability_spearman']:.3f} | "
+            f"{r['between_task_share_test']:.3f} | "
+            f"{r['type_ceiling_spearman']:.3f} | {r['turn_spearman']:.3f} |"
+        )
+    lines += [
+        "",
+        "| state type | train states | test states | mean q_all (train) | mean q_search (train) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for t, row in report["q_all"]["types"].items():
-        lines.append(f"| {t} | {row['train_states']} | {row['test_states']} | {row['mean_q_train']:.3f} | "
-                     f"{report['q_search']['types'][t]['mean_q_train']:.3f} |")
-    lines += ["", "Mean effect R̄ − b of each intervention on the test states: " + ", ".join(
-        f"{k} {v:+.3f}" for k, v in report["per_option_mean_effect_test"].items())]
+        lines.append(
+            f"| {t} | {row['train_states']} | {row['test_states']} | {row['mean_q_train']:.3f} | "
+            f"{report['q_search']['types'][t]['mean_q_train']:.3f} |"
+        )
+    lines += [
+        "",
+        "Mean effect R̄ − b of each intervention on the test states: "
+        + ", ".join(f"{k} {v:+.3f}" for k, v in report["per_option_mean_effect_test"].items()),
+    ]
     return "\n".join(lines)
 
 

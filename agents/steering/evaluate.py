@@ -15,6 +15,7 @@ Both come with a 95% interval from resampling tasks (states of one task move tog
 
 Usage: ``python -m agents.steering.evaluate RUN_DIR [--split test] [--tasks-per-benchmark 20] [--N 16]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,13 @@ from .selection import random_subset
 from .steerer import Steerer
 
 
-def select_tasks(split: str, benchmarks: Sequence[str] | None = None, max_per_benchmark: int | None = None,
-                 seed: int = 0, data_dir=None) -> list[str]:
+def select_tasks(
+    split: str,
+    benchmarks: Sequence[str] | None = None,
+    max_per_benchmark: int | None = None,
+    seed: int = 0,
+    data_dir=None,
+) -> list[str]:
     """Task ids of ``split``, optionally a fixed random subset of at most ``max_per_benchmark`` per benchmark."""
     ids: list[str] = []
     for bench in benchmarks or BENCHMARKS:
@@ -61,8 +67,9 @@ def _spearman(x: Sequence[float], y: Sequence[float]) -> float:
     return float(stats.spearmanr(x, y)[0])
 
 
-def spearman_summary(z: Sequence[float], q: Sequence[float], task_of: Sequence[str], resamples: int = 500,
-                     seed: int = 0) -> dict[str, Any]:
+def spearman_summary(
+    z: Sequence[float], q: Sequence[float], task_of: Sequence[str], resamples: int = 500, seed: int = 0
+) -> dict[str, Any]:
     """Across-task and within-task Spearman of ``z`` against ``q`` with task-resampled 95% intervals."""
     z, q = np.asarray(z, dtype=float), np.asarray(q, dtype=float)
     by_task: dict[str, list[int]] = defaultdict(list)
@@ -84,14 +91,29 @@ def spearman_summary(z: Sequence[float], q: Sequence[float], task_of: Sequence[s
         clean = [d for d in draws if not math.isnan(d)]
         return [float(v) for v in np.percentile(clean, [2.5, 97.5])] if clean else [float("nan")] * 2
 
-    return {"across": _spearman(z, q), "across_ci": interval(across_draws),
-            "within": float(per_task[informative].mean()) if informative.any() else float("nan"),
-            "within_ci": interval(within_draws), "states": int(len(z)), "tasks": len(groups),
-            "tasks_within": int(informative.sum()), "mean_q": float(q.mean()) if len(q) else float("nan")}
+    return {
+        "across": _spearman(z, q),
+        "across_ci": interval(across_draws),
+        "within": float(per_task[informative].mean()) if informative.any() else float("nan"),
+        "within_ci": interval(within_draws),
+        "states": int(len(z)),
+        "tasks": len(groups),
+        "tasks_within": int(informative.sum()),
+        "mean_q": float(q.mean()) if len(q) else float("nan"),
+    }
 
 
-def fast_path_spearman(env, steerer: Steerer, task_ids: Sequence[str], G: int = 4, N: int = 4, seed: int = 11,
-                       action_mode: str = "discrete", max_states: int | None = None, pool: Any = None) -> dict[str, Any]:
+def fast_path_spearman(
+    env,
+    steerer: Steerer,
+    task_ids: Sequence[str],
+    G: int = 4,
+    N: int = 4,
+    seed: int = 11,
+    action_mode: str = "discrete",
+    max_states: int | None = None,
+    pool: Any = None,
+) -> dict[str, Any]:
     """Spearman between the fast-path priority and measured ``q(s)`` on the no-intervention states of
     ``task_ids`` (see the module docstring); continuations run on ``pool`` (None: here)."""
     bank = collect_state_bank(env, task_ids, seed, action_mode, pool=pool)
@@ -99,10 +121,20 @@ def fast_path_spearman(env, steerer: Steerer, task_ids: Sequence[str], G: int = 
         bank = random_subset(bank, max_states, np.random.default_rng(seed))
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        z = np.concatenate([steerer.fast_scores([s.observation for s in bank[i:i + 256]]).float().cpu().numpy()
-                            for i in range(0, len(bank), 256)])
-        requests = [(state, [s.to_action(action_mode) for s in steerer.sample_slow(state.observation, G, gen)],
-                     continuation_seeds([seed, j], N)) for j, state in enumerate(bank)]
+        z = np.concatenate(
+            [
+                steerer.fast_scores([s.observation for s in bank[i : i + 256]]).float().cpu().numpy()
+                for i in range(0, len(bank), 256)
+            ]
+        )
+        requests = [
+            (
+                state,
+                [s.to_action(action_mode) for s in steerer.sample_slow(state.observation, G, gen)],
+                continuation_seeds([seed, j], N),
+            )
+            for j, state in enumerate(bank)
+        ]
     measured = measure_states(env, requests, action_mode, pool=pool)
     keep = [i for i, m in enumerate(measured) if m.usable]  # a state whose continuations all failed has no label
     q = [intervention_effect([measured[i].returns[j] for j in measured[i].valid], measured[i].baseline) for i in keep]
@@ -114,8 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m agents.steering.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a trained steering run folder (model.pt)")
-    add_protocol_arguments(parser, include=("split",), defaults={"split": "dev"},
-                           overrides={"split": {"help": "split of the held-out states (default dev)"}})
+    add_protocol_arguments(
+        parser,
+        include=("split",),
+        defaults={"split": "dev"},
+        overrides={"split": {"help": "split of the held-out states (default dev)"}},
+    )
     parser.add_argument("--tasks-per-benchmark", type=int, default=20)
     parser.add_argument("--N", type=int, default=None, help="continuations per branch (default: the run's N)")
     add_data_dir(parser)
@@ -123,11 +159,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     steerer, payload = load_model(args.run_dir)
     cpu_thread_default(getattr(steerer, "device", "cpu"))
     config = payload["extra"]["config"]
-    env = make_steering_env(config["executor"], args.split, action_mode=config["action_mode"], data_dir=args.data_dir,
-                            max_turns=config["max_turns"], metric=config["metric"])
+    env = make_steering_env(
+        config["executor"],
+        args.split,
+        action_mode=config["action_mode"],
+        data_dir=args.data_dir,
+        max_turns=config["max_turns"],
+        metric=config["metric"],
+    )
     ids = select_tasks(args.split, max_per_benchmark=args.tasks_per_benchmark, seed=3, data_dir=args.data_dir)
-    report = fast_path_spearman(env, steerer, ids, G=int(config["G"]), N=int(args.N or config["N"]),
-                                action_mode=config["action_mode"])
+    report = fast_path_spearman(
+        env, steerer, ids, G=int(config["G"]), N=int(args.N or config["N"]), action_mode=config["action_mode"]
+    )
     print(json.dumps(report, indent=2))
     out = Path(args.run_dir) / f"spearman_{args.split}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")

@@ -5,15 +5,17 @@ a search whose results do not yet cover the question, whether the agent's query 
 results (a bridge) or wanders away from the question, whether it repeats itself or produces invalid turns, how
 the question is shaped (one entity or a comparison of two, a bridge clause). These are read from the observation
 text only, never from simulator ground truth, and exist for any executor: no feature keys on one simulator's
-phrasing (the simulator's words come from real agents and are chosen by the observable situation alone). The retrieved passages' own words are task-specific; they enter only through overlap
-statistics with the goal (hashing them as n-grams lets a small model memorise training tasks instead of learning
-behaviour, which is what kept an earlier version of this steerer from ranking held-out states).
+phrasing (the simulator's words come from real agents and are chosen by the observable situation alone). The
+retrieved passages' own words are task-specific; they enter only through overlap statistics with the goal (hashing
+them as n-grams lets a small model memorise training tasks instead of learning behaviour, and a steerer that
+memorises them does not rank held-out states).
 
 Hashing keeps the featuriser vocabulary-free (nothing to fit, nothing to download) and stable across processes
 (CRC32, not Python's salted ``hash``). N-grams live in separate *namespaces*: the goal (question shape), the
 executor's own text in the latest turn (its think and query, outside the retrieved documents), the executor's
 earlier text, and structural tokens (``turn=2``, ``searches=1``, ``last=search``).
 """
+
 from __future__ import annotations
 
 import re
@@ -44,15 +46,38 @@ TURN_BUCKETS = 10
 
 #: names of the dense statistics, in order (documented so a reader can inspect learned weights)
 STAT_NAMES: tuple[str, ...] = (
-    "turn", "searches", "distinct_query_ratio", "repeated_queries", "last_query_repeated", "last_query_goal_overlap",
-    "evidence_goal_overlap", "last_evidence_goal_overlap", "interventions", "has_guidance", "invalid_turns",
-    "transcript_len", "turns_since_new_title",
+    "turn",
+    "searches",
+    "distinct_query_ratio",
+    "repeated_queries",
+    "last_query_repeated",
+    "last_query_goal_overlap",
+    "evidence_goal_overlap",
+    "last_evidence_goal_overlap",
+    "interventions",
+    "has_guidance",
+    "invalid_turns",
+    "transcript_len",
+    "turns_since_new_title",
     # -- behaviour of the latest turn and progress so far -------------------------------------------------
-    "no_search_yet", "one_search", "two_searches", "three_plus_searches",
-    "last_turn_search", "last_turn_invalid", "last_query_follows_title", "last_query_off_goal", "queries_following_titles",
-    "goal_entities_in_titles", "goal_entities_in_last_titles", "last_titles_goal_overlap", "last_guidance_turns_ago",
+    "no_search_yet",
+    "one_search",
+    "two_searches",
+    "three_plus_searches",
+    "last_turn_search",
+    "last_turn_invalid",
+    "last_query_follows_title",
+    "last_query_off_goal",
+    "queries_following_titles",
+    "goal_entities_in_titles",
+    "goal_entities_in_last_titles",
+    "last_titles_goal_overlap",
+    "last_guidance_turns_ago",
     # -- question shape -----------------------------------------------------------------------------------
-    "goal_len", "goal_entities", "goal_comparison", "goal_clauses",
+    "goal_len",
+    "goal_entities",
+    "goal_comparison",
+    "goal_clauses",
 )
 
 
@@ -60,7 +85,9 @@ STAT_NAMES: tuple[str, ...] = (
 #: turn budget the state is (one-hot: an intervention's value is not monotone in the turn; near the end of the
 #: budget nothing it sets in motion can finish) and how long the agent has gone without a valid action
 FAST_EXTRA_NAMES: tuple[str, ...] = (
-    *(f"turn_is_{k}" for k in range(TURN_BUCKETS - 1)), f"turn_ge_{TURN_BUCKETS - 1}", "invalid_streak",
+    *(f"turn_is_{k}" for k in range(TURN_BUCKETS - 1)),
+    f"turn_ge_{TURN_BUCKETS - 1}",
+    "invalid_streak",
 )
 
 
@@ -95,7 +122,7 @@ def last_turn(transcript: str) -> str:
     """The latest executor turn: text after the second-to-last ``</information>`` (or the last 600 chars)."""
     ends = [m.end() for m in re.finditer(r"</information>", transcript)]
     start = ends[-2] if len(ends) >= 2 else 0
-    return transcript[max(start, len(transcript) - 1500):]
+    return transcript[max(start, len(transcript) - 1500) :]
 
 
 def own_text(transcript: str) -> str:
@@ -276,8 +303,14 @@ class HashedNgramFeaturizer:
         n = round(named["searches"] * 10)
         last = "search" if named["last_turn_search"] else "invalid" if named["last_turn_invalid"] else "none"
         # structural markers as tokens (and their conjunctions), so "one search, nothing found yet" is a feature
-        for token in (f"turn={min(turn, 12)}", f"searches={min(n, 5)}", f"last={last}", f"iv={min(interventions, 3)}",
-                      f"searches={min(n, 5)}&last={last}", f"searches={min(n, 5)}&follows={named['queries_following_titles'] > 0}"):
+        for token in (
+            f"turn={min(turn, 12)}",
+            f"searches={min(n, 5)}",
+            f"last={last}",
+            f"iv={min(interventions, 3)}",
+            f"searches={min(n, 5)}&last={last}",
+            f"searches={min(n, 5)}&follows={named['queries_following_titles'] > 0}",
+        ):
             self._token(token, counts)
         ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         weights = np.log1p(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))

@@ -1,10 +1,11 @@
-"""The gate between the fast path and the slow path (PAPERS.md A, "Fast path / slow path").
+"""The gate between the fast path and the slow path (the steerer's fast path decides whether the slow path runs).
 
 The fast path gives log-odds ``z``; the steering priority is ``v = σ(z)``. At deployment a threshold ``τ`` is
 compared on the log-odds scale: ``p_t = σ(logit(v) − logit(τ)) = σ(z − logit(τ))``, and the slow path runs on a
 ``Bernoulli(p_t)`` draw. ``τ`` is a pure deployment knob: it shifts the decision boundary without touching θ.
 The deterministic variant (``p_t ≥ 0.5``, i.e. ``v ≥ τ``) is for evaluation.
 """
+
 from __future__ import annotations
 
 import math

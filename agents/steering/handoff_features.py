@@ -12,10 +12,12 @@ Hashed n-grams cover the goal (question shape) and the current message's own wor
 (passage sentences are task-specific; hashing them lets a small model memorise training tasks), plus structural
 tokens (``verifier>searcher&FAIL&supported``) and their conjunctions.
 """
+
 from __future__ import annotations
 
 import json
 import re
+
 import numpy as np
 
 from steer_envs.data.scoring import squad_normalize
@@ -25,15 +27,43 @@ from steer_envs.executors.pipeline.roles import supports
 from .features import HashedFeatures, HashedNgramFeaturizer, _bucket, content_words, goal_entities, words
 
 _LINE = re.compile(r"^\[(\d+)\] (\w+) -> (\w+): (.*)$")
-_COMPARISON = frozenset("or both same either neither older younger first earlier later more less longer shorter".split())
+_COMPARISON = frozenset(
+    "or both same either neither older younger first earlier later more less longer shorter".split()
+)
 
 STAT_NAMES: tuple[str, ...] = (
-    *(f"sender_{r}" for r in ROLES), *(f"receiver_{r}" for r in RECEIVERS),
-    "verdict_pass", "verdict_fail", "claim_supported", "fail_despite_support", "pass_unsupported", "claim_missing",
-    "claim_yes_no", "claim_in_goal", "reader_answer_in_facts", "answer_changed", "final_differs_from_claim",
-    "final_abstains", "final_longer_than_claim", "final_words", "facts", "confidence_high", "confidence_low", "gaps",
-    "queries_repeat_earlier", "facts_repeat_previous", "plan_steps_one", "goal_multi_part", "fails_so_far", "rounds",
-    "retry", "turn", "interventions", "goal_len", "goal_entities", "goal_comparison",
+    *(f"sender_{r}" for r in ROLES),
+    *(f"receiver_{r}" for r in RECEIVERS),
+    "verdict_pass",
+    "verdict_fail",
+    "claim_supported",
+    "fail_despite_support",
+    "pass_unsupported",
+    "claim_missing",
+    "claim_yes_no",
+    "claim_in_goal",
+    "reader_answer_in_facts",
+    "answer_changed",
+    "final_differs_from_claim",
+    "final_abstains",
+    "final_longer_than_claim",
+    "final_words",
+    "facts",
+    "confidence_high",
+    "confidence_low",
+    "gaps",
+    "queries_repeat_earlier",
+    "facts_repeat_previous",
+    "plan_steps_one",
+    "goal_multi_part",
+    "fails_so_far",
+    "rounds",
+    "retry",
+    "turn",
+    "interventions",
+    "goal_len",
+    "goal_entities",
+    "goal_comparison",
 )
 FAST_EXTRA_NAMES: tuple[str, ...] = ("turn_late", "no_claim_yet")
 
@@ -65,7 +95,11 @@ def handoff_stats(goal: str, transcript: str, turn: int, interventions: int) -> 
     earlier = handoffs[:-1]
     f = current.fields if current else {}
     searcher = _latest(handoffs, "searcher")
-    facts = [str(x) for x in searcher.fields.get("facts", [])] + [str(x) for x in searcher.fields.get("sources", [])] if searcher else []
+    facts = (
+        [str(x) for x in searcher.fields.get("facts", [])] + [str(x) for x in searcher.fields.get("sources", [])]
+        if searcher
+        else []
+    )
     reader = _latest(handoffs, "reader")
     claim = claimed_answer(current) if current and current.sender in ("reader", "verifier") else claimed_answer(reader)
     verdict = f.get("verdict") if current and current.sender == "verifier" else None
@@ -84,14 +118,25 @@ def handoff_stats(goal: str, transcript: str, turn: int, interventions: int) -> 
     stats = [
         *(float(current is not None and current.sender == r) for r in ROLES),
         *(float(current is not None and current.receiver == r) for r in RECEIVERS),
-        float(verdict == "PASS"), float(verdict == "FAIL"), float(supported),
-        float(verdict == "FAIL" and supported), float(verdict == "PASS" and not supported),
+        float(verdict == "PASS"),
+        float(verdict == "FAIL"),
+        float(supported),
+        float(verdict == "FAIL" and supported),
+        float(verdict == "PASS" and not supported),
         float(claim is None or squad_normalize(claim) == squad_normalize(NO_ANSWER)),
         float((claim or "").strip().lower() in ("yes", "no")),
         float(bool(claim_words) and claim_words <= goal_words),
         float(current is not None and current.sender == "reader" and supports(claim, facts)),
-        float(previous_answer is not None and claim is not None and squad_normalize(previous_answer) != squad_normalize(claim)),
-        float(final is not None and claimed_answer(reader) is not None and squad_normalize(final) != squad_normalize(claimed_answer(reader) or "")),
+        float(
+            previous_answer is not None
+            and claim is not None
+            and squad_normalize(previous_answer) != squad_normalize(claim)
+        ),
+        float(
+            final is not None
+            and claimed_answer(reader) is not None
+            and squad_normalize(final) != squad_normalize(claimed_answer(reader) or "")
+        ),
         float(final is not None and squad_normalize(final) == squad_normalize(NO_ANSWER)),
         float(final is not None and claim is not None and len(final.split()) > len(claim.split()) + 2),
         min(len((final or "").split()), 20) / 20.0,
@@ -99,7 +144,11 @@ def handoff_stats(goal: str, transcript: str, turn: int, interventions: int) -> 
         float(searcher is not None and searcher.fields.get("confidence") == "high"),
         float(searcher is not None and searcher.fields.get("confidence") == "low"),
         float(bool(searcher and searcher.fields.get("gaps"))),
-        float(current is not None and current.sender == "searcher" and any(q.lower() in earlier_queries for q in f.get("queries", []))),
+        float(
+            current is not None
+            and current.sender == "searcher"
+            and any(q.lower() in earlier_queries for q in f.get("queries", []))
+        ),
         float(len(searchers) >= 2 and searchers[-1].fields.get("facts") == searchers[-2].fields.get("facts")),
         float(plan is not None and len(plan.fields.get("subtasks", [])) == 1),
         float(multi),
@@ -139,11 +188,17 @@ class HandoffFeaturizer(HashedNgramFeaturizer):
                 self._add("m|" + w, counts)
             shape = f"{h.sender}>{h.receiver}"
             verdict = h.fields.get("verdict", "")
-            for token in (shape, f"{shape}&{verdict}", f"{shape}&{verdict}&sup={named['claim_supported']:.0f}",
-                          f"{shape}&fails={named['fails_so_far'] * 4:.0f}", f"{shape}&retry={named['retry']:.0f}",
-                          f"{shape}&differs={named['final_differs_from_claim']:.0f}&abst={named['final_abstains']:.0f}",
-                          f"{shape}&plan1={named['plan_steps_one']:.0f}&multi={named['goal_multi_part']:.0f}",
-                          f"{shape}&repeat={named['queries_repeat_earlier']:.0f}", f"iv={min(interventions, 5)}"):
+            for token in (
+                shape,
+                f"{shape}&{verdict}",
+                f"{shape}&{verdict}&sup={named['claim_supported']:.0f}",
+                f"{shape}&fails={named['fails_so_far'] * 4:.0f}",
+                f"{shape}&retry={named['retry']:.0f}",
+                f"{shape}&differs={named['final_differs_from_claim']:.0f}&abst={named['final_abstains']:.0f}",
+                f"{shape}&plan1={named['plan_steps_one']:.0f}&multi={named['goal_multi_part']:.0f}",
+                f"{shape}&repeat={named['queries_repeat_earlier']:.0f}",
+                f"iv={min(interventions, 5)}",
+            ):
                 self._token(token, counts)
         ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         weights = np.log1p(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
@@ -156,5 +211,8 @@ class HandoffFeaturizer(HashedNgramFeaturizer):
         sender = next((r for r in ROLES if s[f"sender_{r}"]), "?")
         receiver = next((r for r in RECEIVERS if s[f"receiver_{r}"]), "?")
         verdict = "PASS" if s["verdict_pass"] else "FAIL" if s["verdict_fail"] else "-"
-        return (f"{sender} -> {receiver}, verdict {verdict}, claim {'supported' if s['claim_supported'] else 'unsupported'}, "
-                f"{round(s['fails_so_far'] * 4)} FAIL(s) so far")
+        return (
+            f"{sender} -> {receiver}, verdict {verdict}, "
+            f"claim {'supported' if s['claim_supported'] else 'unsupported'}, "
+            f"{round(s['fails_so_far'] * 4)} FAIL(s) so far"
+        )

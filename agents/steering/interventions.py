@@ -6,6 +6,7 @@ search for, which entity to drop). The steerer chooses the argument itself among
 grounded in what it saw. In ``text`` action mode the filled template is sent; in ``discrete`` mode the catalogue
 index is sent and the environment fills the slot its own way.
 """
+
 from __future__ import annotations
 
 import re

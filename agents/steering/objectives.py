@@ -1,4 +1,4 @@
-"""The training signals of the steering agent (PAPERS.md A, "Training", steps 3-6).
+"""The training signals of the steering agent (the steering training algorithm: agents.steering.config).
 
 * ``q(s) = mean_j |R̄_{s,j} − b_s|``: how much intervening at ``s`` changes the outcome (fast-path target).
 * Pairwise ranking loss over pairs of states of the same task (RankNet's logistic loss on ``z_a − z_b``).
@@ -6,6 +6,7 @@
   intervention returns, so an intervention earns a positive advantage only when it beats the mean over
   interventions *and* no-intervention together.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -17,21 +18,13 @@ import torch.nn.functional as F
 from ..grpo import clipped_surrogate, group_advantages, policy_gradient_loss
 
 
-Q_TARGETS = ("abs", "signed")
-
-
-def intervention_effect(intervention_returns: Sequence[float], baseline: float, target: str = "abs") -> float:
-    """``q(s)``, the fast path's target. ``abs`` (the paper): the mean absolute difference between each sampled
-    intervention's mean return and the baseline ``b_s`` — how much intervening *changes* the outcome. ``signed``
-    (not the paper): the mean signed difference — how much intervening with the slow path's own choices *improves*
-    the outcome; where every option only changes the outcome at random, or only harms, it stays low."""
+def intervention_effect(intervention_returns: Sequence[float], baseline: float) -> float:
+    """``q(s)``, the fast path's target: the mean absolute difference between each sampled intervention's mean
+    return and the baseline ``b_s``, i.e. how much intervening *changes* the outcome."""
     values = np.asarray(intervention_returns, dtype=float)
     if values.size == 0:
         raise ValueError("q(s) needs at least one intervention return")
-    if target not in Q_TARGETS:
-        raise ValueError(f"q target must be one of {Q_TARGETS}, got {target!r}")
-    diffs = values - float(baseline)
-    return float(np.mean(np.abs(diffs) if target == "abs" else diffs))
+    return float(np.mean(np.abs(values - float(baseline))))
 
 
 def grpo_advantages(intervention_returns: Sequence[float], baseline: float, eps: float = 1e-6) -> np.ndarray:
@@ -63,8 +56,9 @@ def same_task_pairs(task_ids: Sequence[str], targets: Sequence[float], min_gap: 
     return pairs
 
 
-def sampled_pairs(targets: Sequence[float], max_pairs: int, rng: np.random.Generator,
-                  min_gap: float = 1e-9) -> list[tuple[int, int]]:
+def sampled_pairs(
+    targets: Sequence[float], max_pairs: int, rng: np.random.Generator, min_gap: float = 1e-9
+) -> list[tuple[int, int]]:
     """Up to ``max_pairs`` distinct index pairs ``(a, b)`` of *any* states with ``q_a > q_b``, drawn uniformly.
 
     Not the paper's pair set (which compares states of the same task only): with it the ranking loss also sees

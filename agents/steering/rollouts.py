@@ -1,6 +1,6 @@
 """Environment-side work of the trainer: the state bank and the counterfactual continuation rollouts.
 
-The state bank (PAPERS.md A, step 1) holds every decision point of no-intervention rollouts of the frozen
+The state bank (the algorithm's first step) holds every decision point of no-intervention rollouts of the frozen
 executor, as a picklable environment snapshot plus the observation the steerer saw. Continuations (step 3)
 restore a snapshot, fork the environment with a fixed seed, apply the branch's first action (an intervention,
 or pass for ``b_s``) and let the executor run to the end with pass. All branches of a state use the *same* N
@@ -13,6 +13,7 @@ repeated interventions*: the cost of repetition (a rejection creating another ha
 notes) enters ``R̄_{s,j}`` and ``b_s``. The policy's draws are seeded by the continuation seed, so the branches of
 one state still share their random numbers and the same seed gives the same label.
 """
+
 from __future__ import annotations
 
 import copy
@@ -50,14 +51,31 @@ class BankState:
     used: bool = False
 
 
-def make_steering_env(executor: str, split: str, *, benchmarks=None, max_turns: int = 10, metric: str = "f1",
-                      cost: float = 0.0, action_mode: str = "text", data_dir=None, task_ids=None,
-                      env_id: str = STEERING_ENV):
+def make_steering_env(
+    executor: str,
+    split: str,
+    *,
+    benchmarks=None,
+    max_turns: int = 10,
+    metric: str = "f1",
+    cost: float = 0.0,
+    action_mode: str = "text",
+    data_dir=None,
+    task_ids=None,
+    env_id: str = STEERING_ENV,
+):
     """The trainer's env (SearchSteering-v0 unless the config names another id, e.g. HandoffSteering-v0):
     :func:`steer_envs.make_env` with these settings as the protocol (kept for its callers; new code calls
     ``steer_envs.make_env(env_id, config.env_protocol, action_mode=...)``)."""
-    protocol = EnvProtocol(executor=executor, benchmarks=benchmarks, split=split, max_turns=max_turns, metric=metric,
-                           intervention_cost=cost, data_dir=data_dir)
+    protocol = EnvProtocol(
+        executor=executor,
+        benchmarks=benchmarks,
+        split=split,
+        max_turns=max_turns,
+        metric=metric,
+        intervention_cost=cost,
+        data_dir=data_dir,
+    )
     extra: dict[str, Any] = {"action_mode": action_mode}
     if task_ids is not None:
         extra["task_ids"] = list(task_ids)
@@ -74,10 +92,15 @@ def bank_episode(env, item: tuple[str, int, str]) -> list[BankState]:
     episode: list[BankState] = []
     done = False
     while not done:
-        episode.append(BankState(
-            task_id=str(info.get("task_id", task_id)), benchmark=str(info.get("benchmark", "")),
-            turn=len(episode), observation=copy.deepcopy(obs), env_state=base.get_state(),
-        ))
+        episode.append(
+            BankState(
+                task_id=str(info.get("task_id", task_id)),
+                benchmark=str(info.get("benchmark", "")),
+                turn=len(episode),
+                observation=copy.deepcopy(obs),
+                env_state=base.get_state(),
+            )
+        )
         obs, reward, terminated, truncated, info = env.step(pass_action)
         done = terminated or truncated
     for state in episode:
@@ -85,8 +108,9 @@ def bank_episode(env, item: tuple[str, int, str]) -> list[BankState]:
     return episode
 
 
-def collect_state_bank(env, task_ids: Sequence[str], seed: int, action_mode: str,
-                       progress: Callable[[int], None] | None = None, pool=None) -> list[BankState]:
+def collect_state_bank(
+    env, task_ids: Sequence[str], seed: int, action_mode: str, progress: Callable[[int], None] | None = None, pool=None
+) -> list[BankState]:
     """Roll out each task once with pass at every decision point; every observation becomes a bank state.
 
     Task ``i`` uses seed ``seed + i`` whoever runs it, so any ``pool`` gives the same bank in the same order."""
@@ -139,8 +163,9 @@ class Continuation:
         return self.failure is not None
 
 
-def continuation_outcome(env, state: BankState, first_action, seed: int, action_mode: str,
-                         policy: ContinuationPolicy | None = None) -> Continuation:
+def continuation_outcome(
+    env, state: BankState, first_action, seed: int, action_mode: str, policy: ContinuationPolicy | None = None
+) -> Continuation:
     """One rollout: restore ``state``, fork with ``seed``, take ``first_action``, then pass to the end (or, with a
     ``policy``, let it take every later decision); a rollout a service failure truncated comes back with its
     ``failure`` (``steer_envs.failures``)."""
@@ -207,8 +232,15 @@ class StateMeasurement:
         return [j for j, r in enumerate(self.returns) if r is not None]
 
 
-def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence[int], action_mode: str,
-                  retries: int = CONTINUATION_RETRIES, policy: ContinuationPolicy | None = None) -> StateMeasurement:
+def measure_state(
+    env,
+    state: BankState,
+    actions: Sequence[Any],
+    seeds: Sequence[int],
+    action_mode: str,
+    retries: int = CONTINUATION_RETRIES,
+    policy: ContinuationPolicy | None = None,
+) -> StateMeasurement:
     """Average ``N`` continuations (``seeds``) for pass and each action; identical actions share rollouts.
 
     Sharing is exact because the branches of one state use the same seeds and the simulated executor is
@@ -224,8 +256,9 @@ def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence
     def one(action, seed: int) -> float | None:
         nonlocal rollouts, failed, dropped
         for attempt in range(retries + 1):
-            outcome = continuation_outcome(env, state, action, seed if attempt == 0 else retry_seed(seed, attempt),
-                                           action_mode, policy)
+            outcome = continuation_outcome(
+                env, state, action, seed if attempt == 0 else retry_seed(seed, attempt), action_mode, policy
+            )
             rollouts += 1
             if not outcome.failed:
                 return outcome.total
@@ -245,8 +278,9 @@ def measure_state(env, state: BankState, actions: Sequence[Any], seeds: Sequence
 
     baseline = mean_return(PASS_ACTIONS[action_mode])
     returns = [mean_return(a) for a in actions]
-    return StateMeasurement(baseline, returns, rollouts, hits, failed_continuations=failed,
-                            dropped_continuations=dropped)
+    return StateMeasurement(
+        baseline, returns, rollouts, hits, failed_continuations=failed, dropped_continuations=dropped
+    )
 
 
 def measure_item(env, item: tuple[BankState, Sequence[Any], Sequence[int], str]) -> StateMeasurement:
@@ -255,9 +289,14 @@ def measure_item(env, item: tuple[BankState, Sequence[Any], Sequence[int], str])
     return measure_state(env, state, actions, seeds, action_mode, policy=policy[0] if policy else None)
 
 
-def measure_states(env, requests: Sequence[tuple[BankState, Sequence[Any], Sequence[int]]], action_mode: str,
-                   pool=None, progress: Callable[[int], None] | None = None,
-                   policy: ContinuationPolicy | None = None) -> list[StateMeasurement]:
+def measure_states(
+    env,
+    requests: Sequence[tuple[BankState, Sequence[Any], Sequence[int]]],
+    action_mode: str,
+    pool=None,
+    progress: Callable[[int], None] | None = None,
+    policy: ContinuationPolicy | None = None,
+) -> list[StateMeasurement]:
     """:func:`measure_state` for every ``(state, actions, seeds)``, on ``pool`` (default: here), in order.
 
     Each measurement depends only on its snapshot, actions and seeds, so the labels are identical whichever

@@ -33,6 +33,7 @@ There are no gradients: a served model's weights are not here. :meth:`ServedStee
 :meth:`ServedSteerer.slow_logprobs` and ``train()`` raise a clear error, so a trainer configured with this
 backbone stops at once instead of failing inside autograd.
 """
+
 from __future__ import annotations
 
 import json
@@ -190,29 +191,45 @@ class ServedSteerer(Steerer):
             )
         from steer_envs.llm.openai_client import parse_openai_arg
 
-        parse_openai_arg(model[len("openai:"):])  # a malformed spec fails here, before any episode
-        for key, value, low in (("top_logprobs", top_logprobs, 1), ("max_prompt_chars", max_prompt_chars, 2 * HEAD_CHARS),
-                                ("max_think_tokens", max_think_tokens, 1), ("max_line_tokens", max_line_tokens, 4)):
+        parse_openai_arg(model[len("openai:") :])  # a malformed spec fails here, before any episode
+        for key, value, low in (
+            ("top_logprobs", top_logprobs, 1),
+            ("max_prompt_chars", max_prompt_chars, 2 * HEAD_CHARS),
+            ("max_think_tokens", max_think_tokens, 1),
+            ("max_line_tokens", max_line_tokens, 4),
+        ):
             if not isinstance(value, int) or value < low:
                 raise SteerEnvsError(f"ServedSteerer {key} must be an integer >= {low}, got {value!r}")
         if temperature < 0:
             raise SteerEnvsError(f"ServedSteerer temperature must be >= 0 (0 = greedy), got {temperature!r}")
         if not isinstance(chars_per_token, (int, float)) or not 0.5 <= chars_per_token <= 16:
-            raise SteerEnvsError(f"ServedSteerer chars_per_token must be a number in [0.5, 16] (about 4 for English "
-                                 f"text), got {chars_per_token!r}")
+            raise SteerEnvsError(
+                f"ServedSteerer chars_per_token must be a number in [0.5, 16] (about 4 for English "
+                f"text), got {chars_per_token!r}"
+            )
         if not isinstance(max_refits, int) or max_refits < 0:
             raise SteerEnvsError(f"ServedSteerer max_refits must be an integer >= 0, got {max_refits!r}")
         if name_choice not in NAME_CHOICES or (name_choice == "choice" and api != "completions"):
-            raise SteerEnvsError(f"ServedSteerer name_choice must be one of {NAME_CHOICES} ('choice' with the "
-                                 f"completions api), got {name_choice!r} with api {api!r}")
+            raise SteerEnvsError(
+                f"ServedSteerer name_choice must be one of {NAME_CHOICES} ('choice' with the "
+                f"completions api), got {name_choice!r} with api {api!r}"
+            )
         self.name_choice = name_choice
         if max_model_len is not None and (not isinstance(max_model_len, int) or max_model_len < 16):
-            raise SteerEnvsError(f"ServedSteerer max_model_len must be the served model's context in tokens (an "
-                                 f"integer >= 16), or None to ask the server; got {max_model_len!r}")
+            raise SteerEnvsError(
+                f"ServedSteerer max_model_len must be the served model's context in tokens (an "
+                f"integer >= 16), or None to ask the server; got {max_model_len!r}"
+            )
         self.max_model_len, self.chars_per_token, self.max_refits = max_model_len, float(chars_per_token), max_refits
         self.model_spec, self.top_logprobs, self.max_prompt_chars = model, top_logprobs, max_prompt_chars
         self.max_think_tokens, self.max_line_tokens, self.temperature = max_think_tokens, max_line_tokens, temperature
-        self.max_arguments, self.allow_pass, self.timeout, self.api, self.seed = max_arguments, allow_pass, timeout, api, seed
+        self.max_arguments, self.allow_pass, self.timeout, self.api, self.seed = (
+            max_arguments,
+            allow_pass,
+            timeout,
+            api,
+            seed,
+        )
         self.decision_log = None if decision_log is None else Path(decision_log)
         self.names = [o.name for o in self.options] + ([PASS_NAME] if allow_pass else [])
         self.stats = ServedStats()
@@ -230,8 +247,14 @@ class ServedSteerer(Steerer):
             from steer_envs.llm.registry import make_backend
 
             options = {"max_model_len": self.max_model_len} if self.max_model_len is not None else {}
-            self._backend = make_backend(self.model_spec, shared=False, logprobs_k=self.top_logprobs,
-                                         timeout=self.timeout, api=self.api, **options)
+            self._backend = make_backend(
+                self.model_spec,
+                shared=False,
+                logprobs_k=self.top_logprobs,
+                timeout=self.timeout,
+                api=self.api,
+                **options,
+            )
         return self._backend
 
     def __getstate__(self) -> dict[str, Any]:
@@ -245,16 +268,28 @@ class ServedSteerer(Steerer):
         self._log_lock = threading.Lock()
 
     def build_spec(self) -> dict[str, Any]:
-        return {"model": self.model_spec, "top_logprobs": self.top_logprobs, "max_prompt_chars": self.max_prompt_chars,
-                "max_think_tokens": self.max_think_tokens, "max_line_tokens": self.max_line_tokens,
-                "temperature": self.temperature, "max_arguments": self.max_arguments, "allow_pass": self.allow_pass,
-                "timeout": self.timeout, "api": self.api, "seed": self.seed, "max_model_len": self.max_model_len,
-                "chars_per_token": self.chars_per_token, "max_refits": self.max_refits, "name_choice": self.name_choice}
+        return {
+            "model": self.model_spec,
+            "top_logprobs": self.top_logprobs,
+            "max_prompt_chars": self.max_prompt_chars,
+            "max_think_tokens": self.max_think_tokens,
+            "max_line_tokens": self.max_line_tokens,
+            "temperature": self.temperature,
+            "max_arguments": self.max_arguments,
+            "allow_pass": self.allow_pass,
+            "timeout": self.timeout,
+            "api": self.api,
+            "seed": self.seed,
+            "max_model_len": self.max_model_len,
+            "chars_per_token": self.chars_per_token,
+            "max_refits": self.max_refits,
+            "name_choice": self.name_choice,
+        }
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         raise _no_training("training")
 
-    def train(self, mode: bool = True) -> "ServedSteerer":
+    def train(self, mode: bool = True) -> ServedSteerer:
         if mode:
             raise _no_training("train()")
         return super().train(False)
@@ -332,10 +367,13 @@ class ServedSteerer(Steerer):
     def _sampling(self, max_new_tokens: int, stop: tuple[str, ...], seed: int, greedy: bool):
         from steer_envs.llm.base import GenerationConfig
 
-        return GenerationConfig(max_new_tokens=max_new_tokens, temperature=0.0 if greedy else self.temperature,
-                                stop=stop, seed=seed)
+        return GenerationConfig(
+            max_new_tokens=max_new_tokens, temperature=0.0 if greedy else self.temperature, stop=stop, seed=seed
+        )
 
-    def sample_slow(self, observation: Any, n: int, generator: torch.Generator, greedy: bool = False) -> list[SlowSample]:
+    def sample_slow(
+        self, observation: Any, n: int, generator: torch.Generator, greedy: bool = False
+    ) -> list[SlowSample]:
         seeds = [int(s) for s in torch.randint(0, 2**31 - 1, (n,), generator=generator)]
         outputs = self._refitting(lambda: [self._slow_output(observation, seed, greedy) for seed in seeds])
         if outputs is None:  # still too long after the refits: each sample is a pass (counted as a parse failure)
@@ -355,8 +393,9 @@ class ServedSteerer(Steerer):
             return self._chosen_line(prompt, output, seed, greedy)
         if not _LINE.search(output):  # no intervention line yet: close the reasoning, ask for the line
             head = output + THINK_END + GRAMMAR_HEAD
-            line = self.backend.generate([prompt + head], self._sampling(self.max_line_tokens, ("\n",), seed + 1,
-                                                                         greedy))[0]
+            line = self.backend.generate(
+                [prompt + head], self._sampling(self.max_line_tokens, ("\n",), seed + 1, greedy)
+            )[0]
             output = head + line.text
             self.stats.slow_requests += 1
         return output
@@ -365,9 +404,10 @@ class ServedSteerer(Steerer):
         """The reasoning (cut before any line of its own), ``</think>``, the grammar head and a NAME the server
         chooses among the allowed ones (structured output ``choice``: the tokens of other text are masked)."""
         match = _LINE.search(think)
-        head = (think[:match.start()] if match else think) + THINK_END + GRAMMAR_HEAD
-        name = self.backend.choose(prompt + head, self.names,
-                                   self._sampling(self.max_line_tokens, (), seed + 1, greedy))
+        head = (think[: match.start()] if match else think) + THINK_END + GRAMMAR_HEAD
+        name = self.backend.choose(
+            prompt + head, self.names, self._sampling(self.max_line_tokens, (), seed + 1, greedy)
+        )
         self.stats.slow_requests += 1
         return head + name
 
@@ -382,10 +422,23 @@ class ServedSteerer(Steerer):
             argument = parsed.argument or argument_candidates(observation, self.max_arguments)[0]
         rationale = output.split(THINK_END, 1)[0].strip() if THINK_END in output else ""
         text = option.render(observation, argument) if option is not None else PASS_NAME
-        self._log({"path": "slow", "output": output, "name": parsed.name or PASS_NAME, "argument": argument,
-                   "parsed": parsed.ok, "failure": parsed.failure})
-        return SlowSample(option, argument, text, rationale,
-                          {"output": f"<think>{output}", "parsed": parsed.ok, "failure": parsed.failure})
+        self._log(
+            {
+                "path": "slow",
+                "output": output,
+                "name": parsed.name or PASS_NAME,
+                "argument": argument,
+                "parsed": parsed.ok,
+                "failure": parsed.failure,
+            }
+        )
+        return SlowSample(
+            option,
+            argument,
+            text,
+            rationale,
+            {"output": f"<think>{output}", "parsed": parsed.ok, "failure": parsed.failure},
+        )
 
     def slow_logprobs(self, observation: Any, samples: Sequence[SlowSample]) -> torch.Tensor:
         raise _no_training("slow_logprobs (GRPO's re-scoring)")

@@ -16,6 +16,7 @@ compares, on each given state:
 
 Both are compared in fp32 with an absolute tolerance; :class:`AdapterCheck` keeps the largest differences.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -75,8 +76,14 @@ def _local_token_logprobs(steerer: Any, row: list[int]) -> torch.Tensor:
     return torch.log_softmax(logits, dim=-1).gather(-1, ids[0, 1:, None]).squeeze(-1).cpu()
 
 
-def check_served_adapter(steerer: Any, backend: Any, observations: Sequence[Any], slow_samples: int = 1,
-                         seed: int = 0, tolerance: float = DEFAULT_TOLERANCE) -> AdapterCheck:
+def check_served_adapter(
+    steerer: Any,
+    backend: Any,
+    observations: Sequence[Any],
+    slow_samples: int = 1,
+    seed: int = 0,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> AdapterCheck:
     """Compare ``steerer`` (a :class:`~agents.steering.causal_lm.CausalLMSteerer`, its adapter loaded) with the same
     model served by ``backend`` (an ``openai:`` backend naming the served adapter) on ``observations``."""
     scorer = ServedRowScorer(backend)
@@ -100,13 +107,18 @@ def check_served_adapter(steerer: Any, backend: Any, observations: Sequence[Any]
                 slow_diffs.append((served - local).abs().max().item())
             token_diffs, token_count = [0.0], 0
             for row, start, served_tokens in scorer.tokens:
-                local_tokens = _local_token_logprobs(steerer, row)[start - 1:]
+                local_tokens = _local_token_logprobs(steerer, row)[start - 1 :]
                 token_diffs.append((torch.tensor(served_tokens) - local_tokens).abs().max().item())
                 token_count += len(served_tokens)
     finally:
         steerer.train(was_training)
     fast_diff = (torch.tensor(served_z) - local_z).abs().max().item() if len(served_z) else 0.0
-    return AdapterCheck(states=len(observations), fast_max_abs_diff=fast_diff,
-                        slow_samples=len(observations) * slow_samples, slow_tokens=token_count,
-                        slow_max_abs_diff=max(slow_diffs, default=0.0), token_max_abs_diff=max(token_diffs),
-                        tolerance=tolerance)
+    return AdapterCheck(
+        states=len(observations),
+        fast_max_abs_diff=fast_diff,
+        slow_samples=len(observations) * slow_samples,
+        slow_tokens=token_count,
+        slow_max_abs_diff=max(slow_diffs, default=0.0),
+        token_max_abs_diff=max(token_diffs),
+        tolerance=tolerance,
+    )

@@ -1,11 +1,12 @@
 """The interface every steering backbone implements (encoder, causal LM), so agent and trainer are shared.
 
-A backbone owns the parameters θ and offers the two paths of PAPERS.md A:
+A backbone owns the parameters θ and offers the steering method's two paths:
 
 * fast path: ``fast_scores(observations) -> z`` (log-odds that intervening now matters), differentiable;
 * slow path: ``sample_slow(observation, n)`` draws ``n`` (rationale, intervention) outputs without gradient,
   and ``slow_logprobs(observation, samples)`` re-scores them with gradient for GRPO.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod

@@ -1,4 +1,4 @@
-"""The steering agent's RL trainer, as PAPERS.md A describes it.
+"""The steering agent's RL trainer (the algorithm of :mod:`agents.steering.config`).
 
 1. State bank: no-intervention rollouts of the frozen executor; every state gets its fast-path priority.
 2. ``m`` rounds; each draws up to ``k`` states without replacement (top priority w.p. ``1 − ε_sel``, else
@@ -19,6 +19,7 @@ evaluation). ``resume=True`` continues from the checkpoint with the same state b
 micro-batched backward pass come from :mod:`agents.trainer_base`, as do the experiment trackers of ``log_with``
 (each round's numbers at step = the round, under ``<run>/trackers/``).
 """
+
 from __future__ import annotations
 
 import time
@@ -30,11 +31,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from steer_envs import __version__
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
 
-from ..trainer_base import CONFIG_FILE, LOG_FILE, Progress, TrainerBase
+from ..trainer_base import CONFIG_FILE, LOG_FILE, VERSION_KEY, Progress, TrainerBase, check_run_version
 from .backbones import build_steerer
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import SteeringConfig
@@ -60,8 +62,16 @@ from .rollouts import (
 from .selection import epsilon_greedy_select, random_subset
 from .steerer import Steerer
 
-__all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "LOG_FILE", "MODEL_FILE", "SteeringTrainer", "TrainResult", "load_model",
-           "save_model"]
+__all__ = [
+    "CHECKPOINT_FILE",
+    "CONFIG_FILE",
+    "LOG_FILE",
+    "MODEL_FILE",
+    "SteeringTrainer",
+    "TrainResult",
+    "load_model",
+    "save_model",
+]
 
 CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "model.pt"
@@ -91,6 +101,7 @@ def save_model(steerer: Steerer, path: Path, tau: float, extra: dict[str, Any] |
         "state_dict": steerer.checkpoint_state_dict(),
         "tau": tau,
         "extra": extra or {},
+        VERSION_KEY: __version__,
     }
     save_checkpoint(payload, path)
     artifacts = getattr(steerer, "save_artifacts", None)  # e.g. a LoRA steerer's peft adapter folder beside it
@@ -106,8 +117,11 @@ def load_model(path: str | Path) -> tuple[Steerer, dict[str, Any]]:
     if path.is_dir():
         path = path / MODEL_FILE
     if not path.is_file():
-        raise SteerEnvsError(f"no steering model at {str(path)!r}; train one with `steer-envs train steering --out DIR`")
+        raise SteerEnvsError(
+            f"no steering model at {str(path)!r}; train one with `steer-envs train steering --out DIR`"
+        )
     payload = load_checkpoint(path)
+    check_run_version(payload, path, what="steering model")
     options = [InterventionOption(*o) for o in payload["options"]]
     steerer = build_steerer(payload["kind"], options, payload["spec"])
     steerer.load_checkpoint_state_dict(payload["state_dict"])
@@ -144,8 +158,15 @@ class SteeringTrainer(TrainerBase):
         if self._env is None:
             c = self.config
             self._env = make_steering_env(
-                c.executor, c.split, benchmarks=c.benchmarks, max_turns=c.max_turns, metric=c.metric, cost=c.cost,
-                action_mode=c.action_mode, data_dir=c.data_dir, env_id=c.env_id,
+                c.executor,
+                c.split,
+                benchmarks=c.benchmarks,
+                max_turns=c.max_turns,
+                metric=c.metric,
+                cost=c.intervention_cost,
+                action_mode=c.action_mode,
+                data_dir=c.data_dir,
+                env_id=c.env_id,
             )
         return self._env
 
@@ -233,7 +254,9 @@ class SteeringTrainer(TrainerBase):
             record = self._round(round_index, env, steerer, optimizer, bank, rng, generator, pool)
             record["wall_s"] = round(elapsed_before + time.time() - start, 2)
             self.append_log(record, step=round_index)
-            self._checkpoint(steerer, optimizer, bank, round_index + 1, rng, generator, elapsed_before + time.time() - start)
+            self._checkpoint(
+                steerer, optimizer, bank, round_index + 1, rng, generator, elapsed_before + time.time() - start
+            )
             rounds_bar.update(1, loss=f"{record['loss']:.3f}", q=f"{record['mean_q']:.3f}")
             self.on_round_end(round_index, record)
         rounds_bar.close()
@@ -258,10 +281,14 @@ class SteeringTrainer(TrainerBase):
                 "wall_s": wall_s,
             },
         )
-        save_model(steerer, self.run_dir / MODEL_FILE, self.config.tau, {"config": self.config.to_dict(), "rounds": next_round})
+        save_model(
+            steerer, self.run_dir / MODEL_FILE, self.config.tau, {"config": self.config.to_dict(), "rounds": next_round}
+        )
 
     # -- the update ---------------------------------------------------------------------------------------------
-    def _update(self, steerer, optimizer, learn, old_logp, rank_states, pairs, n_measured) -> tuple[dict[str, float], float]:
+    def _update(
+        self, steerer, optimizer, learn, old_logp, rank_states, pairs, n_measured
+    ) -> tuple[dict[str, float], float]:
         """``update_epochs`` optimiser steps on ``L = L_GRPO + L_rank``: GRPO's policy gradient on fresh samples in
         the first epoch, its clipped surrogate after; returns the first epoch's losses and the last gradient norm."""
         c = self.config
@@ -280,7 +307,9 @@ class SteeringTrainer(TrainerBase):
             optimizer.step()
         return first, grad_norm
 
-    def _gradients(self, steerer, learn, old_logp, rank_states, pairs, n_measured, epoch) -> tuple[dict[str, float], bool]:
+    def _gradients(
+        self, steerer, learn, old_logp, rank_states, pairs, n_measured, epoch
+    ) -> tuple[dict[str, float], bool]:
         """Backward of one epoch's loss into the parameters' ``.grad``; returns its parts and whether any gradient
         flowed. ``L_GRPO`` sums per-state terms over ``n_measured``, so a micro-batch of states backs its own sum (its
         share). ``L_rank`` is a mean over pairs that couples states, so it is micro-batched the gradient-cache way:
@@ -298,43 +327,52 @@ class SteeringTrainer(TrainerBase):
         where = {i: j for j, i in enumerate(involved)}
         local_pairs = [(where[a], where[b]) for a, b in pairs]
         observations = [rank_states[i].observation for i in involved]
-        if self.num_processes == 1 and not c.micro_batch:  # the whole batch in one pass (the earlier computation)
+        if self.num_processes == 1 and not c.micro_batch:  # the whole batch in one pass
             with self.autocast():
                 grpo_total = torch.zeros(())
                 for i in range(len(learn)):
                     grpo_total = grpo_total + grpo_term(i)
                 l_grpo = grpo_total / denom
                 l_rank = ranking_loss(steerer.fast_scores(observations), local_pairs) if pairs else torch.zeros(())
-                loss = c.grpo_weight * l_grpo + c.rank_weight * l_rank
+                loss = l_grpo + l_rank
             if loss.requires_grad:
                 self.backward(loss)
-            return ({"loss": float(loss.detach()), "loss_grpo": float(l_grpo.detach()),
-                     "loss_rank": float(l_rank.detach())}, bool(loss.requires_grad))
+            return (
+                {
+                    "loss": float(loss.detach()),
+                    "loss_grpo": float(l_grpo.detach()),
+                    "loss_rank": float(l_rank.detach()),
+                },
+                bool(loss.requires_grad),
+            )
 
         grpo_value = 0.0
         for chunk in self.micro_batches(len(learn)):
             with self.autocast():
                 part = sum((grpo_term(i) for i in chunk), torch.zeros(())) / denom
-            self.backward(c.grpo_weight * part)
+            self.backward(part)
             grpo_value += float(part.detach())
         (grpo_value,) = self.reduce_sum([grpo_value])
         rank_value = 0.0
         if pairs:
             size = c.micro_batch or len(observations)
             with torch.no_grad(), self.autocast():  # every process scores every involved state (no graph kept)
-                z_all = torch.cat([steerer.fast_scores(observations[i : i + size]).reshape(-1)
-                                   for i in range(0, len(observations), size)])
+                z_all = torch.cat(
+                    [
+                        steerer.fast_scores(observations[i : i + size]).reshape(-1)
+                        for i in range(0, len(observations), size)
+                    ]
+                )
             z_leaf = z_all.detach().float().requires_grad_(True)
             l_rank = ranking_loss(z_leaf, local_pairs)
-            (dz,) = torch.autograd.grad(c.rank_weight * l_rank, z_leaf)
+            (dz,) = torch.autograd.grad(l_rank, z_leaf)
             rank_value = float(l_rank.detach())
             for chunk in self.micro_batches(len(observations)):
                 with self.autocast():
                     z = steerer.fast_scores(observations[chunk.start : chunk.stop]).reshape(-1)
                     surrogate = (z.float() * dz[chunk.start : chunk.stop].to(z.device)).sum()
                 self.backward(surrogate)
-        losses = {"loss": c.grpo_weight * grpo_value + c.rank_weight * rank_value, "loss_grpo": grpo_value,
-                  "loss_rank": rank_value}
+        losses = {"loss": grpo_value + rank_value, "loss_grpo": grpo_value, "loss_rank": rank_value}
         return losses, bool(learn) or bool(pairs)
 
     def _round(self, round_index, env, steerer, optimizer, bank, rng, generator, pool) -> dict[str, Any]:
@@ -342,10 +380,10 @@ class SteeringTrainer(TrainerBase):
         t0 = time.time()
         steerer.eval()
         z_all = self._refresh_priorities(steerer, bank)
-        eligible = [i for i, s in enumerate(bank) if not (c.states_once and s.used)]
+        eligible = [i for i, s in enumerate(bank) if not s.used]  # without replacement over the whole run
         if not eligible:
             raise SteerEnvsError(
-                f"round {round_index}: every bank state was used already (states_once=true); raise bank_tasks or "
+                f"round {round_index}: every bank state was used already (each is measured once); raise bank_tasks or "
                 f"lower m*k (m={c.m}, k={c.k}, bank={len(bank)} states)"
             )
         picked = [eligible[j] for j in epsilon_greedy_select([bank[i].priority for i in eligible], c.k, c.eps_sel, rng)]
@@ -355,12 +393,21 @@ class SteeringTrainer(TrainerBase):
         measured: list[tuple[BankState, list, np.ndarray]] = []
         # slow samples first (in state order, one generator), then every state's continuations on the pool
         sampled = [(idx, steerer.sample_slow(bank[idx].observation, c.G, generator)) for idx in picked]
-        requests = [(bank[idx], [s.to_action(c.action_mode) for s in samples], continuation_seeds([c.seed, round_index, idx], c.N))
-                    for idx, samples in sampled]
+        requests = [
+            (
+                bank[idx],
+                [s.to_action(c.action_mode) for s in samples],
+                continuation_seeds([c.seed, round_index, idx], c.N),
+            )
+            for idx, samples in sampled
+        ]
         # continuation="policy": the current steerer takes the later decisions of every continuation, so repeated
         # interventions (and their cost) are in the labels; "pass" (default) leaves the executor alone after one
-        policy = (ContinuationPolicy(steerer, c.tau, c.continuation_gate, c.action_mode)
-                  if c.continuation == "policy" else None)
+        policy = (
+            ContinuationPolicy(steerer, c.tau, c.continuation_gate, c.action_mode)
+            if c.continuation == "policy"
+            else None
+        )
         for (idx, samples), m in zip(sampled, measure_states(env, requests, c.action_mode, pool=pool, policy=policy)):
             state = bank[idx]
             rollouts += m.rollouts
@@ -377,7 +424,7 @@ class SteeringTrainer(TrainerBase):
             valid = m.valid
             returns = [m.returns[j] for j in valid]
             samples = [samples[j] for j in valid]
-            q = intervention_effect(returns, m.baseline, c.q_target)
+            q = intervention_effect(returns, m.baseline)
             adv = grpo_advantages(returns, m.baseline)
             state.q, state.measured_round, state.used = q, round_index, True
             qs.append(q)
@@ -386,16 +433,23 @@ class SteeringTrainer(TrainerBase):
 
         # -- losses: L = L_GRPO + L_rank, update_epochs optimiser steps on this round's samples ----------------
         rank_states = [s for s, _, _ in measured]
-        if c.rank_history or c.rank_replay:
-            tasks_now = {s.task_id for s in rank_states}
-            ids_now = {id(s) for s in rank_states}
-            rank_states += [s for s in bank if s.q is not None and id(s) not in ids_now
-                            and (c.rank_replay or s.task_id in tasks_now)]
+        # states measured in earlier rounds: of the same tasks, or (rank_replay) of every task
+        tasks_now = {s.task_id for s in rank_states}
+        ids_now = {id(s) for s in rank_states}
+        rank_states += [
+            s for s in bank if s.q is not None and id(s) not in ids_now and (c.rank_replay or s.task_id in tasks_now)
+        ]
         if c.rank_pairs == "same_task":
             pairs = same_task_pairs([s.task_id for s in rank_states], [s.q for s in rank_states])
         else:
-            pairs = sampled_pairs([s.q for s in rank_states], c.rank_max_pairs, np.random.default_rng([c.seed, round_index, 3]))
-        learn = [(state, samples, torch.as_tensor(adv, dtype=torch.float32)) for state, samples, adv in measured if np.any(adv != 0)]
+            pairs = sampled_pairs(
+                [s.q for s in rank_states], c.rank_max_pairs, np.random.default_rng([c.seed, round_index, 3])
+            )
+        learn = [
+            (state, samples, torch.as_tensor(adv, dtype=torch.float32))
+            for state, samples, adv in measured
+            if np.any(adv != 0)
+        ]
         with torch.no_grad():
             old_logp = [steerer.slow_logprobs(state.observation, samples) for state, samples, _ in learn]
         steerer.train()

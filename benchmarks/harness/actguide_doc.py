@@ -15,6 +15,7 @@ from the base with the same rollout budget (probes included) on the same RL pool
 evaluated **without any hint** on the same test tasks and rollout seeds; intervals are the harness's paired
 stratified bootstrap (``benchmarks.harness.stats``: tasks resampled within benchmarks, seeds averaged per task).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,21 +26,24 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.pages.actguide import (
+    MAIN,
+    PAGE,
+    PAGE_FILE,
+    TURN_BUDGETS,
+    Plan,
+    default_base,
+    default_setting,
+    episode_file,
+    read_barrier,
+)
+from benchmarks.pages.actguide import eval_env as _eval_env
+from benchmarks.pages.timing import add_time
 from steer_envs.atomic import atomic_write_json
 from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cli.main import main as cli_main
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 from steer_envs.paths import REPO_ROOT
-
-from benchmarks.pages.actguide import (  # noqa: F401  (the page's plan and readers, re-exported under old names)
-    ABLATIONS, BENCH_LABEL, MAIN, NOISE, PAGE, PAGE_FILE, SETTING_FIELDS, TURN_BUDGETS, Plan, default_base,
-    default_setting, episode_file, out_region, read_barrier,
-)
-from benchmarks.pages.actguide import eval_env as _eval_env
-from benchmarks.pages.actguide import read_log as _read_log  # noqa: F401
-from benchmarks.pages.actguide import subset as _subset  # noqa: F401
-from benchmarks.pages import codefacts, template
-from benchmarks.pages.timing import add_time
 
 from .budget import build_lock
 
@@ -47,9 +51,6 @@ from .budget import build_lock
 SETTING: dict = default_setting()
 #: the base policy: zero RL on train tasks outside the RL pool (the stand-in for a pretrained base model)
 BASE: dict = default_base()
-#: the page's text, now in benchmarks/pages/templates/ and read from the code (kept under their old names)
-SETTING_SLOTS = "{max_queries} query + {max_answers} answer slots".format(**codefacts.admissible_slots())
-DEV_NOTES = template("actguide_dev_notes", lambda0=f"{codefacts.admissible_policy()['lambda0']:g}")
 
 
 def cli_command(argv: Sequence[str]) -> str:
@@ -93,22 +94,57 @@ def train_all(plan: Plan) -> dict[str, str]:
     atomic_write_json(base_file, plan.base, sort_keys=False)
     timings_path = plan.out / "train_times.json"
     timings = json.loads(timings_path.read_text()) if timings_path.is_file() else {}
-    commands = {"base": train_once(["train", "actguide", "--config", str(base_file), "--variant", "zero_rl", "--seed", "0",
-                                "--out", str(plan.base_dir), "--no-progress"], plan.base_dir, timings)}
+    commands = {
+        "base": train_once(
+            [
+                "train",
+                "actguide",
+                "--config",
+                str(base_file),
+                "--variant",
+                "zero_rl",
+                "--seed",
+                "0",
+                "--out",
+                str(plan.base_dir),
+                "--no-progress",
+            ],
+            plan.base_dir,
+            timings,
+        )
+    }
     atomic_write_json(timings_path, timings, sort_keys=False)
     for variant in plan.variants:
         for seed in plan.seeds_of(variant):
             run = plan.run_dir(variant, seed)
             commands[f"{variant}/{seed}"] = train_once(
-                ["train", "actguide", "--config", str(setting_file), "--variant", variant, "--seed", str(seed),
-                 "--init-from", str(plan.base_dir), "--out", str(run), "--no-progress"], run, timings)
+                [
+                    "train",
+                    "actguide",
+                    "--config",
+                    str(setting_file),
+                    "--variant",
+                    variant,
+                    "--seed",
+                    str(seed),
+                    "--init-from",
+                    str(plan.base_dir),
+                    "--out",
+                    str(run),
+                    "--no-progress",
+                ],
+                run,
+                timings,
+            )
             atomic_write_json(timings_path, timings, sort_keys=False)
     plan.seconds["train"] = sum(timings.values())
     return commands
 
 
 # -- evaluation (episodes appended to JSONL logs; a rerun reads them back) --------------------------------------
-def evaluate_run(plan: Plan, label: str, model_dir: Path, seed: int, max_turns: int | None = None) -> list[EpisodeRecord]:
+def evaluate_run(
+    plan: Plan, label: str, model_dir: Path, seed: int, max_turns: int | None = None
+) -> list[EpisodeRecord]:
     """Unguided episodes of one trained learner (seed labels ``seed * 100 + rollout``), cached in a JSONL log."""
     from agents.actguide.evaluate import evaluate
     from agents.actguide.trainer import load_learner
@@ -136,11 +172,14 @@ def evaluate_all(plan: Plan) -> dict[str, list[EpisodeRecord]]:
     records: dict[str, list[EpisodeRecord]] = {}
     records["base"] = [r for s in range(plan.seeds) for r in evaluate_run(plan, "base", plan.base_dir, s)]
     for variant in plan.variants:
-        records[variant] = [r for s in plan.seeds_of(variant) for r in evaluate_run(plan, variant, plan.run_dir(variant, s), s)]
+        records[variant] = [
+            r for s in plan.seeds_of(variant) for r in evaluate_run(plan, variant, plan.run_dir(variant, s), s)
+        ]
     for turns in TURN_BUDGETS:  # the budget curve: training seed 0 of each policy
         for label, model in (("base", None), *((v, v) for v in MAIN)):
-            records[f"{label}@{turns}"] = evaluate_run(plan, label, plan.base_dir if model is None else plan.run_dir(model, 0),
-                                                       0, turns)
+            records[f"{label}@{turns}"] = evaluate_run(
+                plan, label, plan.base_dir if model is None else plan.run_dir(model, 0), 0, turns
+            )
     plan.seconds["eval"] = _add_time(plan, "eval", time.perf_counter() - start)
     return records
 
@@ -173,13 +212,15 @@ def _barrier(plan: Plan):
     return reports
 
 
-def write_page(plan: Plan, commands: dict[str, str], records: dict[str, list[EpisodeRecord]] | None, doc: Path,
-               argv_text: str) -> Path:
+def write_page(
+    plan: Plan, commands: dict[str, str], records: dict[str, list[EpisodeRecord]] | None, doc: Path, argv_text: str
+) -> Path:
     """Record the plan and commands in ``OUT/page.json`` and build the page from the run folder (``records`` is
     not needed: the page reads the episode logs back)."""
     _barrier(plan)  # the page reads barrier.json: make sure it is there
-    atomic_write_json(plan.out / PAGE_FILE, {"command": argv_text, "plan": plan.to_json(), "commands": commands},
-                      sort_keys=False)
+    atomic_write_json(
+        plan.out / PAGE_FILE, {"command": argv_text, "plan": plan.to_json(), "commands": commands}, sort_keys=False
+    )
     return PAGE.build(plan.out, doc)
 
 
@@ -189,9 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", default=str(REPO_ROOT / "docs" / "results_actguide.md"))
     parser.add_argument("--seeds", type=int, default=3, help="training seeds of the main comparison (default 3)")
     parser.add_argument("--ablation-seeds", type=int, default=1, help="training seeds per ablation (default 1)")
-    add_protocol_arguments(parser, include=("split",), defaults={"split": "test"},
-                           overrides={"split": {"choices": ("dev", "test"),
-                                                "help": "evaluation split (dev: for choosing)"}})
+    add_protocol_arguments(
+        parser,
+        include=("split",),
+        defaults={"split": "test"},
+        overrides={"split": {"choices": ("dev", "test"), "help": "evaluation split (dev: for choosing)"}},
+    )
     parser.add_argument("--quick", action="store_true", help="a small dry run: tiny budgets, few tasks, 1 seed")
     args = parser.parse_args(argv)
     plan = Plan(Path(args.out), seeds=args.seeds, ablation_seeds=args.ablation_seeds, eval_split=args.split)

@@ -11,6 +11,7 @@ confirmation on other tasks): a learning method builds under an exclusive lock o
 (:func:`build_lock`), so the second build of one checkpoint waits for the first and then loads what it trained,
 instead of training the same model again beside it and racing it for the files.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -22,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from steer_envs.atomic import atomic_write_json
 from baselines.registry import MethodContext, MethodSpec, build_policy, get_method
+from steer_envs.atomic import atomic_write_json
 from steer_envs.meter import env_steps
 
 BUDGET_FILE = "budget.json"
@@ -40,7 +41,7 @@ class Budget:
     builds: list[dict[str, Any]] = field(default_factory=list)
 
     @staticmethod
-    def read(checkpoint_dir: str | Path | None) -> "Budget | None":
+    def read(checkpoint_dir: str | Path | None) -> Budget | None:
         if checkpoint_dir is None:
             return None
         path = Path(checkpoint_dir) / BUDGET_FILE

@@ -22,6 +22,7 @@ Output in ``OUT``: ``dev/`` (choices.json, every probe's episodes), ``<split>/``
 ``plots/rate_curves.png``. With ``split=dev`` it is the development loop (the knobs are then chosen and reported on
 the same split: fine for development, never for a reported result).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,7 @@ from steer_envs.rollouts import using_pool
 
 from .budget import Budget, build_measured, format_steps
 from .config import EvalConfig
-from .operating import choose_from_grid, choose_rate, without_option
+from .operating import KnobChoice, _save_choice, cached_choice, choose_rate, interventions_per_task, without_option
 from .records import EpisodeLog
 from .runfolder import RunFolder
 from .runner import REFERENCE, evaluate, method_context
@@ -55,7 +56,9 @@ UNTRAINED = "steering_untrained"
 RULE = "best_fixed_rule"
 #: rows of the main table, in the paper's order (reference, rules, untrained, offline, RL library, RL steering)
 ROW_ORDER = (REFERENCE, "random", RULE, UNTRAINED, "filtered_bc", "sb3_ppo", RL)
-#: the comparisons the acceptance reads: RL against each of these, paired on tasks
+#: SB3 PPO's default cost grid: with no cost it intervenes ~1.7 times per task on sim:default's dev split, so the
+#: grid starts where the rate begins to fall and reaches costs that stop most interventions
+PPO_COSTS = ("0.03", "0.1", "0.3", "1")
 BUDGET_FILE = "budget_match.json"
 
 
@@ -77,7 +80,11 @@ class ComparisonPlan:
     tolerance: float = 0.05
     max_probes: int = 10
     max_turns: int = 10
-    ppo_costs: tuple[str, ...] = ("0", "0.01", "0.03", "0.1")
+    #: SB3 PPO's intervention costs, walked upwards until the dev rate falls to ``target`` (then bisected)
+    ppo_costs: tuple[str, ...] = PPO_COSTS
+    #: PPO training runs the cost search may make (grid walk + bisection), and how close to ``target`` it stops
+    ppo_probes: int = 6
+    ppo_tolerance: float = 0.1
     bc_pilot_tasks: int = 40
     match_budgets: bool = True
     budget_tolerance: float = 0.10
@@ -106,8 +113,15 @@ class ComparisonPlan:
             raise SteerEnvsError(f"--target (interventions per task) must be > 0, got {self.target}")
 
     def config(self, split: str, seeds: int, limit: int) -> EvalConfig:
-        return EvalConfig(executor=self.executor, benchmarks=tuple(self.benchmarks), split=split, seeds=seeds,
-                          limit=limit, max_turns=self.max_turns, data_dir=self.data_dir)
+        return EvalConfig(
+            executor=self.executor,
+            benchmarks=tuple(self.benchmarks),
+            split=split,
+            seeds=seeds,
+            limit=limit,
+            max_turns=self.max_turns,
+            data_dir=self.data_dir,
+        )
 
 
 @dataclass
@@ -125,9 +139,14 @@ class Comparison:
         self.checkpoints = Path(plan.checkpoints) if plan.checkpoints else plan.out / "checkpoints"
         self.dev = RunFolder(plan.out / "dev", plan.config("dev", plan.dev_seeds, plan.dev_limit), self.checkpoints)
         same = plan.split == "dev" and plan.seeds == plan.dev_seeds and plan.limit == plan.dev_limit
-        self.report = self.dev if same else RunFolder(plan.out / plan.split,
-                                                      plan.config(plan.split, plan.seeds, plan.limit), self.checkpoints)
+        self.report = (
+            self.dev
+            if same
+            else RunFolder(plan.out / plan.split, plan.config(plan.split, plan.seeds, plan.limit), self.checkpoints)
+        )
         self.rows: dict[str, Row] = {}
+        #: the SB3 PPO costs trained on dev while choosing (the rate curve's points: no new training)
+        self.ppo_probes: list[str] = []
         self.pool = None
         self._curves: RunFolder | None = None
 
@@ -136,8 +155,9 @@ class Comparison:
         """The rate curves' run folder (created on first use)."""
         if self._curves is None:
             p = self.plan
-            self._curves = RunFolder(p.out / f"{p.split}_curves", p.config(p.split, p.curve_seeds, p.limit),
-                                     self.checkpoints)
+            self._curves = RunFolder(
+                p.out / f"{p.split}_curves", p.config(p.split, p.curve_seeds, p.limit), self.checkpoints
+            )
         return self._curves
 
     # -- helpers ------------------------------------------------------------------------------------------------
@@ -157,8 +177,9 @@ class Comparison:
 
     def _choose(self, spec: str):
         p = self.plan
-        return choose_rate(self.dev, spec, p.target, p.tolerance, p.max_probes, progress=p.progress, log=self.log,
-                           pool=self.pool)
+        return choose_rate(
+            self.dev, spec, p.target, p.tolerance, p.max_probes, progress=p.progress, log=self.log, pool=self.pool
+        )
 
     def train(self, spec: str) -> Budget:
         """Build (train, or load) ``spec`` in the shared checkpoints and return its measured budget."""
@@ -180,8 +201,8 @@ class Comparison:
         """``best_fixed_rule`` choosing on the same dev tasks and seeds as every other knob."""
         p = self.plan
         options = {"dev_tasks": str(p.dev_limit), "seeds": str(p.dev_seeds)}
-        defaults = get_method(RULE).options
-        kept = ",".join(f"{k}={v}" for k, v in options.items() if defaults.get(k) != v)
+        defaults = get_method(RULE).defaults()
+        kept = ",".join(f"{k}={v}" for k, v in options.items() if str(getattr(defaults, k)) != v)
         return parse_method(RULE + (f":{kept}" if kept else "")).label
 
     def _seeded(self, spec: str, seed: int) -> str:
@@ -193,7 +214,7 @@ class Comparison:
         rows: dict[str, Row] = {REFERENCE: Row(REFERENCE, [REFERENCE])}
         rl = [self._choose(self._seeded(p.rl, s)) for s in range(p.train_seeds)]
         rows[RL] = Row(RL, [c.label for c in rl], _knob_text(rl))
-        config = parse_method(p.rl).options.get("config")
+        config = parse_method(p.rl).options.config
         untrained = UNTRAINED + (f":config={config}" if config else "")
         chosen = [self._choose(self._seeded(untrained, s)) for s in range(p.train_seeds)]
         rows[UNTRAINED] = Row(UNTRAINED, [c.label for c in chosen], _knob_text(chosen))
@@ -208,13 +229,29 @@ class Comparison:
             chosen = [self._choose(self._seeded(bc_spec, s)) for s in range(p.train_seeds)]
             rows["filtered_bc"] = Row("filtered_bc", [c.label for c in chosen], _knob_text(chosen))
             ppo = f"sb3_ppo:timesteps={int(budget)}"
-            grid = choose_from_grid(self.dev, self._seeded(ppo, 0), p.ppo_costs, p.target, progress=p.progress,
-                                    log=self.log, pool=self.pool)
-            labels = [grid.label] + [with_option(self._seeded(ppo, s), "cost", grid.value) for s in range(1, p.train_seeds)]
+            grid = choose_cost(
+                self.dev,
+                self._seeded(ppo, 0),
+                p.ppo_costs,
+                p.target,
+                p.ppo_tolerance,
+                p.ppo_probes,
+                progress=p.progress,
+                log=self.log,
+                pool=self.pool,
+            )
+            self.ppo_probes = [pr["value"] for pr in grid.probes]
+            labels = [grid.label] + [
+                with_option(self._seeded(ppo, s), "cost", grid.value) for s in range(1, p.train_seeds)
+            ]
             for label in labels[1:]:
                 self.train(label)
-            rows["sb3_ppo"] = Row("sb3_ppo", labels, f"cost={grid.value} (dev rate {grid.dev_rate:.2f}, grid "
-                                                     f"{', '.join(p.ppo_costs)}; seed 0)")
+            rows["sb3_ppo"] = Row(
+                "sb3_ppo",
+                labels,
+                f"cost={grid.value} (dev rate {grid.dev_rate:.2f}; costs trained on dev "
+                f"{', '.join(self.ppo_probes)}, grid walk then bisection; seed 0)",
+            )
         for spec in p.context_rows:
             label = parse_method(spec).label
             rows.setdefault(label, Row(label, [label], "– (shown for context)"))
@@ -233,8 +270,7 @@ class Comparison:
         record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         if record.get("rl_budget") == budget and record.get("bc_spec"):
             return record["bc_spec"]
-        rl_options = {**get_method(RL).options, **parse_method(p.rl).options}
-        n = steering_config(MethodContext(options=rl_options)).N
+        n = steering_config(MethodContext(), parse_method(p.rl).options).N
         pilot = f"filtered_bc:N={n},seed=0,tasks={p.bc_pilot_tasks}"
         per_task = max(1.0, self.train(pilot).env_steps / p.bc_pilot_tasks)
         tasks = max(1, round(budget / per_task))
@@ -247,8 +283,13 @@ class Comparison:
             if abs(measured / budget - 1) <= p.budget_tolerance:
                 break
             tasks = max(1, round(tasks * budget / max(measured, 1)))
-        record = {"rl_budget": budget, "pilot": pilot, "pilot_steps_per_task": per_task, "attempts": attempts,
-                  "bc_spec": spec}
+        record = {
+            "rl_budget": budget,
+            "pilot": pilot,
+            "pilot_steps_per_task": per_task,
+            "attempts": attempts,
+            "bc_spec": spec,
+        }
         atomic_write_text(path, json.dumps(record, indent=2) + "\n")
         return spec
 
@@ -258,8 +299,9 @@ class Comparison:
             for label in row.labels:
                 self._evaluate(self.report, label)
 
-    def summaries(self, folder: RunFolder | None = None, rows: dict[str, Row] | None = None
-                  ) -> tuple[list[MethodSummary], HierarchicalBootstrap]:
+    def summaries(
+        self, folder: RunFolder | None = None, rows: dict[str, Row] | None = None
+    ) -> tuple[list[MethodSummary], HierarchicalBootstrap]:
         folder = folder or self.report
         rows = rows or self.rows
         expected = {(t.id, s) for t in folder.config.tasks() for s in range(folder.config.seeds)}
@@ -267,10 +309,14 @@ class Comparison:
         for row in rows.values():
             per_label = {}
             for label in row.labels:
-                records = [r for r in EpisodeLog(folder.episodes_path(label)).records if (r.task_id, r.seed) in expected]
+                records = [
+                    r for r in EpisodeLog(folder.episodes_path(label)).records if (r.task_id, r.seed) in expected
+                ]
                 if {(r.task_id, r.seed) for r in records} != expected:
-                    raise SteerEnvsError(f"{label!r} has {len(records)}/{len(expected)} episodes in {folder.root}; "
-                                         "rerun the command to finish it")
+                    raise SteerEnvsError(
+                        f"{label!r} has {len(records)}/{len(expected)} episodes in {folder.root}; "
+                        "rerun the command to finish it"
+                    )
                 per_label[label] = records
             runs.append(RowRuns(row.name, per_label))
         boot = HierarchicalBootstrap(runs, folder.config.benchmarks)
@@ -288,26 +334,36 @@ class Comparison:
             for offset in p.curve_tau_offsets:
                 labels = []
                 for label in self.rows[name].labels:
-                    tau = float(parse_method(label).options["tau"])
+                    tau = parse_method(label).options.tau
                     shifted = 1.0 / (1.0 + math.exp(-(math.log(tau) - math.log1p(-tau) + offset)))
                     labels.append(with_option(label, "tau", f"{min(max(shifted, 1e-9), 1 - 1e-9):.4g}"))
                 points.append(Row(f"{name}@{offset:+g}", labels, f"logit τ {offset:+g}"))
             out[name] = points
         if "random" in self.rows:
-            p0 = float(parse_method(self.rows["random"].labels[0]).options["p"])
-            out["random"] = [Row(f"random@x{scale:g}", [with_option("random", "p", f"{min(1.0, p0 * scale):.4g}")],
-                                 f"p x{scale:g}") for scale in p.curve_p_scales]
+            p0 = parse_method(self.rows["random"].labels[0]).options.p
+            out["random"] = [
+                Row(f"random@x{scale:g}", [with_option("random", "p", f"{min(1.0, p0 * scale):.4g}")], f"p x{scale:g}")
+                for scale in p.curve_p_scales
+            ]
         if "sb3_ppo" in self.rows:
-            chosen = parse_method(self.rows["sb3_ppo"].labels[0]).options["cost"]
+            chosen = parse_method(self.rows["sb3_ppo"].labels[0]).given["cost"]
             base = without_option(self.rows["sb3_ppo"].labels[0], "cost")
-            out["sb3_ppo"] = [Row(f"sb3_ppo@{c}", self.rows["sb3_ppo"].labels if c == chosen
-                                  else [with_option(base, "cost", c)], f"cost {c}") for c in p.ppo_costs]
+            out["sb3_ppo"] = [
+                Row(
+                    f"sb3_ppo@{c}",
+                    self.rows["sb3_ppo"].labels if c == chosen else [with_option(base, "cost", c)],
+                    f"cost {c}",
+                )
+                for c in sorted(self.ppo_probes, key=float)
+            ]
         if RULE in self.rows:
             selection = _rule_choice(self.dev.checkpoint_dir(self.rows[RULE].labels[0]))
             if selection:
-                max_at = int(get_method(RULE).options["max_at"])
-                out[RULE] = [Row(f"fixed_rule@{k}", [f"fixed_rule:at={k},option={selection['option']}"], f"at={k}")
-                             for k in range(max_at + 1)]
+                max_at = get_method(RULE).defaults().max_at
+                out[RULE] = [
+                    Row(f"fixed_rule@{k}", [f"fixed_rule:at={k},option={selection['option']}"], f"at={k}")
+                    for k in range(max_at + 1)
+                ]
         return out
 
     def run_curves(self) -> dict[str, list[dict]]:
@@ -324,15 +380,23 @@ class Comparison:
         for name, points in curves.items():
             rows = {REFERENCE: Row(REFERENCE, [REFERENCE]), **{r.name: r for r in points}}
             summaries, _ = self.summaries(self.curves, rows)
-            result[name] = [{"point": s.method, "setting": rows[s.method].knob, "rate": s.interventions_per_task,
-                             "gain": asdict(s.avg_gain), "gain_per_intervention": s.gain_per_intervention,
-                             "train_seeds": s.n_train_seeds} for s in summaries if s.method != REFERENCE]
+            result[name] = [
+                {
+                    "point": s.method,
+                    "setting": rows[s.method].knob,
+                    "rate": s.interventions_per_task,
+                    "gain": asdict(s.avg_gain),
+                    "gain_per_intervention": s.gain_per_intervention,
+                    "train_seeds": s.n_train_seeds,
+                }
+                for s in summaries
+                if s.method != REFERENCE
+            ]
         return result
 
     def spearman(self) -> dict[str, Any]:
         """The fast path's Spearman with measured q(s) on held-out states of the report split, per training seed."""
         import numpy as np
-        import torch
 
         from agents.steering.evaluate import fast_path_spearman
         from agents.steering.rollouts import make_steering_env
@@ -347,13 +411,14 @@ class Comparison:
             if len(per_bench.setdefault(t.benchmark, [])) < p.spearman_tasks:
                 per_bench[t.benchmark].append(t.id)
         ids = [t for v in per_bench.values() for t in v]
-        env = make_steering_env(p.executor, p.split, action_mode="discrete", data_dir=p.data_dir, max_turns=p.max_turns,
-                                task_ids=ids)
+        env = make_steering_env(
+            p.executor, p.split, action_mode="discrete", data_dir=p.data_dir, max_turns=p.max_turns, task_ids=ids
+        )
         out: dict[str, Any] = {"tasks": len(ids), "split": p.split, "seeds": []}
         try:
             for label in self.rows[RL].labels:
                 parsed = parse_method(label)
-                cfg = steering_config(MethodContext(options={**get_method(RL).options, **parsed.options}))
+                cfg = steering_config(MethodContext(), parsed.options)
                 steerer, _ = load_model(self.dev.checkpoint_dir(parsed.training_label))
                 result = fast_path_spearman(env, steerer, ids, G=cfg.G, N=cfg.N, seed=11, pool=self.pool)
                 out["seeds"].append({"label": label, **result})
@@ -399,16 +464,24 @@ class Comparison:
         card = setting_card(self.report, p.train_seeds, (self.dev,))
         plot = plots.rate_curves(curves, p.target, p.out / "plots" / "rate_curves.png") if curves else None
         data = {
-            "plan": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(p).items()
-                     if k not in ("pool", "seconds")},
+            "plan": {
+                k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(p).items() if k not in ("pool", "seconds")
+            },
             "card": asdict(card),
-            "rows": {name: {"labels": row.labels, "knob": row.knob, "budget": budgets.get(name)}
-                     for name, row in self.rows.items()},
+            "rows": {
+                name: {"labels": row.labels, "knob": row.knob, "budget": budgets.get(name)}
+                for name, row in self.rows.items()
+            },
             "summaries": [_summary_dict(s) for s in summaries],
             "pairwise": [{"a": a, "b": b, **asdict(i)} for (a, b), i in pairs.items()],
-            "curves": curves, "spearman": spearman, "seconds": p.seconds,
-            "folders": {"dev": str(self.dev.root), "report": str(self.report.root),
-                        "curves": str(self.curves.root) if curves else None},
+            "curves": curves,
+            "spearman": spearman,
+            "seconds": p.seconds,
+            "folders": {
+                "dev": str(self.dev.root),
+                "report": str(self.report.root),
+                "curves": str(self.curves.root) if curves else None,
+            },
         }
         atomic_write_text(p.out / "comparison.json", json.dumps(data, indent=2, default=str) + "\n")
         text = render(self, summaries, pairs, budgets, knobs, card, curves, spearman, plot)
@@ -422,7 +495,7 @@ def legend(plan: ComparisonPlan, budgets: dict[str, str]) -> str:
     return (
         "*How to read this table.* Rows: supervisors of the same frozen executor on the same tasks and seeds. "
         f"Every row with a rate knob was set on the **dev** split to ~{plan.target:g} intervention per task "
-        "(\"Operating point\"); `best_fixed_rule` chose its (note, decision) on dev by F1. Columns: F1 x100 per "
+        '("Operating point"); `best_fixed_rule` chose its (note, decision) on dev by F1. Columns: F1 x100 per '
         "benchmark; *Avg F1*: the macro mean over benchmarks (the suite's one average); *Gain vs none*: paired "
         "difference to no supervision with a 95% interval that resamples tasks within benchmarks and, for learned "
         "rows, training seeds (evaluation seeds are averaged per task first); *Int./task*, *Turns/task*: "
@@ -434,42 +507,76 @@ def legend(plan: ComparisonPlan, budgets: dict[str, str]) -> str:
 
 
 def render(cmp: Comparison, summaries, pairs, budgets, knobs, card, curves, spearman, plot: Path | None) -> str:
-    return render_comparison(cmp.plan, cmp.report.config.benchmarks, summaries, pairs, budgets, knobs, card, curves,
-                             spearman, None if plot is None else plot.relative_to(cmp.plan.out))
+    return render_comparison(
+        cmp.plan,
+        cmp.report.config.benchmarks,
+        summaries,
+        pairs,
+        budgets,
+        knobs,
+        card,
+        curves,
+        spearman,
+        None if plot is None else plot.relative_to(cmp.plan.out),
+    )
 
 
-def render_comparison(p: ComparisonPlan, benchmarks, summaries, pairs, budgets, knobs, card, curves, spearman,
-                      plot: Path | str | None) -> str:
+def render_comparison(
+    p: ComparisonPlan, benchmarks, summaries, pairs, budgets, knobs, card, curves, spearman, plot: Path | str | None
+) -> str:
     """The comparison's markdown from its numbers (what ``comparison.json`` holds): ``steer-envs compare`` writes
     it as ``comparison.md`` and the results page (:mod:`benchmarks.pages.results`) renders it back from the JSON."""
     ordered = [(a, b, i) for (a, b), i in pairs.items()]
-    lines = [f"## Rate-matched comparison on `{p.executor}`, {p.split} split\n\n", card.markdown(), "\n",
-             legend(p, budgets), "\n", comparison_table(summaries, benchmarks, budgets, knobs), "\n",
-             f"Paired differences between RL steering and every other row ({p.split} split, tasks resampled within "
-             "benchmarks, training seeds of both rows resampled):\n\n", pairwise_table(ordered), "\n",
-             closing_line(summaries, RL, RULE, pairs)]
+    lines = [
+        f"## Rate-matched comparison on `{p.executor}`, {p.split} split\n\n",
+        card.markdown(),
+        "\n",
+        legend(p, budgets),
+        "\n",
+        comparison_table(summaries, benchmarks, budgets, knobs),
+        "\n",
+        f"Paired differences between RL steering and every other row ({p.split} split, tasks resampled within "
+        "benchmarks, training seeds of both rows resampled):\n\n",
+        pairwise_table(ordered),
+        "\n",
+        closing_line(summaries, RL, RULE, pairs),
+    ]
     if curves:
-        lines += ["\n### Rate curves: F1 gain against interventions per task\n\n", card.markdown(), "\n",
-                  f"Each method's knob swept around its dev choice ({p.curve_seeds} evaluation seed(s) per task; the "
-                  "choice itself is the point at offset 0 / x1); no value here was chosen on this split.\n\n",
-                  curve_table(curves), "\n"]
+        lines += [
+            "\n### Rate curves: F1 gain against interventions per task\n\n",
+            card.markdown(),
+            "\n",
+            f"Each method's knob swept around its dev choice ({p.curve_seeds} evaluation seed(s) per task; the "
+            "choice itself is the point at offset 0 / x1); no value here was chosen on this split.\n\n",
+            curve_table(curves),
+            "\n",
+        ]
         if plot is not None:
             lines.append(f"![F1 gain against interventions per task]({plot})\n")
         lines.append(shape_line(curves.get(RL, [])))
     if spearman:
-        lines += ["\n### The fast path's ranking of held-out states\n\n", card.markdown(), "\n", spearman_text(spearman)]
+        lines += [
+            "\n### The fast path's ranking of held-out states\n\n",
+            card.markdown(),
+            "\n",
+            spearman_text(spearman),
+        ]
     return "".join(lines)
 
 
 def curve_table(curves: dict[str, list[dict]]) -> str:
-    lines = ["| Method | Setting | Int./task | Gain vs none [95% CI] | Gain / intervention | Train seeds |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| Method | Setting | Int./task | Gain vs none [95% CI] | Gain / intervention | Train seeds |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for name, points in curves.items():
         for pt in sorted(points, key=lambda x: x["rate"]):
             g = pt["gain"]
             gpi = "–" if pt["gain_per_intervention"] is None else f"{pt['gain_per_intervention']:+.2f}"
-            lines.append(f"| {display_name(name)} | {pt['setting']} | {pt['rate']:.2f} | {g['mean']:+.2f} "
-                         f"[{g['low']:+.2f}, {g['high']:+.2f}] | {gpi} | {pt['train_seeds']} |")
+            lines.append(
+                f"| {display_name(name)} | {pt['setting']} | {pt['rate']:.2f} | {g['mean']:+.2f} "
+                f"[{g['low']:+.2f}, {g['high']:+.2f}] | {gpi} | {pt['train_seeds']} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -481,23 +588,94 @@ def shape_line(points: list[dict]) -> str:
     lowest = min(usable, key=lambda pt: pt["rate"])
     best = max(usable, key=lambda pt: pt["gain_per_intervention"])
     holds = best is lowest
-    return (f"\nGain per intervention of RL steering is {'highest' if holds else 'not highest'} at its lowest "
-            f"frequency ({lowest['rate']:.2f}/task: {lowest['gain_per_intervention']:+.2f} F1 per intervention; "
-            f"best {best['gain_per_intervention']:+.2f} at {best['rate']:.2f}/task): the paper's shape "
-            f"{'holds' if holds else 'does not hold'}.\n")
+    return (
+        f"\nGain per intervention of RL steering is {'highest' if holds else 'not highest'} at its lowest "
+        f"frequency ({lowest['rate']:.2f}/task: {lowest['gain_per_intervention']:+.2f} F1 per intervention; "
+        f"best {best['gain_per_intervention']:+.2f} at {best['rate']:.2f}/task): the paper's shape "
+        f"{'holds' if holds else 'does not hold'}.\n"
+    )
 
 
 def spearman_text(sp: dict[str, Any]) -> str:
-    lines = [f"Spearman between the fast path's priority and measured q(s) on the no-intervention states of "
-             f"{sp['tasks']} {sp['split']} tasks (held out from training), q(s) measured as in training (G slow "
-             "samples, N continuations per branch). *Within task*: mean over tasks of the Spearman among one task's "
-             "states (what the ranking loss trains); *across tasks*: all states pooled (what one τ needs).\n\n",
-             "| Training run | States | Within task [95% CI] | Across tasks [95% CI] |", "|---|---:|---:|---:|"]
+    lines = [
+        f"Spearman between the fast path's priority and measured q(s) on the no-intervention states of "
+        f"{sp['tasks']} {sp['split']} tasks (held out from training), q(s) measured as in training (G slow "
+        "samples, N continuations per branch). *Within task*: mean over tasks of the Spearman among one task's "
+        "states (what the ranking loss trains); *across tasks*: all states pooled (what one τ needs).\n\n",
+        "| Training run | States | Within task [95% CI] | Across tasks [95% CI] |",
+        "|---|---:|---:|---:|",
+    ]
     for s in sp["seeds"]:
-        lines.append(f"| `{s['label']}` | {s['states']} | {s['within']:.3f} [{s['within_ci'][0]:.3f}, "
-                     f"{s['within_ci'][1]:.3f}] | {s['across']:.3f} [{s['across_ci'][0]:.3f}, {s['across_ci'][1]:.3f}] |")
+        lines.append(
+            f"| `{s['label']}` | {s['states']} | {s['within']:.3f} [{s['within_ci'][0]:.3f}, "
+            f"{s['within_ci'][1]:.3f}] | {s['across']:.3f} [{s['across_ci'][0]:.3f}, {s['across_ci'][1]:.3f}] |"
+        )
     lines.append(f"| mean over training runs | | {sp['within']:.3f} | {sp['across']:.3f} |")
     return "\n".join(lines[:1]) + "\n".join(lines[1:]) + "\n"
+
+
+def choose_cost(
+    folder: RunFolder,
+    spec: str,
+    costs: tuple[str, ...],
+    target: float,
+    tolerance: float,
+    max_probes: int,
+    progress: bool = False,
+    log: Callable[[str], None] = print,
+    pool: Any = None,
+) -> KnobChoice:
+    """SB3 PPO's intervention cost, chosen on dev so that it intervenes ~``target`` times per task.
+
+    Every cost is a training run, so the search is frugal: the grid is walked from its lowest cost upwards (the
+    rate falls as the cost rises) until a probe's dev rate is at or below ``target``; then the cost is bisected
+    between the last two probes (geometric midpoint; arithmetic from 0) until a probe is within ``tolerance`` of
+    ``target`` or ``max_probes`` runs are spent. The probe closest to ``target`` is kept (ties: fewer
+    interventions); every probe is recorded in the dev folder's choices.json, and a rerun reads the choice back."""
+    base = without_option(spec, "cost")
+    first = f"{min(float(c) for c in costs):.3g}"
+    cached = cached_choice(folder, base)
+    if cached is not None and cached.target == target and cached.probes and cached.probes[0]["value"] == first:
+        return cached
+    probes: list[dict[str, Any]] = []
+
+    def probe(value: float) -> dict[str, Any]:
+        text = f"{value:.3g}"
+        label = with_option(base, "cost", text)
+        evaluate(folder, label, progress=progress, log=log, pool=pool)
+        pr = {"value": text, "rate": interventions_per_task(folder, label), "label": label}
+        probes.append(pr)
+        log(f"[dev] {label}: {pr['rate']:.3f} interventions/task (target {target})")
+        return pr
+
+    def close(pr: dict[str, Any]) -> bool:
+        return abs(pr["rate"] - target) <= tolerance
+
+    below = above = None
+    for value in sorted(float(c) for c in costs):
+        if len(probes) >= max_probes:
+            break
+        pr = probe(value)
+        if close(pr):
+            break
+        if pr["rate"] > target:
+            above = pr
+        else:
+            below = pr
+            break
+    while above is not None and below is not None and len(probes) < max_probes and not close(probes[-1]):
+        lo, hi = float(above["value"]), float(below["value"])
+        mid = math.sqrt(lo * hi) if lo > 0 else hi / 2
+        if f"{mid:.3g}" in (above["value"], below["value"]):
+            break
+        pr = probe(mid)
+        if pr["rate"] > target:
+            above = pr
+        else:
+            below = pr
+    best = min(probes, key=lambda pr: (abs(pr["rate"] - target), pr["rate"]))
+    choice = KnobChoice(base, "cost", best["value"], best["rate"], target, best["label"], probes)
+    return _save_choice(folder, choice)
 
 
 def _knob_text(choices) -> str:
@@ -526,24 +704,46 @@ def _summary_dict(s: MethodSummary) -> dict:
     def interval(i: Interval | None):
         return None if i is None else asdict(i)
 
-    return {"method": s.method, "labels": s.labels, "train_seeds": s.n_train_seeds, "f1": s.f1, "avg_f1": s.avg_f1,
-            "gain": {b: interval(i) for b, i in s.gain.items()}, "avg_gain": interval(s.avg_gain),
-            "interventions_per_task": s.interventions_per_task, "turns_per_task": s.turns_per_task,
-            "gain_per_intervention": s.gain_per_intervention, "n_tasks": s.n_tasks, "n_seeds": s.n_seeds,
-            "failed": s.failed, "dropped_pairs": s.dropped_pairs}
+    return {
+        "method": s.method,
+        "labels": s.labels,
+        "train_seeds": s.n_train_seeds,
+        "f1": s.f1,
+        "avg_f1": s.avg_f1,
+        "gain": {b: interval(i) for b, i in s.gain.items()},
+        "avg_gain": interval(s.avg_gain),
+        "interventions_per_task": s.interventions_per_task,
+        "turns_per_task": s.turns_per_task,
+        "gain_per_intervention": s.gain_per_intervention,
+        "n_tasks": s.n_tasks,
+        "n_seeds": s.n_seeds,
+        "failed": s.failed,
+        "dropped_pairs": s.dropped_pairs,
+    }
 
 
 def summary_from_dict(d: dict) -> MethodSummary:
     """The inverse of :func:`_summary_dict` (a results page renders the table back from ``comparison.json``)."""
+
     def interval(i: dict | None) -> Interval | None:
         return None if i is None else Interval(**i)
 
-    return MethodSummary(method=d["method"], n_tasks=d["n_tasks"], n_seeds=d["n_seeds"], f1=d["f1"],
-                         avg_f1=d["avg_f1"], interventions_per_task=d["interventions_per_task"],
-                         turns_per_task=d["turns_per_task"], gain={b: interval(i) for b, i in d["gain"].items()},
-                         avg_gain=interval(d["avg_gain"]), gain_per_intervention=d["gain_per_intervention"],
-                         n_train_seeds=d["train_seeds"], labels=list(d["labels"]), failed=d.get("failed", 0),
-                         dropped_pairs=d.get("dropped_pairs", 0))
+    return MethodSummary(
+        method=d["method"],
+        n_tasks=d["n_tasks"],
+        n_seeds=d["n_seeds"],
+        f1=d["f1"],
+        avg_f1=d["avg_f1"],
+        interventions_per_task=d["interventions_per_task"],
+        turns_per_task=d["turns_per_task"],
+        gain={b: interval(i) for b, i in d["gain"].items()},
+        avg_gain=interval(d["avg_gain"]),
+        gain_per_intervention=d["gain_per_intervention"],
+        n_train_seeds=d["train_seeds"],
+        labels=list(d["labels"]),
+        failed=d.get("failed", 0),
+        dropped_pairs=d.get("dropped_pairs", 0),
+    )
 
 
 def run_comparison(plan: ComparisonPlan, log: Callable[[str], None] = print) -> dict[str, Any]:

@@ -4,29 +4,35 @@ Methods are added to a run folder one at a time (``steer-envs eval --method A`` 
 protocol (executor, tasks, seeds, turn budget, metric) is fixed per folder and hashed; a method's own options
 are part of its label. Two methods are only ever compared on the same task list and seeds.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 
 from steer_envs.data import BENCHMARKS, load_tasks
 from steer_envs.data.records import Task
-from steer_envs.episodes import episode_seed  # re-exported: the protocol's env seed lives with the episode record
 from steer_envs.errors import SteerEnvsError
-from steer_envs.protocol import EnvProtocol, flat_dict, holds_protocol
+from steer_envs.protocol import EnvProtocol
 
 #: the fields that define the protocol (and therefore the hash); anything else is presentation
-PROTOCOL_FIELDS = ("executor", "benchmarks", "split", "seeds", "limit", "max_turns", "metric",
-                   "intervention_cost", "task_ids_sha")
-#: protocol fields added later: in the protocol (and the hash) only when set away from their default, so the run
-#: folders written before them keep their hash
-LATER_PROTOCOL_FIELDS = {"skip": 0}
+PROTOCOL_FIELDS = (
+    "executor",
+    "benchmarks",
+    "split",
+    "seeds",
+    "limit",
+    "max_turns",
+    "metric",
+    "intervention_cost",
+    "task_ids_sha",
+    "skip",
+)
 
 
-@holds_protocol
-@dataclass(frozen=True)
-class EvalConfig:
+@dataclass(kw_only=True)
+class EvalConfig(EnvProtocol):
     """The evaluation protocol of one run folder.
 
     ``limit`` takes the first ``limit`` tasks of each benchmark in file order (``0``: all), so a small run is a
@@ -39,15 +45,19 @@ class EvalConfig:
     of the data is detected.
     """
 
-    #: executor, benchmarks, split, max_turns, metric, intervention_cost, data_dir: the env protocol every method
-    #: of the run shares (each also a constructor keyword and an attribute, ``EvalConfig(executor=...)``)
-    env_protocol: EnvProtocol = field(default_factory=lambda: EnvProtocol(benchmarks=BENCHMARKS, split="test"))
+    #: executor, benchmarks, split, max_turns, metric, intervention_cost, data_dir (the env protocol every method
+    #: of the run shares, from :class:`~steer_envs.EnvProtocol`): all seven benchmarks on test unless set
+    benchmarks: tuple[str, ...] | None = BENCHMARKS
+    split: str = "test"
     seeds: int = 3
     limit: int = 0
     task_ids_sha: str = ""
     skip: int = 0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.benchmarks is None:
+            self.benchmarks = BENCHMARKS
         if self.seeds < 1:
             raise SteerEnvsError(f"--seeds must be at least 1, got {self.seeds}")
         if self.limit < 0:
@@ -61,29 +71,29 @@ class EvalConfig:
         """The task list, benchmark by benchmark, ``limit`` per benchmark (deterministic)."""
         chosen: list[Task] = []
         for bench in self.benchmarks:
-            tasks = load_tasks(bench, self.split, data_dir=self.data_dir)[self.skip:]
+            tasks = load_tasks(bench, self.split, data_dir=self.data_dir)[self.skip :]
             chosen.extend(tasks[: self.limit] if self.limit else tasks)
         if not chosen and self.skip:
-            raise SteerEnvsError(f"--skip {self.skip} leaves no {self.split} task in benchmarks "
-                                 f"{list(self.benchmarks)}: skip fewer tasks")
+            raise SteerEnvsError(
+                f"--skip {self.skip} leaves no {self.split} task in benchmarks "
+                f"{list(self.benchmarks)}: skip fewer tasks"
+            )
         if not chosen:
             raise SteerEnvsError(f"no tasks in benchmarks {list(self.benchmarks)} / split {self.split!r}")
         return chosen
 
-    def resolved(self) -> "EvalConfig":
+    def resolved(self) -> EvalConfig:
         """A copy with ``task_ids_sha`` filled in from the actual task list."""
         ids = "\n".join(t.id for t in self.tasks())
-        return replace(self, benchmarks=tuple(self.benchmarks), task_ids_sha=hashlib.sha256(ids.encode()).hexdigest()[:16])
-
-    def protocol_values(self) -> dict:
-        """Every protocol field with its value, the later ones at their defaults too (what two configs compare)."""
-        data = flat_dict(self)
-        data["benchmarks"] = list(self.benchmarks)
-        return {k: data[k] for k in (*PROTOCOL_FIELDS, *LATER_PROTOCOL_FIELDS)}
+        return replace(
+            self, benchmarks=tuple(self.benchmarks), task_ids_sha=hashlib.sha256(ids.encode()).hexdigest()[:16]
+        )
 
     def protocol(self) -> dict:
-        """The protocol as hashed and stored: a later field only when it is away from its default."""
-        return {k: v for k, v in self.protocol_values().items() if LATER_PROTOCOL_FIELDS.get(k, object()) != v}
+        """Every protocol field with its value: what is hashed and stored, and what two configs compare."""
+        data = asdict(self)
+        data["benchmarks"] = list(self.benchmarks or ())
+        return {k: data[k] for k in PROTOCOL_FIELDS}
 
     def config_hash(self) -> str:
         blob = json.dumps(self.protocol(), sort_keys=True)
@@ -93,7 +103,7 @@ class EvalConfig:
         return {**self.protocol(), "data_dir": self.data_dir, "hash": self.config_hash()}
 
     @staticmethod
-    def from_json(data: dict) -> "EvalConfig":
-        fields = {k: data[k] for k in (*PROTOCOL_FIELDS, *LATER_PROTOCOL_FIELDS) if k in data}
+    def from_json(data: dict) -> EvalConfig:
+        fields = {k: data[k] for k in PROTOCOL_FIELDS if k in data}
         fields["benchmarks"] = tuple(fields.get("benchmarks", BENCHMARKS))
         return EvalConfig(**fields, data_dir=data.get("data_dir"))

@@ -1,7 +1,8 @@
-"""A profile's headroom ladder (DESIGN.md testbed rule 7): how much could a learned steerer still win over a rule?
+"""A profile's headroom ladder (testbed rule 7, docs/architecture.md): how much could a learned steerer still win
+over a rule?
 
 ``steer-envs headroom --executor sim:loopy --split test --seeds 3 --limit 20 --out runs/ladder/loopy`` runs, on the
-same tasks and paired seeds (:func:`~.config.episode_seed`), one rung per row:
+same tasks and paired seeds (:func:`steer_envs.episodes.episode_seed`), one rung per row:
 
 ==================== ===============================================================================================
 ``none``             always pass (the reference row)
@@ -34,12 +35,14 @@ a killed run resumes where it stopped, and ``ladder.md`` / ``ladder.json`` are r
 the evaluation harness's paired, benchmark-stratified task bootstrap (:mod:`.stats`), vs ``none`` and vs the best
 fixed rule.
 """
+
 from __future__ import annotations
 
 import json
 import pickle
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +51,6 @@ import gymnasium as gym
 import numpy as np
 
 import steer_envs  # noqa: F401  (registers the ids)
-from agents.base import play_episode
 from agents.steering.interventions import options_from_catalogue
 from baselines.fixed_rule import FixedRule
 from baselines.ladder import (
@@ -64,18 +66,28 @@ from baselines.oracle import Oracle
 from baselines.registry import STEERING_ENV
 from baselines.simple import PASS, NoSupervision, RandomIntervention
 from steer_envs.data import BENCHMARKS
+from steer_envs.episodes import episode_seed, play_episode
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 
-from .config import EvalConfig, episode_seed
+from .config import EvalConfig
 from .provenance import code_version
 from .records import EpisodeLog, EpisodeRecord
 from .runner import run_episode
 from .setting import RETRIEVER, TOPK, corpus_card, executor_hash
-from .stats import HierarchicalBootstrap, Interval, RowRuns
+from .stats import HierarchicalBootstrap, RowRuns
 
-RUNGS: tuple[str, ...] = ("none", "random", "best_fixed_rule", "reading_bound@1", "reading_bound@every",
-                          "learnable_ceiling", "learnable_ceiling_free", "lookahead_planner", "oracle")
+RUNGS: tuple[str, ...] = (
+    "none",
+    "random",
+    "best_fixed_rule",
+    "reading_bound@1",
+    "reading_bound@every",
+    "learnable_ceiling",
+    "learnable_ceiling_free",
+    "lookahead_planner",
+    "oracle",
+)
 LEARNERS: tuple[str, ...] = ("hgb", "mlp")
 #: thresholds tried on dev: quantiles of the model's best predicted gain over the train states, and zero
 THRESHOLD_QUANTILES: tuple[float, ...] = (0.2, 0.4, 0.55, 0.7, 0.8, 0.88, 0.94, 0.98)
@@ -105,6 +117,9 @@ class LadderConfig:
     target: float = 1.0
     rungs: tuple[str, ...] = RUNGS
     data_dir: str | None = field(default=None, compare=False)
+    #: processes that play episodes and forks side by side (the results do not depend on it: every episode and fork
+    #: is seeded by its own task and index, and results are gathered in protocol order)
+    workers: int = field(default=1, compare=False)
 
     def __post_init__(self) -> None:
         unknown = [r for r in self.rungs if r not in RUNGS]
@@ -112,18 +127,27 @@ class LadderConfig:
             raise SteerEnvsError(f"headroom: unknown rung(s) {unknown}; rungs are {', '.join(RUNGS)}")
         if "none" not in self.rungs:
             raise SteerEnvsError("headroom: the rungs must include 'none' (every interval is paired against it)")
-        for name in ("train_tasks", "train_forks", "planner_forks", "dev_limit", "dev_seeds"):
+        for name in ("train_tasks", "train_forks", "planner_forks", "dev_limit", "dev_seeds", "workers"):
             if getattr(self, name) < 1:
-                raise SteerEnvsError(f"headroom: --{name.replace('_', '-')} must be at least 1, "
-                                     f"got {getattr(self, name)}")
+                raise SteerEnvsError(
+                    f"headroom: --{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}"
+                )
 
     def eval_config(self, split: str, limit: int, seeds: int) -> EvalConfig:
-        return EvalConfig(executor=self.executor, benchmarks=tuple(self.benchmarks), split=split, seeds=seeds,
-                          limit=limit, max_turns=self.max_turns, data_dir=self.data_dir)
+        return EvalConfig(
+            executor=self.executor,
+            benchmarks=tuple(self.benchmarks),
+            split=split,
+            seeds=seeds,
+            limit=limit,
+            max_turns=self.max_turns,
+            data_dir=self.data_dir,
+        )
 
     def protocol(self) -> dict:
         data = asdict(self)
         data.pop("data_dir")
+        data.pop("workers")
         data["benchmarks"], data["rungs"] = list(self.benchmarks), list(self.rungs)
         return data
 
@@ -131,6 +155,40 @@ class LadderConfig:
 def _pairs(cfg: EvalConfig) -> list[tuple[Any, int, int]]:
     """(task, env seed, seed index) of a protocol, seed-major like the harness."""
     return [(t, episode_seed(t.id, s), s) for s in range(cfg.seeds) for t in cfg.tasks()]
+
+
+def _chunks(items: Sequence[Any], n: int) -> list[list[Any]]:
+    """``items`` cut into at most ``n`` runs of consecutive items (concatenated, they are ``items`` again)."""
+    size = max(1, -(-len(items) // max(n, 1)))
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+#: one played episode: (benchmark, F1, interventions, decisions), or None when it failed on a service
+Outcome = tuple[str, float, int, int] | None
+#: the ladder of this process: the main one's, or a worker's own (built once by :func:`_start_worker`)
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(config: LadderConfig, out: str) -> None:
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    _WORKER["ladder"] = Ladder(config, out, log=lambda _: None)
+
+
+def _play_chunk(split: str, policy: Any, items: list[tuple[str, str, int]]) -> list[Outcome]:
+    return _WORKER["ladder"].play(split, policy, items)
+
+
+def _records_chunk(rung: str, items: list[tuple[str, int, int]]) -> list[EpisodeRecord]:
+    ladder = _WORKER["ladder"]
+    ladder.choices = ladder._load("choices.json") or {}  # the main process chose them after this worker started
+    policy = ladder.policy(rung)
+    return [run_episode(ladder.env, policy, seed, task_id, rung, index) for task_id, seed, index in items]
+
+
+def _gains_chunk(items: list[tuple[str, int]]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    return _WORKER["ladder"].measure_gains(items)
 
 
 class Ladder:
@@ -148,17 +206,27 @@ class Ladder:
             new_core = {k: v for k, v in protocol.items() if k != "rungs"}
             if old_core != new_core:
                 diff = sorted(k for k in set(old_core) | set(new_core) if old_core.get(k) != new_core.get(k))
-                raise SteerEnvsError(f"headroom: {self.out} holds a ladder with another protocol (differs in "
-                                     f"{', '.join(diff)}); use another --out or the same options")
+                raise SteerEnvsError(
+                    f"headroom: {self.out} holds a ladder with another protocol (differs in "
+                    f"{', '.join(diff)}); use another --out or the same options"
+                )
         path.write_text(json.dumps(protocol, indent=2), encoding="utf-8")
-        self.env = gym.make(STEERING_ENV, executor=config.executor, benchmarks=list(config.benchmarks),
-                            split=config.split, max_turns=config.max_turns, data_dir=config.data_dir)
+        self.env = gym.make(
+            STEERING_ENV,
+            executor=config.executor,
+            benchmarks=list(config.benchmarks),
+            split=config.split,
+            max_turns=config.max_turns,
+            data_dir=config.data_dir,
+        )
         self.catalogue = self.env.unwrapped.catalogue
         self.options = options_from_catalogue(self.catalogue)
         self.index = {o.name: o.index for o in self.options}
         self.templates = [(t.name, t.template) for t in self.catalogue[1:]]
         self.timings: dict[str, float] = self._load("timings.json") or {}
         self.choices: dict[str, Any] = self._load("choices.json") or {}
+        self._envs: dict[str, Any] = {config.split: self.env}
+        self._pool: ProcessPoolExecutor | None = None
 
     # -- small persistence helpers --------------------------------------------------------------------------------
     def _load(self, name: str) -> Any:
@@ -175,21 +243,50 @@ class Ladder:
         self._save("timings.json", self.timings)
 
     def _env(self, split: str):
-        if split == self.config.split:
-            return self.env
-        return gym.make(STEERING_ENV, executor=self.config.executor, benchmarks=list(self.config.benchmarks),
-                        split=split, max_turns=self.config.max_turns, data_dir=self.config.data_dir)
+        if split not in self._envs:
+            self._envs[split] = gym.make(
+                STEERING_ENV,
+                executor=self.config.executor,
+                benchmarks=list(self.config.benchmarks),
+                split=split,
+                max_turns=self.config.max_turns,
+                data_dir=self.config.data_dir,
+            )
+        return self._envs[split]
 
-    def _mean(self, env: Any, policy: Any, pairs: Sequence[tuple[Any, int, int]]) -> tuple[float, float, float]:
+    def _map(self, fn: Callable[..., list], args: Sequence[Any], items: Sequence[Any]) -> list:
+        """``fn(*args, chunk)`` over chunks of ``items``, results concatenated in order: in this process, or spread
+        over ``workers`` processes (each holds its own ladder, envs and caches; started once, on first use)."""
+        workers = self.config.workers
+        if workers == 1 or len(items) < 2:
+            _WORKER["ladder"] = self
+            return fn(*args, list(items))
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(self.config, str(self.out)))
+        chunks = _chunks(items, 4 * workers)
+        futures = [self._pool.submit(fn, *args, chunk) for chunk in chunks]
+        return [x for future in futures for x in future.result()]
+
+    def play(self, split: str, policy: Any, items: list[tuple[str, str, int]]) -> list[Outcome]:
+        """(benchmark, F1, interventions, decisions) of each (task id, benchmark, seed); None for a failed episode."""
+        env = self._env(split)
+        out: list[Outcome] = []
+        for task_id, benchmark, seed in items:
+            _, n, info = play_episode(env, policy, seed, task_id)
+            out.append(None if episode_failed(info) else (benchmark, float(info["f1"]), int(info["interventions"]), n))
+        return out
+
+    def _mean(self, split: str, policy: Any, pairs: Sequence[tuple[Any, int, int]]) -> tuple[float, float, float]:
         """(macro mean F1 x100, interventions per task, decisions per task) on ``pairs`` (failed episodes left out)."""
         f1: dict[str, list[float]] = {}
         rates, decisions = [], []
-        for task, seed, _ in pairs:
-            _, n, info = play_episode(env, policy, seed, task.id)
-            if episode_failed(info):
+        items = [(task.id, task.benchmark, seed) for task, seed, _ in pairs]
+        for outcome in self._map(_play_chunk, (split, policy), items):
+            if outcome is None:
                 continue
-            f1.setdefault(task.benchmark, []).append(float(info["f1"]))
-            rates.append(int(info["interventions"]))
+            benchmark, score, interventions, n = outcome
+            f1.setdefault(benchmark, []).append(score)
+            rates.append(interventions)
             decisions.append(n)
         if not rates:
             raise SteerEnvsError("headroom: every dev episode failed on a service; check the executor's services")
@@ -201,20 +298,32 @@ class Ladder:
             return
         start = time.perf_counter()
         cfg = self.config
-        dev = self._env("dev")
         pairs = _pairs(cfg.eval_config("dev", cfg.dev_limit, cfg.dev_seeds))
-        base, _, decisions = self._mean(dev, NoSupervision(), pairs)
+        base, _, decisions = self._mean("dev", NoSupervision(), pairs)
         scores = []
         for option in self.options:
             for at in range(cfg.max_at + 1):
-                f1, rate, _ = self._mean(dev, FixedRule(option, at), pairs)
-                scores.append({"option": option.name, "at": at, "f1": round(f1, 3), "gain": round(f1 - base, 3),
-                               "interventions": round(rate, 4)})
+                f1, rate, _ = self._mean("dev", FixedRule(option, at), pairs)
+                scores.append(
+                    {
+                        "option": option.name,
+                        "at": at,
+                        "f1": round(f1, 3),
+                        "gain": round(f1 - base, 3),
+                        "interventions": round(rate, 4),
+                    }
+                )
         best = max(scores, key=lambda s: (s["f1"], -s["interventions"]))
         p = min(1.0, best["interventions"] / max(decisions, 1e-9))
-        self.choices.update({"best_fixed_rule": best, "dev_none_f1": round(base, 3),
-                             "dev_decisions_per_task": round(decisions, 4), "random_p": round(p, 6),
-                             "fixed_rule_scores": scores})
+        self.choices.update(
+            {
+                "best_fixed_rule": best,
+                "dev_none_f1": round(base, 3),
+                "dev_decisions_per_task": round(decisions, 4),
+                "random_p": round(p, 6),
+                "fixed_rule_scores": scores,
+            }
+        )
         self._save("choices.json", self.choices)
         self._timed("dev: fixed rules", start)
         self.log(f"  dev: best fixed rule {best['option']}@{best['at']} ({best['gain']:+.2f}), random p={p:.3f}")
@@ -227,22 +336,9 @@ class Ladder:
             return data["X"], data["G"]
         start = time.perf_counter()
         cfg = self.config
-        env = self._env("train").unwrapped
-        actions = list(range(len(self.catalogue)))
-        X, G = [], []
-        for task, seed, _ in _pairs(cfg.eval_config("train", cfg.train_tasks, 1)):
-            behaviour = NoSupervision() if seed % 2 == 0 else RandomIntervention(self.options, BEHAVIOUR_P)
-            observation, info = env.reset(seed=seed, options={"task_id": task.id})
-            behaviour.reset(seed)
-            terminated = truncated = False
-            decision = 0
-            while not (terminated or truncated):
-                values = option_values(env, actions, fork_seeds(seed, decision, cfg.train_forks))
-                if not np.isnan(values).any():
-                    X.append(observation_features(observation, self.templates))
-                    G.append(values[1:] - values[PASS])
-                observation, _, terminated, truncated, info = env.step(behaviour.act(observation, info))
-                decision += 1
+        items = [(task.id, seed) for task, seed, _ in _pairs(cfg.eval_config("train", cfg.train_tasks, 1))]
+        measured = self._map(_gains_chunk, (), items)
+        X, G = [x for x, _ in measured], [g for _, g in measured]
         if not X:
             raise SteerEnvsError("headroom: no train decision could be measured (every fork failed on a service)")
         X_arr, G_arr = np.stack(X).astype(np.float32), np.stack(G).astype(np.float32)
@@ -251,6 +347,26 @@ class Ladder:
         self.log(f"  train: {len(X_arr)} decisions measured, mean best gain {100 * G_arr.max(axis=1).mean():+.2f}")
         return X_arr, G_arr
 
+    def measure_gains(self, items: list[tuple[str, int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(features, gains per option) at every decision of the train episodes of ``items`` (task id, seed)."""
+        cfg = self.config
+        env = self._env("train").unwrapped
+        actions = list(range(len(self.catalogue)))
+        out = []
+        for task_id, seed in items:
+            behaviour = NoSupervision() if seed % 2 == 0 else RandomIntervention(self.options, BEHAVIOUR_P)
+            observation, info = env.reset(seed=seed, options={"task_id": task_id})
+            behaviour.reset(seed)
+            terminated = truncated = False
+            decision = 0
+            while not (terminated or truncated):
+                values = option_values(env, actions, fork_seeds(seed, decision, cfg.train_forks))
+                if not np.isnan(values).any():
+                    out.append((observation_features(observation, self.templates), values[1:] - values[PASS]))
+                observation, _, terminated, truncated, info = env.step(behaviour.act(observation, info))
+                decision += 1
+        return out
+
     def _fit(self, learner: str, X: np.ndarray, G: np.ndarray):
         from sklearn.ensemble import HistGradientBoostingRegressor
         from sklearn.neural_network import MLPRegressor
@@ -258,12 +374,24 @@ class Ladder:
         from sklearn.preprocessing import StandardScaler
 
         if learner == "hgb":
-            return MultiGainModel([
-                HistGradientBoostingRegressor(max_iter=150, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=20,
-                                              l2_regularization=1.0, early_stopping=False, random_state=0).fit(X, g)
-                for g in G.T])
-        return make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(128, 64), alpha=1e-3, max_iter=300,
-                                                            early_stopping=False, random_state=0)).fit(X, G)
+            return MultiGainModel(
+                [
+                    HistGradientBoostingRegressor(
+                        max_iter=150,
+                        learning_rate=0.05,
+                        max_leaf_nodes=15,
+                        min_samples_leaf=20,
+                        l2_regularization=1.0,
+                        early_stopping=False,
+                        random_state=0,
+                    ).fit(X, g)
+                    for g in G.T
+                ]
+            )
+        return make_pipeline(
+            StandardScaler(),
+            MLPRegressor(hidden_layer_sizes=(128, 64), alpha=1e-3, max_iter=300, early_stopping=False, random_state=0),
+        ).fit(X, G)
 
     def models(self) -> dict[str, Any]:
         path = self.out / "models.pkl"
@@ -285,14 +413,13 @@ class Ladder:
         X, _ = self.train_gains()
         start = time.perf_counter()
         cfg = self.config
-        dev = self._env("dev")
         pairs = _pairs(cfg.eval_config("dev", cfg.dev_limit, cfg.dev_seeds))
         trials = list(self.choices.get("threshold_trials", []))  # kept from an earlier choice: not re-evaluated
         for name, model in models.items() if not trials else ():
             best_pred = np.asarray(model.predict(X)).max(axis=1)
             grid = sorted({0.0, *(round(float(np.quantile(best_pred, q)), 5) for q in THRESHOLD_QUANTILES)})
             for thr in grid:
-                f1, rate, _ = self._mean(dev, self._gain_policy(models, name, thr), pairs)
+                f1, rate, _ = self._mean("dev", self._gain_policy(models, name, thr), pairs)
                 trials.append({"learner": name, "threshold": thr, "f1": round(f1, 3), "interventions": round(rate, 4)})
         matched = []
         for name in models:
@@ -301,18 +428,31 @@ class Ladder:
         # the learner with the better dev F1 among those whose matched rate is within RATE_TOLERANCE of the target
         # (else the nearest rate): a learner must not win on F1 by intervening far less or more than the target
         near = [t for t in matched if abs(t["interventions"] - cfg.target) <= RATE_TOLERANCE * cfg.target]
-        chosen = max(near, key=lambda t: t["f1"]) if near else min(matched, key=lambda t: abs(t["interventions"] - cfg.target))
+        chosen = (
+            max(near, key=lambda t: t["f1"])
+            if near
+            else min(matched, key=lambda t: abs(t["interventions"] - cfg.target))
+        )
         free = max(trials, key=lambda t: (t["f1"], -t["interventions"]))
-        self.choices.update({"learnable_ceiling": chosen, "learnable_ceiling_free": free, "threshold_trials": trials,
-                             "train_decisions": int(len(X))})
+        self.choices.update(
+            {
+                "learnable_ceiling": chosen,
+                "learnable_ceiling_free": free,
+                "threshold_trials": trials,
+                "train_decisions": int(len(X)),
+            }
+        )
         self._save("choices.json", self.choices)
         self._timed("dev: thresholds", start)
-        self.log(f"  dev: learnable ceiling {chosen['learner']} thr={chosen['threshold']:.4f} "
-                 f"({chosen['interventions']:.2f}/task); free {free['learner']} thr={free['threshold']:.4f}")
+        self.log(
+            f"  dev: learnable ceiling {chosen['learner']} thr={chosen['threshold']:.4f} "
+            f"({chosen['interventions']:.2f}/task); free {free['learner']} thr={free['threshold']:.4f}"
+        )
 
     def _gain_policy(self, models: dict[str, Any], learner: str, threshold: float, name: str = "learnable_ceiling"):
-        return GainPolicy(models[learner], self.templates, [o.index for o in self.options], threshold,
-                          MAX_INTERVENTIONS, name)
+        return GainPolicy(
+            models[learner], self.templates, [o.index for o in self.options], threshold, MAX_INTERVENTIONS, name
+        )
 
     # -- the rungs --------------------------------------------------------------------------------------------------
     def policy(self, rung: str) -> Any:
@@ -343,10 +483,12 @@ class Ladder:
         pairs = _pairs(cfg.eval_config(cfg.split, cfg.limit, cfg.seeds))
         todo = [p for p in pairs if not log.done(p[0].id, p[2], rung)]
         if todo:
-            policy = self.policy(rung)
+            self.policy(rung)  # makes the dev choices it needs here, before any worker reads them
             start = time.perf_counter()
-            for task, seed, index in todo:
-                log.append(run_episode(self.env, policy, seed, task.id, rung, index))
+            for chunk in _chunks(todo, max(1, len(todo) // 50)):  # logged as they finish: a killed run resumes
+                items = [(task.id, seed, index) for task, seed, index in chunk]
+                for record in self._map(_records_chunk, (rung,), items):
+                    log.append(record)
             self._timed(f"{cfg.split}: {rung}", start)
         wanted = {(t.id, s) for t, _, s in pairs}
         return [r for r in log.records if (r.task_id, r.seed) in wanted]
@@ -362,16 +504,20 @@ class Ladder:
 
     # -- the table --------------------------------------------------------------------------------------------------
     def summary(self, rows: dict[str, list[EpisodeRecord]]) -> list[dict[str, Any]]:
-        boot = HierarchicalBootstrap([RowRuns(name, {name: recs}) for name, recs in rows.items()],
-                                     self.config.benchmarks)
+        boot = HierarchicalBootstrap(
+            [RowRuns(name, {name: recs}) for name, recs in rows.items()], self.config.benchmarks
+        )
         out = []
         for name, recs in rows.items():
             _, mean = boot.point(name)
             n = max(len(recs), 1)
-            row: dict[str, Any] = {"rung": name, "f1": round(mean, 3),
-                                   "interventions_per_task": round(sum(r.interventions for r in recs) / n, 4),
-                                   "turns_per_task": round(sum(r.executor_turns for r in recs) / n, 4),
-                                   "failed": sum(bool(r.failed) for r in recs)}
+            row: dict[str, Any] = {
+                "rung": name,
+                "f1": round(mean, 3),
+                "interventions_per_task": round(sum(r.interventions for r in recs) / n, 4),
+                "turns_per_task": round(sum(r.executor_turns for r in recs) / n, 4),
+                "failed": sum(bool(r.failed) for r in recs),
+            }
             if name != "none":
                 row["gain"] = asdict(boot.gain(name, "none")[1])
             if "best_fixed_rule" in rows and name not in ("none", "best_fixed_rule"):
@@ -383,12 +529,14 @@ class Ladder:
         cfg = self.config
         corpus, sha = corpus_card(cfg.data_dir)
         tasks = cfg.eval_config(cfg.split, cfg.limit, cfg.seeds).tasks()
-        return (f"*Setting: corpus `{corpus}` sha256 `{sha}`; retriever {RETRIEVER}, k={TOPK}; executor "
-                f"`{cfg.executor}` (hash `{executor_hash(cfg.executor)}`), max {cfg.max_turns} turns; split "
-                f"**{cfg.split}**; {len(tasks)} tasks ({cfg.limit or 'all'} per benchmark); {cfg.seeds} seed(s) per "
-                f"task; dev choices on {cfg.dev_limit} dev tasks per benchmark x {cfg.dev_seeds} seed(s); learnable "
-                f"ceiling trained on {cfg.train_tasks} train tasks per benchmark, {cfg.train_forks} forks per option "
-                f"per decision; commit `{code_version()}`.*")
+        return (
+            f"*Setting: corpus `{corpus}` sha256 `{sha}`; retriever {RETRIEVER}, k={TOPK}; executor "
+            f"`{cfg.executor}` (hash `{executor_hash(cfg.executor)}`), max {cfg.max_turns} turns; split "
+            f"**{cfg.split}**; {len(tasks)} tasks ({cfg.limit or 'all'} per benchmark); {cfg.seeds} seed(s) per "
+            f"task; dev choices on {cfg.dev_limit} dev tasks per benchmark x {cfg.dev_seeds} seed(s); learnable "
+            f"ceiling trained on {cfg.train_tasks} train tasks per benchmark, {cfg.train_forks} forks per option "
+            f"per decision; commit `{code_version()}`.*"
+        )
 
     def write(self, rows: dict[str, list[EpisodeRecord]]) -> str:
         summary = self.summary(rows)
@@ -397,32 +545,49 @@ class Ladder:
             return "" if iv is None else f"{iv['mean']:+.1f} [{iv['low']:+.1f}, {iv['high']:+.1f}]"
 
         ch = self.choices
-        labels = {"best_fixed_rule": f"best fixed rule ({ch['best_fixed_rule']['option']}@"
-                                     f"{ch['best_fixed_rule']['at']})" if "best_fixed_rule" in ch else "best fixed rule",
-                  "random": f"random (p={ch['random_p']:.3f})" if "random_p" in ch else "random"}
+        labels = {
+            "best_fixed_rule": f"best fixed rule ({ch['best_fixed_rule']['option']}@{ch['best_fixed_rule']['at']})"
+            if "best_fixed_rule" in ch
+            else "best fixed rule",
+            "random": f"random (p={ch['random_p']:.3f})" if "random_p" in ch else "random",
+        }
         for key in ("learnable_ceiling", "learnable_ceiling_free"):
             if key in ch:
                 labels[key] = f"{key} ({ch[key]['learner']}, thr {ch[key]['threshold']:.3f})"
-        lines = [self.setting(), "",
-                 "| rung | F1 | gain vs none [95% CI] | vs best fixed rule [95% CI] | int./task | turns/task |",
-                 "|---|---|---|---|---|---|"]
+        lines = [
+            self.setting(),
+            "",
+            "| rung | F1 | gain vs none [95% CI] | vs best fixed rule [95% CI] | int./task | turns/task |",
+            "|---|---|---|---|---|---|",
+        ]
         for row in summary:
-            lines.append(f"| {labels.get(row['rung'], row['rung'])} | {row['f1']:.1f} | {ci(row.get('gain'))} | "
-                         f"{ci(row.get('vs_best_fixed_rule'))} | {row['interventions_per_task']:.2f} | "
-                         f"{row['turns_per_task']:.2f} |")
+            lines.append(
+                f"| {labels.get(row['rung'], row['rung'])} | {row['f1']:.1f} | {ci(row.get('gain'))} | "
+                f"{ci(row.get('vs_best_fixed_rule'))} | {row['interventions_per_task']:.2f} | "
+                f"{row['turns_per_task']:.2f} |"
+            )
         failed = sum(r["failed"] for r in summary)
         if failed:
             lines.append(f"\n{failed} episode(s) failed on a service and left the means (with their pairs).")
         text = "\n".join(lines) + "\n"
         (self.out / "ladder.md").write_text(text, encoding="utf-8")
-        self._save("ladder.json", {"config": self.config.protocol(), "rows": summary,
-                                   "choices": {k: v for k, v in ch.items() if k not in ("fixed_rule_scores",
-                                                                                          "threshold_trials")},
-                                   "timings_s": self.timings})
+        self._save(
+            "ladder.json",
+            {
+                "config": self.config.protocol(),
+                "rows": summary,
+                "choices": {k: v for k, v in ch.items() if k not in ("fixed_rule_scores", "threshold_trials")},
+                "timings_s": self.timings,
+            },
+        )
         return text
 
     def close(self) -> None:
-        self.env.close()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        for env in self._envs.values():
+            env.close()
 
 
 def run_ladder(config: LadderConfig, out: str | Path, log: Callable[[str], None] = print) -> str:

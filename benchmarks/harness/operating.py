@@ -14,6 +14,7 @@ Every probe is a method label evaluated in a dev run folder through the harness 
 episodes stay on disk as evidence), and every choice is written to ``choices.json`` there with all its probes;
 a rerun reads the choice back instead of searching again.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from steer_envs.atomic import atomic_write_json
 from baselines.registry import MethodSpec, get_method, parse_method
+from steer_envs.atomic import atomic_write_json
 from steer_envs.errors import SteerEnvsError
 
 from .records import EpisodeLog
@@ -77,7 +78,7 @@ class KnobChoice:
 
 def without_option(spec: str, key: str) -> str:
     parsed = parse_method(spec)
-    return MethodSpec(parsed.name, {k: v for k, v in parsed.options.items() if k != key}).label
+    return MethodSpec(parsed.name, {k: v for k, v in parsed.given.items() if k != key}).label
 
 
 def interventions_per_task(folder: RunFolder, label: str) -> float:
@@ -110,20 +111,32 @@ def cached_choice(folder: RunFolder, base: str) -> KnobChoice | None:
 
 def _require_dev(folder: RunFolder) -> None:
     if folder.config.split != "dev":
-        raise SteerEnvsError(f"operating points are chosen on the dev split; {folder.root} evaluates "
-                             f"{folder.config.split!r} (a number tuned on test is not a result)")
+        raise SteerEnvsError(
+            f"operating points are chosen on the dev split; {folder.root} evaluates "
+            f"{folder.config.split!r} (a number tuned on test is not a result)"
+        )
 
 
-def choose_rate(folder: RunFolder, spec: str, target: float = 1.0, tolerance: float = 0.05, max_probes: int = 10,
-                progress: bool = False, log: Callable[[str], None] = print, pool: Any = None) -> KnobChoice:
+def choose_rate(
+    folder: RunFolder,
+    spec: str,
+    target: float = 1.0,
+    tolerance: float = 0.05,
+    max_probes: int = 10,
+    progress: bool = False,
+    log: Callable[[str], None] = print,
+    pool: Any = None,
+) -> KnobChoice:
     """Bisection of ``spec``'s rate knob on the dev folder until interventions/task is within ``tolerance`` of
     ``target`` (or ``max_probes`` probes); the probe closest to the target wins (ties: fewer interventions)."""
     _require_dev(folder)
     parsed = parse_method(spec)
     knob = get_method(parsed.name).rate_knob
     if knob not in KNOB_SCALES:
-        raise SteerEnvsError(f"{parsed.name!r} has rate knob {knob!r}, which bisection cannot set "
-                             f"(bisection knobs: {', '.join(KNOB_SCALES)}); a cost knob uses choose_from_grid")
+        raise SteerEnvsError(
+            f"{parsed.name!r} has rate knob {knob!r}, which bisection cannot set "
+            f"(bisection knobs: {', '.join(KNOB_SCALES)}); a cost knob uses choose_from_grid"
+        )
     base = without_option(spec, knob)
     cached = cached_choice(folder, base)
     if cached is not None and cached.target == target:
@@ -152,8 +165,15 @@ def choose_rate(folder: RunFolder, spec: str, target: float = 1.0, tolerance: fl
     return _save_choice(folder, KnobChoice(base, knob, best["value"], best["rate"], target, best["label"], probes))
 
 
-def choose_from_grid(folder: RunFolder, spec: str, values: Sequence[str], target: float = 1.0,
-                     progress: bool = False, log: Callable[[str], None] = print, pool: Any = None) -> KnobChoice:
+def choose_from_grid(
+    folder: RunFolder,
+    spec: str,
+    values: Sequence[str],
+    target: float = 1.0,
+    progress: bool = False,
+    log: Callable[[str], None] = print,
+    pool: Any = None,
+) -> KnobChoice:
     """Evaluate ``spec`` at every value of its knob on dev (each may be a training run) and keep the value whose
     interventions/task is closest to ``target`` (ties: fewer interventions)."""
     _require_dev(folder)

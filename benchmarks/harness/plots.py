@@ -1,4 +1,5 @@
 """PNG plots for run folders (matplotlib, Agg backend: no display needed, same output on every machine)."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,12 @@ def method_bars(summaries: Sequence[MethodSummary], path: Path) -> Path:
     values = [s.avg_f1 for s in summaries]
     lows = [0 if s.avg_gain is None else s.avg_gain.mean - s.avg_gain.low for s in summaries]
     highs = [0 if s.avg_gain is None else s.avg_gain.high - s.avg_gain.mean for s in summaries]
-    colors = ["#888888" if s.avg_gain is None else ("#2a7" if s.avg_gain.low > 0 else "#c44" if s.avg_gain.high < 0
-              else "#58a") for s in summaries]
+    colors = [
+        "#888888"
+        if s.avg_gain is None
+        else ("#2a7" if s.avg_gain.low > 0 else "#c44" if s.avg_gain.high < 0 else "#58a")
+        for s in summaries
+    ]
     ax.bar(range(len(names)), values, yerr=[lows, highs], color=colors, capsize=4)
     if summaries and summaries[0].avg_gain is None:
         ax.axhline(summaries[0].avg_f1, color="#444", lw=1, ls="--", label="no supervision")
@@ -127,10 +132,16 @@ def rate_curves(curves: dict[str, list[dict]], target: float, path: Path) -> Pat
         pts = sorted(points, key=lambda p: p["rate"])
         x = [p["rate"] for p in pts]
         g = [p["gain"]["mean"] for p in pts]
-        err = [[p["gain"]["mean"] - p["gain"]["low"] for p in pts], [p["gain"]["high"] - p["gain"]["mean"] for p in pts]]
+        err = [
+            [p["gain"]["mean"] - p["gain"]["low"] for p in pts],
+            [p["gain"]["high"] - p["gain"]["mean"] for p in pts],
+        ]
         line = a.errorbar(x, g, yerr=err, marker="o", capsize=3, label=display_name(name))
-        usable = [(p["rate"], p["gain_per_intervention"]) for p in pts if p["rate"] > 0.01
-                  and p["gain_per_intervention"] is not None]
+        usable = [
+            (p["rate"], p["gain_per_intervention"])
+            for p in pts
+            if p["rate"] > 0.01 and p["gain_per_intervention"] is not None
+        ]
         if usable:
             b.plot(*zip(*usable), marker="o", color=line[0].get_color(), label=display_name(name))
     for ax in (a, b):

@@ -5,6 +5,7 @@ split, commit, whether the tree had uncommitted changes, date, episodes run), so
 every table, which code evaluated which split, and a reader can check that test was run for the reported numbers
 only (dev for choosing, test once).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -24,10 +25,20 @@ def code_version() -> str:
     """``<short commit>`` of the repository, with ``+dirty`` when tracked files differ from it; ``unknown``
     outside a git checkout (an installed wheel)."""
     try:
-        commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=True, timeout=10).stdout.strip()
-        status = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("+dirty" if status else "")

@@ -1,4 +1,5 @@
 """``steer-envs report RUN_DIR``: the markdown report and PNG plots of a run folder (or a transfer sweep)."""
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,8 @@ def _tau_groups(summaries: list[MethodSummary]) -> dict[str, list[tuple[float, M
             continue
         tau = tau_of(s.method)
         if tau is None:
-            tau = float(get_method(key.split(":", 1)[0]).options.get("tau", "nan"))
+            default = getattr(get_method(key.split(":", 1)[0]).defaults(), "tau", None)
+            tau = float("nan") if default is None else float(default)
         groups[key].append((tau, s))
     return {k: sorted(v, key=lambda x: x[0]) for k, v in groups.items() if len(v) >= 2}
 
@@ -47,8 +49,12 @@ def write_report(run_dir: str | Path) -> Path:
     summaries, _ = write_summary(folder)
     plot_dir = folder.plots_dir
     main_rows = [s for s in summaries if tau_of(s.method) is None]  # τ variants get their own section
-    parts = [f"# Results: `{root.name}`\n\n", table_header(folder.config), results_table(main_rows, folder.config.benchmarks),
-             incomplete_notes(folder)]
+    parts = [
+        f"# Results: `{root.name}`\n\n",
+        table_header(folder.config),
+        results_table(main_rows, folder.config.benchmarks),
+        incomplete_notes(folder),
+    ]
     images: list[tuple[str, Path]] = []
     if main_rows:
         images.append(("F1 by method", plots.method_bars(main_rows, plot_dir / "methods.png")))
@@ -59,7 +65,9 @@ def write_report(run_dir: str | Path) -> Path:
         images.append((f"τ sweep ({key})", path))
     train_dir = root / "training"
     for log in sorted(train_dir.glob("*.jsonl")) if train_dir.is_dir() else []:
-        path = plots.training_curves(log, plot_dir / f"training_{log.stem}.png", f"training: {log.stem.rsplit('-', 1)[0]}")
+        path = plots.training_curves(
+            log, plot_dir / f"training_{log.stem}.png", f"training: {log.stem.rsplit('-', 1)[0]}"
+        )
         if path is not None:
             images.append((f"training curves ({log.stem.rsplit('-', 1)[0]})", path))
     if images:
@@ -81,8 +89,11 @@ def _transfer_report(root: Path) -> Path:
     plot_dir = root / "plots"
     plot_dir.mkdir(exist_ok=True)
     path = plots.transfer_bars(data["rows"], data["methods"], plot_dir / "transfer.png")
-    text = (f"# Transfer: trained on `{data['train_executor']}`\n\n" + (root / "transfer.md").read_text(encoding="utf-8")
-            + f"\n![transfer](plots/{path.name})\n")
+    text = (
+        f"# Transfer: trained on `{data['train_executor']}`\n\n"
+        + (root / "transfer.md").read_text(encoding="utf-8")
+        + f"\n![transfer](plots/{path.name})\n"
+    )
     out = root / "report.md"
     atomic_write_text(out, text)
     return out

@@ -1,20 +1,26 @@
 """Regenerate ``docs/results.md``: the rate-matched comparison on three executor profiles, and zero-shot steering.
 
-For each profile (each trained on its own profile) it runs :class:`~.comparison.Comparison` on the **test**
-split: every knob chosen on dev, every learned method trained with several seeds, filtered BC and SB3 PPO at the
-RL steerer's measured budget, intervals over tasks and training seeds. Then the paper's zero-shot steerer (a
-prompted causal LM, ``steering_llm_zero_shot``) on a test subset of at least 20 tasks per benchmark, paired with
+For each profile (each trained on its own profile) it runs :class:`~.comparison.Comparison` on the **test** split: every
+knob chosen on dev, every learned method trained with several seeds, filtered BC and SB3 PPO at the RL steerer's
+measured budget, intervals over tasks and training seeds. Then, unless ``--llm-limit 0``, the paper's zero-shot
+steerer (a prompted causal LM, ``steering_zero_shot``) on a test subset of at least 20 tasks per benchmark, paired with
 the main rows on the same tasks. Every step resumes (run folders, checkpoints, dev choices), so an interrupted
-regeneration continues where it stopped; the page is written from the run folders only, by the page
-builder (:mod:`benchmarks.pages.results`; ``steer-envs report results --out OUT`` rebuilds it without running). Nothing here chooses a
-value on test: the RL steerer's configuration is a parameter (``--rl``), chosen beforehand on dev.
+regeneration continues where it stopped. When a profile is finished its compact summary is written to
+``--summaries`` (default ``docs/results/main/<profile>/``, :mod:`.results_summary`), and the page is built from the
+summaries only by the page builder (:mod:`benchmarks.pages.results`; ``steer-envs report results`` rebuilds it
+without running). The run folders (``--out``) need not outlive the summary: a profile can be run on one machine and
+its summary committed. Nothing here chooses a value on test: the RL steerer's configuration is a parameter
+(``--rl``), chosen beforehand on dev.
 
 Usage::
 
-    python -m benchmarks.harness.results_doc --rl steering_rl:config=configs/steering_rl.toml   # the full page
+    python -m benchmarks.harness.results_doc --profiles sim:default --limit 100 --dev-limit 20 --seeds 3 \\
+        --train-seeds 3 --rl steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 --spearman-tasks 10 --llm-limit 0
     python -m benchmarks.harness.results_doc --limit 2 --dev-limit 2 --seeds 1 --train-seeds 2 \\
-        --rl steering_rl:G=2,N=2,bank_tasks=16,k=4,m=2 --llm-limit 0 --doc /tmp/results.md         # a dry run
+        --rl steering_rl:G=2,N=2,bank_tasks=16,k=4,m=2 --llm-limit 0 --doc /tmp/results.md \\
+        --summaries /tmp/summaries                                                            # a dry run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,25 +30,22 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from benchmarks.pages import template
+from benchmarks.pages.results import FULL, LLM, PAGE, PROFILES, is_dry_run, is_subset, llm_data  # noqa: F401
 from steer_envs.atomic import atomic_write_text
 from steer_envs.paths import REPO_ROOT
 
-from benchmarks.pages.results import FULL, LLM, LLM_FILE, PAGE, PAGE_FILE, is_dry_run, is_subset, llm_data  # noqa: F401
-from benchmarks.pages import template
-from benchmarks.pages.results import llm_markdown
-from benchmarks.pages.results import llm_verdict as _llm_verdict  # noqa: F401  (old name)
-
 from .comparison import RL, RULE, UNTRAINED, Comparison, ComparisonPlan, Row
 from .operating import choose_rate
+from .results_summary import LLM_DIR, SUMMARY_FILE, SUMMARY_ROOT, now, record_part, write_profile_summary
 from .runner import REFERENCE
 from .setting import setting_card
 from .sweeps import executor_dirname, with_option
 
-PROFILES = ("sim:default", "sim:r1searcher", "sim:loopy")
 GEMMA_NOTE = template("results_gemma_note")
-#: rows shown beside the rate-matched ones without a knob: the fixed rule the earlier page reported (verify at the
-#: first decision) and the oracle's headroom (it reads hidden state, so it is never marked best)
-CONTEXT_ROWS = ("fixed_rule:option=verify,at=1", "oracle")
+#: rows shown beside the rate-matched ones without a knob: the oracle's headroom (it reads hidden state, so it is
+#: never marked best)
+CONTEXT_ROWS = ("oracle",)
 #: measured on the shared 2-core machine (one core, other jobs running), gemma-3-270m through transformers, fp32:
 #: one fast-path forward pass 3.5 s CPU, one slow-path sample 43 s CPU; an episode at ~1 intervention per task
 #: (~2.8 decisions) therefore costs ~50 s of one core (the text is the page template results_gemma_note.md)
@@ -56,46 +59,69 @@ def profile_plan(args: argparse.Namespace, executor: str) -> ComparisonPlan:
 
 def llm_section_data(args: argparse.Namespace, main: Comparison) -> dict:
     """Run the prompted LLM steerer next to the main rows, on the first ``llm_limit`` test tasks per benchmark, and
-    return the numbers the page's LLM section shows (also written to ``OUT/llm/llm_section.json``)."""
+    return the numbers the page's LLM section shows (also written to ``SUMMARIES/llm/summary.json``)."""
     p = main.plan
-    llm_plan = replace(p, out=Path(args.out) / "llm", limit=args.llm_limit, seeds=1, dev_limit=args.llm_dev_limit,
-                       dev_seeds=1, max_probes=args.llm_probes, curves=False, spearman_tasks=0,
-                       checkpoints=main.checkpoints)
+    llm_plan = replace(
+        p,
+        out=Path(args.out) / "llm",
+        limit=args.llm_limit,
+        seeds=1,
+        dev_limit=args.llm_dev_limit,
+        dev_seeds=1,
+        max_probes=args.llm_probes,
+        curves=False,
+        spearman_tasks=0,
+        checkpoints=main.checkpoints,
+    )
     cmp = Comparison(llm_plan)
     llm = with_option(LLM, "model", args.llm_model)
     choice = choose_rate(cmp.dev, llm, p.target, p.tolerance, args.llm_probes, progress=p.progress)
     rows = {name: main.rows[name] for name in (REFERENCE, RULE, UNTRAINED, RL) if name in main.rows}
-    rows[LLM] = Row(LLM, [choice.label], f"tau={choice.value} (dev rate {choice.dev_rate:.2f} on "
-                                         f"{args.llm_dev_limit} dev tasks per benchmark)")
+    rows[LLM] = Row(
+        LLM,
+        [choice.label],
+        f"tau={choice.value} (dev rate {choice.dev_rate:.2f} on {args.llm_dev_limit} dev tasks per benchmark)",
+    )
     cmp.rows = rows
     cmp.evaluate_rows()
     summaries, boot = cmp.summaries()
     pairs = {(LLM, name): boot.gain(LLM, name)[1] for name in rows if name != LLM}
     card = setting_card(cmp.report, p.train_seeds, (cmp.dev,))
-    data = llm_data(args.llm_model, args.llm_limit, args.llm_dev_limit, card, summaries, pairs,
-                    {name: row.knob for name, row in rows.items()}, cmp.report.config.benchmarks)
-    atomic_write_text(llm_plan.out / LLM_FILE, json.dumps(data, indent=2) + "\n")
+    data = llm_data(
+        args.llm_model,
+        args.llm_limit,
+        args.llm_dev_limit,
+        card,
+        summaries,
+        pairs,
+        {name: row.knob for name, row in rows.items()},
+        cmp.report.config.benchmarks,
+    )
+    (Path(args.summaries) / LLM_DIR).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(Path(args.summaries) / LLM_DIR / SUMMARY_FILE, json.dumps(data, indent=2) + "\n")
     return data
 
 
-def llm_section(args: argparse.Namespace, main: Comparison) -> str:
-    """The LLM section's markdown (runs what is missing first)."""
-    return llm_markdown(llm_section_data(args, main))
-
-
-def write_page(args: argparse.Namespace, sections: dict[str, str], folders: list[Path], doc: Path) -> Path:
-    """Record the page's options and folders in ``OUT/results_page.json`` and build it with the page builder from the
-    run folders (``sections`` is not needed any more: each profile's section is rendered from its comparison.json)."""
-    atomic_write_text(Path(args.out) / PAGE_FILE, json.dumps(page_record(args, folders), indent=2) + "\n")
-    return PAGE.build(args.out, doc)
-
-
-def page_record(args: argparse.Namespace, folders: list[Path]) -> dict:
-    """What ``OUT/results_page.json`` holds: the command and the options the page states, the profiles and the
-    run folders (the page builder reads the numbers themselves from the folders)."""
+def command_and_options(args: argparse.Namespace) -> tuple[str, dict]:
+    """The command a summary records (as typed) and the options the page states."""
     command = "python -m benchmarks.harness.results_doc " + " ".join(shlex.quote(a) for a in args.argv)
-    options = {k: getattr(args, k) for k in ("out", "seeds", "train_seeds", "split", "limit", "llm_limit", "target", "rl")}
-    return {"command": command, "options": options, "profiles": list(args.profiles), "folders": [str(f) for f in folders]}
+    options = {k: getattr(args, k) for k in ("seeds", "train_seeds", "split", "limit", "llm_limit", "target", "rl")}
+    return command, options
+
+
+def run_profile(args: argparse.Namespace, executor: str) -> Comparison:
+    """Run (or resume) one profile's comparison, record this invocation as a part of it, and write its summary."""
+    cmp = Comparison(profile_plan(args, executor))
+    print(f"\n=== {executor}: {cmp.plan.out}", flush=True)
+    times = cmp.plan.out / "wall_times.json"
+    before = json.loads(times.read_text(encoding="utf-8")) if times.is_file() else {}
+    start = now()
+    cmp.run()
+    record_part(cmp.plan.out, start, before, json.loads(times.read_text(encoding="utf-8")))
+    command, options = command_and_options(args)
+    dest = write_profile_summary(cmp, Path(args.summaries), command, options)
+    print(f"wrote the summary {dest}", flush=True)
+    return cmp
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,11 +132,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/results", help="parent of the run folders (default runs/results)")
     parser.add_argument("--doc", default=str(REPO_ROOT / "docs" / "results.md"))
-    parser.add_argument("--profiles", nargs="+", default=list(PROFILES),
-                        help=f"executors, each trained and compared on its own (default {' '.join(PROFILES)})")
-    parser.add_argument("--llm-limit", type=int, default=20,
-                        help="test tasks per benchmark for the zero-shot LLM steerer (0: no LLM section; < 20 makes "
-                             "the page a dry run)")
+    parser.add_argument(
+        "--summaries",
+        default=str(SUMMARY_ROOT),
+        help="where each finished profile's compact summary goes, and what the page is built from "
+        "(default docs/results/main)",
+    )
+    parser.add_argument(
+        "--profiles",
+        nargs="+",
+        default=list(PROFILES),
+        help=f"executors, each trained and compared on its own (default {' '.join(PROFILES)})",
+    )
+    parser.add_argument(
+        "--llm-limit",
+        type=int,
+        default=20,
+        help="test tasks per benchmark for the zero-shot LLM steerer (0: no LLM section; < 20 makes "
+        "the page a dry run)",
+    )
     parser.add_argument("--llm-dev-limit", type=int, default=2, help="dev tasks per benchmark to set its τ (default 2)")
     parser.add_argument("--llm-probes", type=int, default=5, help="dev evaluations of its τ bisection (default 5)")
     parser.add_argument("--llm-model", default="hf:gemma-3-270m", help="the LLM steerer's model (hf:... or openai:...)")
@@ -121,24 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv
     doc = Path(args.doc)
-    sections: dict[str, str] = {}
-    folders: list[Path] = []
-    comparisons = {}
-    for executor in args.profiles:
-        cmp = Comparison(profile_plan(args, executor))
-        print(f"\n=== {executor}: {cmp.plan.out}", flush=True)
-        cmp.run()
-        comparisons[executor] = cmp
-        sections[executor] = (cmp.plan.out / "comparison.md").read_text(encoding="utf-8")
-        folders += [cmp.dev.root, cmp.report.root] + ([cmp.curves.root] if cmp.plan.curves else [])
+    comparisons = {executor: run_profile(args, executor) for executor in args.profiles}
     if args.llm_limit:
         main_cmp = comparisons.get("sim:default") or next(iter(comparisons.values()))
         print(f"\n=== zero-shot LLM steerer ({args.llm_model})", flush=True)
-        sections["llm"] = llm_section(args, main_cmp)
-        folders += [Path(args.out) / "llm" / "dev", Path(args.out) / "llm" / args.split]
-    atomic_write_text(Path(args.out) / "results_sections.json", json.dumps(sections, indent=2) + "\n")
-    write_page(args, sections, folders, doc)
-    print(f"\nwrote {doc} (rebuild it from the run folders: steer-envs report results --out {args.out} --doc {doc})")
+        llm_section_data(args, main_cmp)
+    PAGE.build(args.summaries, doc)
+    print(
+        f"\nwrote {doc} (rebuild it from the summaries: steer-envs report results --out {args.summaries} --doc {doc})"
+    )
     return 0
 
 

@@ -16,6 +16,7 @@ then evaluated on dev (to choose its operating point) and on test from the same 
 A folder made for one protocol refuses another, with a message naming the differing fields: mixing episodes of
 two protocols would silently break the pairing every interval relies on.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,9 @@ def _write_json(path: Path, data, sort_keys: bool = True) -> None:
 class RunFolder:
     """Open (or create) a run folder for ``config``; raise :class:`ConfigMismatchError` on a different one."""
 
-    def __init__(self, root: str | os.PathLike, config: EvalConfig | None = None,
-                 checkpoints: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike, config: EvalConfig | None = None, checkpoints: str | os.PathLike | None = None
+    ) -> None:
         self.root = Path(root)
         self.checkpoints_root = Path(checkpoints) if checkpoints is not None else self.root / "checkpoints"
         stored = self._read_config()
@@ -120,10 +122,12 @@ class RunFolder:
         try:
             return EvalConfig.from_json(json.loads(self.config_path.read_text(encoding="utf-8")))
         except (ValueError, KeyError, TypeError) as exc:
-            raise SteerEnvsError(f"{self.config_path} is not a valid run config ({exc}); use a new --out folder") from None
+            raise SteerEnvsError(
+                f"{self.config_path} is not a valid run config ({exc}); use a new --out folder"
+            ) from None
 
     def _mismatch_message(self, stored: EvalConfig, wanted: EvalConfig) -> str:
-        old, new = stored.protocol_values(), wanted.protocol_values()
+        old, new = stored.protocol(), wanted.protocol()
         diffs = [f"{k}: folder has {old[k]!r}, this run asks for {new[k]!r}" for k in old if old[k] != new[k]]
         return (
             f"run folder {str(self.root)!r} was created for a different configuration "

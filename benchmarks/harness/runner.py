@@ -1,9 +1,10 @@
 """Run methods on a run folder's task list and seeds, streaming one JSONL line per finished episode.
 
 Every method of a folder runs on exactly ``config.tasks() x range(config.seeds)``, each pair with the same env
-seed (:func:`~.config.episode_seed`), so differences between methods are paired. Finished (task, seed) pairs
+seed (:func:`steer_envs.episodes.episode_seed`), so differences between methods are paired. Finished (task, seed) pairs
 are skipped on a rerun: an interrupted evaluation resumes where it stopped and ends with the same numbers.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,6 +47,8 @@ REFERENCES = (REFERENCE, "handoff_none")
 
 def reference_of(labels) -> str:
     return next((r for r in REFERENCES if r in labels), REFERENCE)
+
+
 #: fault injection for the resume tests: SIGKILL this process after N new episodes (a real hard kill at a
 #: reproducible point, rather than a race against a timer)
 KILL_AFTER_ENV = "STEER_ENVS_KILL_AFTER_EPISODES"
@@ -83,22 +86,33 @@ def _episode_job(env: Any, policy: Any, pool: Any, log: Callable[[str], None]):
         log(f"[{getattr(policy, 'name', 'policy')}] runs in this process: {exc}")
         return LocalPool(), Job(GivenState((env, policy)), episode_item)
     if pool.kind == "threads" and size > THREAD_JOB_BYTES:  # every thread would unpickle its own copy
-        log(f"[{getattr(policy, 'name', 'policy')}] runs one episode at a time: the policy is "
-            f"{size / 2**20:.0f} MB, too large to copy into each of {pool.workers} threads")
+        log(
+            f"[{getattr(policy, 'name', 'policy')}] runs one episode at a time: the policy is "
+            f"{size / 2**20:.0f} MB, too large to copy into each of {pool.workers} threads"
+        )
         return LocalPool(), Job(GivenState((env, policy)), episode_item)
     return pool, job
 
 
-def method_context(folder: RunFolder, label: str, progress: bool = True,
-                   training_label: str | None = None, pool: Any = None) -> MethodContext:
+def method_context(
+    folder: RunFolder, label: str, progress: bool = True, training_label: str | None = None, pool: Any = None
+) -> MethodContext:
     """The context a method builds in; its checkpoint is keyed by ``training_label`` (deploy options dropped)."""
     cfg = folder.config
     training_label = training_label or label
     return MethodContext(
-        executor=cfg.executor, benchmarks=tuple(cfg.benchmarks), max_turns=cfg.max_turns, metric=cfg.metric,
-        intervention_cost=cfg.intervention_cost, data_dir=cfg.data_dir, workdir=folder.checkpoint_dir(training_label),
-        training_log=folder.training_log(training_label), measured_rate=lambda other: measured_rate(folder, other),
-        progress=progress, pool=pool,
+        executor=cfg.executor,
+        benchmarks=tuple(cfg.benchmarks),
+        max_turns=cfg.max_turns,
+        metric=cfg.metric,
+        intervention_cost=cfg.intervention_cost,
+        data_dir=cfg.data_dir,
+        workdir=folder.checkpoint_dir(training_label),
+        training_log=folder.training_log(training_label),
+        measured_rate=lambda other: measured_rate(folder, other),
+        progress=progress,
+        dev_limit=cfg.limit,
+        pool=pool,
     )
 
 
@@ -159,19 +173,26 @@ def evaluate(
         context = method_context(folder, label, progress, parsed.training_label, pool=own_pool)
         if policy is None:
             policy = build_measured(parsed, context)
-        folder.register_method(label, {"method": parsed.name, "options": dict(sorted(parsed.options.items())),
-                                       "env_id": method.env_id, **dict(getattr(policy, "run_info", {}) or {})})
+        folder.register_method(
+            label,
+            {
+                "method": parsed.name,
+                "options": parsed.options.as_dict(),
+                "env_id": method.env_id,
+                **dict(getattr(policy, "run_info", {}) or {}),
+            },
+        )
         action_mode = getattr(policy, "action_mode", method.action_mode)
-        env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode,
-                               task_ids=[t.id for t in tasks])
+        env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode, task_ids=[t.id for t in tasks])
         # an I/O-bound executor (openai:) runs many episodes in flight on threads unless a pool was asked for
         episode_pool = make_pool(concurrent_pool(own_pool, executor_of(env)))
         run_pool, job = _episode_job(env, policy, episode_pool, log)
         items = [(task.id, episode_seed(task.id, seed_index), label, seed_index) for task, seed_index in todo]
         ran = 0
         try:
-            with tqdm(total=len(items), desc=f"eval {label}", unit="ep", disable=not progress,
-                      dynamic_ncols=True) as bar:
+            with tqdm(
+                total=len(items), desc=f"eval {label}", unit="ep", disable=not progress, dynamic_ncols=True
+            ) as bar:
                 for record in run_pool.imap(job, items):
                     episodes.append(record)
                     bar.update(1)
@@ -213,10 +234,12 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     complete, partial = complete_methods(folder)
     cfg = folder.config
     benchmarks = [b for b in cfg.benchmarks]
-    summaries = summarize(complete, benchmarks, reference=reference_of(complete), resamples=resamples) if complete else []
+    summaries = (
+        summarize(complete, benchmarks, reference=reference_of(complete), resamples=resamples) if complete else []
+    )
     table = results_table(summaries, benchmarks)
     header = table_header(cfg)
-    notes = incomplete_notes(folder, partial) + context_notes(summaries)
+    notes = incomplete_notes(folder, partial) + context_notes(summaries) + same_split_notes(folder, summaries)
     atomic_write_text(folder.root / "table.md", header + table + notes)
     metrics = {
         "config": folder.config.to_json(),
@@ -228,23 +251,49 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
 
 
 def table_header(cfg: EvalConfig) -> str:
-    return (f"Executor `{cfg.executor}`, split `{cfg.split}`, {len(cfg.tasks())} tasks x {cfg.seeds} seed(s), "
-            f"max {cfg.max_turns} turns. F1 x100; in parentheses the paired gain over `no_supervision` with its "
-            "95% stratified bootstrap interval (tasks resampled within benchmarks, seeds averaged per task).\n\n")
+    return (
+        f"Executor `{cfg.executor}`, split `{cfg.split}`, {len(cfg.tasks())} tasks x {cfg.seeds} seed(s), "
+        f"max {cfg.max_turns} turns. F1 x100; in parentheses the paired gain over `no_supervision` with its "
+        "95% stratified bootstrap interval (tasks resampled within benchmarks, seeds averaged per task).\n\n"
+    )
 
 
 def incomplete_notes(folder: RunFolder, partial: dict[str, int] | None = None) -> str:
     if partial is None:
         partial = complete_methods(folder)[1]
     total = len(folder.config.tasks()) * folder.config.seeds
-    return "".join(f"\n*{label}: incomplete ({n}/{total} episodes), not in the table.*\n" for label, n in partial.items())
+    return "".join(
+        f"\n*{label}: incomplete ({n}/{total} episodes), not in the table.*\n" for label, n in partial.items()
+    )
 
 
 def context_notes(summaries: Sequence[MethodSummary]) -> str:
     """A line per row some of whose episodes ended because the agent outgrew its model's context: they are scored
     as episodes without an answer and counted in the means (``steer_envs.failures``), so the reader sees how many."""
-    return "".join(f"\n*{s.method}: {s.context_truncations} episode(s) ended by a context overflow, scored as no "
-                   "answer (F1 0) and kept in the means.*\n" for s in summaries if s.context_truncations)
+    return "".join(
+        f"\n*{s.method}: {s.context_truncations} episode(s) ended by a context overflow, scored as no "
+        "answer (F1 0) and kept in the means.*\n"
+        for s in summaries
+        if s.context_truncations
+    )
+
+
+def same_split_notes(folder: RunFolder, summaries: Sequence[MethodSummary]) -> str:
+    """A line per row that chose something (a rule, a threshold) on the split this table reports on: its score
+    is measured on the tasks it was chosen on, so it is optimistic next to the other rows. A method says where it
+    chose in its run info: ``chosen_on`` or ``<what>_chosen_on``."""
+    split = folder.config.split
+    shown = {s.method for s in summaries}
+    notes = []
+    for label, info in folder.methods().items():
+        chose = sorted(k for k, v in info.items() if (k == "chosen_on" or k.endswith("_chosen_on")) and v == split)
+        if label in shown and chose:
+            what = " and ".join("its setting" if k == "chosen_on" else k.removesuffix("_chosen_on") for k in chose)
+            notes.append(
+                f"\n*{label}: chose {what} on the `{split}` split this table reports on, so its row is "
+                "optimistic; report it on `test` (`--split test`).*\n"
+            )
+    return "".join(notes)
 
 
 def _summary_json(s: MethodSummary) -> dict:
@@ -252,16 +301,27 @@ def _summary_json(s: MethodSummary) -> dict:
         return None if i is None else {"mean": i.mean, "low": i.low, "high": i.high}
 
     return {
-        "method": s.method, "n_tasks": s.n_tasks, "n_seeds": s.n_seeds, "f1": s.f1, "avg_f1": s.avg_f1,
-        "em": s.em, "avg_em": s.avg_em, "interventions_per_task": s.interventions_per_task,
-        "turns_per_task": s.turns_per_task, "gain": {b: interval(i) for b, i in s.gain.items()},
-        "avg_gain": interval(s.avg_gain), "gain_per_intervention": s.gain_per_intervention,
-        "failed": s.failed, "dropped_pairs": s.dropped_pairs, "context_truncations": s.context_truncations,
+        "method": s.method,
+        "n_tasks": s.n_tasks,
+        "n_seeds": s.n_seeds,
+        "f1": s.f1,
+        "avg_f1": s.avg_f1,
+        "em": s.em,
+        "avg_em": s.avg_em,
+        "interventions_per_task": s.interventions_per_task,
+        "turns_per_task": s.turns_per_task,
+        "gain": {b: interval(i) for b, i in s.gain.items()},
+        "avg_gain": interval(s.avg_gain),
+        "gain_per_intervention": s.gain_per_intervention,
+        "failed": s.failed,
+        "dropped_pairs": s.dropped_pairs,
+        "context_truncations": s.context_truncations,
     }
 
 
-def evaluate_all(folder: RunFolder, specs: Sequence[str], progress: bool = True, log: Callable[[str], None] = print,
-                 pool: Any = None):
+def evaluate_all(
+    folder: RunFolder, specs: Sequence[str], progress: bool = True, log: Callable[[str], None] = print, pool: Any = None
+):
     """Evaluate several methods in order (each resumes), then write the summary. One pool serves them all."""
     with using_pool(pool) as shared:
         outcomes = [evaluate(folder, spec, progress=progress, log=log, pool=shared) for spec in specs]

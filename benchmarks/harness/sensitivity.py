@@ -1,15 +1,16 @@
 """Sensitivity: does the ranking of methods survive other assumptions about how executors respond to notes?
 
 Recordings show how agents act unsupervised, never how they take guidance; so the simulator's response model
-(compliance, disruption, second-guessing, ...) is an assumption (testbed rule 4). This sweep makes it explicit:
-every learned method trains once, on the base profile; then methods are evaluated, unchanged, on simulator
-profiles that differ from the base in one or two response parameters, over a grid; each grid point is its own run
-folder (paired within the point). The table gives each method's gain over no supervision at every point and says
-whether the methods' order is the same as at the base point.
+(compliance, disruption, second-guessing, ...) is an assumption (testbed rule 4, docs/architecture.md). This sweep makes
+it explicit: every learned method trains once, on the base profile; then methods are evaluated, unchanged, on simulator
+profiles that differ from the base in one or two response parameters, over a grid; each grid point is its own run folder
+(paired within the point). The table gives each method's gain over no supervision at every point and says whether the
+methods' order is the same as at the base point.
 
 Axes are ``KEY=V1,V2,...`` with profile keys (``compliance=0.6,0.85,1.0``); ``KEY1+KEY2=x0.5,x1,x2`` scales
 several keys together by a factor of their base values (``second_guess+second_guess_search=x0.5,x1,x1.5``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -93,30 +94,41 @@ def _moved(current: float, value: str) -> float:
     return min(new, 1.0) if isinstance(current, float) and current <= 1.0 else new
 
 
-def sensitivity_sweep(out: str | Path, config: EvalConfig, methods: Sequence[str], axes: Sequence[Axis],
-                      progress: bool = True) -> str:
+def sensitivity_sweep(
+    out: str | Path, config: EvalConfig, methods: Sequence[str], axes: Sequence[Axis], progress: bool = True
+) -> str:
     """Train ``methods`` on ``config.executor`` once; evaluate them at every grid point; write ``sensitivity.md``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     points = grid_profiles(out, config.executor, axes)
-    transfer_sweep(out, config, methods, config.executor, [config.executor] + [spec for _, spec in points],
-                   progress=progress)
+    transfer_sweep(
+        out, config, methods, config.executor, [config.executor] + [spec for _, spec in points], progress=progress
+    )
     rows = json.loads((out / "transfer.json").read_text(encoding="utf-8"))["rows"]
     base_order = _order(rows[config.executor])
-    lines = [f"Methods trained on `{config.executor}`; each grid point changes only the listed response parameters. "
-             f"Cells: F1 gain over no supervision [95% CI] (interventions/task). Order: methods by mean gain.", "",
-             "| point | " + " | ".join(methods) + " | order | same order as base |",
-             "|---|" + "---|" * (len(methods) + 2)]
+    lines = [
+        f"Methods trained on `{config.executor}`; each grid point changes only the listed response parameters. "
+        f"Cells: F1 gain over no supervision [95% CI] (interventions/task). Order: methods by mean gain.",
+        "",
+        "| point | " + " | ".join(methods) + " | order | same order as base |",
+        "|---|" + "---|" * (len(methods) + 2),
+    ]
     for point, spec in [({"base": 0.0}, config.executor)] + points:
         cells = []
         for method in methods:
             row = rows[spec].get(parse_method(method).label)
             gain = row and row["gain"]
-            cells.append("–" if not gain else f"{gain['mean']:+.1f} [{gain['low']:+.1f}, {gain['high']:+.1f}] "
-                                              f"({row['interventions_per_task']:.2f})")
+            cells.append(
+                "–"
+                if not gain
+                else f"{gain['mean']:+.1f} [{gain['low']:+.1f}, {gain['high']:+.1f}] "
+                f"({row['interventions_per_task']:.2f})"
+            )
         order = _order(rows[spec])
         name = "base" if spec == config.executor else ", ".join(f"{k}={v:g}" for k, v in point.items())
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {' > '.join(order)} | {'yes' if order == base_order else 'NO'} |")
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {' > '.join(order)} | {'yes' if order == base_order else 'NO'} |"
+        )
     held = sum(_order(rows[spec]) == base_order for _, spec in points)
     lines += ["", f"The base order holds at {held} of {len(points)} grid points."]
     text = "\n".join(lines) + "\n"
@@ -127,4 +139,3 @@ def sensitivity_sweep(out: str | Path, config: EvalConfig, methods: Sequence[str
 def _order(rows: dict) -> list[str]:
     ranked = [(row["gain"]["mean"], label) for label, row in rows.items() if label != REFERENCE and row["gain"]]
     return [label for _, label in sorted(ranked, reverse=True)]
-

@@ -1,10 +1,11 @@
-"""The setting card every results table carries (DESIGN.md testbed rule 5).
+"""The setting card every results table carries (testbed rule 5, docs/architecture.md).
 
 A number without its setting cannot be checked or compared: the card names the corpus (file and content hash),
 the retriever and its k, the executor and a hash of its profile (the simulator's parameters are data: another
 profile is another testbed), the split, the tasks, the seeds (evaluation seeds per task x training seeds per
 learned method) and the code version(s) that ran the episodes (from the run folder's ``runs.jsonl``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -66,10 +67,12 @@ class SettingCard:
         if self.train_seeds > 1:
             seeds += f" x {self.train_seeds} training seeds per learned method"
         commits = ", ".join(f"`{c}`" for c in self.commits) or f"`{code_version()}` (nothing run yet)"
-        return (f"*Setting: corpus `{self.corpus}` sha256 `{self.corpus_sha}`; retriever {self.retriever}, "
-                f"k={self.topk}; executor `{self.executor}` (hash `{self.executor_hash}`), max {self.max_turns} turns; "
-                f"split **{self.split}**; {sum(self.tasks.values())} tasks ({per_bench}); {seeds}; "
-                f"commit {commits}.*\n")
+        return (
+            f"*Setting: corpus `{self.corpus}` sha256 `{self.corpus_sha}`; retriever {self.retriever}, "
+            f"k={self.topk}; executor `{self.executor}` (hash `{self.executor_hash}`), max {self.max_turns} turns; "
+            f"split **{self.split}**; {sum(self.tasks.values())} tasks ({per_bench}); {seeds}; "
+            f"commit {commits}.*\n"
+        )
 
 
 def setting_card(folder: RunFolder, train_seeds: int = 1, extra_folders: tuple[RunFolder, ...] = ()) -> SettingCard:
@@ -82,9 +85,20 @@ def setting_card(folder: RunFolder, train_seeds: int = 1, extra_folders: tuple[R
         for c in commits_of(f.root):
             if c not in commits:
                 commits.append(c)
-    return SettingCard(corpus, sha, RETRIEVER, TOPK, cfg.executor, executor_hash(cfg.executor), cfg.split,
-                       {b: counts[b] for b in cfg.benchmarks if counts[b]}, cfg.seeds, train_seeds, cfg.max_turns,
-                       tuple(commits))
+    return SettingCard(
+        corpus,
+        sha,
+        RETRIEVER,
+        TOPK,
+        cfg.executor,
+        executor_hash(cfg.executor),
+        cfg.split,
+        {b: counts[b] for b in cfg.benchmarks if counts[b]},
+        cfg.seeds,
+        train_seeds,
+        cfg.max_turns,
+        tuple(commits),
+    )
 
 
 def folder_line(folder: RunFolder | Path) -> str:

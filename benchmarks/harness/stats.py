@@ -15,6 +15,7 @@ then the plain mean of the benchmarks), as in the paper's tables. A mean over al
 (775 test tasks) 20 times more than Bamboogle (36) and gives another number (an earlier page reported no
 supervision at 46.2 pooled next to 39.9 macro); no table here uses it.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -53,20 +54,20 @@ class MethodSummary:
     method: str
     n_tasks: int
     n_seeds: int
-    f1: dict[str, float]                         # benchmark -> mean F1 x100
-    avg_f1: float                                # macro mean over benchmarks
+    f1: dict[str, float]  # benchmark -> mean F1 x100
+    avg_f1: float  # macro mean over benchmarks
     interventions_per_task: float
     turns_per_task: float
     em: dict[str, float] = field(default_factory=dict)
     avg_em: float = 0.0
-    gain: dict[str, Interval] = field(default_factory=dict)   # benchmark -> paired gain vs reference
+    gain: dict[str, Interval] = field(default_factory=dict)  # benchmark -> paired gain vs reference
     avg_gain: Interval | None = None
     gain_per_intervention: float | None = None
-    n_train_seeds: int = 1                        # runs (training seeds) averaged in this row
-    labels: list[str] = field(default_factory=list)   # the run folder labels of those runs
-    failed: int = 0                               # this row's episodes a service failure truncated (excluded)
-    dropped_pairs: int = 0                        # (task, seed) pairs left out of every row: some row failed there
-    context_truncations: int = 0                  # kept episodes the agent's context overflow ended (scored, F1 0)
+    n_train_seeds: int = 1  # runs (training seeds) averaged in this row
+    labels: list[str] = field(default_factory=list)  # the run folder labels of those runs
+    failed: int = 0  # this row's episodes a service failure truncated (excluded)
+    dropped_pairs: int = 0  # (task, seed) pairs left out of every row: some row failed there
+    context_truncations: int = 0  # kept episodes the agent's context overflow ended (scored, F1 0)
 
 
 def _keys(records: Sequence[EpisodeRecord]) -> set[tuple[str, int]]:
@@ -99,14 +100,15 @@ def without_pairs(records: Sequence[EpisodeRecord], pairs: set[tuple[str, int]])
     return [r for r in records if (r.task_id, r.seed) not in pairs] if pairs else list(records)
 
 
-def without_failed_rows(rows: Sequence["RowRuns"]) -> tuple[list["RowRuns"], set[tuple[str, int]]]:
+def without_failed_rows(rows: Sequence[RowRuns]) -> tuple[list[RowRuns], set[tuple[str, int]]]:
     """Failures are not rewards (``steer_envs.failures``): every (task, seed) pair on which any run of any row
     failed leaves every row, so means stay over real outcomes and paired differences stay paired."""
     dropped = failed_pairs([r for row in rows for recs in row.runs.values() for r in recs])
     if not dropped:
         return list(rows), dropped
-    return [RowRuns(row.name, {label: without_pairs(recs, dropped) for label, recs in row.runs.items()})
-            for row in rows], dropped
+    return [
+        RowRuns(row.name, {label: without_pairs(recs, dropped) for label, recs in row.runs.items()}) for row in rows
+    ], dropped
 
 
 def _per_task(records: Sequence[EpisodeRecord], attr: str) -> dict[str, tuple[str, float]]:
@@ -160,8 +162,9 @@ class HierarchicalBootstrap:
     so a row resamples identically in every comparison it enters.
     """
 
-    def __init__(self, rows: Sequence[RowRuns], benchmarks: Sequence[str], attr: str = "f1", resamples: int = 2000,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, rows: Sequence[RowRuns], benchmarks: Sequence[str], attr: str = "f1", resamples: int = 2000, seed: int = 0
+    ) -> None:
         check_pairing({label: recs for row in rows for label, recs in row.runs.items()})
         rows, self.dropped_pairs = without_failed_rows(rows)
         self.rows = {row.name: row for row in rows}
@@ -236,8 +239,13 @@ def paired_gain(
 ) -> tuple[dict[str, Interval], Interval]:
     """Per-benchmark and macro-average paired gains (x100) with stratified bootstrap 95% intervals."""
     check_pairing({"method": method, "reference": reference})
-    boot = HierarchicalBootstrap([RowRuns("method", {"method": method}), RowRuns("reference", {"reference": reference})],
-                                 benchmarks, attr=attr, resamples=resamples, seed=seed)
+    boot = HierarchicalBootstrap(
+        [RowRuns("method", {"method": method}), RowRuns("reference", {"reference": reference})],
+        benchmarks,
+        attr=attr,
+        resamples=resamples,
+        seed=seed,
+    )
     return boot.gain("method", "reference")
 
 
@@ -248,8 +256,9 @@ def summarize(
     resamples: int = 2000,
 ) -> list[MethodSummary]:
     """One :class:`MethodSummary` per method label (one run each), with gains vs ``reference`` if present."""
-    return summarize_rows([RowRuns(name, {name: recs}) for name, recs in by_method.items()], benchmarks, reference,
-                          resamples)
+    return summarize_rows(
+        [RowRuns(name, {name: recs}) for name, recs in by_method.items()], benchmarks, reference, resamples
+    )
 
 
 def summarize_rows(
@@ -276,7 +285,10 @@ def summarize_rows(
             method=row.name,
             n_tasks=len({r.task_id for r in records}),
             n_seeds=len({r.seed for r in records}),
-            f1=f1, avg_f1=avg_f1, em=em, avg_em=avg_em,
+            f1=f1,
+            avg_f1=avg_f1,
+            em=em,
+            avg_em=avg_em,
             interventions_per_task=sum(r.interventions for r in records) / max(n, 1),
             turns_per_task=sum(r.executor_turns for r in records) / max(n, 1),
             n_train_seeds=len(row.runs),

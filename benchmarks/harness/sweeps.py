@@ -8,6 +8,7 @@
   on other executors (other ``sim:`` profiles; LLM executors where they run). Each executor gets its own run
   folder under ``OUT/``, so each row is paired within its executor.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,12 +30,12 @@ from .tables import gain_table
 
 def with_option(spec: str, key: str, value: str) -> str:
     parsed = parse_method(spec)
-    return MethodSpec(parsed.name, {**parsed.options, key: value}).label
+    return MethodSpec(parsed.name, {**parsed.given, key: value}).label
 
 
 def tau_sweep(out: str | Path, config: EvalConfig, method: str, taus: Sequence[float], progress: bool = True) -> str:
     """Evaluate ``method`` at each τ (plus no supervision) in run folder ``out``; write ``tau_sweep.md``."""
-    if "tau" not in get_method(parse_method(method).name).options:
+    if "tau" not in get_method(parse_method(method).name).options_type().option_names():
         from steer_envs.errors import SteerEnvsError
 
         raise SteerEnvsError(f"method {method!r} has no tau option; a τ sweep needs a steering method")
@@ -67,13 +68,19 @@ def executor_dirname(spec: str) -> str:
 
 
 def transfer_sweep(
-    out: str | Path, config: EvalConfig, methods: Sequence[str], train_executor: str, executors: Sequence[str],
+    out: str | Path,
+    config: EvalConfig,
+    methods: Sequence[str],
+    train_executor: str,
+    executors: Sequence[str],
     progress: bool = True,
 ) -> str:
     """Train each method on ``train_executor`` once; evaluate it unchanged on every executor in ``executors``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    source = RunFolder(out / executor_dirname(train_executor), replace(config, executor=train_executor, task_ids_sha=""))
+    source = RunFolder(
+        out / executor_dirname(train_executor), replace(config, executor=train_executor, task_ids_sha="")
+    )
     policies = {}
     for spec in methods:
         parsed = parse_method(spec)
@@ -91,26 +98,50 @@ def transfer_sweep(
         results[executor] = {s.method: s for s in summaries}
     text = transfer_table(results, list(policies), train_executor)
     atomic_write_text(out / "transfer.md", text)
-    (out / "transfer.json").write_text(json.dumps({
-        "train_executor": train_executor, "executors": list(executors), "methods": list(policies),
-        "rows": {ex: {m: {"avg_f1": s.avg_f1, "gain": None if s.avg_gain is None else vars(s.avg_gain),
-                          "interventions_per_task": s.interventions_per_task, "turns_per_task": s.turns_per_task}
-                      for m, s in rows.items()} for ex, rows in results.items()},
-    }, indent=2) + "\n", encoding="utf-8")
+    (out / "transfer.json").write_text(
+        json.dumps(
+            {
+                "train_executor": train_executor,
+                "executors": list(executors),
+                "methods": list(policies),
+                "rows": {
+                    ex: {
+                        m: {
+                            "avg_f1": s.avg_f1,
+                            "gain": None if s.avg_gain is None else vars(s.avg_gain),
+                            "interventions_per_task": s.interventions_per_task,
+                            "turns_per_task": s.turns_per_task,
+                        }
+                        for m, s in rows.items()
+                    }
+                    for ex, rows in results.items()
+                },
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     return text
 
 
 def transfer_table(results: dict[str, dict[str, MethodSummary]], methods: Sequence[str], train_executor: str) -> str:
-    lines = ["| Executor | Method | No-sup. F1 | F1 | Gain [95% CI] | Int./task | Turns/task (no-sup. → method) |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| Executor | Method | No-sup. F1 | F1 | Gain [95% CI] | Int./task | Turns/task (no-sup. → method) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for executor, rows in results.items():
         ref = rows.get(REFERENCE)
         for label in methods:
             s = rows.get(label)
             if s is None or ref is None:
                 continue
-            gain = "–" if s.avg_gain is None else f"{s.avg_gain.mean:+.2f} [{s.avg_gain.low:+.2f}, {s.avg_gain.high:+.2f}]"
+            gain = (
+                "–" if s.avg_gain is None else f"{s.avg_gain.mean:+.2f} [{s.avg_gain.low:+.2f}, {s.avg_gain.high:+.2f}]"
+            )
             tag = " (train)" if executor == train_executor else ""
-            lines.append(f"| `{executor}`{tag} | {label} | {ref.avg_f1:.2f} | {s.avg_f1:.2f} | {gain} | "
-                         f"{s.interventions_per_task:.2f} | {ref.turns_per_task:.2f} → {s.turns_per_task:.2f} |")
+            lines.append(
+                f"| `{executor}`{tag} | {label} | {ref.avg_f1:.2f} | {s.avg_f1:.2f} | {gain} | "
+                f"{s.interventions_per_task:.2f} | {ref.turns_per_task:.2f} → {s.turns_per_task:.2f} |"
+            )
     return "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
 """Markdown tables shaped like the steering paper's: rows are methods, columns the seven benchmarks, the
 average F1, interventions per task and executor turns per task; every non-reference cell carries the paired
 gain against no supervision with its 95% interval."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -8,8 +9,13 @@ from collections.abc import Sequence
 from .stats import Interval, MethodSummary
 
 BENCHMARK_TITLES = {
-    "nq": "NQ", "triviaqa": "TriviaQA", "popqa": "PopQA", "hotpotqa": "HotpotQA",
-    "2wikimultihopqa": "2Wiki", "musique": "MuSiQue", "bamboogle": "Bamboogle",
+    "nq": "NQ",
+    "triviaqa": "TriviaQA",
+    "popqa": "PopQA",
+    "hotpotqa": "HotpotQA",
+    "2wikimultihopqa": "2Wiki",
+    "musique": "MuSiQue",
+    "bamboogle": "Bamboogle",
 }
 
 
@@ -30,9 +36,11 @@ def failed_note(summaries: Sequence[MethodSummary]) -> str:
         return ""
     counts = ", ".join(f"{s.method} {s.failed}" for s in summaries)
     dropped = max(getattr(s, "dropped_pairs", 0) for s in summaries)
-    return (f"\n*Failed episodes (a model or retrieval service failed after its retries): {counts}. They are not "
-            f"scored as 0: the {dropped} (task, seed) pair(s) with a failure in any row are left out of every row's "
-            "means and intervals.*\n")
+    return (
+        f"\n*Failed episodes (a model or retrieval service failed after its retries): {counts}. They are not "
+        f"scored as 0: the {dropped} (task, seed) pair(s) with a failure in any row are left out of every row's "
+        "means and intervals.*\n"
+    )
 
 
 def results_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[str], with_intervals: bool = True) -> str:
@@ -58,12 +66,17 @@ def results_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[str],
 
 def gain_table(summaries: Sequence[MethodSummary], title: str = "Method") -> str:
     """Compact table for sweeps: avg F1, paired gain, interventions/task, gain per intervention."""
-    lines = [f"| {title} | Avg F1 | Gain vs none [95% CI] | Int./task | Gain / intervention | Turns/task |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"| {title} | Avg F1 | Gain vs none [95% CI] | Int./task | Gain / intervention | Turns/task |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for s in summaries:
         gain = "–" if s.avg_gain is None else f"{s.avg_gain.mean:+.2f} [{s.avg_gain.low:+.2f}, {s.avg_gain.high:+.2f}]"
         gpi = "–" if s.gain_per_intervention is None else f"{s.gain_per_intervention:+.2f}"
-        lines.append(f"| {s.method} | {s.avg_f1:.2f} | {gain} | {s.interventions_per_task:.2f} | {gpi} | {s.turns_per_task:.2f} |")
+        lines.append(
+            f"| {s.method} | {s.avg_f1:.2f} | {gain} | {s.interventions_per_task:.2f} | "
+            f"{gpi} | {s.turns_per_task:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -78,7 +91,6 @@ DISPLAY_NAMES = {
     "drift_rule": "Drift rule",
     "steering_untrained": "Untrained steerer (same architecture, no RL)",
     "steering_zero_shot": "Zero-shot LLM steerer (prompted, no training)",
-    "steering_llm_zero_shot": "Zero-shot LLM steerer (prompted, no training)",
     "filtered_bc": "Filtered BC (RL's budget)",
     "sb3_ppo": "SB3 PPO (RL's budget)",
     "steering_rl": "RL steering (the paper's trainer)",
@@ -116,16 +128,26 @@ def best_row(summaries: Sequence[MethodSummary]) -> MethodSummary | None:
     return max(rows, key=lambda s: s.avg_f1) if rows else None
 
 
-def comparison_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[str], budgets: dict[str, str],
-                     knobs: dict[str, str]) -> str:
+def comparison_table(
+    summaries: Sequence[MethodSummary], benchmarks: Sequence[str], budgets: dict[str, str], knobs: dict[str, str]
+) -> str:
     """Rows: methods (training seeds averaged); columns: F1 per benchmark, the macro average, its paired gain over
     no supervision with a 95% interval, interventions and executor turns per task, seeds, training budget, the
     operating point chosen on dev. The best row is marked ★ (highest average F1)."""
     best = best_row(summaries)
     failed = any_failed(summaries)
-    head = ["Method", *(BENCHMARK_TITLES.get(b, b) for b in benchmarks), "Avg F1", "Gain vs none [95% CI]",
-            "Int./task", "Turns/task", *(["Failed"] if failed else []), "Train seeds", "Budget (env steps)",
-            "Operating point (dev)"]
+    head = [
+        "Method",
+        *(BENCHMARK_TITLES.get(b, b) for b in benchmarks),
+        "Avg F1",
+        "Gain vs none [95% CI]",
+        "Int./task",
+        "Turns/task",
+        *(["Failed"] if failed else []),
+        "Train seeds",
+        "Budget (env steps)",
+        "Operating point (dev)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 2) + ["---"]) + "|"]
     for s in summaries:
         mark = best is not None and s.method == best.method
@@ -134,8 +156,14 @@ def comparison_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[st
         cells += ["–" if s.f1.get(b) is None else f"{s.f1[b]:.1f}" for b in benchmarks]
         cells.append(f"**{s.avg_f1:.1f}**" if mark else f"{s.avg_f1:.1f}")
         cells.append(_ci(s.avg_gain))
-        cells += [f"{s.interventions_per_task:.2f}", f"{s.turns_per_task:.2f}", *([str(s.failed)] if failed else []),
-                  str(s.n_train_seeds), budgets.get(s.method, "–"), knobs.get(s.method, "–")]
+        cells += [
+            f"{s.interventions_per_task:.2f}",
+            f"{s.turns_per_task:.2f}",
+            *([str(s.failed)] if failed else []),
+            str(s.n_train_seeds),
+            budgets.get(s.method, "–"),
+            knobs.get(s.method, "–"),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" + failed_note(summaries)
 
@@ -144,24 +172,32 @@ def pairwise_table(pairs: Sequence[tuple[str, str, Interval]]) -> str:
     """``A − B`` paired on tasks (training seeds of both resampled), with the verdict the interval supports."""
     lines = ["| Comparison (A − B) | ΔF1 [95% CI] | Verdict |", "|---|---:|---|"]
     for a, b, interval in pairs:
-        verdict = ("A better" if interval.low > 0 else "B better" if interval.high < 0
-                   else "no difference shown (interval contains 0)")
+        verdict = (
+            "A better"
+            if interval.low > 0
+            else "B better"
+            if interval.high < 0
+            else "no difference shown (interval contains 0)"
+        )
         lines.append(f"| {display_name(a)} − {display_name(b)} | {_ci(interval, 2)} | {verdict} |")
     return "\n".join(lines) + "\n"
 
 
-def closing_line(summaries: Sequence[MethodSummary], main: str, rule: str | None,
-                 pairs: dict[tuple[str, str], Interval]) -> str:
+def closing_line(
+    summaries: Sequence[MethodSummary], main: str, rule: str | None, pairs: dict[tuple[str, str], Interval]
+) -> str:
     """One sentence: which row won, and whether ``main`` (the RL steerer) beats the best fixed rule."""
     best = best_row(summaries)
     if best is None:
         return "**Verdict:** no method was compared with no supervision.\n"
-    text = (f"**Verdict:** {display_name(best.method)} has the highest average F1 ({best.avg_f1:.1f}, "
-            f"{_ci(best.avg_gain)} over no supervision at {best.interventions_per_task:.2f} interventions/task)")
+    text = (
+        f"**Verdict:** {display_name(best.method)} has the highest average F1 ({best.avg_f1:.1f}, "
+        f"{_ci(best.avg_gain)} over no supervision at {best.interventions_per_task:.2f} interventions/task)"
+    )
     if main in {s.method for s in summaries} and best.method != main:
         text += f"; {display_name(main)} does not"
     if rule is not None and (main, rule) in pairs:
         gap = pairs[(main, rule)]
-        verdict = ("beats" if gap.low > 0 else "loses to" if gap.high < 0 else "does not significantly beat")
+        verdict = "beats" if gap.low > 0 else "loses to" if gap.high < 0 else "does not significantly beat"
         text += f". {display_name(main)} {verdict} the best fixed rule ({_ci(gap, 2)} F1, paired 95% CI)"
     return text + ".\n"

@@ -7,6 +7,7 @@ sections (:class:`Section`: a name and a function of the :class:`PageContext`); 
 from run folders (what ``load`` reads), and the page is written with :func:`steer_envs.atomic.atomic_write_text`
 (a reader never sees half a page). Every page is rebuilt from its run folders with ``steer-envs report PAGE``.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,9 @@ def read_run_json(path: Path, generator: str) -> Any:
     """A page's record in its run folder (what its generator wrote), or a clear error naming the command that
     writes it: a page is only rebuilt, never run, by ``steer-envs report``."""
     if not path.is_file():
-        raise SteerEnvsError(f"{path} is missing: the page is rebuilt from the run folders of `{generator}`; run it first")
+        raise SteerEnvsError(
+            f"{path} is missing: the page is rebuilt from the run folders of `{generator}`; run it first"
+        )
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -68,6 +71,26 @@ class Section:
     render: Callable[[PageContext], str]
 
 
+def template_section(name: str, template_name: str) -> Section:
+    """A section that is prose only: the template ``template_name``, with no placeholders."""
+    return Section(name, lambda ctx: template(template_name))
+
+
+def page_sections(*parts: Callable[[PageContext], str] | Section) -> tuple[Section, ...]:
+    """A page's sections in order: a render function is named after itself (``_dev_notes`` is the section "dev
+    notes"), so a page lists each function once; a :class:`Section` (a template, a name of its own) stays as it is."""
+    sections = []
+    for part in parts:
+        if isinstance(part, Section):
+            sections.append(part)
+            continue
+        name = part.__name__.strip("_").replace("_", " ")
+        if name == "<lambda>":
+            raise SteerEnvsError("a page section needs a named render function or a Section with its own name")
+        sections.append(Section(name, part))
+    return tuple(sections)
+
+
 @dataclass(frozen=True)
 class Page:
     """A results page: where it goes (``doc``, relative to the repository), which run folder it reads by default
@@ -80,22 +103,26 @@ class Page:
     load: Callable[[Path], dict[str, Any]]
     sections: tuple[Section, ...]
 
-    def context(self, out: str | Path | None = None, doc: str | Path | None = None,
-                data: dict[str, Any] | None = None) -> PageContext:
+    def context(
+        self, out: str | Path | None = None, doc: str | Path | None = None, data: dict[str, Any] | None = None
+    ) -> PageContext:
         """The context of a build; ``data``: what ``load`` already read from ``out`` (pages that share a loader
         and its folders are built from one read)."""
         out_path = Path(out if out is not None else self.out)
         if not out_path.is_dir():
-            raise SteerEnvsError(f"{out_path} is not a folder of runs for page {self.name!r}; run its generator first "
-                                 f"or pass --out RUN_DIR")
+            raise SteerEnvsError(
+                f"{out_path} is not a folder of runs for page {self.name!r}; run its generator first "
+                f"or pass --out RUN_DIR"
+            )
         doc_path = Path(doc) if doc is not None else REPO_ROOT / self.doc
         return PageContext(out_path, doc_path, self.load(out_path) if data is None else data)
 
     def render(self, ctx: PageContext) -> str:
         return "".join(section.render(ctx) for section in self.sections)
 
-    def build(self, out: str | Path | None = None, doc: str | Path | None = None,
-              data: dict[str, Any] | None = None) -> Path:
+    def build(
+        self, out: str | Path | None = None, doc: str | Path | None = None, data: dict[str, Any] | None = None
+    ) -> Path:
         """Render every section from the run folders (or from ``data``, what ``load`` read there) and write the page
         atomically; return its path."""
         ctx = self.context(out, doc, data)

@@ -4,6 +4,7 @@ Why: a results page used to say "2x64 tanh MLP", "λ₀ = 0.7" and "k1 0.9, b 0.
 the policy, its initial hint following or the retriever's parameters left the page wrong. Each fact here is read
 from the config dataclass defaults or the model's layers.
 """
+
 from __future__ import annotations
 
 from dataclasses import fields

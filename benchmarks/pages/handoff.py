@@ -1,16 +1,18 @@
-"""``docs/results_handoff.md``: hand-off steering on the five-role pipeline (PAPERS.md A, "Multi-agent variant").
+"""``docs/results_handoff.md``: hand-off steering on the five-role pipeline (the multi-agent variant of steering,
+docs/methods.md).
 
 The runs are made by ``python -m benchmarks.handoff_results --out OUT`` (resumable), which writes the measured
 numbers to ``OUT/results_handoff.json`` (setting card, calibration, rows, paired comparisons, all computed with the
 harness: :mod:`benchmarks.harness.stats`, :mod:`benchmarks.harness.setting`); this page renders that file.
 ``steer-envs report results_handoff --out OUT`` rebuilds it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from .builder import Page, PageContext, Section, read_run_json
+from .builder import Page, Section, read_run_json
 from .tables import markdown_table
 
 REPORT_FILE = "results_handoff.json"
@@ -26,14 +28,26 @@ def card_section(report: dict[str, Any]) -> str:
 
 def calibration_section(report: dict[str, Any]) -> str:
     cal = report["calibration"]
-    rows = [(b, f"{v['f1']:.1f}", f"{v['agent_turns']:.2f}", f"{100 * v['over_rejection']:.1f}%",
-             f"{100 * v['no_answer']:.1f}%") for b, v in cal["per_benchmark"].items()]
-    return (f"**Calibration** (no supervision, {cal['episodes']} episodes): F1 {cal['f1_macro']:.2f} (macro over "
-            f"benchmarks), {cal['agent_turns']:.2f} agent turns per task, over-rejection (a right answer rejected by "
-            f"the verifier at least once) in {100 * cal['over_rejection']:.1f}% of episodes, no answer in "
-            f"{100 * cal['no_answer']:.1f}%.\n\n"
-            + markdown_table(["benchmark", "F1", "agent turns", "over-rejection", "no answer"], rows, spaced=True)
-            + "\nTurns per task by role: " + ", ".join(f"{r} {n:.2f}" for r, n in cal["turns_by_role"].items()) + "\n\n")
+    rows = [
+        (
+            b,
+            f"{v['f1']:.1f}",
+            f"{v['agent_turns']:.2f}",
+            f"{100 * v['over_rejection']:.1f}%",
+            f"{100 * v['no_answer']:.1f}%",
+        )
+        for b, v in cal["per_benchmark"].items()
+    ]
+    return (
+        f"**Calibration** (no supervision, {cal['episodes']} episodes): F1 {cal['f1_macro']:.2f} (macro over "
+        f"benchmarks), {cal['agent_turns']:.2f} agent turns per task, over-rejection (a right answer rejected by "
+        f"the verifier at least once) in {100 * cal['over_rejection']:.1f}% of episodes, no answer in "
+        f"{100 * cal['no_answer']:.1f}%.\n\n"
+        + markdown_table(["benchmark", "F1", "agent turns", "over-rejection", "no answer"], rows, spaced=True)
+        + "\nTurns per task by role: "
+        + ", ".join(f"{r} {n:.2f}" for r, n in cal["turns_by_role"].items())
+        + "\n\n"
+    )
 
 
 def _ci(d: dict[str, float] | None) -> str:
@@ -44,10 +58,24 @@ def methods_section(report: dict[str, Any]) -> str:
     rows = []
     for name, row in report["rows"].items():
         seeds = f" ({row['training_seeds']} training seeds)" if row["training_seeds"] > 1 else ""
-        rows.append((f"{name}{seeds}", f"{row['f1']:.2f}", _ci(row.get("gain")), f"{row['agent_turns']:.2f}",
-                     f"{100 * row['coverage']:.1f}%", f"{row['interventions']:.2f}"))
-    return markdown_table(["method", "F1", "ΔF1 vs none [95%]", "agent turns / task", "coverage",
-                           "interventions / task"], rows, spaced=True) + "\n"
+        rows.append(
+            (
+                f"{name}{seeds}",
+                f"{row['f1']:.2f}",
+                _ci(row.get("gain")),
+                f"{row['agent_turns']:.2f}",
+                f"{100 * row['coverage']:.1f}%",
+                f"{row['interventions']:.2f}",
+            )
+        )
+    return (
+        markdown_table(
+            ["method", "F1", "ΔF1 vs none [95%]", "agent turns / task", "coverage", "interventions / task"],
+            rows,
+            spaced=True,
+        )
+        + "\n"
+    )
 
 
 def comparisons_section(report: dict[str, Any]) -> str:
@@ -64,8 +92,12 @@ def render_report(report: dict[str, Any]) -> str:
 
 
 PAGE = Page(
-    name="results_handoff", help="hand-off steering on the five-role pipeline (HandoffSteering-v0)",
-    doc="docs/results_handoff.md", out="runs/handoff_results", load=load,
-    sections=tuple(Section(f.__name__.removesuffix("_section"), lambda ctx, f=f: f(ctx.data["report"]))
-                   for f in SECTIONS),
+    name="results_handoff",
+    help="hand-off steering on the five-role pipeline (HandoffSteering-v0)",
+    doc="docs/results_handoff.md",
+    out="runs/handoff_results",
+    load=load,
+    sections=tuple(
+        Section(f.__name__.removesuffix("_section"), lambda ctx, f=f: f(ctx.data["report"])) for f in SECTIONS
+    ),
 )

@@ -5,6 +5,7 @@ to ``OUT/llm_headline.json`` (rows, the harness's paired intervals, setting card
 this page renders that file. ``steer-envs report results_llm_headline`` rebuilds it from the compact copy kept in the
 repository (``docs/data/llm_headline/``), ``--out OUT`` from a run folder.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,20 +38,45 @@ def _dev(row: dict[str, Any]) -> str:
 def status_section(report: dict[str, Any]) -> str:
     if report.get("complete"):
         return ""
-    return ("> **Partial.** Parts not finished when this page was written: "
-            + "; ".join(report.get("pending", []))
-            + ". The rows below are the ones whose test episodes are complete.\n\n")
+    return (
+        "> **Partial.** Parts not finished when this page was written: "
+        + "; ".join(report.get("pending", []))
+        + ". The rows below are the ones whose test episodes are complete.\n\n"
+    )
 
 
 def table_section(report: dict[str, Any]) -> str:
-    rows = [(row["name"], f"{row['f1']:.2f}", _ci(row.get("gain")), f"{row['interventions']:.2f}",
-             f"{row['decisions']:.2f}", f"{row['agent_turns']:.2f}", f"{row['episodes']}" +
-             (f" ({row['failed']} failed)" if row["failed"] else ""), _dev(row))
-            for row in report["rows"].values()]
-    table = markdown_table(["row", "F1 (macro)", "ΔF1 vs none [95%]", "interventions / task", "decisions / task",
-                            "executor turns / task", "episodes", "operating point (chosen on dev)"], rows, spaced=True)
-    comparisons = "".join(f"\n**{name}**: ΔF1 {_ci(d)} (paired, same tasks and seeds).\n"
-                          for name, d in report.get("comparisons", {}).items())
+    rows = [
+        (
+            row["name"],
+            f"{row['f1']:.2f}",
+            _ci(row.get("gain")),
+            f"{row['interventions']:.2f}",
+            f"{row['decisions']:.2f}",
+            f"{row['agent_turns']:.2f}",
+            f"{row['episodes']}" + (f" ({row['failed']} failed)" if row["failed"] else ""),
+            _dev(row),
+        )
+        for row in report["rows"].values()
+    ]
+    table = markdown_table(
+        [
+            "row",
+            "F1 (macro)",
+            "ΔF1 vs none [95%]",
+            "interventions / task",
+            "decisions / task",
+            "executor turns / task",
+            "episodes",
+            "operating point (chosen on dev)",
+        ],
+        rows,
+        spaced=True,
+    )
+    comparisons = "".join(
+        f"\n**{name}**: ΔF1 {_ci(d)} (paired, same tasks and seeds).\n"
+        for name, d in report.get("comparisons", {}).items()
+    )
     return "## Table\n\n" + table + comparisons + "\n"
 
 
@@ -70,18 +96,25 @@ def decisions_section(report: dict[str, Any]) -> str:
     finding = ""
     if all(log["named_intervention"] == 0 for log in logs):
         outputs, parsed = sum(log["slow"] for log in logs), sum(log["parsed"] for log in logs)
-        finding = (f"\nNo slow-path output of the served steerers named an intervention ({outputs} outputs, "
-                   f"{parsed} parsable): the model does not write the "
-                   "`Intervention: NAME` line, so every decision the gate opened became a pass, τ cannot move the "
-                   "rate (see the dev probes), and the LLM rows equal no supervision by construction. The trained "
-                   "adapter cannot change that here: the trainer's causal-LM steerer *chooses* among the names (it "
-                   "scores each name after the reasoning, so it never fails to parse), while the served path parses "
-                   "the line the model generates.\n")
-    return ("**What the served steerers did on test** (their decision logs, `decisions.jsonl`): fast-path scores, "
-            "z = log P(yes) − log P(no) (mean [min, max]); slow-path outputs, how many held a parsable "
-            "`Intervention: NAME` line, and how many named an intervention (the rest are passes).\n\n"
-            + markdown_table(["row", "fast scores", "z", "slow outputs", "parsed", "named an intervention", "names"],
-                             rows, spaced=True) + finding + "\n")
+        finding = (
+            f"\nNo slow-path output of the served steerers named an intervention ({outputs} outputs, "
+            f"{parsed} parsable): the model does not write the "
+            "`Intervention: NAME` line, so every decision the gate opened became a pass, τ cannot move the "
+            "rate (see the dev probes), and the LLM rows equal no supervision by construction. The trained "
+            "adapter cannot change that here: the trainer's causal-LM steerer *chooses* among the names (it "
+            "scores each name after the reasoning, so it never fails to parse), while the served path parses "
+            "the line the model generates.\n"
+        )
+    return (
+        "**What the served steerers did on test** (their decision logs, `decisions.jsonl`): fast-path scores, "
+        "z = log P(yes) − log P(no) (mean [min, max]); slow-path outputs, how many held a parsable "
+        "`Intervention: NAME` line, and how many named an intervention (the rest are passes).\n\n"
+        + markdown_table(
+            ["row", "fast scores", "z", "slow outputs", "parsed", "named an intervention", "names"], rows, spaced=True
+        )
+        + finding
+        + "\n"
+    )
 
 
 def dev_section(report: dict[str, Any]) -> str:
@@ -92,15 +125,29 @@ def dev_section(report: dict[str, Any]) -> str:
         served = entry["served"].removeprefix("openai:").split("@", 1)[0]
         probes = ", ".join(f"τ={p['tau']}: {p['interventions']:.2f} ({p['episodes']} ep.)" for p in entry["probes"])
         log = entry.get("decision_log") or {}
-        rows.append((f"`{served}`", entry["name_choice"], probes, log.get("slow", "–"), log.get("parsed", "–"),
-                     log.get("named_intervention", "–")))
+        rows.append(
+            (
+                f"`{served}`",
+                entry["name_choice"],
+                probes,
+                log.get("slow", "–"),
+                log.get("parsed", "–"),
+                log.get("named_intervention", "–"),
+            )
+        )
     if not rows:
         return ""
-    return ("**Every served steerer probed on dev** (name choice: `choice` = the server chooses among the names, "
-            "`parse` = the generated line is parsed; probes: interventions per task and episodes; the slow-path "
-            "counts are the decision log's, every probe together, interrupted episodes included).\n\n"
-            + markdown_table(["served model", "name choice", "dev probes", "slow outputs", "parsed",
-                              "named an intervention"], rows, spaced=True) + "\n")
+    return (
+        "**Every served steerer probed on dev** (name choice: `choice` = the server chooses among the names, "
+        "`parse` = the generated line is parsed; probes: interventions per task and episodes; the slow-path "
+        "counts are the decision log's, every probe together, interrupted episodes included).\n\n"
+        + markdown_table(
+            ["served model", "name choice", "dev probes", "slow outputs", "parsed", "named an intervention"],
+            rows,
+            spaced=True,
+        )
+        + "\n"
+    )
 
 
 def card_section(report: dict[str, Any]) -> str:
@@ -120,7 +167,7 @@ def card_section(report: dict[str, Any]) -> str:
         f"* dev matching: {card['dev_tasks_per_benchmark']} dev task(s) per benchmark x {card['dev_seeds']} seed(s); "
         f"τ bisected on logit(τ) to {card['target_interventions_per_task']:g} intervention(s) per task "
         f"(stop within ±{card['dev_tolerance']:g})",
-        f"* training (train split, the suite's steering trainer: ranking loss + GRPO, `backbone = \"causal_lm\"`, LoRA "
+        f'* training (train split, the suite\'s steering trainer: ranking loss + GRPO, `backbone = "causal_lm"`, LoRA '
         f"rank {train['lora_rank']}): m={train['m']} rounds, k={train['k']} states per round, G={train['G']}, "
         f"N={train['N']}, {train['bank_tasks']} bank tasks x {train['bank_rollouts']} rollout(s), "
         f"{train.get('update_epochs', 4)} update epoch(s) per round, lr {train['lr']:g}, "
@@ -133,20 +180,36 @@ def card_section(report: dict[str, Any]) -> str:
 
 
 def timings_section(report: dict[str, Any]) -> str:
-    rows = [(part, f"{t['seconds'] / 60:.2f}", t.get("invocations", 1),
-             ", ".join(f"{k} {v}" for k, v in t.items() if k not in ("seconds", "invocations")))
-            for part, t in report["timings"].items()]
+    rows = [
+        (
+            part,
+            f"{t['seconds'] / 60:.2f}",
+            t.get("invocations", 1),
+            ", ".join(f"{k} {v}" for k, v in t.items() if k not in ("seconds", "invocations")),
+        )
+        for part, t in report["timings"].items()
+    ]
     total = sum(t["seconds"] for t in report["timings"].values())
-    return ("## Wall time\n\n" + markdown_table(["part", "minutes", "invocations", "notes"], rows, spaced=True)
-            + f"\nIn all {total / 60:.1f} min of parts (shared 2-core CPU machine, other jobs running).\n\n")
+    return (
+        "## Wall time\n\n"
+        + markdown_table(["part", "minutes", "invocations", "notes"], rows, spaced=True)
+        + f"\nIn all {total / 60:.1f} min of parts (shared 2-core CPU machine, other jobs running).\n\n"
+    )
 
 
 def reading_section(report: dict[str, Any]) -> str:
     return template("llm_headline_reading")
 
 
-SECTIONS = (status_section, table_section, decisions_section, dev_section, card_section, timings_section,
-            reading_section)
+SECTIONS = (
+    status_section,
+    table_section,
+    decisions_section,
+    dev_section,
+    card_section,
+    timings_section,
+    reading_section,
+)
 
 
 def render_report(report: dict[str, Any]) -> str:
@@ -154,9 +217,13 @@ def render_report(report: dict[str, Any]) -> str:
 
 
 PAGE = Page(
-    name="results_llm_headline", help="zero-shot LLM steerer vs the same LLM trained by the steering trainer (vLLM)",
-    doc="docs/results_llm_headline.md", out=REPO_SUMMARY, load=load,
-    sections=(Section("intro", lambda ctx: template("llm_headline_intro")),
-              *(Section(f.__name__.removesuffix("_section"), lambda ctx, f=f: f(ctx.data["report"]))
-                for f in SECTIONS)),
+    name="results_llm_headline",
+    help="zero-shot LLM steerer vs the same LLM trained by the steering trainer (vLLM)",
+    doc="docs/results_llm_headline.md",
+    out=REPO_SUMMARY,
+    load=load,
+    sections=(
+        Section("intro", lambda ctx: template("llm_headline_intro")),
+        *(Section(f.__name__.removesuffix("_section"), lambda ctx, f=f: f(ctx.data["report"])) for f in SECTIONS),
+    ),
 )

@@ -3,6 +3,7 @@
 The code version comes from :func:`benchmarks.harness.provenance.code_version`, the suite's one git helper (the
 harness records it for every evaluation in ``runs.jsonl``); pages never shell out to git themselves.
 """
+
 from __future__ import annotations
 
 import datetime as _dt

@@ -1,42 +1,54 @@
 """``docs/results.md``: the rate-matched comparison on each executor profile and the zero-shot LLM steerer.
 
-The runs are made by ``python -m benchmarks.harness.results_doc`` (resumable); this page reads them back: the
-generator's options from ``OUT/results_page.json``, each profile's numbers from ``OUT/<profile>/comparison.json``
-and the LLM section's from ``OUT/llm/llm_section.json``. ``steer-envs report results --out OUT`` rebuilds it.
+The runs are made by ``python -m benchmarks.harness.results_doc`` (resumable); when a profile is finished it writes
+the profile's compact summary into ``docs/results/main/<profile>/`` (:mod:`benchmarks.harness.results_summary`).
+This page reads **only** those summaries: a profile without one is listed as not measured yet, with the command
+that measures it, so the page never shows a number that no summary holds. ``steer-envs report results`` rebuilds it
+(``--out`` another summary folder); the same summaries give the same page, byte for byte.
 """
+
 from __future__ import annotations
 
-import json
-import shutil
+import os
+import shlex
 from dataclasses import asdict
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from steer_envs.errors import SteerEnvsError
-
-from benchmarks.harness.comparison import RL, ComparisonPlan, render_comparison, summary_from_dict
-from benchmarks.harness.runfolder import RunFolder
+from benchmarks.harness.comparison import RL, RULE, ComparisonPlan, render_comparison, summary_from_dict
+from benchmarks.harness.results_summary import SUMMARY_ROOT, profile_dir, read_llm, read_summaries
+from benchmarks.harness.runner import REFERENCE
 from benchmarks.harness.setting import SettingCard
 from benchmarks.harness.stats import Interval, MethodSummary
-from benchmarks.harness.sweeps import executor_dirname
-from benchmarks.harness.tables import comparison_table, display_name, pairwise_table
+from benchmarks.harness.tables import _ci, comparison_table, display_name, pairwise_table
 
-from .builder import Page, PageContext, Section, read_run_json, template
-from .provenance import code_version, folder_list, machine_line, today
+from .builder import Page, PageContext, page_sections, template, template_section
 
-PAGE_FILE = "results_page.json"
-LLM_FILE = "llm_section.json"
-LLM = "steering_llm_zero_shot"
+LLM = "steering_zero_shot"
+#: the profiles of the main comparison, in page order
+PROFILES = ("sim:default", "sim:loopy", "sim:r1searcher")
 #: the acceptance setting; anything smaller makes the page say it is a dry run
 FULL = {"limit": 0, "seeds": 3, "train_seeds": 3, "min_llm_limit": 20}
+#: the generator's options for one profile at the page's setting (the first 100 test tasks per benchmark; the RL
+#: configuration chosen on dev beforehand); a profile's own command replaces it once it is measured
+MEASURE = (
+    "--limit 100 --dev-limit 20 --seeds 3 --train-seeds 3 --rl steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 "
+    "--spearman-tasks 10 --llm-limit 0"
+)
+GENERATOR = "python -m benchmarks.harness.results_doc"
+#: options that only say where files go on the machine that ran it (left out of the commands the page shows)
+LOCAL_OPTIONS = ("--out", "--doc", "--summaries")
 
 
 def is_dry_run(args: Any) -> bool:
     """Fewer evaluation or training seeds than the acceptance setting, another split, or too few LLM tasks: the
     numbers only exercise the pipeline. A task subset at full seeds is a result on that subset (see is_subset)."""
-    return (args.seeds < FULL["seeds"] or args.train_seeds < FULL["train_seeds"] or args.split != "test"
-            or 0 < args.llm_limit < FULL["min_llm_limit"])
+    return (
+        args.seeds < FULL["seeds"]
+        or args.train_seeds < FULL["train_seeds"]
+        or args.split != "test"
+        or 0 < args.llm_limit < FULL["min_llm_limit"]
+    )
 
 
 def is_subset(args: Any) -> bool:
@@ -47,118 +59,268 @@ def card_from_dict(d: dict) -> SettingCard:
     return SettingCard(**{**d, "commits": tuple(d["commits"])})
 
 
+def shown_command(command: str, executor: str | None = None) -> str:
+    """``command`` without the options that name local paths; with ``executor``: for that profile only."""
+    words, kept = shlex.split(command), []
+    it = iter(words)
+    for w in it:
+        if w in LOCAL_OPTIONS:
+            next(it, None)  # and its value
+            continue
+        kept.append(w)
+    if executor is not None:
+        if "--profiles" in kept:
+            i = j = kept.index("--profiles") + 1
+            while j < len(kept) and not kept[j].startswith("-"):
+                j += 1
+            kept[i:j] = [executor]
+        else:
+            kept[3:3] = ["--profiles", executor]
+    return shlex.join(kept)
+
+
+def measure_command(executor: str, measured: list[dict[str, Any]]) -> str:
+    """The command that measures ``executor`` at the setting of the profiles already measured (else :data:`MEASURE`)."""
+    if measured:
+        return shown_command(measured[0]["command"], executor)
+    return f"{GENERATOR} --profiles {executor} {MEASURE}"
+
+
 def load(out: Path) -> dict[str, Any]:
-    page = read_run_json(out / PAGE_FILE, f"python -m benchmarks.harness.results_doc --out {out}")
-    comparisons = {}
-    for executor in page["profiles"]:
-        cmp_path = out / executor_dirname(executor) / "comparison.json"
-        if not cmp_path.is_file():
-            raise SteerEnvsError(f"{cmp_path} is missing; rerun the generator to finish profile {executor}")
-        comparisons[executor] = json.loads(cmp_path.read_text(encoding="utf-8"))
-    llm_path = out / "llm" / LLM_FILE
-    llm = json.loads(llm_path.read_text(encoding="utf-8")) if page["options"]["llm_limit"] and llm_path.is_file() else None
-    return {"page": page, "args": SimpleNamespace(**page["options"]), "comparisons": comparisons, "llm": llm}
+    summaries = read_summaries(out, PROFILES)
+    return {"profiles": summaries, "llm": read_llm(out), "root": out}
 
 
 # -- sections ----------------------------------------------------------------------------------------------------
+def _measured(ctx: PageContext) -> list[dict[str, Any]]:
+    return [s for s in ctx.data["profiles"].values() if s is not None]
+
+
+def _opts(summary: dict[str, Any]) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**summary["options"])
+
+
 def _header(ctx: PageContext) -> str:
-    args = ctx.data["args"]
+    measured = _measured(ctx)
     text = "# Results\n\n"
-    if is_dry_run(args):
+    if any(is_dry_run(_opts(s)) for s in measured):
         text += template("results_dry_run")
-    elif is_subset(args):
-        text += template("results_subset", limit=args.limit)
-    return text
+    profiles = ", ".join(f"`{e}`" for e in PROFILES)
+    done = ", ".join(f"`{e}`" for e, s in ctx.data["profiles"].items() if s is not None) or "none yet"
+    return text + template("results_scope", profiles=profiles, done=done)
 
 
-def _intro(ctx: PageContext) -> str:
-    args = ctx.data["args"]
-    return (template("results_generated", command=ctx.data["page"]["command"], date=today(), code=code_version(),
-                     machine=machine_line(), out=args.out)
-            + template("results_protocol", target=f"{args.target:g}", train_seeds=args.train_seeds)
-            + template("results_links", rl=args.rl))
+def _protocol(ctx: PageContext) -> str:
+    measured = _measured(ctx)
+    target = measured[0]["plan"]["target"] if measured else 1.0
+    return template("results_protocol", target=f"{target:g}") + template("results_links")
 
 
-def comparison_markdown(data: dict[str, Any]) -> str:
-    """A comparison's markdown rendered back from its ``comparison.json`` (the same renderer ``compare`` uses)."""
-    plan = ComparisonPlan(**{k: v for k, v in data["plan"].items() if k in ComparisonPlan.__dataclass_fields__})
-    benchmarks = RunFolder(data["folders"]["report"]).config.benchmarks
-    summaries = [summary_from_dict(s) for s in data["summaries"]]
-    pairs = {(p["a"], p["b"]): Interval(p["mean"], p["low"], p["high"]) for p in data["pairwise"]}
-    budgets = {name: row["budget"] for name, row in data["rows"].items() if row.get("budget") is not None}
-    knobs = {name: row["knob"] for name, row in data["rows"].items()}
-    curves = data.get("curves") or {}
-    plot = "plots/rate_curves.png" if curves and (Path(plan.out) / "plots" / "rate_curves.png").is_file() else None
-    return render_comparison(plan, benchmarks, summaries, pairs, budgets, knobs, card_from_dict(data["card"]), curves,
-                             data.get("spearman") or {}, plot)
+def comparison_markdown(summary: dict[str, Any], doc: Path, root: Path) -> str:
+    """A profile's comparison rendered from its summary (the renderer ``steer-envs compare`` uses)."""
+    plan = ComparisonPlan(
+        out=Path("."), **{k: v for k, v in summary["plan"].items() if k in ComparisonPlan.__dataclass_fields__}
+    )
+    summaries = [summary_from_dict(s) for s in summary["summaries"]]
+    pairs = {(p["a"], p["b"]): Interval(p["mean"], p["low"], p["high"]) for p in summary["pairwise"]}
+    budgets = {name: row["budget"] for name, row in summary["rows"].items() if row.get("budget") is not None}
+    knobs = {name: row["knob"] for name, row in summary["rows"].items()}
+    plot = None
+    if summary.get("plot"):
+        plot = plot_link(profile_dir(root, summary["executor"]) / summary["plot"], doc, root)
+    return render_comparison(
+        plan,
+        summary["benchmarks"],
+        summaries,
+        pairs,
+        budgets,
+        knobs,
+        card_from_dict(summary["card"]),
+        summary.get("curves") or {},
+        summary.get("spearman") or {},
+        plot,
+    )
 
 
-def copy_plot(out: Path, executor: str, doc: Path, text: str) -> str:
-    """Copy a comparison's rate-curve plot next to the page and point its markdown link there."""
-    src = out / "plots" / "rate_curves.png"
-    if not src.is_file():
-        return text
-    target = doc.parent / "results" / f"rate_curves_{executor_dirname(executor)}.png"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, target)
-    return text.replace("](plots/rate_curves.png)", f"](results/{target.name})")
+def plot_link(path: Path, doc: Path, root: Path) -> str:
+    """A plot's link: from ``docs/`` when the summaries are the committed ones (so the page is the same wherever it
+    is rebuilt), else relative to the page."""
+    if Path(root).resolve() == SUMMARY_ROOT.resolve():
+        return Path(path).resolve().relative_to(SUMMARY_ROOT.parent.parent.resolve()).as_posix()
+    return Path(os.path.relpath(Path(path).resolve(), Path(doc).parent.resolve())).as_posix()
+
+
+def _minute(stamp: str) -> str:
+    return stamp[:16].replace("T", " ") or "–"
+
+
+def run_block(summary: dict[str, Any]) -> str:
+    """How the profile was measured: the command, the subset, and the wall time of each part of the run."""
+    opts = _opts(summary)
+    lines = [f"```bash\n{shown_command(summary['command'], summary['executor'])}\n```\n\n"]
+    if is_subset(opts) and not is_dry_run(opts):
+        lines.append(template("results_subset", limit=opts.limit))
+    parts = summary.get("parts") or []
+    rows = [
+        f"| {i + 1} | {_minute(p['start'])} | {_minute(p['end'])} | {p['machine'] or '–'} | "
+        + "; ".join(f"{k} {v / 60:.1f} min" for k, v in p["seconds"].items())
+        + " |"
+        for i, p in enumerate(parts)
+    ]
+    total = sum(summary.get("seconds", {}).values()) / 60
+    lines.append(
+        f"Wall time {total:.1f} min in {len(parts)} part(s) (a part is one invocation; a resumed run on another "
+        "machine is another part):\n\n| Part | Start (UTC) | End (UTC) | Machine | Minutes per step |\n"
+        "|---:|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+    )
+    return "".join(lines)
+
+
+def against_table(summary: dict[str, Any]) -> str:
+    """Every row against no supervision and against the best fixed rule, paired on tasks (training seeds of both
+    rows resampled)."""
+    none = {p["a"]: Interval(p["mean"], p["low"], p["high"]) for p in summary["vs_none"]}
+    rule = {p["a"]: Interval(p["mean"], p["low"], p["high"]) for p in summary["vs_rule"]}
+    lines = [
+        f"| Method | − {display_name(REFERENCE)} [95% CI] | − {display_name(RULE)} [95% CI] |",
+        "|---|---:|---:|",
+    ]
+    for s in summary["summaries"]:
+        name = s["method"]
+        lines.append(f"| {display_name(name)} | {_ci(none.get(name), 2)} | {_ci(rule.get(name), 2)} |")
+    return "\n".join(lines) + "\n"
+
+
+#: the comparison's subheadings, named per profile on this page (each anchor then names its profile)
+SUBHEADINGS = (
+    ("### Rate curves: F1", "### Rate curves ({executor}): F1"),
+    ("### The fast path's ranking of", "### The fast path's ranking ({executor}) of"),
+)
+
+
+def profile_markdown(summary: dict[str, Any], doc: Path, root: Path) -> str:
+    text = comparison_markdown(summary, doc, root)
+    for old, new in SUBHEADINGS:
+        text = text.replace(old, new.format(executor=f"`{summary['executor']}`"))
+    heading, _, rest = text.partition("\n\n")
+    card = card_from_dict(summary["card"]).markdown()
+    return "".join(
+        [
+            heading,
+            "\n\n",
+            run_block(summary),
+            rest,
+            f"\n### Paired against no supervision and the best fixed rule (`{summary['executor']}`)\n\n",
+            card,
+            "\n",
+            "Each row minus the reference, paired on the same tasks and seeds (tasks resampled within benchmarks, "
+            "training seeds of both rows resampled; F1 x100).\n\n",
+            against_table(summary),
+        ]
+    )
 
 
 def _profiles(ctx: PageContext) -> str:
+    measured = _measured(ctx)
     parts = []
-    for executor, data in ctx.data["comparisons"].items():
-        text = comparison_markdown(data)
-        parts += [copy_plot(Path(data["plan"]["out"]), executor, ctx.doc, text), "\n"]
+    for executor, summary in ctx.data["profiles"].items():
+        if summary is None:
+            parts.append(
+                f"## Rate-matched comparison on `{executor}`, test split\n\n"
+                + template("results_not_measured", command=measure_command(executor, measured))
+            )
+        else:
+            parts.append(profile_markdown(summary, ctx.doc, ctx.data["root"]))
+        parts.append("\n")
     return "".join(parts)
 
 
 def llm_verdict(summaries: list[MethodSummary], pairs: dict[tuple[str, str], Interval]) -> str:
     llm = next(s for s in summaries if s.method == LLM)
-    text = (f"**Verdict:** the zero-shot LLM steerer changes F1 by {llm.avg_gain.mean:+.2f} "
-            f"[{llm.avg_gain.low:+.2f}, {llm.avg_gain.high:+.2f}] over no supervision at "
-            f"{llm.interventions_per_task:.2f} interventions/task")
+    text = (
+        f"**Verdict:** the zero-shot LLM steerer changes F1 by {llm.avg_gain.mean:+.2f} "
+        f"[{llm.avg_gain.low:+.2f}, {llm.avg_gain.high:+.2f}] over no supervision at "
+        f"{llm.interventions_per_task:.2f} interventions/task"
+    )
     if (LLM, RL) in pairs:
         gap = pairs[(LLM, RL)]
-        text += (f"; against {display_name(RL)} on the same tasks: {gap.mean:+.2f} [{gap.low:+.2f}, {gap.high:+.2f}]")
+        text += f"; against {display_name(RL)} on the same tasks: {gap.mean:+.2f} [{gap.low:+.2f}, {gap.high:+.2f}]"
     return text + ".\n"
 
 
 def llm_markdown(data: dict[str, Any]) -> str:
-    """The zero-shot LLM section from ``llm_section.json``."""
+    """The zero-shot LLM section from its summary (``docs/results/main/llm/summary.json``)."""
     summaries = [summary_from_dict(s) for s in data["summaries"]]
     pairs = {(p["a"], p["b"]): Interval(p["mean"], p["low"], p["high"]) for p in data["pairwise"]}
-    return "".join([
-        f"## Zero-shot steering with a prompted LLM ({data['model']})\n\n", card_from_dict(data["card"]).markdown(), "\n",
-        template("results_llm", gemma_note=template("results_gemma_note"), llm_limit=data["llm_limit"],
-                 llm_dev_limit=data["llm_dev_limit"]),
-        comparison_table(summaries, data["benchmarks"], {}, data["knobs"]), "\n",
-        pairwise_table([(a, b, i) for (a, b), i in pairs.items()]), "\n",
-        llm_verdict(summaries, pairs)])
+    return "".join(
+        [
+            f"## Zero-shot steering with a prompted LLM ({data['model']})\n\n",
+            card_from_dict(data["card"]).markdown(),
+            "\n",
+            template(
+                "results_llm",
+                gemma_note=template("results_gemma_note"),
+                llm_limit=data["llm_limit"],
+                llm_dev_limit=data["llm_dev_limit"],
+            ),
+            comparison_table(summaries, data["benchmarks"], {}, data["knobs"]),
+            "\n",
+            pairwise_table([(a, b, i) for (a, b), i in pairs.items()]),
+            "\n",
+            llm_verdict(summaries, pairs),
+        ]
+    )
 
 
-def llm_data(model: str, llm_limit: int, llm_dev_limit: int, card: SettingCard, summaries: list[MethodSummary],
-             pairs: dict[tuple[str, str], Interval], knobs: dict[str, str], benchmarks) -> dict[str, Any]:
-    """What ``llm_section.json`` holds (written by the generator, read by :func:`llm_markdown`)."""
+def llm_data(
+    model: str,
+    llm_limit: int,
+    llm_dev_limit: int,
+    card: SettingCard,
+    summaries: list[MethodSummary],
+    pairs: dict[tuple[str, str], Interval],
+    knobs: dict[str, str],
+    benchmarks,
+) -> dict[str, Any]:
+    """What the LLM section's summary holds (written by the generator, read by :func:`llm_markdown`)."""
     from benchmarks.harness.comparison import _summary_dict
 
-    return {"model": model, "llm_limit": llm_limit, "llm_dev_limit": llm_dev_limit, "card": asdict(card),
-            "summaries": [_summary_dict(s) for s in summaries],
-            "pairwise": [{"a": a, "b": b, **asdict(i)} for (a, b), i in pairs.items()], "knobs": knobs,
-            "benchmarks": list(benchmarks)}
+    return {
+        "model": model,
+        "llm_limit": llm_limit,
+        "llm_dev_limit": llm_dev_limit,
+        "card": asdict(card),
+        "summaries": [_summary_dict(s) for s in summaries],
+        "pairwise": [{"a": a, "b": b, **asdict(i)} for (a, b), i in pairs.items()],
+        "knobs": knobs,
+        "benchmarks": list(benchmarks),
+    }
 
 
 def _llm(ctx: PageContext) -> str:
-    return llm_markdown(ctx.data["llm"]) + "\n" if ctx.data["llm"] else ""
-
-
-def _folders(ctx: PageContext) -> str:
-    return "\n## Run folders (split evaluated, code version)\n\n" + folder_list(ctx.data["page"]["folders"])
+    if ctx.data["llm"]:
+        return llm_markdown(ctx.data["llm"]) + "\n"
+    return "## Zero-shot steering with a prompted LLM (gemma-3-270m)\n\n" + template(
+        "results_llm_not_measured",
+        gemma_note=template("results_gemma_note"),
+        command=f"{GENERATOR} --profiles sim:default {MEASURE.replace('--llm-limit 0', '--llm-limit 20')}",
+    )
 
 
 PAGE = Page(
-    name="results", help="the rate-matched comparison on each profile and the zero-shot LLM steerer",
-    doc="docs/results.md", out="runs/results", load=load,
-    sections=(Section("header", _header), Section("intro", _intro), Section("profiles", _profiles),
-              Section("llm", _llm), Section("folders", _folders),
-              Section("executors", lambda ctx: template("results_executors"))),
+    name="results",
+    help="the rate-matched comparison on each profile and the zero-shot LLM steerer, from docs/results/main",
+    doc="docs/results.md",
+    out=str(SUMMARY_ROOT),
+    load=load,
+    sections=page_sections(
+        _header,
+        _protocol,
+        _profiles,
+        _llm,
+        template_section("transfer", "results_transfer"),
+        template_section("executors", "results_executors"),
+    ),
 )

@@ -1,11 +1,17 @@
 """Markdown tables for the pages: one function, so every page's tables share one format."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str | Sequence[str] = "---",
-                   trailing_newline: bool = True, spaced: bool = False) -> str:
+def markdown_table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    align: str | Sequence[str] = "---",
+    trailing_newline: bool = True,
+    spaced: bool = False,
+) -> str:
     """``| a | b |`` rows under a header; ``align`` one marker for every column or one per column (``---``,
     ``---:``); ``spaced`` writes the rule as ``| --- | --- |`` instead of ``|---|---|``."""
     marks = [align] * len(header) if isinstance(align, str) else list(align)
@@ -15,8 +21,8 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]], alig
 
 
 def table_lines(page: str) -> list[str]:
-    """The table rows of a markdown page (every line that starts with ``|``), in order: what the page tests compare
-    between the legacy generators and the page builder."""
+    """The table rows of a markdown page (every line that starts with ``|``), in order: what the page tests count and
+    compare between a generated page and its rebuild."""
     return [line for line in page.splitlines() if line.startswith("|")]
 
 

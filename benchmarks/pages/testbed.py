@@ -1,27 +1,28 @@
 """``docs/results_testbed.md``: what the testbed must show before any learned method's number means anything.
 
 Sections 1-3 (leak test, note reading, calibration) and 6 (the reader for steerers) are prose with the numbers their
-commands printed (``templates/testbed_intro.md``, ``testbed_reader.md``; those commands write no run folder yet). Section 4, the headroom table, is read from
-an eval run folder (``OUT/headroom_test``, made by the ``steer-envs eval`` command the section shows) through the
-harness (:func:`~benchmarks.harness.runner.complete_methods`, :func:`~benchmarks.harness.stats.summarize`,
+commands printed (``templates/testbed_intro.md``, ``testbed_reader.md``; those commands write no run folder yet).
+Section 4, the headroom table, is read from an eval run folder (``OUT/headroom_test``, made by the
+``steer-envs eval`` command the section shows) through the harness
+(:func:`~benchmarks.harness.runner.complete_methods`, :func:`~benchmarks.harness.stats.summarize`,
 :func:`~benchmarks.harness.tables.results_table`), and its reading (oracle gain, the best fixed rule's share of it)
 is computed from the same summaries. Section 5 is the sensitivity run folder's own table (``OUT/sensitivity/
 sensitivity.md``, written by ``steer-envs sensitivity`` from its ``transfer.json``).
 ``steer-envs report results_testbed --out OUT`` rebuilds it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from steer_envs.errors import SteerEnvsError
-
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import complete_methods, reference_of, table_header
 from benchmarks.harness.stats import MethodSummary, summarize
 from benchmarks.harness.tables import results_table
+from steer_envs.errors import SteerEnvsError
 
-from .builder import Page, PageContext, Section, template
+from .builder import Page, PageContext, page_sections, template, template_section
 
 HEADROOM = "headroom_test"
 SENSITIVITY = "sensitivity"
@@ -38,12 +39,16 @@ def headroom_summaries(folder: RunFolder) -> list[MethodSummary]:
 def load(out: Path) -> dict[str, Any]:
     root = out / HEADROOM
     if not (root / "config.json").is_file():
-        raise SteerEnvsError(f"{root} is not an eval run folder: run the headroom command of docs/results_testbed.md "
-                             f"with --out {root}")
+        raise SteerEnvsError(
+            f"{root} is not an eval run folder: run the headroom command of docs/results_testbed.md with --out {root}"
+        )
     folder = RunFolder(root)
     sensitivity = out / SENSITIVITY / "sensitivity.md"
-    return {"folder": folder, "summaries": headroom_summaries(folder),
-            "sensitivity": sensitivity.read_text(encoding="utf-8") if sensitivity.is_file() else None}
+    return {
+        "folder": folder,
+        "summaries": headroom_summaries(folder),
+        "sensitivity": sensitivity.read_text(encoding="utf-8") if sensitivity.is_file() else None,
+    }
 
 
 def _by_method(summaries: list[MethodSummary], name: str) -> MethodSummary | None:
@@ -59,16 +64,24 @@ def headroom_reading(summaries: list[MethodSummary]) -> str:
     text = f"Oracle − none = {g.mean:+.1f} [{g.low:+.1f}, {g.high:+.1f}] ({'met' if g.mean >= 15 else 'not met'}: ≥ 15)"
     if rule is not None and g.mean > 0:
         share = rule.avg_gain.mean / g.mean
-        text += (f"; the best fixed rule gains {share:.0%} of what the oracle gains "
-                 f"({'met' if share <= 1 / 3 else 'not met'}: ≤ 33%)")
+        text += (
+            f"; the best fixed rule gains {share:.0%} of what the oracle gains "
+            f"({'met' if share <= 1 / 3 else 'not met'}: ≤ 33%)"
+        )
     return text + ".\n\n"
 
 
 def _headroom(ctx: PageContext) -> str:
     folder, summaries = ctx.data["folder"], ctx.data["summaries"]
-    return (f"## 4. Headroom ({folder.config.split})\n\n" + template("testbed_headroom_command")
-            + table_header(folder.config) + results_table(summaries, list(folder.config.benchmarks)) + "\n"
-            + headroom_reading(summaries) + template("testbed_headroom_reading"))
+    return (
+        f"## 4. Headroom ({folder.config.split})\n\n"
+        + template("testbed_headroom_command")
+        + table_header(folder.config)
+        + results_table(summaries, list(folder.config.benchmarks))
+        + "\n"
+        + headroom_reading(summaries)
+        + template("testbed_headroom_reading")
+    )
 
 
 def _sensitivity(ctx: PageContext) -> str:
@@ -77,9 +90,17 @@ def _sensitivity(ctx: PageContext) -> str:
 
 
 PAGE = Page(
-    name="results_testbed", help="the testbed's own checks: leak test, note reading, calibration, headroom, sensitivity",
-    doc="docs/results_testbed.md", out="runs", load=load,
-    sections=(Section("intro", lambda ctx: template("testbed_intro")), Section("headroom", _headroom),
-              Section("sensitivity", _sensitivity), Section("reader", lambda ctx: template("testbed_reader")),
-              Section("ladder", lambda ctx: template("testbed_ladder")), Section("weak", lambda ctx: template("testbed_weak"))),
+    name="results_testbed",
+    help="the testbed's own checks: leak test, note reading, calibration, headroom, sensitivity",
+    doc="docs/results_testbed.md",
+    out="runs",
+    load=load,
+    sections=page_sections(
+        template_section("intro", "testbed_intro"),
+        _headroom,
+        _sensitivity,
+        template_section("reader", "testbed_reader"),
+        template_section("ladder", "testbed_ladder"),
+        template_section("weak", "testbed_weak"),
+    ),
 )

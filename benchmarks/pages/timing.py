@@ -1,4 +1,5 @@
 """Wall times of a page's steps, summed over resumed regenerations (one JSON file in the run folder)."""
+
 from __future__ import annotations
 
 import json

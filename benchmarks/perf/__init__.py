@@ -2,7 +2,6 @@
 workload scale they read (:mod:`.perf_scale`), the retrieval comparisons and load generators, and
 :mod:`.suite`, which runs them all and regenerates ``BENCHMARKS.md`` (``python -m benchmarks.perf.suite``).
 
-Split from the evaluation harness (:mod:`benchmarks.harness`) and the results pages (:mod:`benchmarks.pages`): each
-folder of ``benchmarks/`` holds one job. The old module paths (``python -m benchmarks.suite`` and friends) still
-work as thin re-exports.
+Apart from the evaluation harness (:mod:`benchmarks.harness`) and the results pages (:mod:`benchmarks.pages`): each
+folder of ``benchmarks/`` holds one job.
 """

@@ -1,6 +1,7 @@
 """How big the performance suite's workloads are: ``quick`` (minutes, the default) or ``full`` (the figures of
 BENCHMARKS.md's acceptance rows: the steering trainer at its acceptance config takes ~20 minutes alone).
 Set by ``python -m benchmarks.perf.suite --full`` through :data:`SCALE_ENV`."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,14 @@ class Scale:
 
 
 SCALES = {
-    "quick": Scale("quick", label_states=48, vec_steps=800, server_requests=100, server_rounds=3,
-                   trainer_config=dict(m=3, k=32, bank_tasks=120)),
+    "quick": Scale(
+        "quick",
+        label_states=48,
+        vec_steps=800,
+        server_requests=100,
+        server_rounds=3,
+        trainer_config=dict(m=3, k=32, bank_tasks=120),
+    ),
     "full": Scale("full", label_states=96, vec_steps=4000, server_requests=250, server_rounds=5, trainer_config={}),
 }
 

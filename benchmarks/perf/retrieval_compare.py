@@ -7,6 +7,7 @@ reused). rank_bm25 scores every document in Python (~0.4 s a query here), so it 
 ``--subset`` queries; every backend is also scored on that subset so the three are compared on the same queries.
 A backend whose package is missing is reported as such, not skipped silently.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,9 @@ class RankBM25Retriever:
         self._np = np
         self.corpus = corpus
         self._tokenizer = tokenizer
-        self.model = BM25Okapi(tokenizer._tokenize([p.contents for p in corpus.passages]),
-                               k1=tokenizer.config.k1, b=tokenizer.config.b)
+        self.model = BM25Okapi(
+            tokenizer._tokenize([p.contents for p in corpus.passages]), k1=tokenizer.config.k1, b=tokenizer.config.b
+        )
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
         return self.batch_search([query], k)[0]
@@ -44,8 +46,18 @@ class RankBM25Retriever:
         for tokens in self._tokenizer._tokenize(list(queries)):
             scores = self.model.get_scores(tokens)
             top = self._np.argsort(-scores)[:k]
-            out.append([Hit(self.corpus.passages[i].id, self.corpus.passages[i].title, self.corpus.passages[i].text,
-                            float(scores[i])) for i in top if scores[i] > 0])
+            out.append(
+                [
+                    Hit(
+                        self.corpus.passages[i].id,
+                        self.corpus.passages[i].title,
+                        self.corpus.passages[i].text,
+                        float(scores[i]),
+                    )
+                    for i in top
+                    if scores[i] > 0
+                ]
+            )
         return out
 
 
@@ -140,8 +152,9 @@ def to_markdown(runs: Sequence[BackendRun], k: int, subset: int) -> str:
     ]
     for r in runs:
         ready = f"{r.ready_s:.1f}" + (" (cached)" if r.cached else "")
-        lines.append(f"| {r.name} | {r.queries} | {r.recall:.3f} | {r.subset_recall:.3f} | {r.qps:.1f} | {ready} "
-                     f"| {r.note} |")
+        lines.append(
+            f"| {r.name} | {r.queries} | {r.recall:.3f} | {r.subset_recall:.3f} | {r.qps:.1f} | {ready} | {r.note} |"
+        )
     return "\n".join(lines)
 
 

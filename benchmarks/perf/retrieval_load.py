@@ -5,6 +5,7 @@ Run: ``python -m benchmarks.perf.retrieval_load [--clients 8] [--requests 200] [
 loads it, and prints a markdown table with error count, p50/p99 latency and throughput. The run is bounded: a
 fixed number of requests per client and a wall-clock deadline, so it always stops by itself.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,12 +46,14 @@ class LoadReport:
         return self.requests / self.seconds if self.seconds > 0 else 0.0
 
     def to_markdown(self) -> str:
-        return "\n".join([
-            "| clients | requests | errors | p50 ms | p99 ms | requests/s |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: |",
-            f"| {self.clients} | {self.requests} | {self.errors} | {self.p50_ms:.2f} | {self.p99_ms:.2f} "
-            f"| {self.throughput:.0f} |",
-        ])
+        return "\n".join(
+            [
+                "| clients | requests | errors | p50 ms | p99 ms | requests/s |",
+                "| ---: | ---: | ---: | ---: | ---: | ---: |",
+                f"| {self.clients} | {self.requests} | {self.errors} | {self.p50_ms:.2f} | {self.p99_ms:.2f} "
+                f"| {self.throughput:.0f} |",
+            ]
+        )
 
 
 def run_load(

@@ -8,6 +8,7 @@ alike, and each figure is the median over rounds.
 
 Run: ``python -m benchmarks.perf.retrieval_servers [--clients 8] [--requests 150] [--rounds 3]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,13 +51,14 @@ class ServerUnderTest:
     process: subprocess.Popen | None = None
     url: str = ""
 
-    def start(self) -> "ServerUnderTest":
+    def start(self) -> ServerUnderTest:
         from steer_envs.paths import resolve_data_dir
 
         env = {**os.environ, "PYTHONPATH": str(self.root), "STEER_ENVS_DATA": str(resolve_data_dir())}
         args = [f"{k}={v}" for k, v in self.options.items()]
-        self.process = subprocess.Popen([sys.executable, "-c", _SERVE, *args], stdout=subprocess.PIPE, text=True,
-                                        env=env, cwd=self.root)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _SERVE, *args], stdout=subprocess.PIPE, text=True, env=env, cwd=self.root
+        )
         line = self.process.stdout.readline().strip()  # type: ignore[union-attr]
         if not line.startswith("http://"):
             self.stop()
@@ -77,11 +79,14 @@ def baseline_checkout(dest: Path, commit: str = BASELINE_COMMIT) -> Path:
     """``steer_envs`` as of ``commit`` under ``dest`` (needs the git history: a full clone)."""
     archive = dest / "baseline.tar"
     with open(archive, "wb") as out:
-        result = subprocess.run(["git", "-C", str(REPO), "archive", commit, "steer_envs"], stdout=out,
-                                stderr=subprocess.PIPE)
+        result = subprocess.run(
+            ["git", "-C", str(REPO), "archive", commit, "steer_envs"], stdout=out, stderr=subprocess.PIPE
+        )
     if result.returncode != 0:
-        raise RuntimeError(f"cannot check out the baseline server at {commit[:10]} ({result.stderr.decode().strip()}); "
-                           "a full git clone is needed for this comparison")
+        raise RuntimeError(
+            f"cannot check out the baseline server at {commit[:10]} ({result.stderr.decode().strip()}); "
+            "a full git clone is needed for this comparison"
+        )
     with tarfile.open(archive) as tar:
         tar.extractall(dest / "baseline", filter="data")
     return dest / "baseline"
@@ -100,16 +105,19 @@ class ServerFigures:
         return sum(r.errors for r in self.reports)
 
 
-def compare(servers: Sequence[ServerUnderTest], queries: Sequence[str], clients: int, requests: int,
-            rounds: int) -> list[ServerFigures]:
+def compare(
+    servers: Sequence[ServerUnderTest], queries: Sequence[str], clients: int, requests: int, rounds: int
+) -> list[ServerFigures]:
     """Alternate rounds of load over the servers (all running), after a warm-up each."""
     figures = {s.name: ServerFigures(s.name, []) for s in servers}
     for server in servers:
         run_load(server.url, queries, clients, 10)
     for round_index in range(rounds):
-        for server in (servers if round_index % 2 == 0 else list(reversed(servers))):
+        for server in servers if round_index % 2 == 0 else list(reversed(servers)):
             offset = round_index * clients * requests
-            figures[server.name].reports.append(run_load(server.url, queries[offset:] + queries[:offset], clients, requests))
+            figures[server.name].reports.append(
+                run_load(server.url, queries[offset:] + queries[:offset], clients, requests)
+            )
     return list(figures.values())
 
 
@@ -126,22 +134,31 @@ def with_current_bm25(baseline_root: Path, dest: Path) -> Path:
 def default_servers(baseline_root: Path) -> list[ServerUnderTest]:
     return [
         ServerUnderTest("today's server (http.server, as of the baseline commit)", baseline_root),
-        ServerUnderTest("today's server with the current bm25.py (top-k selection only)",
-                        with_current_bm25(baseline_root, baseline_root.parent / "baseline_bm25")),
+        ServerUnderTest(
+            "today's server with the current bm25.py (top-k selection only)",
+            with_current_bm25(baseline_root, baseline_root.parent / "baseline_bm25"),
+        ),
         ServerUnderTest("FastAPI + uvicorn, dynamic batching (2 ms window)", REPO, {"batch_window_ms": "2"}),
-        ServerUnderTest("FastAPI + uvicorn, dynamic batching (no window: what arrives during a search)", REPO,
-                        {"batch_window_ms": "0"}),
+        ServerUnderTest(
+            "FastAPI + uvicorn, dynamic batching (no window: what arrives during a search)",
+            REPO,
+            {"batch_window_ms": "0"},
+        ),
         ServerUnderTest("FastAPI + uvicorn, no batching", REPO, {"batching": "0"}),
     ]
 
 
 def markdown(figures: Sequence[ServerFigures], clients: int) -> str:
     base = figures[0].median("throughput")
-    rows = ["| server | clients | requests/s | × today | p50 ms | p99 ms | errors |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = [
+        "| server | clients | requests/s | × today | p50 ms | p99 ms | errors |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for f in figures:
-        rows.append(f"| {f.name} | {clients} | {f.median('throughput'):.0f} | {f.median('throughput') / base:.2f} "
-                    f"| {f.median('p50_ms'):.1f} | {f.median('p99_ms'):.1f} | {f.errors} |")
+        rows.append(
+            f"| {f.name} | {clients} | {f.median('throughput'):.0f} | {f.median('throughput') / base:.2f} "
+            f"| {f.median('p50_ms'):.1f} | {f.median('p99_ms'):.1f} | {f.errors} |"
+        )
     return "\n".join(rows)
 
 

@@ -20,6 +20,7 @@ Run (about 7 minutes with the CPU build installed under ``$STEER_ENVS_CACHE``)::
 
     python -m pytest benchmarks/perf/test_perf_engine.py --benchmark-enable -o addopts= -s -m engine
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -67,8 +68,15 @@ def throughput(spans: list[tuple[float, float, int]], cpu_s: float, tail: int) -
     steady = sum(tokens for _, finished, tokens in spans if low < finished <= high)
     start, end = min(span[0] for span in spans), spans[-1][1]
     total = sum(span[2] for span in spans)
-    return Throughput(len(spans), total, steady / (high - low), high - low, total / (end - start), end - start,
-                      1e3 * cpu_s / len(spans))
+    return Throughput(
+        len(spans),
+        total,
+        steady / (high - low),
+        high - low,
+        total / (end - start),
+        end - start,
+        1e3 * cpu_s / len(spans),
+    )
 
 
 @dataclass
@@ -88,10 +96,12 @@ def server(tmp_path_factory):
     from steer_envs.llm.tiny import build_tiny_causal_lm
     from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
 
-    folder = build_tiny_causal_lm(tmp_path_factory.mktemp("engine") / "tiny", hidden_size=128, heads=2,
-                                  max_positions=CONTEXT, chat_template=True)
-    options = VLLMServeOptions(model=str(folder), name="tiny", max_model_len=CONTEXT, device="cpu",
-                               env=(("VLLM_SERVER_DEV_MODE", "1"),))
+    folder = build_tiny_causal_lm(
+        tmp_path_factory.mktemp("engine") / "tiny", hidden_size=128, heads=2, max_positions=CONTEXT, chat_template=True
+    )
+    options = VLLMServeOptions(
+        model=str(folder), name="tiny", max_model_len=CONTEXT, device="cpu", env=(("VLLM_SERVER_DEV_MODE", "1"),)
+    )
     with VLLMServer(options) as started:
         yield started
 
@@ -108,16 +118,17 @@ def run_eval(spec: str, limit: int, seeds: int, folder) -> int:
     from benchmarks.harness.runner import evaluate
     from steer_envs.rollouts import PoolConfig
 
-    config = EvalConfig(executor=spec, benchmarks=("nq",), split="test", seeds=seeds, limit=limit,
-                        max_turns=MAX_TURNS)
-    outcome = evaluate(RunFolder(folder, config), "no_supervision", progress=False, log=lambda _: None,
-                       pool=PoolConfig("auto"))
+    config = EvalConfig(executor=spec, benchmarks=("nq",), split="test", seeds=seeds, limit=limit, max_turns=MAX_TURNS)
+    outcome = evaluate(
+        RunFolder(folder, config), "no_supervision", progress=False, log=lambda _: None, pool=PoolConfig("auto")
+    )
     assert all(r.failure is None for r in outcome.records), [r.failure for r in outcome.records if r.failure][:3]
     return outcome.ran
 
 
-async def replay_httpx(base_url: str, requests: list[RecordedRequest], concurrency: int
-                       ) -> list[tuple[float, float, int]]:
+async def replay_httpx(
+    base_url: str, requests: list[RecordedRequest], concurrency: int
+) -> list[tuple[float, float, int]]:
     """Post every recorded body (in the recorded order) with ``concurrency`` workers on one ``httpx`` client."""
     import httpx
 
@@ -125,12 +136,14 @@ async def replay_httpx(base_url: str, requests: list[RecordedRequest], concurren
     spans: list[tuple[float, float, int]] = []
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=base_url + "/", limits=limits, timeout=300.0) as client:
+
         async def post(request: RecordedRequest) -> httpx.Response:
             body = json.dumps(request.body).encode()
             for attempt in range(3):  # a keep-alive connection the server closed meanwhile: httpx raises, not retries
                 try:
-                    return await client.post(request.path.lstrip("/"), content=body,
-                                             headers={"Content-Type": "application/json"})
+                    return await client.post(
+                        request.path.lstrip("/"), content=body, headers={"Content-Type": "application/json"}
+                    )
                 except (httpx.ReadError, httpx.RemoteProtocolError):
                     if attempt == 2:
                         raise
@@ -147,8 +160,9 @@ async def replay_httpx(base_url: str, requests: list[RecordedRequest], concurren
     return spans
 
 
-async def replay_aiohttp(base_url: str, requests: list[RecordedRequest], concurrency: int
-                         ) -> list[tuple[float, float, int]]:
+async def replay_aiohttp(
+    base_url: str, requests: list[RecordedRequest], concurrency: int
+) -> list[tuple[float, float, int]]:
     """The same with ``aiohttp`` (a leaner client per request than httpx's, so the stronger baseline)."""
     import aiohttp
 
@@ -157,11 +171,15 @@ async def replay_aiohttp(base_url: str, requests: list[RecordedRequest], concurr
     connector = aiohttp.TCPConnector(limit=concurrency)
     timeout = aiohttp.ClientTimeout(total=300.0)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+
         async def worker() -> None:
             for request in queue:
                 started = time.perf_counter()
-                async with client.post(base_url + request.path, data=json.dumps(request.body).encode(),
-                                       headers={"Content-Type": "application/json"}) as reply:
+                async with client.post(
+                    base_url + request.path,
+                    data=json.dumps(request.body).encode(),
+                    headers={"Content-Type": "application/json"},
+                ) as reply:
                     reply.raise_for_status()
                     data = await reply.json()
                 spans.append((started, time.perf_counter(), int(data["usage"]["completion_tokens"])))
@@ -222,20 +240,28 @@ def test_eval_path_against_vllm_vs_async_replay(benchmark, server, tmp_path):
         run_eval(spec, *EPISODES, tmp_path / "again")
     finally:
         backend.recorder = None
-    again = throughput([(r.started, r.finished, r.completion_tokens) for r in recorder.requests],
-                       time.process_time() - cpu, tail)
+    again = throughput(
+        [(r.started, r.finished, r.completion_tokens) for r in recorder.requests], time.process_time() - cpu, tail
+    )
     after = _context()
 
     best = max(replays, key=lambda name: replays[name].steady_tokens_per_s)
     replay_figures = replays[best]
-    report = {"episodes": ran, "in_flight": N, "max_turns": MAX_TURNS, "max_new_tokens": MAX_NEW_TOKENS,
-              "eval": asdict(eval_figures), **{f"replay_{name}": asdict(f) for name, f in replays.items()},
-              "baseline": best,
-              "eval_again": asdict(again),
-              "steady_ratio": min(eval_figures.steady_tokens_per_s, again.steady_tokens_per_s)
-              / replay_figures.steady_tokens_per_s,
-              "run_ratio": min(eval_figures.run_tokens_per_s, again.run_tokens_per_s) / replay_figures.run_tokens_per_s,
-              "before": before, "after": after}
+    report = {
+        "episodes": ran,
+        "in_flight": N,
+        "max_turns": MAX_TURNS,
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "eval": asdict(eval_figures),
+        **{f"replay_{name}": asdict(f) for name, f in replays.items()},
+        "baseline": best,
+        "eval_again": asdict(again),
+        "steady_ratio": min(eval_figures.steady_tokens_per_s, again.steady_tokens_per_s)
+        / replay_figures.steady_tokens_per_s,
+        "run_ratio": min(eval_figures.run_tokens_per_s, again.run_tokens_per_s) / replay_figures.run_tokens_per_s,
+        "before": before,
+        "after": after,
+    }
     benchmark.extra_info.update(report)
     print("\n[engine benchmark]", json.dumps(report, indent=1))
     assert all(f.requests == eval_figures.requests for f in replays.values())

@@ -8,6 +8,7 @@ pyproject, runs each once as a smoke test).
   the BM25 search they make (share > 50 %, cache off);
 * fork cost at executor turn 1 and turn 20: must not grow with the transcript by more than 2x.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,8 @@ import pytest
 
 import steer_envs  # noqa: F401
 from steer_envs.executors.sim import PROFILE_DIR
-from steer_envs.retrieval import cache as retrieval_cache
 from steer_envs.ids import STEERING_ENV
+from steer_envs.retrieval import cache as retrieval_cache
 
 STEPS = 300
 
@@ -53,13 +54,20 @@ def test_env_steps_per_second_pass_policy(benchmark, env, cache):
         elapsed = time.perf_counter() - start
         steps = 3 * STEPS
         share = stats.seconds / elapsed
-        benchmark.extra_info.update({
-            "steps_per_second": steps / elapsed, "retrieval_share": share, "searches": stats.misses,
-            "ms_per_step": 1000 * elapsed / steps, "ms_per_search": 1000 * stats.seconds / max(stats.misses, 1),
-        })
-        print(f"\ncache={'on' if cache else 'off'}: {steps / elapsed:.0f} steps/s, {1000 * elapsed / steps:.2f} ms/step, "
-              f"retrieval {share:.0%} of step time ({stats.misses} BM25 searches, "
-              f"{1000 * stats.seconds / max(stats.misses, 1):.2f} ms each)")
+        benchmark.extra_info.update(
+            {
+                "steps_per_second": steps / elapsed,
+                "retrieval_share": share,
+                "searches": stats.misses,
+                "ms_per_step": 1000 * elapsed / steps,
+                "ms_per_search": 1000 * stats.seconds / max(stats.misses, 1),
+            }
+        )
+        print(
+            f"\ncache={'on' if cache else 'off'}: {steps / elapsed:.0f} steps/s, {1000 * elapsed / steps:.2f} ms/step, "
+            f"retrieval {share:.0%} of step time ({stats.misses} BM25 searches, "
+            f"{1000 * stats.seconds / max(stats.misses, 1):.2f} ms each)"
+        )
         if not cache:
             assert share > 0.5, "the simulator and env cost more than the BM25 search they make"
     finally:
@@ -70,12 +78,20 @@ def test_env_steps_per_second_pass_policy(benchmark, env, cache):
 def long_env(tmp_path_factory):
     """An executor that never finds its evidence and never gives up: 40 turns of growing transcript."""
     profile = json.loads((PROFILE_DIR / "default.json").read_text())
-    profile.update(name="persistent", recognize_skill=0.0, premature_rate=0.0, never_answer_rate=0.0,
-                   hazard_base=0.0, hazard_growth=0.0, benchmarks={})
+    profile.update(
+        name="persistent",
+        recognize_skill=0.0,
+        premature_rate=0.0,
+        never_answer_rate=0.0,
+        hazard_base=0.0,
+        hazard_growth=0.0,
+        benchmarks={},
+    )
     path = tmp_path_factory.mktemp("profiles") / "persistent.json"
     path.write_text(json.dumps(profile))
-    return gym.make(STEERING_ENV, split="test", executor=f"sim:{path}", max_turns=40,
-                    max_transcript_chars=200_000).unwrapped
+    return gym.make(
+        STEERING_ENV, split="test", executor=f"sim:{path}", max_turns=40, max_transcript_chars=200_000
+    ).unwrapped
 
 
 def _env_at_turn(env, turn: int):
@@ -106,7 +122,9 @@ def test_fork_cost_does_not_grow_with_the_transcript(long_env):
     chars_early = len(long_env.executor.transcript)
     late = min(_fork_seconds(_env_at_turn(long_env, 20)) for _ in range(3))
     chars_late = len(long_env.executor.transcript)
-    print(f"\nfork: turn 1 {1e6 * early:.0f} us ({chars_early} chars), turn 20 {1e6 * late:.0f} us ({chars_late} chars), "
-          f"ratio {late / early:.2f}")
+    print(
+        f"\nfork: turn 1 {1e6 * early:.0f} us ({chars_early} chars), turn 20 {1e6 * late:.0f} us ({chars_late} chars), "
+        f"ratio {late / early:.2f}"
+    )
     assert chars_late > 10 * chars_early
     assert late <= 2 * early

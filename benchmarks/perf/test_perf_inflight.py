@@ -6,6 +6,7 @@ coefficient of variation 1) or fixed (100 ms); and, at the fixed latency, the ``
 per second at the server over the steady state (every slot busy: after the first N episodes' requests, before the
 last N's), as a share of N / mean latency, and the client's CPU per request (pytest-benchmark; run through
 ``python -m benchmarks.perf.suite``)."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,10 @@ LATENCIES = {"lognormal-1s": (1.0, 1.0), "fixed-100ms": (0.1, 0.0)}
 EVAL_EPISODES = {"lognormal-1s": (600, 2), "fixed-100ms": (775, 4)}
 #: (vector env, envs, timed vector steps) per latency; SyncVectorEnv sends one request at a time, so its rate is
 #: 1 / latency whatever N (a small N keeps its run to seconds)
-VECTOR_RUNS = {"lognormal-1s": [("concurrent", N, 2), ("sync", 8, 1)],
-               "fixed-100ms": [("concurrent", N, 10), ("sync", 32, 1)]}
+VECTOR_RUNS = {
+    "lognormal-1s": [("concurrent", N, 2), ("sync", 8, 1)],
+    "fixed-100ms": [("concurrent", N, 10), ("sync", 32, 1)],
+}
 MAX_TURNS = 4
 
 
@@ -38,8 +41,10 @@ def servers():
     """One server per latency, each in its own process (as a model server is): the benchmark measures the client."""
     from steer_envs.llm.latency_server import LatencyServerProcess
 
-    started = {name: LatencyServerProcess(mean, reply="search", cv=cv, seed=0).start()
-               for name, (mean, cv) in LATENCIES.items()}
+    started = {
+        name: LatencyServerProcess(mean, reply="search", cv=cv, seed=0).start()
+        for name, (mean, cv) in LATENCIES.items()
+    }
     try:
         yield started
     finally:
@@ -56,7 +61,7 @@ class Sampler:
     samples: list[tuple[float, int, float]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
         return self
@@ -76,8 +81,11 @@ class Sampler:
         if len(window) < 2 or window[-1][1] == window[0][1]:
             return {"requests_per_second": float("nan"), "cpu_ms_per_request": float("nan"), "window_s": 0.0}
         (t0, r0, c0), (t1, r1, c1) = window[0], window[-1]
-        return {"requests_per_second": (r1 - r0) / (t1 - t0), "cpu_ms_per_request": 1e3 * (c1 - c0) / (r1 - r0),
-                "window_s": t1 - t0}
+        return {
+            "requests_per_second": (r1 - r0) / (t1 - t0),
+            "cpu_ms_per_request": 1e3 * (c1 - c0) / (r1 - r0),
+            "window_s": t1 - t0,
+        }
 
 
 def _evaluate(spec: str, limit: int, seeds: int, pool, tmp_path) -> int:
@@ -85,8 +93,7 @@ def _evaluate(spec: str, limit: int, seeds: int, pool, tmp_path) -> int:
     from benchmarks.harness.runfolder import RunFolder
     from benchmarks.harness.runner import evaluate
 
-    config = EvalConfig(executor=spec, benchmarks=("nq",), split="test", seeds=seeds, limit=limit,
-                        max_turns=MAX_TURNS)
+    config = EvalConfig(executor=spec, benchmarks=("nq",), split="test", seeds=seeds, limit=limit, max_turns=MAX_TURNS)
     outcome = evaluate(RunFolder(tmp_path, config), "no_supervision", progress=False, log=lambda _: None, pool=pool)
     assert all(r.failure is None for r in outcome.records)
     return outcome.ran
@@ -94,10 +101,21 @@ def _evaluate(spec: str, limit: int, seeds: int, pool, tmp_path) -> int:
 
 def _record(benchmark, latency: str, path: str, in_flight: int, figures: dict, counts: dict, **extra) -> None:
     mean = LATENCIES[latency][0]
-    benchmark.extra_info.update({
-        "latency": latency, "mean_latency_s": mean, "cv": LATENCIES[latency][1], "path": path,
-        "in_flight": in_flight, **figures, "share_of_ceiling": figures["requests_per_second"] / (N / mean),
-        "ceiling": N / mean, "peak_in_flight": counts.get("peak_in_flight"), "load_1min": os.getloadavg()[0], **extra})
+    benchmark.extra_info.update(
+        {
+            "latency": latency,
+            "mean_latency_s": mean,
+            "cv": LATENCIES[latency][1],
+            "path": path,
+            "in_flight": in_flight,
+            **figures,
+            "share_of_ceiling": figures["requests_per_second"] / (N / mean),
+            "ceiling": N / mean,
+            "peak_in_flight": counts.get("peak_in_flight"),
+            "load_1min": os.getloadavg()[0],
+            **extra,
+        }
+    )
 
 
 @pytest.mark.parametrize("latency", list(LATENCIES))
@@ -111,8 +129,9 @@ def test_eval_rollout_path_in_flight(benchmark, servers, latency, tmp_path):
     _evaluate(spec, 8, 1, PoolConfig("auto"), tmp_path / "warm")  # corpus, BM25 index, tasks, connections
     server.counters(reset=True)
     with Sampler(server) as sampler:
-        ran = benchmark.pedantic(_evaluate, args=(spec, limit, seeds, PoolConfig("auto"), tmp_path / "run"),
-                                 rounds=1, iterations=1)
+        ran = benchmark.pedantic(
+            _evaluate, args=(spec, limit, seeds, PoolConfig("auto"), tmp_path / "run"), rounds=1, iterations=1
+        )
     counts = server.counters()
     per_episode = counts["requests"] / ran
     figures = sampler.steady(int(N * per_episode), int(counts["requests"] - N * per_episode))
@@ -120,8 +139,7 @@ def test_eval_rollout_path_in_flight(benchmark, servers, latency, tmp_path):
     # more in flight than the pool's former fixed 16 threads (where client CPU binds, as at 100 ms on 2 cores, the
     # requests in flight are what that CPU sustains times the latency, not N)
     assert counts["peak_in_flight"] > 16
-    _record(benchmark, latency, "eval (threads pool)", N, figures, counts, episodes=ran,
-            requests=counts["requests"])
+    _record(benchmark, latency, "eval (threads pool)", N, figures, counts, episodes=ran, requests=counts["requests"])
 
 
 def _vector_env(kind: str, n: int, spec: str):
@@ -142,9 +160,11 @@ def _steps(envs, n: int, num_envs: int) -> None:
         envs.step(actions)
 
 
-@pytest.mark.parametrize("latency,kind,num_envs,steps",
-                         [(lat, *run) for lat, runs in VECTOR_RUNS.items() for run in runs],
-                         ids=[f"{lat}-{run[0]}-{run[1]}" for lat, runs in VECTOR_RUNS.items() for run in runs])
+@pytest.mark.parametrize(
+    "latency,kind,num_envs,steps",
+    [(lat, *run) for lat, runs in VECTOR_RUNS.items() for run in runs],
+    ids=[f"{lat}-{run[0]}-{run[1]}" for lat, runs in VECTOR_RUNS.items() for run in runs],
+)
 def test_vector_envs_beside(benchmark, servers, latency, kind, num_envs, steps):
     """The per-step barrier: every vector step waits for its slowest request."""
     server = servers[latency]
@@ -160,11 +180,23 @@ def test_vector_envs_beside(benchmark, servers, latency, kind, num_envs, steps):
     finally:
         envs.close()
     assert counts["requests"] == steps * num_envs  # one request per env and vector step
-    figures = {"requests_per_second": counts["requests"] / seconds,
-               "cpu_ms_per_request": 1e3 * cpu / counts["requests"], "window_s": seconds}
+    figures = {
+        "requests_per_second": counts["requests"] / seconds,
+        "cpu_ms_per_request": 1e3 * cpu / counts["requests"],
+        "window_s": seconds,
+    }
     name = {"concurrent": "make_concurrent_vec", "sync": "SyncVectorEnv"}[kind]
-    _record(benchmark, latency, name, num_envs, figures, counts, vector_steps=steps, requests=counts["requests"],
-            share_of_own_ceiling=figures["requests_per_second"] / (num_envs / LATENCIES[latency][0]))
+    _record(
+        benchmark,
+        latency,
+        name,
+        num_envs,
+        figures,
+        counts,
+        vector_steps=steps,
+        requests=counts["requests"],
+        share_of_own_ceiling=figures["requests_per_second"] / (num_envs / LATENCIES[latency][0]),
+    )
 
 
 def test_eval_on_the_processes_pool(benchmark, servers, tmp_path):
@@ -183,5 +215,13 @@ def test_eval_on_the_processes_pool(benchmark, servers, tmp_path):
     counts = server.counters()
     per_episode = counts["requests"] / ran
     figures = sampler.steady(int(workers * per_episode), int(counts["requests"] - workers * per_episode))
-    _record(benchmark, latency, "eval (processes pool, 2 workers)", workers, figures, counts, episodes=ran,
-            requests=counts["requests"])
+    _record(
+        benchmark,
+        latency,
+        "eval (processes pool, 2 workers)",
+        workers,
+        figures,
+        counts,
+        episodes=ran,
+        requests=counts["requests"],
+    )

@@ -8,6 +8,7 @@ Run: ``pytest benchmarks/perf/test_perf_notes.py --benchmark-enable -q``.
 * warm reader, a note read before (the in-memory cache): what repeated catalogue notes cost;
 * the first read in a fresh process (the model load and the probe fit), for scale.
 """
+
 from __future__ import annotations
 
 import itertools

@@ -6,6 +6,7 @@
 * the steering trainer's wall time with the local pool and with 2 worker processes (acceptance config with
   ``--full``).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,14 @@ def labelling_work():
     states = bank[: current().label_states]
     steerer = EncoderSteerer(options_from_catalogue(env.unwrapped.catalogue))
     generator = torch.Generator().manual_seed(0)
-    requests = [(s, [x.to_action("text") for x in steerer.sample_slow(s.observation, G, generator)],
-                 continuation_seeds([0, 0, i], N)) for i, s in enumerate(states)]
+    requests = [
+        (
+            s,
+            [x.to_action("text") for x in steerer.sample_slow(s.observation, G, generator)],
+            continuation_seeds([0, 0, i], N),
+        )
+        for i, s in enumerate(states)
+    ]
     reference = [(m.baseline, m.returns) for m in measure_states(env, requests[:4], "text")]
     return env, requests, reference
 
@@ -59,13 +66,23 @@ def test_q_labelling_throughput(benchmark, labelling_work, request, kind, worker
         warm = measure_states(env, requests[:4], "text", pool=pool)  # start workers, build their envs
         assert [(m.baseline, m.returns) for m in warm] == reference
         start = time.perf_counter()
-        result = benchmark.pedantic(measure_states, args=(env, requests, "text"), kwargs={"pool": pool},
-                                    rounds=1, iterations=1)
+        result = benchmark.pedantic(
+            measure_states, args=(env, requests, "text"), kwargs={"pool": pool}, rounds=1, iterations=1
+        )
         seconds = time.perf_counter() - start
     rollouts = sum(m.rollouts for m in result)
-    benchmark.extra_info.update({"pool": kind, "workers": workers, "states": len(requests), "G": G, "N": N,
-                                 "rollouts": rollouts, "seconds": seconds,
-                                 "states_per_minute": 60 * len(requests) / seconds})
+    benchmark.extra_info.update(
+        {
+            "pool": kind,
+            "workers": workers,
+            "states": len(requests),
+            "G": G,
+            "N": N,
+            "rollouts": rollouts,
+            "seconds": seconds,
+            "states_per_minute": 60 * len(requests) / seconds,
+        }
+    )
 
 
 @pytest.mark.parametrize("kind,workers", [("local", 1), ("processes", 2)], ids=["local-1", "processes-2"])
@@ -73,8 +90,16 @@ def test_trainer_wall_time(benchmark, tmp_path, kind, workers):
     overrides = current().trainer_config
     config = SteeringConfig(**overrides)
     start = time.perf_counter()
-    result = benchmark.pedantic(lambda: SteeringTrainer(config, tmp_path / "run", pool=PoolConfig(kind, workers)).run(),
-                                rounds=1, iterations=1)
-    benchmark.extra_info.update({"pool": kind, "workers": workers, "seconds": time.perf_counter() - start,
-                                 "config": overrides or "acceptance (SteeringConfig defaults)",
-                                 "last_loss": result.log[-1]["loss"], "rounds": result.rounds})
+    result = benchmark.pedantic(
+        lambda: SteeringTrainer(config, tmp_path / "run", pool=PoolConfig(kind, workers)).run(), rounds=1, iterations=1
+    )
+    benchmark.extra_info.update(
+        {
+            "pool": kind,
+            "workers": workers,
+            "seconds": time.perf_counter() - start,
+            "config": overrides or "acceptance (SteeringConfig defaults)",
+            "last_loss": result.log[-1]["loss"],
+            "rounds": result.rounds,
+        }
+    )

@@ -1,15 +1,17 @@
 """Speed of the retrieval backends (pytest-benchmark). Run:
 ``pytest benchmarks/perf/test_perf_retrieval.py --benchmark-enable`` (timings are disabled by default in pyproject,
-so a plain run only checks that each benchmark works). The recall/q/s table is ``python -m benchmarks.perf.retrieval_compare``.
+so a plain run only checks that each benchmark works). The recall/q/s table is
+``python -m benchmarks.perf.retrieval_compare``.
 """
+
 from __future__ import annotations
 
 import pytest
 
 from steer_envs.data import load_corpus, load_tasks
+from steer_envs.ids import STEERING_ENV
 from steer_envs.retrieval import make_retriever
 from steer_envs.retrieval.server import ServerConfig, start_server
-from steer_envs.ids import STEERING_ENV
 
 K = 5
 
@@ -82,8 +84,15 @@ def test_single_vs_batched(benchmark, queries, backend):
     batched = benchmark.pedantic(retriever.batch_search, args=(batch, K), rounds=1, iterations=1)
     batch_s = time.perf_counter() - start
     assert [[h.id for h in r] for r in batched] == [[h.id for h in r] for r in singles]
-    benchmark.extra_info.update({"backend": backend, "queries": len(batch), "single_qps": len(batch) / single_s,
-                                 "batch_qps": len(batch) / batch_s, "batch_speedup": single_s / batch_s})
+    benchmark.extra_info.update(
+        {
+            "backend": backend,
+            "queries": len(batch),
+            "single_qps": len(batch) / single_s,
+            "batch_qps": len(batch) / batch_s,
+            "batch_speedup": single_s / batch_s,
+        }
+    )
 
 
 @pytest.mark.parametrize("backend", ["bm25s", "lucene"])
@@ -118,8 +127,7 @@ def test_envs_stepped_together(benchmark, backend):
     retrieval_cache.set_enabled(False)
     try:
         alone = [gym.make(STEERING_ENV, split="test", retriever=backend) for _ in range(n)]
-        grouped = [gym.make(STEERING_ENV, split="test", retriever=f"batched:{backend}")
-                   for _ in range(n)]
+        grouped = [gym.make(STEERING_ENV, split="test", retriever=f"batched:{backend}") for _ in range(n)]
         play(alone, False), play(grouped, True)  # warm-up
         start = time.perf_counter()
         a = play(alone, False)
@@ -131,7 +139,14 @@ def test_envs_stepped_together(benchmark, backend):
     finally:
         retrieval_cache.set_enabled(True)
     assert a == b
-    benchmark.extra_info.update({"backend": backend, "envs": n, "steps": steps * n,
-                                 "one_by_one_steps_per_s": steps * n / alone_s,
-                                 "together_steps_per_s": steps * n / together_s, "speedup": alone_s / together_s,
-                                 "mean_batch": (batcher.queries - queries) / max(1, batcher.calls - calls)})
+    benchmark.extra_info.update(
+        {
+            "backend": backend,
+            "envs": n,
+            "steps": steps * n,
+            "one_by_one_steps_per_s": steps * n / alone_s,
+            "together_steps_per_s": steps * n / together_s,
+            "speedup": alone_s / together_s,
+            "mean_batch": (batcher.queries - queries) / max(1, batcher.calls - calls),
+        }
+    )

@@ -1,10 +1,11 @@
-"""The LLM steerer's two paths, batched vs one at a time (pytest-benchmark; run through ``python -m benchmarks.perf.suite``).
+"""The LLM steerer's two paths, batched vs one at a time (pytest-benchmark; run through
+``python -m benchmarks.perf.suite``).
 
 Models: random-initialised Qwen2-architecture causal LMs built from a config, with the tiny BPE tokenizer's
-vocabulary, on CPU: ``tiny`` (hidden 64, 2 layers: the issue's acceptance model, whose forward pass costs what a
+vocabulary, on CPU: ``tiny`` (hidden 64, 2 layers: the acceptance model, whose forward pass costs what a
 large model's costs on a GPU at small batch, i.e. mostly per-call overhead) and ``small`` (hidden 256, 4 layers,
-4 heads / 2 KV heads: compute-bound on a CPU core, where batching saves no arithmetic). Observations: 32 states of pass rollouts of
-``sim:default`` (dev split), every turn, as a state bank holds them.
+4 heads / 2 KV heads: compute-bound on a CPU core, where batching saves no arithmetic). Observations: 32 states of
+pass rollouts of ``sim:default`` (dev split), every turn, as a state bank holds them.
 
 * fast path: :meth:`CausalLMSteerer.fast_scores` on the 32 observations (padded batches of ``batch_size``) vs
   the one-forward-per-observation loop the steerer had before (copied below); equal z asserted;
@@ -17,6 +18,7 @@ Both ratios are measured side by side in one run; the reference runs first, then
 with other work, which penalises many small calls far more than a few large ones, so read the 1-thread rows as
 the batching effect and the 2-thread rows as what contention adds.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,8 +34,10 @@ from steer_envs.ids import STEERING_ENV
 G = 8
 OBSERVATIONS = 32
 THINK_TOKENS = 32
-MODELS = {"tiny": {"hidden_size": 64, "layers": 2, "heads": 4, "kv_heads": 2},
-          "small": {"hidden_size": 256, "layers": 4, "heads": 4, "kv_heads": 2}}
+MODELS = {
+    "tiny": {"hidden_size": 64, "layers": 2, "heads": 4, "kv_heads": 2},
+    "small": {"hidden_size": 256, "layers": 4, "heads": 4, "kv_heads": 2},
+}
 #: (model, torch threads) rows: every model at 1 thread (what the trainers set on CPU), the small one at 2 too
 SETTINGS = [("tiny", 1), ("small", 1), ("small", 2)]
 SETTING_IDS = [f"{model}-{threads}-thread" for model, threads in SETTINGS]
@@ -49,8 +53,9 @@ def steerers(tmp_path_factory):
     def get(name: str) -> CausalLMSteerer:
         if name not in _STEERERS:
             folder = build_random_qwen2(tmp_path_factory.mktemp(f"qwen-{name}") / "lm", **MODELS[name])
-            _STEERERS[name] = CausalLMSteerer(options_from_catalogue(STEERING), model=str(folder),
-                                              max_think_tokens=THINK_TOKENS, batch_size=16)
+            _STEERERS[name] = CausalLMSteerer(
+                options_from_catalogue(STEERING), model=str(folder), max_think_tokens=THINK_TOKENS, batch_size=16
+            )
         return _STEERERS[name]
 
     yield get
@@ -137,12 +142,22 @@ def test_fast_path_batched_vs_one_at_a_time(benchmark, setting, observations):
         new_s = time.perf_counter() - start
     assert float((new - old).abs().max()) <= 1e-4
     lengths = [len(steerer._prompt_ids(o, FAST_QUESTION)) for o in observations]
-    benchmark.extra_info.update({
-        "observations": len(observations), "batch_size": steerer.batch_size, "prompt_tokens_mean": sum(lengths) / len(lengths),
-        "prompt_tokens_max": max(lengths), "one_at_a_time_s": old_s, "batched_s": new_s,
-        "one_at_a_time_obs_per_s": len(observations) / old_s, "batched_obs_per_s": len(observations) / new_s,
-        "speedup": old_s / new_s, "threads": torch.get_num_threads(), "model": model, **MODELS[model],
-    })
+    benchmark.extra_info.update(
+        {
+            "observations": len(observations),
+            "batch_size": steerer.batch_size,
+            "prompt_tokens_mean": sum(lengths) / len(lengths),
+            "prompt_tokens_max": max(lengths),
+            "one_at_a_time_s": old_s,
+            "batched_s": new_s,
+            "one_at_a_time_obs_per_s": len(observations) / old_s,
+            "batched_obs_per_s": len(observations) / new_s,
+            "speedup": old_s / new_s,
+            "threads": torch.get_num_threads(),
+            "model": model,
+            **MODELS[model],
+        }
+    )
 
 
 @pytest.mark.parametrize("setting", SETTINGS, indirect=True, ids=SETTING_IDS)
@@ -157,16 +172,28 @@ def test_slow_path_generate_vs_token_loop(benchmark, setting, observations):
         gen = torch.Generator().manual_seed(1)
         old, old_s = _timed(lambda: [old_sample_think(steerer, prompt, gen, False) for _ in range(G)])
         start = time.perf_counter()
-        new, logps = benchmark.pedantic(steerer._sample_thinks, args=(prompt, G, torch.Generator().manual_seed(1), False),
-                                        rounds=1, iterations=1)
+        new, logps = benchmark.pedantic(
+            steerer._sample_thinks, args=(prompt, G, torch.Generator().manual_seed(1), False), rounds=1, iterations=1
+        )
         new_s = time.perf_counter() - start
     assert len(new) == G and all(0 < len(t) <= THINK_TOKENS for t in new)
     assert all(torch.isfinite(lp) for lp in logps)
     old_tokens, new_tokens = sum(map(len, old)), sum(map(len, new))
-    benchmark.extra_info.update({
-        "G": G, "max_think_tokens": THINK_TOKENS, "prompt_tokens": len(prompt), "token_loop_s": old_s, "generate_s": new_s,
-        "token_loop_tokens": old_tokens, "generate_tokens": new_tokens, "token_loop_tokens_per_s": old_tokens / old_s,
-        "generate_tokens_per_s": new_tokens / new_s, "speedup": old_s / new_s,
-        "tokens_per_s_speedup": (new_tokens / new_s) / (old_tokens / old_s), "threads": torch.get_num_threads(),
-        "model": model, **MODELS[model],
-    })
+    benchmark.extra_info.update(
+        {
+            "G": G,
+            "max_think_tokens": THINK_TOKENS,
+            "prompt_tokens": len(prompt),
+            "token_loop_s": old_s,
+            "generate_s": new_s,
+            "token_loop_tokens": old_tokens,
+            "generate_tokens": new_tokens,
+            "token_loop_tokens_per_s": old_tokens / old_s,
+            "generate_tokens_per_s": new_tokens / new_s,
+            "speedup": old_s / new_s,
+            "tokens_per_s_speedup": (new_tokens / new_s) / (old_tokens / old_s),
+            "threads": torch.get_num_threads(),
+            "model": model,
+            **MODELS[model],
+        }
+    )

@@ -3,6 +3,7 @@ pass policy; and ``openai:`` executor envs against a loopback server that answer
 requests per second of the concurrent vector env (``steer_envs.vector``) at N = 64 beside gymnasium's
 SyncVectorEnv at N = 32, as a share of the ceiling N / latency (pytest-benchmark; run through
 ``python -m benchmarks.perf.suite``)."""
+
 from __future__ import annotations
 
 import time
@@ -27,8 +28,7 @@ def _steps(envs, n: int, num_envs: int) -> None:
 @pytest.mark.parametrize("num_envs,mode", SETTINGS, ids=[f"{m}-{n}" for n, m in SETTINGS])
 def test_make_vec_steps_per_second(benchmark, num_envs, mode):
     kwargs = {"vector_kwargs": {"shared_memory": False}} if mode == "async" else {}
-    envs = gym.make_vec(STEERING_ENV, num_envs=num_envs, vectorization_mode=mode, split="test",
-                        **kwargs)
+    envs = gym.make_vec(STEERING_ENV, num_envs=num_envs, vectorization_mode=mode, split="test", **kwargs)
     try:
         envs.reset(seed=0)
         _steps(envs, 20, num_envs)  # load index, corpus and tasks in every worker
@@ -38,8 +38,9 @@ def test_make_vec_steps_per_second(benchmark, num_envs, mode):
         seconds = time.perf_counter() - start
     finally:
         envs.close()
-    benchmark.extra_info.update({"num_envs": num_envs, "mode": mode, "vector_steps": n,
-                                 "env_steps_per_second": n * num_envs / seconds})
+    benchmark.extra_info.update(
+        {"num_envs": num_envs, "mode": mode, "vector_steps": n, "env_steps_per_second": n * num_envs / seconds}
+    )
 
 
 # -- many episodes in flight: openai: executors against a loopback server answering every request in 100 ms -------
@@ -57,7 +58,10 @@ def latency_servers():
     """The servers in their own processes, as model servers are: the benchmark measures the client alone."""
     from steer_envs.llm.latency_server import LatencyServerProcess
 
-    with LatencyServerProcess(LATENCY, reply="search") as search, LatencyServerProcess(LATENCY, reply="answer") as answer:
+    with (
+        LatencyServerProcess(LATENCY, reply="search") as search,
+        LatencyServerProcess(LATENCY, reply="answer") as answer,
+    ):
         yield {"search": search, "answer": answer}
 
 
@@ -69,13 +73,15 @@ def _openai_envs(kind: str, n: int, spec: str):
     # same-step autoreset: a finished episode restarts inside the step, so every vector step is n requests
     kw = dict(executor=f"{spec}?max_in_flight=256", split="test", max_turns=8)
     if kind == "sync":
-        return SyncVectorEnv([lambda: gym.make(STEERING_ENV, **kw)] * n,
-                             autoreset_mode=AutoresetMode.SAME_STEP)
+        return SyncVectorEnv([lambda: gym.make(STEERING_ENV, **kw)] * n, autoreset_mode=AutoresetMode.SAME_STEP)
     return make_concurrent_vec(STEERING_ENV, n, autoreset_mode=AutoresetMode.SAME_STEP, **kw)
 
 
-@pytest.mark.parametrize("kind,num_envs,reply", OPENAI_SETTINGS,
-                         ids=[f"{k}-{n}" + ("" if r == "search" else f"-{r}") for k, n, r in OPENAI_SETTINGS])
+@pytest.mark.parametrize(
+    "kind,num_envs,reply",
+    OPENAI_SETTINGS,
+    ids=[f"{k}-{n}" + ("" if r == "search" else f"-{r}") for k, n, r in OPENAI_SETTINGS],
+)
 def test_openai_requests_per_second(benchmark, latency_servers, kind, num_envs, reply):
     latency_server = latency_servers[reply]
     envs = _openai_envs(kind, num_envs, latency_server.spec)
@@ -95,8 +101,17 @@ def test_openai_requests_per_second(benchmark, latency_servers, kind, num_envs, 
     assert counts["requests"] == steps * num_envs  # one request per env and vector step
     if kind == "concurrent":
         assert counts["peak_in_flight"] > num_envs // 2 and counts["connections"] < counts["requests"]
-    benchmark.extra_info.update({"vector_env": kind, "num_envs": num_envs, "reply": reply, "latency_s": LATENCY,
-                                 "vector_steps": steps,
-                                 "requests": counts["requests"], "requests_per_second": rate,
-                                 "share_of_ceiling": rate / ceiling, "new_connections": counts["connections"],
-                                 "peak_in_flight": counts["peak_in_flight"]})
+    benchmark.extra_info.update(
+        {
+            "vector_env": kind,
+            "num_envs": num_envs,
+            "reply": reply,
+            "latency_s": LATENCY,
+            "vector_steps": steps,
+            "requests": counts["requests"],
+            "requests_per_second": rate,
+            "share_of_ceiling": rate / ceiling,
+            "new_connections": counts["connections"],
+            "peak_in_flight": counts["peak_in_flight"],
+        }
+    )

@@ -1,4 +1,5 @@
 """Arguments shared by several subcommands: the data folder, and the env protocol's flags generated from its fields."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,15 @@ from ..errors import SteerEnvsError
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
     """``--data-dir``: the protocol's ``data_dir`` flag (generated like the others), its help naming what the folder
     holds; for commands that take only a few protocol flags, or none but this one."""
-    add_protocol_arguments(parser, include=("data_dir",), overrides={"data_dir": {
-        "help": "folder with tasks/, corpus/, trajectories/ (default: $STEER_ENVS_DATA, else ../shared/data)"}})
+    add_protocol_arguments(
+        parser,
+        include=("data_dir",),
+        overrides={
+            "data_dir": {
+                "help": "folder with tasks/, corpus/, trajectories/ (default: $STEER_ENVS_DATA, else ../shared/data)"
+            }
+        },
+    )
 
 
 # -- the env protocol's flags --------------------------------------------------------------------------------------
@@ -47,8 +55,9 @@ def _flag_keywords(name: str, annotation: Any) -> dict[str, Any]:
     if typing.get_origin(annotation) is tuple:
         return {**_flag_keywords(name, args[0]), "nargs": "+"}
     if annotation not in FLAG_TYPES:
-        raise TypeError(f"EnvProtocol.{name}: no CLI flag for type {annotation!r}; add it to "
-                        f"steer_envs.cli.common.FLAG_TYPES")
+        raise TypeError(
+            f"EnvProtocol.{name}: no CLI flag for type {annotation!r}; add it to steer_envs.cli.common.FLAG_TYPES"
+        )
     return dict(FLAG_TYPES[annotation])
 
 
@@ -57,9 +66,14 @@ def _default_text(value: Any) -> str:
     return text.replace("%", "%%")
 
 
-def add_protocol_arguments(parser: argparse.ArgumentParser, *, include: Sequence[str] | None = None,
-                           exclude: Sequence[str] = (), defaults: Mapping[str, Any] | None = None,
-                           overrides: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[str, ...]:
+def add_protocol_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[str, ...]:
     """Add a flag for each field of :class:`~steer_envs.protocol.EnvProtocol` (``max_turns`` → ``--max-turns``).
 
     Why generated: the options every env of a run shares are written once (the protocol's fields, their docs in
@@ -73,19 +87,26 @@ def add_protocol_arguments(parser: argparse.ArgumentParser, *, include: Sequence
 
     by_name = {f.name: f for f in dataclasses.fields(EnvProtocol)}
     defaults, overrides = dict(defaults or {}), dict(overrides or {})
-    for what, names in (("include", include or ()), ("exclude", exclude), ("defaults", defaults),
-                        ("overrides", overrides)):
+    for what, names in (
+        ("include", include or ()),
+        ("exclude", exclude),
+        ("defaults", defaults),
+        ("overrides", overrides),
+    ):
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise SteerEnvsError(f"add_protocol_arguments {what}: {unknown} are no EnvProtocol fields; "
-                                 f"the fields are {', '.join(by_name)}")
+            raise SteerEnvsError(
+                f"add_protocol_arguments {what}: {unknown} are no EnvProtocol fields; "
+                f"the fields are {', '.join(by_name)}"
+            )
     chosen = tuple(n for n in by_name if (include is None or n in include) and n not in exclude)
     hints = typing.get_type_hints(EnvProtocol)
     for name in chosen:
         default = defaults.get(name, by_name[name].default)
         doc = _field_doc(name, by_name[name]).replace("%", "%%")  # argparse %-formats help
         keywords: dict[str, Any] = {
-            **_flag_keywords(name, hints[name]), "default": default,
+            **_flag_keywords(name, hints[name]),
+            "default": default,
             "help": doc if default is None or "(default" in doc else f"{doc} (default {_default_text(default)})",
         }
         keywords.update(overrides.get(name, {}))
@@ -93,8 +114,9 @@ def add_protocol_arguments(parser: argparse.ArgumentParser, *, include: Sequence
     return chosen
 
 
-def protocol_kwargs(args: argparse.Namespace, names: Sequence[str] | None = None, *,
-                    drop_none: bool = False) -> dict[str, Any]:
+def protocol_kwargs(
+    args: argparse.Namespace, names: Sequence[str] | None = None, *, drop_none: bool = False
+) -> dict[str, Any]:
     """The protocol fields a command parsed (those of ``names``, default every field ``args`` has), as
     :class:`~steer_envs.protocol.EnvProtocol` keywords: lists as tuples; ``drop_none`` leaves out the flags left
     at ``None`` ("keep the config's / the env's own value")."""
@@ -111,5 +133,6 @@ def protocol_from_args(args: argparse.Namespace, base: Any = None, names: Sequen
     defaults) with every flag the command took in place of its field; flags left at ``None`` keep ``base``'s."""
     from ..protocol import EnvProtocol
 
-    return dataclasses.replace(base if base is not None else EnvProtocol(),
-                               **protocol_kwargs(args, names, drop_none=True))
+    return dataclasses.replace(
+        base if base is not None else EnvProtocol(), **protocol_kwargs(args, names, drop_none=True)
+    )

@@ -1,4 +1,5 @@
 """``steer-envs data info`` and ``steer-envs search``."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,16 +12,15 @@ from ..paths import resolve_data_dir
 from ..retrieval import MAX_K, make_retriever
 from ..retrieval.evaluation import supporting_recall
 from .common import add_data_dir, add_protocol_arguments
-from .registry import Command, register_command
 
 
-def _configure_data(parser: argparse.ArgumentParser) -> None:
+def configure_data(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="data_command", required=True, metavar="{info}")
     info = sub.add_parser("info", help="counts per benchmark and split, corpus size, trajectory files")
     add_data_dir(info)
 
 
-def _run_data(args: argparse.Namespace) -> int:
+def run_data(args: argparse.Namespace) -> int:
     root = resolve_data_dir(args.data_dir)
     # everything is read before anything is printed: a broken folder gives one clear error, not half a table
     by_benchmark = {bench: load_tasks(bench, data_dir=root) for bench in BENCHMARKS}
@@ -40,8 +40,10 @@ def _run_data(args: argparse.Namespace) -> int:
         grand.update(counts)
         grand["answerable"] += answerable
         print(f"{bench:<17}" + "".join(f"{counts[s]:>7}" for s in SPLITS) + f"{len(tasks):>7}{answerable:>12}")
-    print(f"{'all':<17}" + "".join(f"{grand[s]:>7}" for s in SPLITS) + f"{sum(grand[s] for s in SPLITS):>7}"
-          f"{grand['answerable']:>12}")
+    print(
+        f"{'all':<17}" + "".join(f"{grand[s]:>7}" for s in SPLITS) + f"{sum(grand[s] for s in SPLITS):>7}"
+        f"{grand['answerable']:>12}"
+    )
     print(f"\ncorpus: {len(corpus)} passages ({corpus.path})")
     print("trajectories:")
     for name, (path, rows) in trajectories.items():
@@ -49,7 +51,7 @@ def _run_data(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configure_search(parser: argparse.ArgumentParser) -> None:
+def configure_search(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", nargs="+", help="the search query (words are joined with spaces)")
     parser.add_argument("-k", type=int, default=5, help=f"number of passages to show (1..{MAX_K}, default 5)")
     parser.add_argument("--retriever", default="bm25s", help="retriever spec (default bm25s)")
@@ -57,7 +59,7 @@ def _configure_search(parser: argparse.ArgumentParser) -> None:
     add_data_dir(parser)
 
 
-def _run_search(args: argparse.Namespace) -> int:
+def run_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     start = time.perf_counter()
     retriever = make_retriever(args.retriever, data_dir=args.data_dir)
@@ -74,14 +76,14 @@ def _run_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configure_recall(parser: argparse.ArgumentParser) -> None:
+def configure_recall(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retriever", default="bm25s", help="retriever spec (default bm25s)")
     parser.add_argument("-k", type=int, default=5, help="cut-off (default 5)")
     add_protocol_arguments(parser, include=("split",), defaults={"split": "test"})
     add_data_dir(parser)
 
 
-def _run_recall(args: argparse.Namespace) -> int:
+def run_recall(args: argparse.Namespace) -> int:
     tasks = load_tasks(split=args.split, data_dir=args.data_dir)
     retriever = make_retriever(args.retriever, data_dir=args.data_dir)
     start = time.perf_counter()
@@ -91,10 +93,3 @@ def _run_recall(args: argparse.Namespace) -> int:
     print(report.to_markdown())
     print(f"\n{report.n_tasks} queries in {elapsed:.2f}s ({report.n_tasks / elapsed:.0f} queries/s, batched)")
     return 0
-
-
-register_command(Command("data", "inspect the data folder", _configure_data, _run_data))
-register_command(Command(
-    "retrieval-recall", "share of tasks with a gold supporting passage in the top k", _configure_recall, _run_recall
-))
-register_command(Command("search", "search the corpus (BM25)", _configure_search, _run_search))

@@ -1,4 +1,5 @@
 """Entry point of the ``steer-envs`` console script."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,23 +7,19 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from .. import __version__
 from ..errors import SteerEnvsError
-from . import (  # noqa: F401  (each registers its commands)
-    calibrate_command,
-    cards_command,
-    data_commands,
-    guidance_command,
-    serve_command,
-    serve_env_command,
-    vllm_command,
-)
+from .commands import register_core_commands
 from .registry import COMMANDS, Command, load_plugins
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line. ``configure``: the commands whose own arguments are added (None: all of them).
+    :func:`main` adds only the chosen command's, so a command's module (FastAPI, torch) is imported only when it
+    runs and ``steer-envs --help`` answers at once; every command is listed either way."""
+    register_core_commands()
     load_plugins()
     parser = argparse.ArgumentParser(
         prog="steer-envs", description="Environments for steering and guiding LLM search agents."
@@ -30,8 +27,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"steer-envs {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS.values():
-        command.configure(sub.add_parser(command.name, help=command.help, description=command.help))
+        subparser = sub.add_parser(command.name, help=command.help, description=command.help)
+        if configure is None or command.name in configure:
+            command.configure(subparser)
     return parser
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command named on a command line: its first word that is not an option (None: none, as in ``--help``)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def interrupted_message(command: Command, args: argparse.Namespace, argv: list[str]) -> str:
@@ -49,8 +53,9 @@ def _stop_on_sigterm(signum, frame) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = chosen_command(argv)
+    parser = build_parser(configure=() if chosen is None else (chosen,))
     args = parser.parse_args(argv)
     command = COMMANDS[args.command]
     previous = signal.getsignal(signal.SIGTERM)

@@ -3,6 +3,7 @@
 Two on-disk forms are read: the shared schema (``{"id", "title", "text", "contents"}``) and a Search-R1 /
 pyserini ``JsonCollection`` (``{"id", "contents"}`` with ``contents = "Title"\\ntext``, e.g. wiki-18).
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Line-numbered JSONL reading: a malformed line raises an error naming the file and the line."""
+
 from __future__ import annotations
 
 import gzip

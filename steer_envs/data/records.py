@@ -1,4 +1,5 @@
 """Typed records for the data the environments stand on."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ class Passage:
         return f'"{self.title}"\n{self.text}'
 
     @staticmethod
-    def from_contents(pid: str, contents: str) -> "Passage":
+    def from_contents(pid: str, contents: str) -> Passage:
         """Split a Search-R1 ``contents`` string into title and text."""
         head, _, body = contents.partition("\n")
         title = head.strip().strip('"')

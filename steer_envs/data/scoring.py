@@ -9,6 +9,7 @@ Two families are implemented because papers differ and the difference matters fo
   collapse whitespace) with F1 over token **bags** (multiset overlap), as Search-R1 and FlashRAG report.
 * ``cover_em``: every token of a golden answer appears in the prediction (normalised as SQuAD).
 """
+
 from __future__ import annotations
 
 import re

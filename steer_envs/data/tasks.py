@@ -4,6 +4,7 @@ The shared schema carries ground truth the simulator and the analysis need (supp
 decompositions); a FlashRAG-style file (``{"id", "question", "golden_answers"}``) carries only what an LLM
 executor needs, so users can bring the paper's full benchmark files.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,18 @@ SPLITS: tuple[str, ...] = ("train", "dev", "test")
 MULTI_HOP: frozenset[str] = frozenset({"hotpotqa", "2wikimultihopqa", "musique", "bamboogle"})
 
 _KNOWN_KEYS = {
-    "id", "benchmark", "split", "question", "golden_answers", "passage_ids", "supporting_ids",
-    "answer_bearing_ids", "answerable_in_corpus", "decomposition", "evidences", "hops",
+    "id",
+    "benchmark",
+    "split",
+    "question",
+    "golden_answers",
+    "passage_ids",
+    "supporting_ids",
+    "answer_bearing_ids",
+    "answerable_in_corpus",
+    "decomposition",
+    "evidences",
+    "hops",
 }
 
 
@@ -67,7 +78,13 @@ def task_from_dict(obj: dict, where: str, benchmark: str = "custom", split: str 
 
 
 def _check_names(benchmarks: Iterable[str] | None, splits: Iterable[str] | None) -> tuple[list[str], list[str]]:
-    chosen_b = list(BENCHMARKS) if benchmarks in (None, "all") else [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
+    chosen_b = (
+        list(BENCHMARKS)
+        if benchmarks in (None, "all")
+        else [benchmarks]
+        if isinstance(benchmarks, str)
+        else list(benchmarks)
+    )
     chosen_s = list(SPLITS) if splits in (None, "all") else [splits] if isinstance(splits, str) else list(splits)
     for name in chosen_b:
         if name not in BENCHMARKS:
@@ -91,7 +108,8 @@ def load_tasks(
     tasks: list[Task] = []
     for bench in chosen_b:
         tasks.extend(
-            t for t in _load_benchmark_file(root / "tasks" / f"{bench}.jsonl.gz", bench)
+            t
+            for t in _load_benchmark_file(root / "tasks" / f"{bench}.jsonl.gz", bench)
             if t.split in chosen_s and (t.answerable_in_corpus or not answerable_only)
         )
     if ids is not None:

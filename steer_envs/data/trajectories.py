@@ -3,6 +3,7 @@
 Rows are joined to tasks by benchmark + whitespace-normalised question. Turn-level parsing of the transcripts
 lives with the replay executor; this module only reads rows.
 """
+
 from __future__ import annotations
 
 import os

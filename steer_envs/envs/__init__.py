@@ -1,5 +1,6 @@
 """The search environments (steering, planning, verification supervise a frozen executor; GuidedSearch trains the
 searcher itself) and their helpers."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -27,33 +28,57 @@ def observation_text(obs: Mapping[str, Any]) -> str:
 def __getattr__(name: str):  # the env classes import gymnasium/numpy machinery; load them on first use
     if name in ("SearchEnv", "EnvConfig"):
         from . import base
+
         return getattr(base, name)
     if name == "SearchTaskEnv":  # the base of SearchEnv and GuidedSearchEnv
         from .task_env import SearchTaskEnv
+
         return SearchTaskEnv
     if name == "SearchSteeringEnv":
         from .steering import SearchSteeringEnv
+
         return SearchSteeringEnv
     if name == "SearchPlanningEnv":
         from .planning import SearchPlanningEnv
+
         return SearchPlanningEnv
     if name == "GuidedSearchEnv":
         from .guided import GuidedSearchEnv
+
         return GuidedSearchEnv
     if name == "SearchVerificationEnv":
         from .verification import SearchVerificationEnv
+
         return SearchVerificationEnv
     if name == "HandoffSteeringEnv":
         from .handoff import HandoffSteeringEnv
+
         return HandoffSteeringEnv
     if name == "HandoffPipelineAEC":
         from .handoff_aec import HandoffPipelineAEC
+
         return HandoffPipelineAEC
     raise AttributeError(name)
 
 
 __all__ = [
-    "CATALOGUES", "ENVS", "HANDOFF", "PLANNING", "STEERING", "VERIFICATION", "AnyText", "InterventionTemplate", "env_ids",
-    "observation_text", "register_envs", "SearchTaskEnv", "SearchEnv", "SearchSteeringEnv", "SearchPlanningEnv",
-    "SearchVerificationEnv", "GuidedSearchEnv", "HandoffSteeringEnv", "HandoffPipelineAEC",
+    "CATALOGUES",
+    "ENVS",
+    "HANDOFF",
+    "PLANNING",
+    "STEERING",
+    "VERIFICATION",
+    "AnyText",
+    "InterventionTemplate",
+    "env_ids",
+    "observation_text",
+    "register_envs",
+    "SearchTaskEnv",
+    "SearchEnv",
+    "SearchSteeringEnv",
+    "SearchPlanningEnv",
+    "SearchVerificationEnv",
+    "GuidedSearchEnv",
+    "HandoffSteeringEnv",
+    "HandoffPipelineAEC",
 ]

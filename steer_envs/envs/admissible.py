@@ -16,25 +16,35 @@ Ranking decides only which spans make the cut; the slots are then shuffled by a 
 index says nothing about rank. Every candidate carries a numeric feature vector (:func:`candidate_features`) that a
 policy network reads, including how well it matches the current step of a hint when one is shown.
 """
+
 from __future__ import annotations
 
 import re
 import zlib
 from collections.abc import Sequence
-from functools import lru_cache, partial
 from dataclasses import dataclass
+from functools import lru_cache, partial
 
 import numpy as np
 
 from ..data.scoring import asearcher_normalize
-from ..guidance.records import ANSWER, SEARCH, GuidanceAction
-from ..text import CANDIDATE_ENTITY_RULES, CANDIDATE_SPAN_RULES, entities, entity_spans
+from ..reference_plans.records import ANSWER, SEARCH, PlanAction
+from ..text import (  # noqa: F401  (similarity, words: re-exported, their old home)
+    CANDIDATE_ENTITY_RULES,
+    CANDIDATE_SPAN_RULES,
+    entities,
+    entity_spans,
+    similarity,
+    split_sentences,
+    words,
+)
 from ..text import CANDIDATE_STOP_WORDS as _STOP
 from ..text import content_words as _content_words
-from ..text import similarity, split_sentences, words  # noqa: F401  (similarity, words: re-exported, their old home)
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_DATE = re.compile(rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{3,4}}|(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{3,4}}|(?:{_MONTHS})\s+\d{{3,4}})\b")
+_DATE = re.compile(
+    rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{3,4}}|(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{3,4}}|(?:{_MONTHS})\s+\d{{3,4}})\b"
+)
 _NUMBER = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d{3,}(?:\.\d+)?)\b")
 _IS_A = re.compile(r"\b(?:is|was|are|were|became|becomes)\s+(?:a|an|the)\s+((?:[A-Za-z\-]+\s+){0,2}[a-z\-]+)")
 
@@ -66,8 +76,8 @@ class Candidate:
     local_overlap: float = 0.0  # best share of question words among the words right before / after it
     relation_overlap: float = 0.0  # best share of the question's relation words in a sentence containing it
 
-    def action(self) -> GuidanceAction:
-        return GuidanceAction.search(self.text) if self.kind == SEARCH else GuidanceAction.answer(self.text)
+    def action(self) -> PlanAction:
+        return PlanAction.search(self.text) if self.kind == SEARCH else PlanAction.answer(self.text)
 
     def render(self) -> str:
         return f"{self.kind}: {self.text}"
@@ -156,19 +166,41 @@ def build_candidates(
     titles = {asearcher_normalize(d.title) for d in docs}
     for doc in docs:
         doc_words = content_words(doc.text) | content_words(doc.title)
-        entries = [(doc.title, "title", asearcher_normalize(doc.title), len(q_words & doc_words) / max(1, len(q_words)),
-                    0.0, len(q_relation & doc_words) / max(1, len(q_relation)))]
+        entries = [
+            (
+                doc.title,
+                "title",
+                asearcher_normalize(doc.title),
+                len(q_words & doc_words) / max(1, len(q_words)),
+                0.0,
+                len(q_relation & doc_words) / max(1, len(q_relation)),
+            )
+        ]
         for sentence in _sentences(doc.text):
             sentence_words = content_words(sentence)
             overlap = len(q_words & sentence_words) / max(1, len(q_words))
             relation = len(q_relation & sentence_words) / max(1, len(q_relation))
-            entries.extend((span, origin, key, overlap, len(q_words & local) / max(1, len(q_words)), relation)
-                           for span, origin, key, local in _spans(sentence))
+            entries.extend(
+                (span, origin, key, overlap, len(q_words & local) / max(1, len(q_words)), relation)
+                for span, origin, key, local in _spans(sentence)
+            )
         for position, (span, origin, key, overlap, local, relation) in enumerate(entries):
             if not key:
                 continue
-            s = stats.setdefault(key, {"text": span, "origin": origin, "latest": False, "rank": 99, "freq": 0, "overlap": 0.0,
-                                       "position": position, "local": 0.0, "relation": 0.0})
+            s = stats.setdefault(
+                key,
+                {
+                    "text": span,
+                    "origin": origin,
+                    "latest": False,
+                    "rank": 99,
+                    "freq": 0,
+                    "overlap": 0.0,
+                    "position": position,
+                    "local": 0.0,
+                    "relation": 0.0,
+                },
+            )
             if origin == "title":
                 s["origin"], s["text"] = "title", span
             s["latest"] |= doc.block == latest_block
@@ -183,8 +215,19 @@ def build_candidates(
 
     def make(kind: str, key: str) -> Candidate:
         s = stats[key]
-        return Candidate(kind, s["text"], s["origin"], bool(s["latest"]), int(s["rank"]), int(s["freq"]),
-                         float(s["overlap"]), key in titles, int(s["position"]), float(s["local"]), float(s["relation"]))
+        return Candidate(
+            kind,
+            s["text"],
+            s["origin"],
+            bool(s["latest"]),
+            int(s["rank"]),
+            int(s["freq"]),
+            float(s["overlap"]),
+            key in titles,
+            int(s["position"]),
+            float(s["local"]),
+            float(s["relation"]),
+        )
 
     def rank_key(key: str) -> tuple:  # top-ranked documents of every search first, then by position in the text
         s = stats[key]
@@ -193,7 +236,9 @@ def build_candidates(
     # -- queries ------------------------------------------------------------------------------------------------
     queries: list[Candidate] = []
     seen: set[str] = set(searched_keys)
-    for text, origin in [(question.rstrip("?").strip(), "question")] + [(e, "question_entity") for e in question_entities(question)]:
+    for text, origin in [(question.rstrip("?").strip(), "question")] + [
+        (e, "question_entity") for e in question_entities(question)
+    ]:
         key = asearcher_normalize(text)
         if key and key not in seen:
             seen.add(key)
@@ -234,14 +279,41 @@ def build_candidates(
 ORIGINS: tuple[str, ...] = ("question", "question_entity", "title", "span", "date", "number", "noun", "polar")
 #: names of the per-candidate feature columns (the policy network's input); ``hint_*`` columns are 0 without a hint
 FEATURE_NAMES: tuple[str, ...] = (
-    "is_search", "is_answer", *(f"origin_{o}" for o in ORIGINS),
-    "latest", "rank_1", "rank_2", "rank_3plus", "frequency", "context_overlap", "is_title", "in_question",
-    "question_word_share", "length", "position", "is_year", "capitalised_words", "local_overlap",
+    "is_search",
+    "is_answer",
+    *(f"origin_{o}" for o in ORIGINS),
+    "latest",
+    "rank_1",
+    "rank_2",
+    "rank_3plus",
+    "frequency",
+    "context_overlap",
+    "is_title",
+    "in_question",
+    "question_word_share",
+    "length",
+    "position",
+    "is_year",
+    "capitalised_words",
+    "local_overlap",
     "relation_overlap",
     *(f"wh_{w}" for w in ("who", "when", "where", "what", "which", "how_many", "how", "polar")),
-    "turn_0", "turn_1", "turn_2", "turn_3plus", "searches", "last_turn", "question_length", "question_entities",
-    "comparison_question", "best_answer_context", "latest_answer_context", "blocks",
-    "hint_present", "hint_similarity", "hint_best", "hint_any_similarity",
+    "turn_0",
+    "turn_1",
+    "turn_2",
+    "turn_3plus",
+    "searches",
+    "last_turn",
+    "question_length",
+    "question_entities",
+    "comparison_question",
+    "best_answer_context",
+    "latest_answer_context",
+    "blocks",
+    "hint_present",
+    "hint_similarity",
+    "hint_best",
+    "hint_any_similarity",
 )
 HINT_COLUMNS: tuple[int, ...] = tuple(i for i, n in enumerate(FEATURE_NAMES) if n.startswith("hint_"))
 _WH = (
@@ -258,7 +330,7 @@ _YEAR = re.compile(r"^(?:1\d{3}|20\d{2})$")
 _COMPARISON = re.compile(r"\b(?:or|both|same|earlier|later|older|younger|first|longer|more|higher|larger)\b", re.I)
 
 
-def hint_pointer(hint: Sequence[GuidanceAction], taken: Sequence[GuidanceAction], threshold: float = 0.5) -> int:
+def hint_pointer(hint: Sequence[PlanAction], taken: Sequence[PlanAction], threshold: float = 0.5) -> int:
     """Index of the first hint action the agent has not carried out yet: hint actions are matched in order by
     taken actions of the same name whose argument is similar enough (the agent may take extra actions between)."""
     pointer = 0
@@ -277,8 +349,8 @@ def candidate_features(
     turn: int,
     searches: int,
     turns_left: int,
-    hint: Sequence[GuidanceAction] = (),
-    taken: Sequence[GuidanceAction] = (),
+    hint: Sequence[PlanAction] = (),
+    taken: Sequence[PlanAction] = (),
 ) -> np.ndarray:
     """A ``[len(candidates), len(FEATURE_NAMES)]`` float32 matrix. Hint columns compare each candidate with the
     next hint action not yet carried out (``hint_pointer``) and with every hint action of its kind."""
@@ -290,8 +362,14 @@ def candidate_features(
     q_words = content_words(question)
     entities = question_entities(question)
     glob = [
-        float(turn == 0), float(turn == 1), float(turn == 2), float(turn >= 3), min(searches, 5) / 5.0,
-        float(turns_left <= 1), min(len(words(question)), 40) / 40.0, min(len(entities), 4) / 4.0,
+        float(turn == 0),
+        float(turn == 1),
+        float(turn == 2),
+        float(turn >= 3),
+        min(searches, 5) / 5.0,
+        float(turns_left <= 1),
+        min(len(words(question)), 40) / 40.0,
+        min(len(entities), 4) / 4.0,
         float(bool(_COMPARISON.search(question)) and len(entities) >= 2),
         # set-level cues for "answer now or search on": how well the best answer candidate's sentence covers the
         # question (over all results, and over the latest search's), and how many searches returned results
@@ -305,18 +383,36 @@ def candidate_features(
     for i, c in enumerate(candidates):
         cw = content_words(c.text) or set(words(c.text))
         row = [
-            float(c.kind == SEARCH), float(c.kind == ANSWER), *(float(c.origin == o) for o in ORIGINS),
-            float(c.latest), float(c.best_rank == 1), float(c.best_rank == 2), float(c.best_rank >= 3),
-            min(np.log1p(c.frequency) / 3.0, 1.0), c.context_overlap, float(c.in_title),
-            float(f" {asearcher_normalize(c.text)} " in q_norm), len(cw & q_words) / max(1, len(cw)),
-            min(len(words(c.text)), 10) / 10.0, min(c.position, 30) / 30.0, float(bool(_YEAR.match(c.text.strip()))),
-            min(sum(w[:1].isupper() for w in c.text.split()), 4) / 4.0, c.local_overlap, c.relation_overlap,
-            *wh, *glob,
+            float(c.kind == SEARCH),
+            float(c.kind == ANSWER),
+            *(float(c.origin == o) for o in ORIGINS),
+            float(c.latest),
+            float(c.best_rank == 1),
+            float(c.best_rank == 2),
+            float(c.best_rank >= 3),
+            min(np.log1p(c.frequency) / 3.0, 1.0),
+            c.context_overlap,
+            float(c.in_title),
+            float(f" {asearcher_normalize(c.text)} " in q_norm),
+            len(cw & q_words) / max(1, len(cw)),
+            min(len(words(c.text)), 10) / 10.0,
+            min(c.position, 30) / 30.0,
+            float(bool(_YEAR.match(c.text.strip()))),
+            min(sum(w[:1].isupper() for w in c.text.split()), 4) / 4.0,
+            c.local_overlap,
+            c.relation_overlap,
+            *wh,
+            *glob,
         ]
         out[i, : len(row)] = row
     if nxt is not None:
-        col = {name: FEATURE_NAMES.index(name) for name in ("hint_present", "hint_similarity", "hint_best", "hint_any_similarity")}
-        sims = np.array([similarity(c.text, nxt.text) if c.kind == nxt.name else 0.0 for c in candidates], dtype=np.float32)
+        col = {
+            name: FEATURE_NAMES.index(name)
+            for name in ("hint_present", "hint_similarity", "hint_best", "hint_any_similarity")
+        }
+        sims = np.array(
+            [similarity(c.text, nxt.text) if c.kind == nxt.name else 0.0 for c in candidates], dtype=np.float32
+        )
         out[:, col["hint_present"]] = 1.0
         out[:, col["hint_similarity"]] = sims
         if sims.max() > 0:

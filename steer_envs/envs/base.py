@@ -5,11 +5,12 @@ most recent ``max_transcript_chars`` characters), the turn index and the number 
 simulator state reaches ``info["privileged"]`` only. Subclasses define when the agent decides and what an action
 does (:meth:`SearchEnv._apply`).
 """
+
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -17,7 +18,6 @@ from gymnasium import spaces
 from ..data.records import Task
 from ..data.scoring import get_metric
 from ..data.tasks import load_task_file, load_tasks
-from ..deprecation import rename_options
 from ..errors import InvalidActionError, SteerEnvsError, unknown_name
 from ..executors.base import Executor, ExecutorContext, Intervention
 from ..executors.registry import make_executor, parse_spec
@@ -30,6 +30,7 @@ from .task_env import SearchTaskEnv
 ACTION_MODES = ("discrete", "text")
 MAX_GOAL_CHARS = 2000
 MAX_ACTION_CHARS = 1 << 20  # the action *space* bound; longer strings are accepted too (see _action_text)
+_Config = TypeVar("_Config", bound="SearchTaskConfig")
 
 
 def option(default: Any, doc: str, **kwargs: Any) -> Any:
@@ -55,9 +56,11 @@ class SearchTaskConfig:
     benchmarks: tuple[str, ...] | None = option(None, "benchmarks to draw tasks from (default: all seven)")
     split: str = option("train", "task split: train, dev or test")
     task_ids: tuple[str, ...] | None = option(
-        None, "explicit task ids (default: every task of the benchmarks and split that this env can run)")
+        None, "explicit task ids (default: every task of the benchmarks and split that this env can run)"
+    )
     max_turns: int = option(
-        10, "the searching agent's turn budget (the executor's in the supervision envs, the learner's in GuidedSearch)")
+        10, "the searching agent's turn budget (the executor's in the supervision envs, the learner's in GuidedSearch)"
+    )
     action_mode: str = option("discrete", "`discrete` (an index into the env's action set) or `text` (a string)")
     metric: str = option("f1", "reward metric: f1, em, cover_em, ...")
     data_dir: str | None = option(None, "data folder (default: $STEER_ENVS_DATA, else ../shared/data)")
@@ -82,7 +85,7 @@ class SearchTaskConfig:
     @classmethod
     def redefault(cls, name: str, default: Any) -> Any:
         """``name``'s field of this class with another default and the same doc (for a subclass's body)."""
-        return option(default, cls.__dataclass_fields__[name].metadata["doc"])  # type: ignore[attr-defined]
+        return option(default, cls.__dataclass_fields__[name].metadata["doc"])
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
@@ -94,18 +97,16 @@ class SearchTaskConfig:
         return {f.name: f.metadata.get("doc", "") for f in fields(cls)}
 
     @classmethod
-    def from_options(cls, env_name: str = "this env", **options: Any) -> "SearchTaskConfig":
-        """The config of ``gymnasium.make(id, **options)``; an unknown keyword is an error naming the valid ones.
-        A renamed option's old keyword (``cls.renamed_options``: :mod:`steer_envs.deprecation`) still works, with a
-        ``DeprecationWarning`` naming the new one."""
-        options = rename_options(options, getattr(cls, "renamed_options", {}), env_name, stacklevel=4)
+    def from_options(cls: type[_Config], env_name: str = "this env", **options: Any) -> _Config:
+        """The config of ``gymnasium.make(id, **options)``; an unknown keyword is an error naming the valid ones."""
         unknown = sorted(set(options) - set(cls.option_names()))
         if unknown:
             close = {name: difflib.get_close_matches(name, cls.option_names(), n=1) for name in unknown}
             hints = "".join(f" ({name!r}: did you mean {match[0]!r}?)" for name, match in close.items() if match)
             raise UnknownOptionError(
                 f"{env_name} has no option {', '.join(map(repr, unknown))}{hints}; its options: "
-                f"{', '.join(cls.option_names())} (documented in docs/envs/ and `env.unwrapped.option_docs`)")
+                f"{', '.join(cls.option_names())} (documented in docs/envs/ and `env.unwrapped.option_docs`)"
+            )
         return cls(**options)
 
 
@@ -117,9 +118,11 @@ class EnvConfig(SearchTaskConfig):
     (:class:`~.handoff.HandoffEnvConfig`)."""
 
     action_mode: str = option(
-        "discrete", "`discrete` (index into `env.unwrapped.catalogue`) or `text` (a free note, `pass` to pass)")
+        "discrete", "`discrete` (index into `env.unwrapped.catalogue`) or `text` (a free note, `pass` to pass)"
+    )
     executor: str = option(
-        "sim:default", "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ...")
+        "sim:default", "executor spec: `sim:<profile>`, `hf:<folder>`, `openai:<model>@<url>`, `replay:<file>`, ..."
+    )
     intervention_cost: float = option(0.0, "reward cost of each intervention")
     max_transcript_chars: int = option(6000, "how much of the transcript the observation shows")
     decision_every: int = option(1, "executor turns between two decisions")
@@ -143,9 +146,11 @@ class SearchEnv(SearchTaskEnv):
     pass_words: frozenset[str] = frozenset({"pass", ""})
 
     # -- documentation read by the env cards (``steer-envs cards``, docs/envs/) ---------------------------------
-    reward_doc = ("Terminal: the score of the executor's final answer against the golden answers under `metric` "
-                  "(F1 by default; 0 when it never answers). Each intervention adds `-intervention_cost` at the step "
-                  "it is made. Every other step gives 0.")
+    reward_doc = (
+        "Terminal: the score of the executor's final answer against the golden answers under `metric` "
+        "(F1 by default; 0 when it never answers). Each intervention adds `-intervention_cost` at the step "
+        "it is made. Every other step gives 0."
+    )
     observation_docs: dict[str, str] = {
         "goal": "the question (first 2,000 characters)",
         "transcript": "the executor's transcript so far in the Search-R1 protocol, the last `max_transcript_chars`",
@@ -164,19 +169,20 @@ class SearchEnv(SearchTaskEnv):
         "em": "exact match of the answer (final step)",
         "score": "the reward metric's value (final step)",
         "failure": "why the episode ended early: a service that failed after retries, or a recording that ends "
-                   "(final step, only when it happened)",
+        "(final step, only when it happened)",
         "failure_source": "what failed (`backend`, `retrieval`, `service`) when a service failed after its retries: "
-                          "the episode is then truncated (terminated=False) with reward 0 for that step, a failure "
-                          "and not an outcome (final step, only when it happened; `steer_envs.failures`)",
+        "the episode is then truncated (terminated=False) with reward 0 for that step, a failure "
+        "and not an outcome (final step, only when it happened; `steer_envs.failures`)",
         "truncation": "`context` when the executor's prompt outgrew its model's context (`ContextOverflowError`): the "
-                      "episode is truncated (terminated=False) and scored as one without an answer (F1 0, no "
-                      "`failure`), an outcome that evaluations keep in their means (final step, only when it happened)",
+        "episode is truncated (terminated=False) and scored as one without an answer (F1 0, no "
+        "`failure`), an outcome that evaluations keep in their means (final step, only when it happened)",
         "truncation_detail": "the model's or server's message about the overflow (tokens asked for, the context) "
-                             "(final step, with `truncation`)",
+        "(final step, with `truncation`)",
     }
     #: the options (``gymnasium.make`` keywords) and their defaults, types and docs
     config_class: type[EnvConfig] = EnvConfig
     option_docs: dict[str, str] = EnvConfig.option_docs()
+    config: EnvConfig
 
     def __init__(self, **options: Any) -> None:
         """``options``: the fields of :attr:`config_class` (:class:`EnvConfig`), by keyword."""
@@ -189,13 +195,25 @@ class SearchEnv(SearchTaskEnv):
         self.config = config
         self.render_mode = render_mode
         self._tasks: list[Task] | None = None
-        self.executor: Executor = self._make_executor(config.executor, ExecutorContext(
-            retriever=config.retriever, data_dir=config.data_dir, max_turns=config.max_turns, topk=config.topk))
+        self.executor: Executor = self._make_executor(
+            config.executor,
+            ExecutorContext(
+                retriever=config.retriever, data_dir=config.data_dir, max_turns=config.max_turns, topk=config.topk
+            ),
+        )
         if not self.tasks:
-            hint = (f"; {config.executor} supports none of the {self._unsupported} that do (a replay covers only "
-                    "recorded tasks)") if self._unsupported else ""
-            raise SteerEnvsError(f"no tasks match benchmarks={options.get('benchmarks')!r} split={config.split!r} "
-                                 f"task_ids={options.get('task_ids')!r}" + hint)
+            hint = (
+                (
+                    f"; {config.executor} supports none of the {self._unsupported} that do (a replay covers only "
+                    "recorded tasks)"
+                )
+                if self._unsupported
+                else ""
+            )
+            raise SteerEnvsError(
+                f"no tasks match benchmarks={options.get('benchmarks')!r} split={config.split!r} "
+                f"task_ids={options.get('task_ids')!r}" + hint
+            )
         self.catalogue: tuple[InterventionTemplate, ...] = CATALOGUES[self.kind]
         self.observation_space = self._observation_space()
         self.action_space = (
@@ -232,24 +250,32 @@ class SearchEnv(SearchTaskEnv):
         return 2 * self.config.max_turns + 2
 
     def _observation_space(self) -> spaces.Dict:
-        return spaces.Dict({
-            "goal": AnyText(MAX_GOAL_CHARS),
-            "transcript": AnyText(self.config.max_transcript_chars),
-            "turn": spaces.Discrete(self.config.max_turns + 1),
-            "interventions": spaces.Discrete(self.max_interventions + 1),
-        })
+        return spaces.Dict(
+            {
+                "goal": AnyText(MAX_GOAL_CHARS),
+                "transcript": AnyText(self.config.max_transcript_chars),
+                "turn": spaces.Discrete(self.config.max_turns + 1),
+                "interventions": spaces.Discrete(self.max_interventions + 1),
+            }
+        )
+
+    @property
+    def _episode_task(self) -> Task:
+        """The task of the episode under way (``reset`` sets it)."""
+        assert self.task is not None, "call reset() first"
+        return self.task
 
     def _observation(self) -> dict[str, Any]:
         ex = self.executor
         return {
-            "goal": self.task.question[:MAX_GOAL_CHARS],
-            "transcript": ex.transcript[-self.config.max_transcript_chars:],
+            "goal": self._episode_task.question[:MAX_GOAL_CHARS],
+            "transcript": ex.transcript[-self.config.max_transcript_chars :],
             "turn": np.int64(min(ex.stats.turns, self.config.max_turns)),
             "interventions": np.int64(min(self.interventions, self.max_interventions)),
         }
 
     def _info(self, final: bool) -> dict[str, Any]:
-        ex, task = self.executor, self.task
+        ex, task = self.executor, self._episode_task
         info: dict[str, Any] = {
             "task_id": task.id,
             "benchmark": task.benchmark,
@@ -315,7 +341,7 @@ class SearchEnv(SearchTaskEnv):
         return self._failure_pending() or self._context_pending()
 
     def _no_answer_score(self) -> float:
-        return float(self.metric_fn(None, self.task.golden_answers))
+        return float(self.metric_fn(None, self._episode_task.golden_answers))
 
     def _report_failure(self) -> None:
         self._failure_reported = True
@@ -390,7 +416,7 @@ class SearchEnv(SearchTaskEnv):
         self.executor.set_state(state["executor"])
         self._failure_reported = state.get("failure_reported", False)
 
-    def _fork_episode(self, clone: "SearchEnv", seed: int | None) -> None:
+    def _fork_episode(self, clone: SearchEnv, seed: int | None) -> None:
         clone.executor = self.executor.fork()
         if seed is not None:
             reseed = getattr(clone.executor, "reseed", None)

@@ -11,11 +11,13 @@ played with a fixed seed and a fixed policy and rendered as text. ``steer-envs c
 Nothing here is specific to one env: every id registered under the ``steer_envs/`` namespace gets a card, so an
 env added later is documented by the same command.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,7 @@ def _env_class(spec: gym.envs.registration.EnvSpec):
         return entry
     from ..registry import import_object
 
+    assert entry is not None, f"{spec.id} has no entry point"
     return import_object(entry)
 
 
@@ -66,6 +69,7 @@ def _option_fields(creator) -> list[tuple[str, Any, str, str | None]]:
     metadata holds the docs) when it has one, else the constructor's keyword parameters (doc: None)."""
     config_class = getattr(creator, "config_class", None) if inspect.isclass(creator) else None
     if config_class is not None and dataclasses.is_dataclass(config_class):
+
         def default(f: dataclasses.Field) -> Any:
             if f.default is not dataclasses.MISSING:
                 return f.default
@@ -75,7 +79,7 @@ def _option_fields(creator) -> list[tuple[str, Any, str, str | None]]:
 
         return [(f.name, default(f), str(f.type), f.metadata.get("doc")) for f in dataclasses.fields(config_class)]
     target = creator.__init__ if inspect.isclass(creator) else creator
-    rows = []
+    rows: list[tuple[str, Any, str, str | None]] = []
     for name, param in inspect.signature(target).parameters.items():
         if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
@@ -110,7 +114,7 @@ def _clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     text = str(text)
     if len(text) <= limit:
         return text
-    return text[: limit // 2] + f" [… {len(text) - limit} characters …] " + text[-limit // 2:]
+    return text[: limit // 2] + f" [… {len(text) - limit} characters …] " + text[-limit // 2 :]
 
 
 def _plain(value: Any) -> Any:
@@ -151,7 +155,7 @@ def _describe_obs(obs: Any, previous: Any) -> list[str]:
             if isinstance(old, str) and value == old:
                 continue
             if isinstance(old, str) and old and value.startswith(old):
-                lines.append(f"    {key} (appended): {_clip(value[len(old):])!r}")
+                lines.append(f"    {key} (appended): {_clip(value[len(old) :])!r}")
             else:
                 lines.append(f"    {key}: {_clip(value)!r}")
         else:
@@ -172,9 +176,14 @@ def _sample_episode(env_id: str, creator) -> SampleEpisode:
     render_mode = "ansi" if "ansi" in getattr(creator, "metadata", {}).get("render_modes", []) else None
     env = gym.make(env_id, render_mode=render_mode, **options) if render_mode else gym.make(env_id, **options)
     shown = ", ".join(f"{k}={v!r}" for k, v in options.items())
-    made = ", ".join([repr(env_id)] + ([shown] if shown else []) + ([f"render_mode={render_mode!r}"] if render_mode else []))
-    lines = [f"gymnasium.make({made})",
-             f"reset(seed={SAMPLE_SEED}); policy: action 0 (pass, where there is a catalogue), action 1 at step 2", ""]
+    made = ", ".join(
+        [repr(env_id)] + ([shown] if shown else []) + ([f"render_mode={render_mode!r}"] if render_mode else [])
+    )
+    lines = [
+        f"gymnasium.make({made})",
+        f"reset(seed={SAMPLE_SEED}); policy: action 0 (pass, where there is a catalogue), action 1 at step 2",
+        "",
+    ]
     obs, info = env.reset(seed=SAMPLE_SEED)
     info_keys = set(info)
     lines.append("reset")
@@ -186,8 +195,11 @@ def _sample_episode(env_id: str, creator) -> SampleEpisode:
         obs, reward, terminated, truncated, info = env.step(action)
         info_keys |= set(info)
         total += float(reward)
-        lines.append(f"step {step + 1}: action {action!r} -> reward {float(reward):g}"
-                     + (", terminated" if terminated else "") + (", truncated" if truncated else ""))
+        lines.append(
+            f"step {step + 1}: action {action!r} -> reward {float(reward):g}"
+            + (", terminated" if terminated else "")
+            + (", truncated" if truncated else "")
+        )
         lines += _describe_obs(obs, previous)
         previous = obs
         if terminated or truncated:
@@ -198,12 +210,12 @@ def _sample_episode(env_id: str, creator) -> SampleEpisode:
         lines.append(f"    {key}: {_clip(repr(value), 300)}")
     if render_mode == "ansi":
         lines += ["", "render() at the end:", ""]
-        lines += ["    " + line for line in _clip(env.render() or "", 2000).splitlines()]
+        lines += ["    " + line for line in _clip(str(env.render() or ""), 2000).splitlines()]
     env.close()
     return SampleEpisode("\n".join(lines), sorted(info_keys))
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     out += ["| " + " | ".join(cell.replace("\n", " ") for cell in row) + " |" for row in rows]
     return out
@@ -228,19 +240,27 @@ def build_card(env_id: str) -> str:
         lines += [module_doc.split("\n\n")[0], ""]
     if summary:
         lines += [summary, ""]
-    lines += _table(("", ""), [
-        ("entry point", f"`{spec.entry_point if isinstance(spec.entry_point, str) else creator.__qualname__}`"),
-        ("registered kwargs", f"`{dict(spec.kwargs)!r}`"),
-        ("nondeterministic", str(spec.nondeterministic)),
-        ("max_episode_steps", str(spec.max_episode_steps)),
-    ])
+    lines += _table(
+        ("", ""),
+        [
+            ("entry point", f"`{spec.entry_point if isinstance(spec.entry_point, str) else creator.__qualname__}`"),
+            ("registered kwargs", f"`{dict(spec.kwargs)!r}`"),
+            ("nondeterministic", str(spec.nondeterministic)),
+            ("max_episode_steps", str(spec.max_episode_steps)),
+        ],
+    )
 
     options = {k: v for k, v in SAMPLE_OPTIONS.items() if _accepts(creator, k)}
     env = gym.make(env_id, **options)
     obs_docs, info_docs = docs("observation_docs"), docs("info_docs")
     lines += ["", "## Observation space", "", f"`{env.observation_space!r}`", ""]
-    lines += _table(("key", "space", "meaning"), [(f"`{k}`" if k else "", f"`{v}`", obs_docs.get(k, "(undocumented)"))
-                                               for k, v in _space_rows(env.observation_space)])
+    lines += _table(
+        ("key", "space", "meaning"),
+        [
+            (f"`{k}`" if k else "", f"`{v}`", obs_docs.get(k, "(undocumented)"))
+            for k, v in _space_rows(env.observation_space)
+        ],
+    )
     lines += ["", "## Action space", ""]
     mode_rows = []
     if _accepts(creator, "action_mode"):
@@ -252,23 +272,34 @@ def build_card(env_id: str) -> str:
         lines += [f"`{env.action_space!r}`"]
     catalogue = getattr(env.unwrapped, "catalogue", None)
     if catalogue:
-        lines += ["", "Discrete actions (`env.unwrapped.catalogue`; in text mode, any note, or the pass words "
-                      f"{sorted(getattr(env.unwrapped, 'pass_words', ()))}):", ""]
-        lines += _table(("index", "name", "kind", "text sent", "what it is for"),
-                        [(str(i), f"`{t.name}`", t.kind, f"`{t.template}`" if t.template else "", t.description)
-                         for i, t in enumerate(catalogue)])
+        lines += [
+            "",
+            "Discrete actions (`env.unwrapped.catalogue`; in text mode, any note, or the pass words "
+            f"{sorted(getattr(env.unwrapped, 'pass_words', ()))}):",
+            "",
+        ]
+        lines += _table(
+            ("index", "name", "kind", "text sent", "what it is for"),
+            [
+                (str(i), f"`{t.name}`", t.kind, f"`{t.template}`" if t.template else "", t.description)
+                for i, t in enumerate(catalogue)
+            ],
+        )
     env.close()
 
     lines += ["", "## Reward", "", getattr(creator, "reward_doc", None) or "(undocumented)"]
     sample = _sample_episode(env_id, creator)
     info_keys = list(dict.fromkeys([*info_docs, *sample.info_keys]))
     lines += ["", "## `info` keys", ""]
-    lines += _table(("key", "meaning", "seen in the sample episode"),
-                    [(f"`{k}`", info_docs.get(k, "(undocumented)"), "yes" if k in sample.info_keys else "no")
-                     for k in info_keys])
+    lines += _table(
+        ("key", "meaning", "seen in the sample episode"),
+        [(f"`{k}`", info_docs.get(k, "(undocumented)"), "yes" if k in sample.info_keys else "no") for k in info_keys],
+    )
     lines += ["", "## Options (keyword arguments of `gymnasium.make`)", ""]
-    lines += _table(("option", "default", "type", "meaning"),
-                    [(f"`{n}`", d, f"`{a}`" if a else "", doc) for n, d, a, doc in _options(creator, spec)])
+    lines += _table(
+        ("option", "default", "type", "meaning"),
+        [(f"`{n}`", d, f"`{a}`" if a else "", doc) for n, d, a, doc in _options(creator, spec)],
+    )
     lines += ["", "## Versioning", "", VERSIONING]
     lines += ["", "## A sample episode", "", "```text", sample.text, "```", ""]
     lines += [f"*Generated by `steer-envs cards` from steer-envs {__version__}; do not edit by hand.*", ""]
@@ -276,8 +307,13 @@ def build_card(env_id: str) -> str:
 
 
 def build_index(env_ids: list[str]) -> str:
-    lines = ["# Environment cards", "", "One page per registered id, generated from the code by `steer-envs cards` "
-             "(checked by `tests/envs/test_cards.py`).", ""]
+    lines = [
+        "# Environment cards",
+        "",
+        "One page per registered id, generated from the code by `steer-envs cards` "
+        "(checked by `tests/envs/test_cards.py`).",
+        "",
+    ]
     for env_id in env_ids:
         spec = gym.registry[env_id]
         creator = _env_class(spec)

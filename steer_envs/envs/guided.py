@@ -1,19 +1,17 @@
-"""GuidedSearch-v0: the search agent itself is the learner, optionally guided by a reference action sequence.
+"""GuidedSearch-v0: the search agent itself is the learner, optionally guided by a reference plan.
 
 The agent answers a real question on the real corpus with the real retriever, in the Search-R1 text protocol: each
 step it searches (the top ``topk`` passages come back as an ``<information>`` block) or answers (the episode ends
-and the reward is the answer's score, exact match by default). Guidance (PAPERS.md B) is the first ``k`` actions of
-a reference plan (:mod:`steer_envs.reference_plans`):
+and the reward is the answer's score, exact match by default). What ACTGUIDE-RL shows a learner whose own rollouts
+fail is the first ``k`` actions of a reference plan (:mod:`steer_envs.reference_plans`):
 
 * ``plan_mode="prompt"``: the actions are written into the prompt as a numbered plan (the hint);
 * ``plan_mode="prefix"``: the reference *searches* among them are executed before the agent's first step, and
   the agent continues from there (a reference answer is never executed: the agent must answer itself).
 
 The plan's options are named ``plan_*`` (``plan_k``, ``plan_mode``, ``plan_sources``, ``plan_noise``,
-``plan_noise_seed``, ``plan_answers``); their old ``guidance_*`` names still work in ``gymnasium.make``, in
-``reset(options=...)`` and on the config, with a ``DeprecationWarning`` (:mod:`steer_envs.deprecation`). The options
-every search-task env shares (tasks, retriever, turn budget, action mode, metric, render mode) are
-:class:`~.base.SearchTaskConfig`'s, defined once there.
+``plan_noise_seed``, ``plan_answers``). The options every search-task env shares (tasks, retriever, turn budget,
+action mode, metric, render mode) are :class:`~.base.SearchTaskConfig`'s, defined once there.
 
 ``info["unguided_observation"]`` is the observation of the same state without the hint, so a learner can score an
 action under both the guided and the unguided prompt (the ``r_mix`` ratio of ACTGUIDE-RL). In prefix mode the two
@@ -34,9 +32,10 @@ supervision envs, kept in every mean.
 
 What it shares with the supervision envs (task loading and picking, the reset order of RNG draws, scoring,
 failures as truncations, render, forking with the RNG's seed, close) lives in their common base,
-:class:`~steer_envs.envs.task_env.SearchTaskEnv`; this module holds what is its own: the reference plan, the search/answer
-protocol, the admissible set.
+:class:`~steer_envs.envs.task_env.SearchTaskEnv`; this module holds what is its own: the reference plan, the
+search/answer protocol, the admissible set.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -47,49 +46,59 @@ from gymnasium import spaces
 
 from ..data.records import Task
 from ..data.tasks import load_tasks
-from ..deprecation import PLAN_OPTION_RENAMES, rename_options, renamed_options
 from ..errors import InvalidActionError, ServiceError, SteerEnvsError, unknown_name
-from ..failures import CONTEXT_TRUNCATION, failure_source
 from ..executors.prompts import get_prompt_template
 from ..executors.protocol import INVALID_ACTION_REPLY, parse_action, render_answer, render_information, render_search
-from ..guidance.hint import format_hint
-from ..guidance.records import ANSWER, SEARCH, GuidanceAction, ReferenceSequence
-from ..guidance.store import SOURCE_KINDS, load_action_data
+from ..failures import CONTEXT_TRUNCATION, failure_source
+from ..reference_plans.hint import format_plan_hint
+from ..reference_plans.noise import inject_noise
+from ..reference_plans.records import ANSWER, SEARCH, PlanAction, ReferencePlan
+from ..reference_plans.store import SOURCE_KINDS, ReferencePlans, load_reference_plans
+from ..retrieval.base import Retriever
 from ..retrieval.cache import cached_search
 from ..retrieval.registry import make_retriever
+from ..task_families import TaskFamily, get_task_family
 from .admissible import FEATURE_NAMES, HINT_COLUMNS, Candidate, RetrievedDoc, build_candidates, candidate_features
-from .base import SearchTaskConfig, option
+from .base import SearchTaskConfig, UnknownOptionError, option
 from .spaces import AnyText, discrete_index
-from .task_env import ACTION_MODES, SearchTaskEnv
+from .task_env import SearchTaskEnv
 
 PLAN_MODES = ("prompt", "prefix")
-GUIDANCE_MODES = PLAN_MODES  # the old name
+#: the keys ``reset(options=...)`` takes (anything else is an error, so a misspelt key never passes unnoticed)
+RESET_OPTIONS = ("task_id", "plan_k", "plan_mode", "reference")
 MAX_PROMPT_CHARS = 8000
 MAX_TRANSCRIPT_CHARS = 1 << 16
 
 
-@renamed_options(PLAN_OPTION_RENAMES)
 @dataclass(frozen=True)
 class GuidedSearchConfig(SearchTaskConfig):
     """GuidedSearch-v0's options: :class:`~.base.SearchTaskConfig`'s (with this env's own defaults: 6 turns, exact
     match), the reference plan's and the admissible set's. Stored on the env so forks and unpickling rebuild the
-    same env; the plan options' old ``guidance_*`` names still work (deprecated: :mod:`steer_envs.deprecation`)."""
+    same env."""
 
     max_turns: int = SearchTaskConfig.redefault("max_turns", 6)
     action_mode: str = option(
-        "discrete", "`discrete` (index into the admissible set) or `text` (any string in the protocol)")
+        "discrete", "`discrete` (index into the admissible set) or `text` (any string in the protocol)"
+    )
     metric: str = SearchTaskConfig.redefault("metric", "em")
     plan_k: int = option(0, "reference-plan actions given as a hint (0: none)")
     plan_mode: str = option(
-        "prompt", "`prompt` (the plan as a hint in the prompt) or `prefix` (the plan's searches executed first)")
+        "prompt", "`prompt` (the plan as a hint in the prompt) or `prefix` (the plan's searches executed first)"
+    )
     plan_sources: tuple[str, ...] = option(
-        SOURCE_KINDS, "where reference plans may come from (recorded rollouts, gold structure)")
+        SOURCE_KINDS, "where reference plans may come from (recorded rollouts, gold structure)"
+    )
     plan_noise: float = option(0.0, "share of reference-plan actions replaced by noise")
     plan_noise_seed: int = option(0, "seed of that noise")
     max_queries: int = option(8, "discrete mode: candidate query slots")
     max_answers: int = option(24, "discrete mode: candidate answer slots")
     prompt_template: str = option("search-r1", "the task prompt's template")
     plan_answers: bool = option(True, "whether the plan's answer may be part of the hint")
+    task_family: str | None = option(
+        None,
+        "a synthetic task family added to the split's tasks, with its own documents and reference plans "
+        "(`skill_chain`: docs/envs/skill_chain.md); None: the real benchmarks only",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -102,6 +111,8 @@ class GuidedSearchConfig(SearchTaskConfig):
         if not 0.0 <= self.plan_noise <= 1.0:
             raise SteerEnvsError(f"plan_noise is a share of actions in [0, 1], got {self.plan_noise!r}")
         get_prompt_template(self.prompt_template)
+        if self.task_family is not None:
+            get_task_family(self.task_family)  # an unknown name fails here, listing the registered ones
         sources = (self.plan_sources,) if isinstance(self.plan_sources, str) else self.plan_sources
         object.__setattr__(self, "plan_sources", tuple(sources))
         object.__setattr__(self, "plan_noise", float(self.plan_noise))
@@ -118,14 +129,14 @@ class EpisodeState:
     """Everything that changes during an episode (copied by ``get_state`` and forks)."""
 
     task: Task
-    reference: ReferenceSequence | None
+    reference: ReferencePlan | None
     k: int
     mode: str
     shuffle_seed: int
     transcript: str = ""
     searched: list[str] = field(default_factory=list)
     docs: list[RetrievedDoc] = field(default_factory=list)
-    taken: list[GuidanceAction] = field(default_factory=list)  # the agent's own actions (not the prefix)
+    taken: list[PlanAction] = field(default_factory=list)  # the agent's own actions (not the prefix)
     turns: int = 0  # every action in the transcript, prefix included
     prefix_executed: int = 0
     answer: str | None = None
@@ -139,12 +150,29 @@ class EpisodeState:
     truncation: str | None = None
     truncation_detail: str | None = None
 
-    def copy(self) -> "EpisodeState":
+    def copy(self) -> EpisodeState:
         """An independent copy (lists copied; the task, reference and documents are immutable and shared)."""
-        return EpisodeState(self.task, self.reference, self.k, self.mode, self.shuffle_seed, self.transcript,
-                            list(self.searched), list(self.docs), list(self.taken), self.turns, self.prefix_executed,
-                            self.answer, self.done, self.env_steps, self.failure, self.failure_source,
-                            self.failure_reported, self.truncation, self.truncation_detail)
+        return EpisodeState(
+            self.task,
+            self.reference,
+            self.k,
+            self.mode,
+            self.shuffle_seed,
+            self.transcript,
+            list(self.searched),
+            list(self.docs),
+            list(self.taken),
+            self.turns,
+            self.prefix_executed,
+            self.answer,
+            self.done,
+            self.env_steps,
+            self.failure,
+            self.failure_source,
+            self.failure_reported,
+            self.truncation,
+            self.truncation_detail,
+        )
 
     @property
     def failure_pending(self) -> bool:
@@ -156,14 +184,16 @@ class GuidedSearchEnv(SearchTaskEnv):
     _transient = ("_tasks", "_retriever", "_candidates")
 
     # -- documentation read by the env cards (``steer-envs cards``, docs/envs/) ---------------------------------
-    reward_doc = ("Terminal: the score of the agent's answer against the golden answers under `metric` (exact match "
-                  "by default; 0 when it never answers within `max_turns`). Every other step gives 0. A reference "
-                  "plan changes what the agent sees, never the reward.")
+    reward_doc = (
+        "Terminal: the score of the agent's answer against the golden answers under `metric` (exact match "
+        "by default; 0 when it never answers within `max_turns`). Every other step gives 0. A reference "
+        "plan changes what the agent sees, never the reward."
+    )
     observation_docs: dict[str, str] = {
         "prompt": "the task prompt; with `plan_mode='prompt'` and `plan_k > 0`, the hint (the first k "
-                  "reference-plan actions as a numbered plan) is written into it",
+        "reference-plan actions as a numbered plan) is written into it",
         "transcript": "the episode so far in the Search-R1 protocol (searches, `<information>` blocks, invalid-action "
-                      "replies), including executed reference searches in prefix mode",
+        "replies), including executed reference searches in prefix mode",
         "turn": "agent turns taken so far",
         "candidates": "discrete mode: the admissible actions (candidate queries and answers), one per numbered line",
         "features": "discrete mode: a feature row per candidate slot (for CPU policies)",
@@ -174,8 +204,6 @@ class GuidedSearchEnv(SearchTaskEnv):
         "benchmark": "the task's benchmark",
         "plan_k": "how many reference-plan actions guide this episode",
         "plan_mode": "`prompt` (hint in the prompt) or `prefix` (the plan's searches executed first)",
-        "guidance_k": "deprecated name of `plan_k` (the same value)",
-        "guidance_mode": "deprecated name of `plan_mode` (the same value)",
         "reference_length": "length of the episode's reference plan (0 without one)",
         "reference_source": "where the reference came from (a recorded rollout, or the gold structure)",
         "prefix_executed": "reference actions consumed as a prefix so far",
@@ -189,15 +217,16 @@ class GuidedSearchEnv(SearchTaskEnv):
         "score": "the reward metric's value (final step)",
         "failure": "the message, when the retriever failed after its retries (final step, only when it happened)",
         "failure_source": "what failed (`retrieval`, ...): the episode is then truncated (terminated=False) with "
-                          "reward 0, a failure and not an outcome (final step, only when it happened)",
+        "reward 0, a failure and not an outcome (final step, only when it happened)",
         "truncation": "`context` when the agent's prompt outgrew its model's context (`truncate_for_context`): the "
-                      "episode is truncated (terminated=False) and scored as one without an answer, no `failure`: "
-                      "an outcome kept in every mean (final step, only when it happened)",
+        "episode is truncated (terminated=False) and scored as one without an answer, no `failure`: "
+        "an outcome kept in every mean (final step, only when it happened)",
         "truncation_detail": "the model's message about the overflow (final step, with `truncation`)",
     }
     #: the options (``gymnasium.make`` keywords) and their defaults, types and docs
     config_class: type[GuidedSearchConfig] = GuidedSearchConfig
     option_docs: dict[str, str] = GuidedSearchConfig.option_docs()
+    config: GuidedSearchConfig
 
     def __init__(self, **options: Any) -> None:
         """``options``: the fields of :attr:`config_class` (:class:`GuidedSearchConfig`), by keyword; an unknown one
@@ -210,10 +239,10 @@ class GuidedSearchEnv(SearchTaskEnv):
         if not self.tasks:
             raise SteerEnvsError(
                 f"no tasks with a reference plan match benchmarks={config.benchmarks!r} split={config.split!r} "
-                f"task_ids={config.task_ids!r} (sources {list(config.plan_sources)}); `steer-envs guidance coverage` "
-                "lists them"
+                f"task_ids={config.task_ids!r} (sources {list(config.plan_sources)}); "
+                "`steer-envs reference-plans coverage` lists them"
             )
-        self._retriever = None
+        self._retriever: Retriever | None = None
         self.template = get_prompt_template(config.prompt_template)
         n, f = config.slots, len(FEATURE_NAMES)
         obs: dict[str, spaces.Space] = {
@@ -232,45 +261,76 @@ class GuidedSearchEnv(SearchTaskEnv):
 
     # -- data (reloaded after unpickling instead of being copied) ---------------------------------------------
     @property
-    def action_data(self):
+    def reference_plans(self) -> ReferencePlans:
+        """The reference plans of this env's tasks and sources (loaded once per process)."""
         c = self.config
-        return load_action_data(c.benchmarks, c.split, c.data_dir, sources=c.plan_sources)
+        family = self.family
+        benchmarks = c.benchmarks
+        if family is not None and benchmarks is not None:
+            benchmarks = tuple(b for b in benchmarks if b != family.benchmark) or None
+        return load_reference_plans(benchmarks, c.split, c.data_dir, sources=c.plan_sources)
+
+    @property
+    def family(self) -> TaskFamily | None:
+        """The synthetic task family of ``task_family`` (its tasks join the split's), or None."""
+        return get_task_family(self.config.task_family) if self.config.task_family is not None else None
 
     def _load_tasks(self) -> list[Task]:
-        """The tasks with a reference plan (from the allowed sources)."""
-        c = self.config
-        tasks = load_tasks(c.benchmarks, c.split, c.data_dir, ids=c.task_ids)
-        data = self.action_data
-        return [t for t in tasks if data.reference(t.id, c.plan_sources) is not None]
+        """The tasks with a reference plan (from the allowed sources), then the family's tasks of the split (those
+        of ``task_ids`` among them when ids are given; none when ``benchmarks`` leaves the family's name out)."""
+        c, family = self.config, self.family
+        ids, benchmarks = c.task_ids, c.benchmarks
+        family_tasks: list[Task] = []
+        if family is not None:
+            if benchmarks is None or family.benchmark in benchmarks:
+                family_tasks = [t for t in family.tasks(c.split) if ids is None or t.id in set(ids)]
+            if "gold" not in c.plan_sources:
+                family_tasks = []  # the family's plans are its gold structure
+            ids = None if ids is None else tuple(i for i in ids if not family.owns(i))
+            benchmarks = None if benchmarks is None else tuple(b for b in benchmarks if b != family.benchmark)
+            if (ids is not None and not ids) or (benchmarks is not None and not benchmarks):
+                return family_tasks
+        tasks = load_tasks(benchmarks, c.split, c.data_dir, ids=ids)
+        data = self.reference_plans
+        return [t for t in tasks if data.reference(t.id, c.plan_sources) is not None] + family_tasks
 
     def _task_hint(self) -> str:
         return "; only tasks with a reference plan are included"
 
     @property
-    def retriever(self):
+    def retriever(self) -> Retriever:
         if self._retriever is None:
             self._retriever = make_retriever(self.config.retriever, data_dir=self.config.data_dir)
         return self._retriever
 
-    def reference_for(self, task_id: str) -> ReferenceSequence | None:
+    def reference_for(self, task_id: str) -> ReferencePlan | None:
         """The task's reference plan with this env's source preference and noise; without its answer actions
         when ``plan_answers=False`` (the hint then shows the searches only, like tool-call trajectories)."""
-        c = self.config
-        seq = self.action_data.reference(task_id, c.plan_sources, c.plan_noise, c.plan_noise_seed)
+        c, family = self.config, self.family
+        if family is not None and family.owns(task_id):
+            seq = family.reference(task_id) if "gold" in c.plan_sources else None
+            if seq is not None:
+                seq = inject_noise(seq, c.plan_noise, c.plan_noise_seed, family.distractors(task_id))
+        else:
+            seq = self.reference_plans.reference(task_id, c.plan_sources, c.plan_noise, c.plan_noise_seed)
         if seq is None or c.plan_answers:
             return seq
         searches = tuple(a for a in seq.actions if a.name == SEARCH)
-        return ReferenceSequence(seq.task_id, searches, seq.source) if searches else None
+        return ReferencePlan(seq.task_id, searches, seq.source) if searches else None
 
     # -- gymnasium API (SearchTaskEnv: reset picks the task, draws the episode seed, then _begin) -------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Options: ``task_id``; ``plan_k`` and ``plan_mode`` (this episode only; their old names ``guidance_k``,
-        ``guidance_mode`` are deprecated); ``reference`` (a :class:`ReferenceSequence` to guide with instead of the
-        task's own, e.g. a noisy or foreign one)."""
+        """Options: ``task_id``; ``plan_k`` and ``plan_mode`` (this episode only); ``reference`` (a
+        :class:`ReferencePlan` to guide with instead of the task's own, e.g. a noisy or foreign one)."""
         return super().reset(seed=seed, options=options)
 
     def _begin(self, task: Task, episode_seed: int, options: dict[str, Any]) -> None:
-        options = rename_options(options, PLAN_OPTION_RENAMES, "GuidedSearchEnv.reset options", stacklevel=5)
+        unknown = sorted(set(options) - set(RESET_OPTIONS))
+        if unknown:
+            raise UnknownOptionError(
+                f"GuidedSearchEnv.reset has no option {', '.join(map(repr, unknown))}; its "
+                f"options: {', '.join(RESET_OPTIONS)}"
+            )
         k = options.get("plan_k", self.config.plan_k)
         mode = options.get("plan_mode", self.config.plan_mode)
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
@@ -278,8 +338,8 @@ class GuidedSearchEnv(SearchTaskEnv):
         if mode not in PLAN_MODES:
             raise unknown_name("plan_mode", mode, PLAN_MODES)
         reference = options.get("reference") or self.reference_for(task.id)
-        if reference is not None and not isinstance(reference, ReferenceSequence):
-            raise SteerEnvsError(f"options['reference'] must be a ReferenceSequence, got {type(reference).__name__}")
+        if reference is not None and not isinstance(reference, ReferencePlan):
+            raise SteerEnvsError(f"options['reference'] must be a ReferencePlan, got {type(reference).__name__}")
         k = min(int(k), len(reference)) if reference is not None else 0
         self.state = EpisodeState(task, reference, k, mode, episode_seed)  # the episode seed shuffles the slots
         self._candidates = None
@@ -318,10 +378,10 @@ class GuidedSearchEnv(SearchTaskEnv):
         written = action if self.config.action_mode == "text" else None
         s.env_steps += 1
         if kind == SEARCH and text.strip():
-            s.taken.append(GuidanceAction.search(text))
+            s.taken.append(PlanAction.search(text))
             self._search(text, written)
         elif kind == ANSWER and text.strip():
-            s.taken.append(GuidanceAction.answer(text))
+            s.taken.append(PlanAction.answer(text))
             s.transcript += written if written is not None else render_answer(text)
             s.turns += 1
             s.answer = text
@@ -382,8 +442,13 @@ class GuidedSearchEnv(SearchTaskEnv):
     def _search(self, query: str, written: str | None = None) -> None:
         """Run one search and append the segment (``written``, else the canonical one) and its results."""
         s = self._require_state()
+        family = self.family
+        if family is not None and family.owns(s.task.id):  # a family's tasks search the family's own documents
+            retriever, key = family.retriever(), family.retriever_key
+        else:
+            retriever, key = self.retriever, self.config.retriever
         try:
-            hits = cached_search(self.retriever, self.config.retriever, query, self.config.topk)
+            hits = cached_search(retriever, key, query, self.config.topk)
         except ServiceError as exc:  # failed after its retries: the episode stops here, truncated
             s.failure = f"retrieval failed for query {query!r}: {exc}"
             s.failure_source = failure_source(exc)
@@ -430,7 +495,7 @@ class GuidedSearchEnv(SearchTaskEnv):
         return self._candidates
 
     @property
-    def hint_actions(self) -> tuple[GuidanceAction, ...]:
+    def hint_actions(self) -> tuple[PlanAction, ...]:
         """The actions shown as a hint (prompt mode), or ``()``."""
         s = self._require_state()
         if s.mode != "prompt" or s.reference is None or s.k <= 0:
@@ -440,7 +505,7 @@ class GuidedSearchEnv(SearchTaskEnv):
     def prompt(self, guided: bool = True) -> str:
         s = self._require_state()
         text = self.template.render(s.task.question)
-        hint = format_hint(self.hint_actions, len(self.hint_actions)) if guided else ""
+        hint = format_plan_hint(self.hint_actions, len(self.hint_actions)) if guided else ""
         return (text + hint + "\n")[:MAX_PROMPT_CHARS] if hint else text[:MAX_PROMPT_CHARS]
 
     def _observation(self, guided: bool = True) -> dict[str, Any]:
@@ -456,8 +521,13 @@ class GuidedSearchEnv(SearchTaskEnv):
             feats = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float32)
             if cands and not s.done:
                 feats[: len(cands)] = candidate_features(
-                    cands, s.task.question, s.turns, len(s.searched), self.config.max_turns - s.turns,
-                    self.hint_actions if guided else (), s.taken,
+                    cands,
+                    s.task.question,
+                    s.turns,
+                    len(s.searched),
+                    self.config.max_turns - s.turns,
+                    self.hint_actions if guided else (),
+                    s.taken,
                 )
             mask = np.zeros(n, dtype=np.int8)
             mask[: len(cands)] = 0 if s.done else 1
@@ -478,8 +548,6 @@ class GuidedSearchEnv(SearchTaskEnv):
             "benchmark": s.task.benchmark,
             "plan_k": s.k,
             "plan_mode": s.mode,
-            "guidance_k": s.k,  # deprecated names of the two above
-            "guidance_mode": s.mode,
             "reference_length": len(s.reference) if s.reference is not None else 0,
             "reference_source": s.reference.source if s.reference is not None else "",
             "prefix_executed": s.prefix_executed,
@@ -508,11 +576,11 @@ class GuidedSearchEnv(SearchTaskEnv):
         self.state = state["episode"].copy()
         self._candidates = None
 
-    def _fork_episode(self, clone: "GuidedSearchEnv", seed: int | None) -> None:
+    def _fork_episode(self, clone: GuidedSearchEnv, seed: int | None) -> None:
         """The clone copies the episode; the retriever and data are shared, read-only. With ``seed`` the env's own
         RNG (task choice at the next reset) is re-seeded (``fork``)."""
         clone.state = self.state.copy() if self.state is not None else None
         clone._candidates = None
 
 
-__all__ = ["GUIDANCE_MODES", "PLAN_MODES", "GuidedSearchConfig", "GuidedSearchEnv", "EpisodeState", "HINT_COLUMNS"]
+__all__ = ["PLAN_MODES", "RESET_OPTIONS", "GuidedSearchConfig", "GuidedSearchEnv", "EpisodeState", "HINT_COLUMNS"]

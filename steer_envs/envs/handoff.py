@@ -12,6 +12,7 @@ message back to its sender with feedback. Discrete mode indexes :data:`~.catalog
 ``max_turns`` is the pipeline's agent-turn budget (default 30). ``roles`` puts language models into single roles,
 e.g. ``gymnasium.make("steer_envs/HandoffSteering-v0", roles={"verifier": "hf:gemma-3-270m"})``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ def split_rejection(text: str) -> tuple[bool, str]:
     """(is a rejection, its feedback) of a text action: ``"Reject: <feedback>"`` rejects."""
     head = text.lstrip()
     if head.lower().startswith(REJECT_PREFIX):
-        return True, head[len(REJECT_PREFIX):].strip()
+        return True, head[len(REJECT_PREFIX) :].strip()
     return False, text
 
 
@@ -44,15 +45,21 @@ class HandoffEnvConfig(EnvConfig):
     """The hand-off env's options: :class:`~.base.EnvConfig`'s, some with another default or meaning here, and
     the pipeline's own (``roles``, ``history_handoffs``)."""
 
-    executor: str = option("sim:default", "`sim:<pipeline profile>` (`sim:default`) or `sim:/path/profile.json`; put "
-                                          "models into single roles with `roles`")
+    executor: str = option(
+        "sim:default",
+        "`sim:<pipeline profile>` (`sim:default`) or `sim:/path/profile.json`; put "
+        "models into single roles with `roles`",
+    )
     max_turns: int = option(30, "the pipeline's agent-turn budget (the last turn is always the summarizer's)")
-    action_mode: str = option("discrete", "`discrete` (index into `env.unwrapped.catalogue`) or `text` (`pass`, "
-                                          "`Reject: <feedback>`, or a note)")
+    action_mode: str = option(
+        "discrete",
+        "`discrete` (index into `env.unwrapped.catalogue`) or `text` (`pass`, `Reject: <feedback>`, or a note)",
+    )
     max_transcript_chars: int = option(6000, "unused here (the history is bounded by `history_handoffs`)")
     decision_every: int = option(1, "unused here (every hand-off is a decision)")
     roles: dict[str, str] | None = option(
-        None, "role -> model spec, e.g. `{'verifier': 'hf:gemma-3-270m'}` (any `steer_envs.llm` spec)")
+        None, "role -> model spec, e.g. `{'verifier': 'hf:gemma-3-270m'}` (any `steer_envs.llm` spec)"
+    )
     history_handoffs: int = option(8, "how many earlier hand-offs the observation shows")
 
     def __post_init__(self) -> None:
@@ -60,7 +67,9 @@ class HandoffEnvConfig(EnvConfig):
         if not isinstance(history_handoffs, int) or history_handoffs < 0:
             raise SteerEnvsError(f"history_handoffs must be a non-negative integer, got {history_handoffs!r}")
         if roles is not None and not isinstance(roles, dict):
-            raise SteerEnvsError(f'roles must map role names to model specs, e.g. {{"verifier": "hf:gemma-3-270m"}}; got {roles!r}')
+            raise SteerEnvsError(
+                f'roles must map role names to model specs, e.g. {{"verifier": "hf:gemma-3-270m"}}; got {roles!r}'
+            )
         super().__post_init__()
 
 
@@ -68,15 +77,22 @@ class HandoffSteeringEnv(SearchEnv):
     """Steer a five-role pipeline at every hand-off: pass, attach a note for the receiver, or reject the message."""
 
     kind = "handoff"
-    reward_doc = ("Terminal: the score of the summarizer's final answer against the golden answers under `metric` (F1 "
-                  "by default; 0 when the pipeline answers 'insufficient evidence' or never answers). Each intervention "
-                  "adds `-intervention_cost` at the step it is made. Every other step gives 0.")
+    reward_doc = (
+        "Terminal: the score of the summarizer's final answer against the golden answers under `metric` (F1 "
+        "by default; 0 when the pipeline answers 'insufficient evidence' or never answers). Each intervention "
+        "adds `-intervention_cost` at the step it is made. Every other step gives 0."
+    )
     observation_docs: dict[str, str] = {
         "goal": "the question (first 2,000 characters)",
-        "sender": "the role that wrote the current hand-off (index into planner, searcher, reader, verifier, summarizer)",
+        "sender": (
+            "the role that wrote the current hand-off (index into planner, searcher, reader, verifier, summarizer)"
+        ),
         "receiver": "the role it goes to (the same order, then 5 = user: the summarizer's final answer)",
         "message": "the current hand-off's message (TacoMAS-shaped JSON for simulated roles; an LLM role's text)",
-        "history": "the earlier hand-offs, one line each (`[i] sender -> receiver: message [note: ...]`), the last `history_handoffs`",
+        "history": (
+            "the earlier hand-offs, one line each (`[i] sender -> receiver: message [note: ...]`), "
+            "the last `history_handoffs`"
+        ),
         "transcript": "history and the current hand-off as one text (the view text steerers share with the other envs)",
         "turn": "agent turns taken so far (all roles)",
         "interventions": "interventions made so far in this episode",
@@ -87,7 +103,7 @@ class HandoffSteeringEnv(SearchEnv):
         "tokens": "words written by the roles",
         "answer": "the summarizer's final answer (None until the pipeline answers)",
         "privileged": "each role's hidden drift (strict verifier, over-searching, ...), over-rejections, derailments: "
-                      "for analysis only, never for acting",
+        "for analysis only, never for acting",
         "agent_turns": "agent turns taken (all roles)",
         "turns_by_role": "agent turns taken by each role",
         "handoffs": "hand-offs written so far",
@@ -95,6 +111,7 @@ class HandoffSteeringEnv(SearchEnv):
     }
     config_class = HandoffEnvConfig
     option_docs: dict[str, str] = HandoffEnvConfig.option_docs()
+    config: HandoffEnvConfig
 
     @property
     def roles(self) -> dict[str, str]:
@@ -119,16 +136,18 @@ class HandoffSteeringEnv(SearchEnv):
     # -- observations -------------------------------------------------------------------------------------------
     def _observation_space(self) -> spaces.Dict:
         history_chars = MAX_MESSAGE_CHARS * max(1, self.history_handoffs)
-        return spaces.Dict({
-            "goal": AnyText(MAX_GOAL_CHARS),
-            "sender": spaces.Discrete(len(ROLES)),
-            "receiver": spaces.Discrete(len(RECEIVERS)),
-            "message": AnyText(MAX_MESSAGE_CHARS),
-            "history": AnyText(history_chars),
-            "transcript": AnyText(history_chars + MAX_MESSAGE_CHARS + 1),
-            "turn": spaces.Discrete(self.config.max_turns + 1),
-            "interventions": spaces.Discrete(self.max_interventions + 1),
-        })
+        return spaces.Dict(
+            {
+                "goal": AnyText(MAX_GOAL_CHARS),
+                "sender": spaces.Discrete(len(ROLES)),
+                "receiver": spaces.Discrete(len(RECEIVERS)),
+                "message": AnyText(MAX_MESSAGE_CHARS),
+                "history": AnyText(history_chars),
+                "transcript": AnyText(history_chars + MAX_MESSAGE_CHARS + 1),
+                "turn": spaces.Discrete(self.config.max_turns + 1),
+                "interventions": spaces.Discrete(self.max_interventions + 1),
+            }
+        )
 
     def _observation(self) -> dict[str, Any]:
         p = self.pipeline
@@ -136,11 +155,11 @@ class HandoffSteeringEnv(SearchEnv):
             h = Handoff(0, "planner", "searcher", "")
         else:
             h = p.pending if p.pending is not None else p.handoffs[-1]
-        earlier = p.handoffs[:-1][-self.history_handoffs:] if self.history_handoffs else []
+        earlier = p.handoffs[:-1][-self.history_handoffs :] if self.history_handoffs else []
         history = "\n".join(x.line()[:MAX_MESSAGE_CHARS] for x in earlier)
         current = h.line()[:MAX_MESSAGE_CHARS]
         return {
-            "goal": self.task.question[:MAX_GOAL_CHARS],
+            "goal": self._episode_task.question[:MAX_GOAL_CHARS],
             "sender": np.int64(ROLES.index(h.sender)),
             "receiver": np.int64(RECEIVERS.index(h.receiver)),
             "message": h.text[:MAX_MESSAGE_CHARS],
@@ -164,5 +183,7 @@ class HandoffSteeringEnv(SearchEnv):
         if text is None:
             self.pipeline.deliver(None)
             return 0.0
-        is_reject, feedback = (template.kind == "reject", split_rejection(text)[1]) if template else split_rejection(text)
+        is_reject, feedback = (
+            (template.kind == "reject", split_rejection(text)[1]) if template else split_rejection(text)
+        )
         return self._intervene("reject" if is_reject else "note", feedback)

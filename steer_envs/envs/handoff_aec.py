@@ -14,6 +14,7 @@ steerer not learning passes (or runs ``frozen_steerer``, any :class:`agents.base
 Rewards: every agent receives the final answer's score when the pipeline answers; the steerer's reward is the
 single-agent env's (score minus intervention costs). Agents are removed from ``agents`` after their final step.
 """
+
 from __future__ import annotations
 
 import functools
@@ -28,8 +29,8 @@ from pettingzoo import AECEnv
 from ..errors import SteerEnvsError
 from ..executors.pipeline import NO_ANSWER, ROLES, Handoff, Pipeline, claimed_answer
 from ..executors.pipeline.roles import SIM_ROLES, entities
-from .handoff import MAX_MESSAGE_CHARS, HandoffSteeringEnv
 from .base import MAX_GOAL_CHARS
+from .handoff import MAX_MESSAGE_CHARS, HandoffSteeringEnv
 from .spaces import AnyText
 
 STEERER = "steerer"
@@ -49,13 +50,19 @@ def _searcher_queries(p: Pipeline, inbox: Handoff | None) -> list[str]:
     """0: the first plan objective not searched yet; 1: the question; 2: the verifier's hint (else a title of the
     latest facts that was not searched)."""
     plan = p.latest("planner")
-    objectives = [str(t.get("objective", "")) for t in (plan.fields.get("subtasks", []) if plan else []) if isinstance(t, dict)]
+    objectives = [
+        str(t.get("objective", "")) for t in (plan.fields.get("subtasks", []) if plan else []) if isinstance(t, dict)
+    ]
     asked = {q.lower() for q in p.state.queries}
     fresh = [o for o in objectives if o and o.lower() not in asked]
     hint = inbox.fields.get("next_search_hint") if inbox is not None and inbox.sender == "verifier" else None
     lead = next((t for t in p.last_titles if t.lower() not in asked), None)
-    return [fresh[0] if fresh else (objectives[-1] if objectives else p.task.question), p.task.question,
-            str(hint) if hint else (lead or p.task.question)]
+    question = p.current_task.question
+    return [
+        fresh[0] if fresh else (objectives[-1] if objectives else question),
+        question,
+        str(hint) if hint else (lead or question),
+    ]
 
 
 def _searcher_move(p: Pipeline, inbox: Handoff | None, action: int) -> dict[str, Any]:
@@ -93,19 +100,33 @@ def _summarizer_move(p: Pipeline, inbox: Handoff | None, action: int) -> dict[st
 #: role -> (number of moves, what they are, the move's message)
 ROLE_MENUS: dict[str, tuple[int, str, Callable[[Pipeline, Handoff | None, int], dict[str, Any]]]] = {
     "planner": (2, "0: one subtask per step of the question; 1: the whole question as one subtask", _planner_move),
-    "searcher": (3, "0: the next plan objective; 1: the question; 2: the verifier's hint or a new lead", _searcher_move),
-    "reader": (READER_CANDIDATES + 1, f"0..{READER_CANDIDATES - 1}: a span the facts name (see the observation's "
-               f"candidates); {READER_CANDIDATES}: no answer", _reader_move),
+    "searcher": (
+        3,
+        "0: the next plan objective; 1: the question; 2: the verifier's hint or a new lead",
+        _searcher_move,
+    ),
+    "reader": (
+        READER_CANDIDATES + 1,
+        f"0..{READER_CANDIDATES - 1}: a span the facts name (see the observation's "
+        f"candidates); {READER_CANDIDATES}: no answer",
+        _reader_move,
+    ),
     "verifier": (2, "0: PASS; 1: FAIL", _verifier_move),
     "summarizer": (2, "0: the verified claim; 1: no answer", _summarizer_move),
 }
 
 
 class HandoffPipelineAEC(AECEnv):
-    metadata = {"name": "handoff_pipeline_v0", "render_modes": ["ansi"], "is_parallelizable": False}
+    metadata: dict[str, Any] = {"name": "handoff_pipeline_v0", "render_modes": ["ansi"], "is_parallelizable": False}
 
-    def __init__(self, learning: Sequence[str] = (STEERER,), frozen_steerer: Any = None, role_action_mode: str = "discrete",
-                 render_mode: str | None = None, **env_kwargs: Any) -> None:
+    def __init__(
+        self,
+        learning: Sequence[str] = (STEERER,),
+        frozen_steerer: Any = None,
+        role_action_mode: str = "discrete",
+        render_mode: str | None = None,
+        **env_kwargs: Any,
+    ) -> None:
         super().__init__()
         learning = tuple(learning)
         unknown = [a for a in learning if a not in AGENTS]
@@ -114,7 +135,9 @@ class HandoffPipelineAEC(AECEnv):
         if role_action_mode not in ROLE_ACTION_MODES:
             raise SteerEnvsError(f"role_action_mode must be one of {ROLE_ACTION_MODES}, got {role_action_mode!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise SteerEnvsError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+            raise SteerEnvsError(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
+            )
         self.render_mode = render_mode
         self.role_action_mode = role_action_mode
         self.frozen_steerer = frozen_steerer
@@ -130,8 +153,14 @@ class HandoffPipelineAEC(AECEnv):
     def _make_observation_space(self, agent: str) -> spaces.Space:
         if agent == STEERER:
             return self.env.observation_space
-        return spaces.Dict({"goal": AnyText(MAX_GOAL_CHARS), "message": AnyText(MAX_MESSAGE_CHARS),
-                            "note": AnyText(MAX_MESSAGE_CHARS), "candidates": AnyText(MAX_MESSAGE_CHARS)})
+        return spaces.Dict(
+            {
+                "goal": AnyText(MAX_GOAL_CHARS),
+                "message": AnyText(MAX_MESSAGE_CHARS),
+                "note": AnyText(MAX_MESSAGE_CHARS),
+                "candidates": AnyText(MAX_MESSAGE_CHARS),
+            }
+        )
 
     def _make_action_space(self, agent: str) -> spaces.Space:
         if agent == STEERER:
@@ -159,7 +188,7 @@ class HandoffPipelineAEC(AECEnv):
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self.agent_selection = self.agents[0]
         if self.frozen_steerer is not None and hasattr(self.frozen_steerer, "reset"):
             self.frozen_steerer.reset(seed)
@@ -217,6 +246,7 @@ class HandoffPipelineAEC(AECEnv):
 
     def _role_step(self, agent: str, action) -> None:
         p = self.pipeline
+        assert p.awaiting is not None, "a role steps only when the pipeline awaits its turn"
         _, inbox, _ = p.awaiting
         if self.role_action_mode == "text":
             if not isinstance(action, str):
@@ -227,7 +257,10 @@ class HandoffPipelineAEC(AECEnv):
             if isinstance(action, np.ndarray) and action.shape == ():
                 action = action.item()
             if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= int(action) < n:
-                raise SteerEnvsError(f"{agent}: discrete action must be an integer in 0..{n - 1} ({ROLE_MENUS[agent][1]}), got {action!r}")
+                raise SteerEnvsError(
+                    f"{agent}: discrete action must be an integer in 0..{n - 1} ({ROLE_MENUS[agent][1]}), "
+                    f"got {action!r}"
+                )
             p.submit(fields=move(p, inbox, int(action)))
         self._last_obs = self.env._observation()
 
@@ -241,9 +274,12 @@ class HandoffPipelineAEC(AECEnv):
         if inbox is not None and inbox.notes:
             note = " ".join(inbox.notes)
         candidates = "\n".join(reader_candidates(p, inbox)) if agent == "reader" and inbox is not None else ""
-        return {"goal": p.task.question[:MAX_GOAL_CHARS] if p.task else "",
-                "message": (inbox.text if inbox is not None else "")[:MAX_MESSAGE_CHARS],
-                "note": note[:MAX_MESSAGE_CHARS], "candidates": candidates[:MAX_MESSAGE_CHARS]}
+        return {
+            "goal": p.task.question[:MAX_GOAL_CHARS] if p.task else "",
+            "message": (inbox.text if inbox is not None else "")[:MAX_MESSAGE_CHARS],
+            "note": note[:MAX_MESSAGE_CHARS],
+            "candidates": candidates[:MAX_MESSAGE_CHARS],
+        }
 
     def render(self):
         if self.render_mode != "ansi" or self.pipeline.task is None:

@@ -1,4 +1,5 @@
 """SearchPlanning-v0: one plan before execution, then the executor runs unsupervised (one decision per episode)."""
+
 from __future__ import annotations
 
 from .base import SearchEnv

@@ -1,4 +1,5 @@
 """Gymnasium registration of the environment ids (run on ``import steer_envs``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,12 +21,22 @@ class EnvEntry:
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("SearchSteering-v0", "steer_envs.envs.steering:SearchSteeringEnv", "steer at every executor turn"),
     EnvEntry("SearchPlanning-v0", "steer_envs.envs.planning:SearchPlanningEnv", "one plan before execution"),
-    EnvEntry("SearchVerification-v0", "steer_envs.envs.verification:SearchVerificationEnv",
-             "accept or reject each proposed answer"),
-    EnvEntry("GuidedSearch-v0", "steer_envs.envs.guided:GuidedSearchEnv",
-             "the search agent learns, guided by reference action sequences (ACTGUIDE-RL)", kwargs={}),
-    EnvEntry("HandoffSteering-v0", "steer_envs.envs.handoff:HandoffSteeringEnv",
-             "steer at every hand-off of a five-role pipeline"),
+    EnvEntry(
+        "SearchVerification-v0",
+        "steer_envs.envs.verification:SearchVerificationEnv",
+        "accept or reject each proposed answer",
+    ),
+    EnvEntry(
+        "GuidedSearch-v0",
+        "steer_envs.envs.guided:GuidedSearchEnv",
+        "the search agent learns, guided by reference action sequences (ACTGUIDE-RL)",
+        kwargs={},
+    ),
+    EnvEntry(
+        "HandoffSteering-v0",
+        "steer_envs.envs.handoff:HandoffSteeringEnv",
+        "steer at every hand-off of a five-role pipeline",
+    ),
 )
 
 

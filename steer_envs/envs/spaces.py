@@ -5,6 +5,7 @@ real transcripts (punctuation, accents, markup) would fail ``check_env``. :class
 (over its charset, with lengths capped so samples stay cheap) but its ``contains`` accepts every ``str`` up to
 ``max_length`` characters.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,7 +25,7 @@ class AnyText(Text):
     def contains(self, x: Any) -> bool:
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
-    def sample(self, mask=None, probability=None) -> str:  # type: ignore[override]
+    def sample(self, mask=None, probability=None) -> str:
         if mask is None and probability is None:
             length = int(self.np_random.integers(self.min_length, min(self.max_length, SAMPLE_CAP) + 1))
             mask = (length, None)
@@ -34,7 +35,9 @@ class AnyText(Text):
         return f"AnyText({self.min_length}, {self.max_length})"
 
     def __eq__(self, other: object, /) -> bool:
-        return isinstance(other, AnyText) and self.min_length == other.min_length and self.max_length == other.max_length
+        return (
+            isinstance(other, AnyText) and self.min_length == other.min_length and self.max_length == other.max_length
+        )
 
 
 def discrete_index(action: Any, n: int, what: str, valid: str = "") -> int:
@@ -43,8 +46,9 @@ def discrete_index(action: Any, n: int, what: str, valid: str = "") -> int:
     if isinstance(action, np.ndarray) and action.shape == ():
         action = action.item()
     if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-        raise InvalidActionError(f"discrete action must be an integer index into {what} (0..{n - 1}), "
-                                 f"got {type(action).__name__} {action!r}")
+        raise InvalidActionError(
+            f"discrete action must be an integer index into {what} (0..{n - 1}), got {type(action).__name__} {action!r}"
+        )
     if not 0 <= int(action) < n:
         where = f"; valid actions: {valid}" if valid else f" 0..{n - 1}"
         raise InvalidActionError(f"discrete action {int(action)} is out of range{where}")

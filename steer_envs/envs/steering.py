@@ -1,4 +1,5 @@
 """SearchSteering-v0: the steerer decides at every executor turn (or every ``decision_every`` turns)."""
+
 from __future__ import annotations
 
 from .base import SearchEnv

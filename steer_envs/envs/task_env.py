@@ -23,11 +23,12 @@ planning, verification, hand-off) and the learner env (:class:`~steer_envs.envs.
 Subclasses implement the episode itself: :meth:`_load_tasks`, :meth:`_begin`, :meth:`_step`, :meth:`_observation`,
 :meth:`_info`, :meth:`_render_text` and the state hooks.
 """
+
 from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -36,9 +37,25 @@ from ..data.records import Task
 from ..data.scoring import get_metric, squad_em
 from ..errors import SteerEnvsError, unknown_name
 
+
+class TaskOptions(Protocol):
+    """What the task-sampling base reads of an env's options (every env's config dataclass has these fields);
+    a protocol, so this module needs nothing from the modules that define the configs."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def benchmarks(self) -> tuple[str, ...] | None: ...
+
+    @property
+    def split(self) -> str: ...
+
+
 ACTION_MODES = ("discrete", "text")
 #: the range episode seeds are drawn from (the env's RNG gives one per reset)
 EPISODE_SEED_BOUND = 2**31 - 1
+_Env = TypeVar("_Env", bound="SearchTaskEnv")
 
 
 class SearchTaskEnv(gym.Env):
@@ -51,6 +68,8 @@ class SearchTaskEnv(gym.Env):
     _closed: bool = False
     #: False for forks: they share their parent's backends, which the parent releases
     _owns_backends: bool = True
+    #: the env's options (each subclass narrows it to its own config class)
+    config: TaskOptions
 
     # -- options ---------------------------------------------------------------------------------------------
     def _check_common_options(self, action_mode: str, max_turns: Any, render_mode: str | None, metric: str) -> None:
@@ -138,8 +157,11 @@ class SearchTaskEnv(gym.Env):
 
     def _scores(self, answer: str | None, golden) -> dict[str, Any]:
         """The final step's scores of ``answer``: token F1, exact match, and the reward metric."""
-        return {"f1": get_metric("f1")(answer, golden), "em": squad_em(answer, golden),
-                "score": self.metric_fn(answer, golden)}
+        return {
+            "f1": get_metric("f1")(answer, golden),
+            "em": squad_em(answer, golden),
+            "score": self.metric_fn(answer, golden),
+        }
 
     def render(self):
         """``ansi``: the current view as text; ``human``: printed (also on every reset and step); else None."""
@@ -243,7 +265,7 @@ class SearchTaskEnv(gym.Env):
     def _restore_episode(self, state: dict[str, Any]) -> None:
         raise NotImplementedError
 
-    def _fork_episode(self, clone: "SearchTaskEnv", seed: int | None) -> None:
+    def _fork_episode(self: _Env, clone: _Env, seed: int | None) -> None:
         """Give ``clone`` its own copy of the episode (``clone`` is a shallow copy of this env)."""
         raise NotImplementedError
 

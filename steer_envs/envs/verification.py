@@ -3,6 +3,7 @@
 The executor runs unsupervised until it proposes an answer (or spends its budget). A rejection reopens the
 episode with the feedback in the executor's context, so over-rejection costs turns and can lose a right answer.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -11,6 +11,7 @@ caught apart from :class:`~steer_envs.errors.ServiceError` on purpose: a service
 dropped from means, while talking past one's context is the executor's own outcome and is scored (F1 0), as
 Search-R1 scores it (:mod:`steer_envs.failures`).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -98,6 +99,12 @@ class Executor(ABC):
         self.stats = ExecutorStats()
         self.history: list[TurnResult] = []
 
+    @property
+    def current_task(self) -> Task:
+        """The task of the episode under way (what a turn reads; :meth:`reset` sets it)."""
+        assert self.task is not None, "call reset(task) first"
+        return self.task
+
     # -- public API ---------------------------------------------------------------------------------------
     def reset(self, task: Task, seed: int | None = None) -> None:
         """Start ``task``; ``seed`` fixes every random choice of a deterministic executor."""
@@ -155,7 +162,9 @@ class Executor(ABC):
     def intervene(self, intervention: Intervention) -> None:
         """Deliver a note or a rejection. A rejection of a proposed answer reopens the episode."""
         if not self.interactive:
-            raise ExecutorError(f"{self.spec} is read-only: it replays recorded rollouts and cannot receive interventions")
+            raise ExecutorError(
+                f"{self.spec} is read-only: it replays recorded rollouts and cannot receive interventions"
+            )
         if self.task is None:
             raise SteerEnvsError("call reset(task) before intervene()")
         if intervention.kind == "reject" and self.answer is not None and self.failure is None:
@@ -185,7 +194,7 @@ class Executor(ABC):
         if close is not None:
             close()
 
-    def fork(self) -> "Executor":
+    def fork(self) -> Executor:
         """An independent executor continuing from this exact state (shares only read-only resources)."""
         if not self.interactive:
             raise ExecutorError(f"{self.spec} is read-only: replay executors cannot be forked")
@@ -237,7 +246,7 @@ class Executor(ABC):
     def _receive(self, intervention: Intervention) -> None: ...
 
     @abstractmethod
-    def _blank_copy(self) -> "Executor":
+    def _blank_copy(self) -> Executor:
         """A new executor of the same spec sharing read-only resources (retriever, model), no episode state."""
 
     @abstractmethod

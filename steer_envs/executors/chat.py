@@ -32,6 +32,7 @@ interventions) is the assistant's unfinished message. A :class:`ChatFormat` says
   for those.
 * :class:`CompletionFormat`: completions mode, ``prompt + transcript``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -58,7 +59,8 @@ def chat_messages(prompt: str, transcript: str) -> list[dict[str, str]]:
 class ChatFormat(Protocol):
     """How an executor's prompt and transcript reach the model."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def context(self, prompt: str, transcript: str) -> str:
         """The text the model continues (for a server-rendered chat, the raw text the messages carry)."""
@@ -90,8 +92,7 @@ class TemplateFormat:
 
     def opening(self, prompt: str) -> str:
         """The template's own rendering of the user message with the generation prompt (the assistant header)."""
-        return self.tokenizer.apply_chat_template(chat_messages(prompt, ""), tokenize=False,
-                                                  add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(chat_messages(prompt, ""), tokenize=False, add_generation_prompt=True)
 
     def context(self, prompt: str, transcript: str) -> str:
         return self.opening(prompt) + transcript
@@ -102,7 +103,7 @@ class TemplateFormat:
         text = self.context(prompt, transcript)
         bos = getattr(self.tokenizer, "bos_token", None)
         if bos and text.startswith(bos) and _adds_bos(self.tokenizer):
-            return text[len(bos):]
+            return text[len(bos) :]
         return text
 
     def generate(self, backend: LLMBackend, prompt: str, transcript: str, config: GenerationConfig) -> Generation:
@@ -179,8 +180,10 @@ def resolve_chat_format(mode: str, backend: LLMBackend, tokenizer: str | None = 
     if mode == "auto":
         return CompletionFormat()
     if tokenizer is not None:
-        raise SteerEnvsError(f"chat_template=on, but {source} has no chat template (no chat_template in its "
-                             "tokenizer_config.json); give the instruct model's tokenizer folder, or chat_template=off")
+        raise SteerEnvsError(
+            f"chat_template=on, but {source} has no chat template (no chat_template in its "
+            "tokenizer_config.json); give the instruct model's tokenizer folder, or chat_template=off"
+        )
     if server_chat:
         return ServerChatFormat()
     raise SteerEnvsError(
@@ -190,5 +193,13 @@ def resolve_chat_format(mode: str, backend: LLMBackend, tokenizer: str | None = 
     )
 
 
-__all__ = ["CHAT_TEMPLATE_MODES", "ChatFormat", "CompletionFormat", "ServerChatFormat", "TemplateFormat",
-           "chat_messages", "load_chat_tokenizer", "resolve_chat_format"]
+__all__ = [
+    "CHAT_TEMPLATE_MODES",
+    "ChatFormat",
+    "CompletionFormat",
+    "ServerChatFormat",
+    "TemplateFormat",
+    "chat_messages",
+    "load_chat_tokenizer",
+    "resolve_chat_format",
+]

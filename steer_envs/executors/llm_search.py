@@ -12,8 +12,9 @@ keys are :class:`LLMSearchSettings` fields or options of the backend. Instruct m
 (``chat_template=auto|on|off``, :mod:`steer_envs.executors.chat`): the prompt is the user message and the
 transcript continues as the assistant's unfinished message, as in Search-R1's inference; base models keep the raw
 text. A served instruct model: ``openai:Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1?chat_template=on`` (vLLM /
-SGLang render it), or ``...?tokenizer=/models/Qwen2.5-7B-Instruct`` (rendered here, sent as a completion). ``ExecutorContext.extra`` may carry the
-same keys (the spec wins), and ``extra["backend"]`` may hold a ready :class:`~steer_envs.llm.base.LLMBackend`.
+SGLang render it), or ``...?tokenizer=/models/Qwen2.5-7B-Instruct`` (rendered here, sent as a completion).
+``ExecutorContext.extra`` may carry the same keys (the spec wins), and ``extra["backend"]`` may hold a ready
+:class:`~steer_envs.llm.base.LLMBackend`.
 
 A backend (or retriever) that fails after its retries ends the episode as ``failed`` with the reason and its
 source; the env truncates the episode and records both (:mod:`steer_envs.failures`), rather than crashing a long
@@ -23,6 +24,7 @@ backend's own check; the context comes from ``?max_model_len=`` / ``GET /v1/mode
 episode ends as a *scored* truncation without an answer (``info["truncation"] = "context"``), as Search-R1 scores an
 agent that talks past its context: an outcome that evaluations keep in their means, not a failure they drop.
 """
+
 from __future__ import annotations
 
 import re
@@ -71,7 +73,8 @@ class LLMSearchSettings:
             object.__setattr__(self, "chat_template", "on" if self.chat_template else "off")
         if self.chat_template not in CHAT_TEMPLATE_MODES:
             raise SteerEnvsError(
-                f"chat_template must be one of {', '.join(CHAT_TEMPLATE_MODES)}, got {self.chat_template!r}")
+                f"chat_template must be one of {', '.join(CHAT_TEMPLATE_MODES)}, got {self.chat_template!r}"
+            )
         if self.tokenizer is not None:
             object.__setattr__(self, "tokenizer", str(self.tokenizer))
         GenerationConfig(self.max_new_tokens, self.temperature, self.top_p)  # same checks as generation
@@ -79,7 +82,8 @@ class LLMSearchSettings:
 
 #: defaults for packaged models (a 270M base model needs demonstrations and short turns on CPU, and the raw text)
 PACKAGED_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma-3-270m": {"template": "few-shot", "max_new_tokens": 64, "chat_template": "off"}}
+    "gemma-3-270m": {"template": "few-shot", "max_new_tokens": 64, "chat_template": "off"}
+}
 
 _SETTING_KEYS = {f.name for f in fields(LLMSearchSettings)}
 
@@ -150,11 +154,18 @@ class LLMSearchExecutor(Executor):
         segment = gen.text + closing_tag(gen)
         action = parse_action(segment)
         if action.kind == "search":
+            assert action.query is not None, "parse_action gives every search its query"
             try:
                 hits = self.retriever.search(action.query, k=self.topk)
             except SteerEnvsError as exc:
-                return TurnResult("failed", segment, query=action.query, tokens=gen.tokens,
-                                  error=f"retrieval failed for query {action.query!r}: {exc}", source="retrieval")
+                return TurnResult(
+                    "failed",
+                    segment,
+                    query=action.query,
+                    tokens=gen.tokens,
+                    error=f"retrieval failed for query {action.query!r}: {exc}",
+                    source="retrieval",
+                )
             return TurnResult("search", segment, render_information(hits), query=action.query, tokens=gen.tokens)
         if action.kind == "answer":
             return TurnResult("answer", segment, answer=action.answer, tokens=gen.tokens)
@@ -164,9 +175,17 @@ class LLMSearchExecutor(Executor):
         render = render_rejection if intervention.kind == "reject" else render_guidance
         self.transcript += render(intervention.text)
 
-    def _blank_copy(self) -> "LLMSearchExecutor":
-        return LLMSearchExecutor(self.spec, self.backend, self.settings, self._retriever, self._data_dir,
-                                 self.max_turns, self.topk, self.chat_format)
+    def _blank_copy(self) -> LLMSearchExecutor:
+        return LLMSearchExecutor(
+            self.spec,
+            self.backend,
+            self.settings,
+            self._retriever,
+            self._data_dir,
+            self.max_turns,
+            self.topk,
+            self.chat_format,
+        )
 
     def _get_impl_state(self) -> Any:
         return {"seed": self._seed}
@@ -195,7 +214,7 @@ def closing_tag(gen: Generation) -> str:
         return ""
     last = opened[-1]
     closing = SEARCH_STOP if last.group(1) == "search" else ANSWER_STOP
-    return "" if closing in gen.text[last.end():] else closing
+    return "" if closing in gen.text[last.end() :] else closing
 
 
 # -- spec parsing and factories -------------------------------------------------------------------------------
@@ -237,8 +256,13 @@ def _build(kind: str, arg: str, ctx: ExecutorContext) -> LLMSearchExecutor:
     if backend is None:
         backend = make_backend(f"{kind}:{target}", **backend_options)
     return LLMSearchExecutor(
-        f"{kind}:{arg}", backend, settings, retriever=ctx.retriever, data_dir=ctx.data_dir,
-        max_turns=ctx.max_turns, topk=ctx.topk,
+        f"{kind}:{arg}",
+        backend,
+        settings,
+        retriever=ctx.retriever,
+        data_dir=ctx.data_dir,
+        max_turns=ctx.max_turns,
+        topk=ctx.topk,
     )
 
 
@@ -257,5 +281,12 @@ def make_openai_executor(arg: str, ctx: ExecutorContext) -> LLMSearchExecutor:
     return _build("openai", arg, ctx)
 
 
-__all__ = ["LLMSearchExecutor", "LLMSearchSettings", "closing_tag", "make_hf_executor", "make_llamacpp_executor",
-           "make_openai_executor", "split_spec_options"]
+__all__ = [
+    "LLMSearchExecutor",
+    "LLMSearchSettings",
+    "closing_tag",
+    "make_hf_executor",
+    "make_llamacpp_executor",
+    "make_openai_executor",
+    "split_spec_options",
+]

@@ -11,6 +11,7 @@ profile file (or ``<dict>``) and the key, and says what value is expected.
 Types are read from the dataclass: a ``float`` field takes a JSON number, an ``int`` field a JSON integer, and a
 boolean is never a number (``True`` is an ``int`` in Python, not in a profile).
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,10 @@ class ProfileSchema:
     @property
     def required(self) -> frozenset[str]:
         """Fields without a default (the profile must give them), except the name and description."""
-        return frozenset(f.name for f in fields(self.cls)
-                         if f.default is MISSING and f.default_factory is MISSING) - _AUTO_KEYS
+        return (
+            frozenset(f.name for f in fields(self.cls) if f.default is MISSING and f.default_factory is MISSING)
+            - _AUTO_KEYS
+        )
 
     def error(self, where: str, message: str) -> SteerEnvsError:
         return SteerEnvsError(f"{self.kind} {where}: {message}")
@@ -61,8 +64,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def check_keys(schema: ProfileSchema, obj: dict, where: str, allowed: set[str] | frozenset[str],
-               required: set[str] | frozenset[str] = frozenset()) -> None:
+def check_keys(
+    schema: ProfileSchema,
+    obj: dict,
+    where: str,
+    allowed: set[str] | frozenset[str],
+    required: set[str] | frozenset[str] = frozenset(),
+) -> None:
     """Unknown or missing keys are errors that list them and the valid keys (a typo never falls back silently)."""
     unknown = sorted(set(obj) - set(allowed))
     missing = sorted(set(required) - set(obj))
@@ -72,8 +80,11 @@ def check_keys(schema: ProfileSchema, obj: dict, where: str, allowed: set[str] |
     if missing:
         problems.append(f"missing key(s) {', '.join(missing)}")
     if problems:
-        raise schema.error(where, f"{'; '.join(problems)}. Valid keys: {', '.join(sorted(allowed))} "
-                                  f"(see {schema.directory / 'default.json'} for a complete example)")
+        raise schema.error(
+            where,
+            f"{'; '.join(problems)}. Valid keys: {', '.join(sorted(allowed))} "
+            f"(see {schema.directory / 'default.json'} for a complete example)",
+        )
 
 
 def check_values(schema: ProfileSchema, obj: dict, where: str) -> None:
@@ -82,8 +93,11 @@ def check_values(schema: ProfileSchema, obj: dict, where: str) -> None:
     for key in sorted(set(obj) & set(types)):
         value, kind = obj[key], types[key]
         if isinstance(value, bool) and kind in ("float", "int"):
-            raise schema.error(where, f"{key!r} must be a number, got the boolean {str(value).lower()} "
-                                      f"(write 1.0 / 0.0 or the intended value)")
+            raise schema.error(
+                where,
+                f"{key!r} must be a number, got the boolean {str(value).lower()} "
+                f"(write 1.0 / 0.0 or the intended value)",
+            )
         if kind == "float":
             if key in schema.positive:
                 if not _is_number(value) or value <= 0:
@@ -96,10 +110,14 @@ def check_values(schema: ProfileSchema, obj: dict, where: str) -> None:
                 what = "a positive integer" if low == 1 else f"an integer >= {low}"
                 raise schema.error(where, f"{key!r} must be {what}, got {value!r}")
     if "thought_sources" in obj and (
-        not isinstance(obj["thought_sources"], (list, tuple)) or not all(isinstance(x, str) for x in obj["thought_sources"])
+        not isinstance(obj["thought_sources"], (list, tuple))
+        or not all(isinstance(x, str) for x in obj["thought_sources"])
     ):
-        raise schema.error(where, f"'thought_sources' must be a list of trajectory source names (files in "
-                                  f"<data>/trajectories without .jsonl.gz), got {obj['thought_sources']!r}")
+        raise schema.error(
+            where,
+            f"'thought_sources' must be a list of trajectory source names (files in "
+            f"<data>/trajectories without .jsonl.gz), got {obj['thought_sources']!r}",
+        )
     if schema.extra is not None:
         schema.extra(obj, where)
 

@@ -9,6 +9,7 @@
 
 Templates are data in a registry: add one with :func:`register_prompt_template`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,7 +79,9 @@ def register_prompt_template(template: PromptTemplate) -> None:
 
 
 register_prompt_template(PromptTemplate("search-r1", SEARCH_R1_TEXT, "Search-R1's instruction (verbatim)"))
-register_prompt_template(PromptTemplate("asearcher", ASEARCHER_TEXT, "ASearcher-style instruction with planning and checking"))
+register_prompt_template(
+    PromptTemplate("asearcher", ASEARCHER_TEXT, "ASearcher-style instruction with planning and checking")
+)
 register_prompt_template(
     PromptTemplate("few-shot", FEW_SHOT_TEXT, "two worked episodes, for small base models", ("\nQuestion:",))
 )

@@ -11,6 +11,7 @@ produced it:
 R1-Searcher's markers (``<|begin_of_query|>``, ``<|begin_of_documents|>``, ``\\boxed{}``) are parsed too, for
 replaying its recorded rollouts.
 """
+
 from __future__ import annotations
 
 import re
@@ -80,7 +81,7 @@ def first_think(segment: str) -> str:
         return ""
     inner_start = start + len("<think>")
     close = segment.find("</think>", inner_start)
-    return segment[inner_start:close if close >= 0 else len(segment)].strip()
+    return segment[inner_start : close if close >= 0 else len(segment)].strip()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
-"""Executor construction from a spec string ``<kind>:<argument>`` (DESIGN.md, "Executors").
+"""Executor construction from a spec string ``<kind>:<argument>``.
 
 Kinds register a factory; factories import their dependencies lazily. An unknown kind lists the valid ones.
 Installed packages add kinds through the ``steer_envs.executors`` entry-point group (docs/extending.md); a
 plugin factory may carry ``deterministic = True`` (default: False, the safe assumption for envs and checks) and
 ``io_bound = True`` (its episodes mostly wait on a server: run many at once in threads, :mod:`steer_envs.vector`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -15,7 +16,9 @@ from .base import Executor, ExecutorContext
 ExecutorFactory = Callable[[str, ExecutorContext], Executor]
 
 
-SPEC_HELP = "sim:<profile|file.json>, hf:<path|gemma-3-270m>, llamacpp:<file.gguf>, openai:<model>@<base_url>, replay:<file>"
+SPEC_HELP = (
+    "sim:<profile|file.json>, hf:<path|gemma-3-270m>, llamacpp:<file.gguf>, openai:<model>@<base_url>, replay:<file>"
+)
 ENTRY_POINT_GROUP = "steer_envs.executors"
 EXECUTORS: LazyRegistry[ExecutorFactory] = LazyRegistry("executor", SPEC_HELP, entry_point_group=ENTRY_POINT_GROUP)
 #: whether executors of a kind are deterministic under a seed (for env registration and checks)
@@ -36,8 +39,7 @@ def register_executor(kind: str, factory: ExecutorFactory | str, deterministic: 
 register_executor("sim", "steer_envs.executors.sim:make_sim_executor", deterministic=True)
 register_executor("hf", "steer_envs.executors.llm_search:make_hf_executor", deterministic=False)
 register_executor("llamacpp", "steer_envs.executors.llm_search:make_llamacpp_executor", deterministic=False)
-register_executor("openai", "steer_envs.executors.llm_search:make_openai_executor", deterministic=False,
-                  io_bound=True)
+register_executor("openai", "steer_envs.executors.llm_search:make_openai_executor", deterministic=False, io_bound=True)
 register_executor("replay", "steer_envs.executors.replay:make_replay_executor", deterministic=True)
 
 

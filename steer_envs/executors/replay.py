@@ -13,6 +13,7 @@ Spec: ``replay:<source>`` where source is a name from :func:`steer_envs.data.tra
 Without a pinned row, :meth:`reset` finds the rows of the task by benchmark + normalised question; when several
 agents' runs of a task were recorded, the ``seed`` picks one, deterministically.
 """
+
 from __future__ import annotations
 
 import os
@@ -83,7 +84,8 @@ def parse_replay_arg(arg: str) -> tuple[str, int | None]:
     """Split ``<source>#<row>`` into the source and the pinned row (``None`` when not pinned)."""
     if not arg:
         raise SteerEnvsError(
-            "replay needs a source: replay:<name or file>[#row], e.g. replay:search_r1_base or replay:r1_searcher_qwen#12"
+            "replay needs a source: replay:<name or file>[#row], "
+            "e.g. replay:search_r1_base or replay:r1_searcher_qwen#12"
         )
     source, sep, row = arg.rpartition("#")
     if not sep:
@@ -126,13 +128,19 @@ class ReplayExecutor(Executor):
     def task_for_row(self, row: int) -> Task:
         """A :class:`Task` built from a row itself (for rows whose question is not in the shared tasks)."""
         r = self.source.rollouts[row]
-        return Task(id=f"{self.source.name}#{row}", question=r.question, golden_answers=r.golden_answers or ("",),
-                    benchmark=r.benchmark)
+        return Task(
+            id=f"{self.source.name}#{row}",
+            question=r.question,
+            golden_answers=r.golden_answers or ("",),
+            benchmark=r.benchmark,
+        )
 
     def supports_task(self, task: Task) -> bool:
         """Only tasks with a recording (the pinned row's question, when a row is pinned)."""
         if self.pinned_row is not None:
-            return normalize_question(self.source.rollouts[self.pinned_row].question) == normalize_question(task.question)
+            return normalize_question(self.source.rollouts[self.pinned_row].question) == normalize_question(
+                task.question
+            )
         return bool(self.source.rows_for(task))
 
     # -- Executor hooks ---------------------------------------------------------------------------------------
@@ -143,7 +151,8 @@ class ReplayExecutor(Executor):
             if normalize_question(recorded.question) != normalize_question(task.question):
                 raise ExecutorError(
                     f"{self.spec} replays the question {recorded.question!r}, but the task {task.id!r} asks "
-                    f"{task.question!r}; reset with that row's task (ReplayExecutor.task_for_row({row})) or drop '#{row}'"
+                    f"{task.question!r}; reset with that row's task (ReplayExecutor.task_for_row({row})) "
+                    f"or drop '#{row}'"
                 )
         else:
             rows = self.source.rows_for(task)
@@ -171,13 +180,18 @@ class ReplayExecutor(Executor):
             return TurnResult("answer", turn.segment, turn.observation, answer=turn.answer, tokens=tokens)
         if turn.kind == "invalid":
             return TurnResult("invalid", turn.segment, turn.observation, tokens=tokens)
-        return TurnResult("failed", turn.segment, turn.observation, tokens=tokens,
-                          error="the recorded agent stopped without giving an answer (truncated or unfinished)")
+        return TurnResult(
+            "failed",
+            turn.segment,
+            turn.observation,
+            tokens=tokens,
+            error="the recorded agent stopped without giving an answer (truncated or unfinished)",
+        )
 
     def _receive(self, intervention: Intervention) -> None:  # unreachable: Executor.intervene refuses first
         raise ExecutorError(f"{self.spec} is read-only: it replays recorded rollouts and cannot receive interventions")
 
-    def _blank_copy(self) -> "ReplayExecutor":
+    def _blank_copy(self) -> ReplayExecutor:
         return ReplayExecutor(self.spec, self.source, self.pinned_row, self.max_turns)
 
     def _get_impl_state(self) -> Any:

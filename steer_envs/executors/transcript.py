@@ -18,6 +18,7 @@ Formats:
   ``"\\n\\n<|begin_of_documents|>\\n(1)Title   text ...<|end_of_documents|>\\n\\n"``; the model ends with EOS and
   puts its answer in ``<answer>``, ``\\boxed{}``, or plain final text.
 """
+
 from __future__ import annotations
 
 import re
@@ -115,7 +116,7 @@ class _Block:
     stop: int
 
     def group(self, i: int) -> str:
-        return self.text[self.start:self.stop] if i == 0 else self.text[self.body_start:self.body_end]
+        return self.text[self.start : self.stop] if i == 0 else self.text[self.body_start : self.body_end]
 
     def end(self) -> int:
         return self.stop
@@ -147,8 +148,11 @@ def _sr1_documents(block: str) -> tuple[RecordedDocument, ...]:
             break
         following = _SR1_DOC_NEXT.search(block, title_end + 2)
         pos = following.start() if following else len(block)
-        docs.append(RecordedDocument(int(head.group(1)), block[head.end():title_end].strip().strip('"'),
-                                     block[title_end + 2:pos].strip()))
+        docs.append(
+            RecordedDocument(
+                int(head.group(1)), block[head.end() : title_end].strip().strip('"'), block[title_end + 2 : pos].strip()
+            )
+        )
     return tuple(docs)
 
 
@@ -191,25 +195,38 @@ def _parse_search_r1(response: str) -> list[RecordedTurn]:
             segment = response[pos:]
             boxed = _BOXED.findall(segment)
             if boxed:
-                turns.append(RecordedTurn(len(turns), "answer", segment, answer=boxed[-1].strip(), think=_think(segment)))
+                turns.append(
+                    RecordedTurn(len(turns), "answer", segment, answer=boxed[-1].strip(), think=_think(segment))
+                )
             else:
                 turns.append(RecordedTurn(len(turns), "unfinished", segment, think=_think(segment)))
             break
-        segment = response[pos:stop.end()]
+        segment = response[pos : stop.end()]
         after = stop.end()
         think = _think(segment)
         if stop.group(0) == "</answer>":
             answers = _inner_texts(segment, ANSWER_TAGS)
             if answers and not response.startswith(INVALID_ACTION_REPLY, after):
                 # the episode ends here; trailing text (never seen in the recordings) stays in the segment
-                turns.append(RecordedTurn(len(turns), "answer", response[pos:], answer=answers[-1].strip(), think=think))
+                turns.append(
+                    RecordedTurn(len(turns), "answer", response[pos:], answer=answers[-1].strip(), think=think)
+                )
                 break
         info = _block_at(response, after, _SR1_INFO, info_end)
         if info is not None:
             queries = _inner_texts(segment, SEARCH_TAGS)
             query = queries[-1].strip() if queries else ""
-            turns.append(RecordedTurn(len(turns), "search", segment, info.group(0), query=query, think=think,
-                                      documents=_sr1_documents(info.group(1))))
+            turns.append(
+                RecordedTurn(
+                    len(turns),
+                    "search",
+                    segment,
+                    info.group(0),
+                    query=query,
+                    think=think,
+                    documents=_sr1_documents(info.group(1)),
+                )
+            )
             pos = info.end()
         elif response.startswith(INVALID_ACTION_REPLY, after):
             turns.append(RecordedTurn(len(turns), "invalid", segment, INVALID_ACTION_REPLY, think=think))
@@ -218,8 +235,9 @@ def _parse_search_r1(response: str) -> list[RecordedTurn]:
             queries = _inner_texts(segment, SEARCH_TAGS)
             if after == len(response):
                 kind: RecordedKind = "search" if queries else "unfinished"
-                turns.append(RecordedTurn(len(turns), kind, segment, query=queries[-1].strip() if queries else None,
-                                          think=think))
+                turns.append(
+                    RecordedTurn(len(turns), kind, segment, query=queries[-1].strip() if queries else None, think=think)
+                )
             else:  # the loop went on without inserting anything: count it as an action without effect
                 turns.append(RecordedTurn(len(turns), "invalid", segment, think=think))
             pos = after
@@ -240,11 +258,20 @@ def _parse_r1_searcher(response: str) -> list[RecordedTurn]:
             kind: RecordedKind = "answer" if answer is not None else "unfinished"
             turns.append(RecordedTurn(len(turns), kind, segment, answer=answer, think=_think(segment)))
             break
-        segment = response[pos:stop.end()]
+        segment = response[pos : stop.end()]
         start = segment.rfind(_R1S_BEGIN_QUERY)
-        query = segment[start + len(_R1S_BEGIN_QUERY): -len(stop.group(0))].strip() if start >= 0 else ""
-        turns.append(RecordedTurn(len(turns), "search", segment, docs.group(0), query=query, think=_think(segment),
-                                  documents=_r1s_documents(docs.group(1))))
+        query = segment[start + len(_R1S_BEGIN_QUERY) : -len(stop.group(0))].strip() if start >= 0 else ""
+        turns.append(
+            RecordedTurn(
+                len(turns),
+                "search",
+                segment,
+                docs.group(0),
+                query=query,
+                think=_think(segment),
+                documents=_r1s_documents(docs.group(1)),
+            )
+        )
         pos = docs.end()
     return turns
 

@@ -24,17 +24,20 @@ Supervision envs default to the embedded executor ``sim:default``; any executor 
 (``make_environment_factory("steer_envs/SearchSteering-v0", executor="hf:gemma-3-270m")``). TRL and ``datasets``
 are imported only inside :func:`task_dataset` (install with ``pip install "steer-envs[trl]"``).
 """
+
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..episodes import row_seed
 from ..errors import SteerEnvsError, unknown_name
 from ..failures import episode_failed
 from ..ids import GUIDED_SEARCH_ENV, HANDOFF_ENV, STEERING_ENV
+
+if TYPE_CHECKING:
+    import gymnasium
 
 #: longest tool result handed back to the model (characters); the rest is cut with a marker. TRL drops a tool
 #: result that would push a rollout past ``max_completion_length``, so long search results must be bounded
@@ -46,15 +49,18 @@ MAX_FINISH_STEPS = 10_000
 INSTRUCTIONS: dict[str, str] = {
     GUIDED_SEARCH_ENV: (
         "Answer the question. Call the search tool to look things up in Wikipedia (as often as you need), then call "
-        "the answer tool with a short answer. The episode ends when you answer."),
+        "the answer tool with a short answer. The episode ends when you answer."
+    ),
     STEERING_ENV: (
         "You supervise a search agent that answers the question below. After each of its turns, call pass_turn to "
         "let it continue, or intervene with a short guidance note when it drifts from the goal. When you stop "
-        "calling tools it finishes on its own."),
+        "calling tools it finishes on its own."
+    ),
     HANDOFF_ENV: (
         "You supervise a pipeline of five agents (planner, searcher, reader, verifier, summarizer) answering the "
         "question below. At each hand-off call pass_handoff, note (a note for the receiver), or reject (send the "
-        "message back with feedback). When you stop calling tools the pipeline finishes on its own."),
+        "message back with feedback). When you stop calling tools the pipeline finishes on its own."
+    ),
 }
 
 
@@ -67,8 +73,12 @@ class SteerToolEnv:
     finish_by_passing: ClassVar[bool] = True
     pass_action: ClassVar[str] = "pass"
 
-    def __init__(self, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
-                 max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS, **env_kwargs: Any) -> None:
+    def __init__(
+        self,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
+        **env_kwargs: Any,
+    ) -> None:
         if max_result_chars < 1 or max_argument_chars < 1:
             raise SteerEnvsError("max_result_chars and max_argument_chars must be positive")
         if env_kwargs.get("action_mode", "text") != "text":
@@ -76,7 +86,7 @@ class SteerToolEnv:
         self.max_result_chars = max_result_chars
         self.max_argument_chars = max_argument_chars
         self.env_kwargs = {**env_kwargs, "action_mode": "text"}
-        self._gym = None
+        self._gym: gymnasium.Env | None = None
         self._seen = ""
         self.actions: list[Any] = []  # the env actions of the current episode, in order
         self.rewards: list[float] = []  # the env reward of each of those steps
@@ -88,8 +98,9 @@ class SteerToolEnv:
         """Start the row's episode (``seed`` and ``task_id`` from :func:`task_dataset`; other columns are ignored)
         and return the first observation, which TRL appends to the prompt."""
         env = self._env()
-        obs, info = env.reset(seed=None if seed is None else int(seed),
-                              options={"task_id": task_id} if task_id else None)
+        obs, info = env.reset(
+            seed=None if seed is None else int(seed), options={"task_id": task_id} if task_id else None
+        )
         self.actions, self.rewards, self.done, self.last_info = [], [], False, info
         self._seen = str(obs.get("transcript", ""))
         return self._first_observation(obs)
@@ -148,7 +159,7 @@ class SteerToolEnv:
 
     def _delta(self, obs: dict[str, Any]) -> str:
         transcript = str(obs.get("transcript", ""))
-        new = transcript[len(self._seen):] if transcript.startswith(self._seen) else transcript
+        new = transcript[len(self._seen) :] if transcript.startswith(self._seen) else transcript
         self._seen = transcript
         return self._cut(new.strip())
 
@@ -200,13 +211,13 @@ class GuidedSearchTools(SteerToolEnv):
         return self._act(f"<answer> {text} </answer>")
 
     def _first_observation(self, obs: dict[str, Any]) -> str:
-        from ..guidance.hint import format_hint
+        from ..reference_plans.hint import format_plan_hint
 
         env = self.unwrapped
         hint = env.hint_actions
         text = f"Question: {env.state.task.question}"
         if hint:
-            text += "\n" + format_hint(hint, len(hint)).strip()
+            text += "\n" + format_plan_hint(hint, len(hint)).strip()
         if self._seen.strip():  # prefix mode: executed reference searches
             text += "\n" + self._seen.strip()
         return self._cut(text)
@@ -331,20 +342,9 @@ def make_environment_factory(env_id: str = GUIDED_SEARCH_ENV, **env_kwargs: Any)
     return functools.partial(cls, **env_kwargs)
 
 
-def __getattr__(name: str) -> Any:
-    """``episode_seed(seed, row)`` was this module's row seed; it shares its name with the evaluation protocol's
-    ``steer_envs.episodes.episode_seed(task_id, seed_index)`` (a different derivation), so it is now
-    :func:`steer_envs.episodes.row_seed` (same values) and the old name is deprecated."""
-    if name == "episode_seed":
-        warnings.warn("steer_envs.integrations.trl.episode_seed(seed, row) is deprecated; use "
-                      "steer_envs.episodes.row_seed(seed, row) (same values; steer_envs.episodes.episode_seed is the "
-                      "evaluation protocol's (task_id, seed_index) seed)", DeprecationWarning, stacklevel=2)
-        return row_seed
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def task_dataset(env_id: str = GUIDED_SEARCH_ENV, split: str = "train", limit: int | None = None,
-                 seed: int = 0, **env_kwargs: Any):
+def task_dataset(
+    env_id: str = GUIDED_SEARCH_ENV, split: str = "train", limit: int | None = None, seed: int = 0, **env_kwargs: Any
+):
     """A ``datasets.Dataset`` of the split's tasks for TRL: columns ``prompt`` (a conversational prompt with the
     env's instruction; :meth:`SteerToolEnv.reset` appends the observation), ``task_id``, ``question`` and ``seed``
     (:func:`~steer_envs.episodes.row_seed`). ``env_kwargs`` select the tasks as in ``gymnasium.make`` (``benchmarks=``,
@@ -359,16 +359,25 @@ def task_dataset(env_id: str = GUIDED_SEARCH_ENV, split: str = "train", limit: i
             raise SteerEnvsError(f"limit must be a positive number of rows, got {limit}")
         tasks = tasks[:limit]
     instruction = INSTRUCTIONS[env_id]
-    return Dataset.from_dict({
-        "prompt": [[{"role": "user", "content": instruction + "\n\n"}] for _ in tasks],
-        "task_id": [t.id for t in tasks],
-        "question": [t.question for t in tasks],
-        "seed": [row_seed(seed, i) for i in range(len(tasks))],
-    })
+    return Dataset.from_dict(
+        {
+            "prompt": [[{"role": "user", "content": instruction + "\n\n"}] for _ in tasks],
+            "task_id": [t.id for t in tasks],
+            "question": [t.question for t in tasks],
+            "seed": [row_seed(seed, i) for i in range(len(tasks))],
+        }
+    )
 
 
 __all__ = [
-    "DEFAULT_MAX_ARGUMENT_CHARS", "DEFAULT_MAX_RESULT_CHARS", "GuidedSearchTools", "HandoffSteeringTools",
-    "INSTRUCTIONS", "SearchSteeringTools", "SteerToolEnv", "TOOL_ENVS", "make_environment_factory", "row_seed",
+    "DEFAULT_MAX_ARGUMENT_CHARS",
+    "DEFAULT_MAX_RESULT_CHARS",
+    "GuidedSearchTools",
+    "HandoffSteeringTools",
+    "INSTRUCTIONS",
+    "SearchSteeringTools",
+    "SteerToolEnv",
+    "TOOL_ENVS",
+    "make_environment_factory",
     "task_dataset",
 ]

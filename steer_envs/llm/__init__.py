@@ -4,6 +4,7 @@
 (batched ``generate`` with stop sequences, ``next_token_logprobs`` of candidates). Heavy imports (torch,
 transformers) happen only when a backend is built.
 """
+
 from .base import (
     BackendStats,
     ContextOverflowError,

@@ -14,6 +14,7 @@ caller's outcome to handle (an executor ends its episode as a scored truncation;
 asks again), never a failure to retry or to drop from a mean. :func:`is_context_overflow_message` is the one place
 that recognises a server's wording of it.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,8 +47,13 @@ class ContextOverflowError(SteerEnvsError):
     its context has *done* something, and is scored (Search-R1 scores it as an episode without an answer).
     The counts are set when the backend knows them."""
 
-    def __init__(self, message: str, prompt_tokens: int | None = None, max_new_tokens: int | None = None,
-                 context_length: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        prompt_tokens: int | None = None,
+        max_new_tokens: int | None = None,
+        context_length: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.prompt_tokens = prompt_tokens
         self.max_new_tokens = max_new_tokens
@@ -61,14 +67,17 @@ class ContextOverflowError(SteerEnvsError):
 #: SGLang: "... is longer than the model's context length (2048 tokens)"; OpenAI: "context_length_exceeded";
 #: llama.cpp: "the request exceeds the available context size", "Requested tokens (3000) exceed context window of
 #: 2048".
-CONTEXT_OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p, re.IGNORECASE) for p in (
-    r"maximum\s+context\s+length",
-    r"maximum\s+model\s+length",
-    r"max_model_len",
-    r"max_(completion_)?tokens\W.{0,80}?too\s+large",
-    r"context_length_exceeded",
-    r"(longer\s+than|exceeds?)\s+(the\s+)?(model's\s+|available\s+)?context\s+(length|size|window)",
-))
+CONTEXT_OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"maximum\s+context\s+length",
+        r"maximum\s+model\s+length",
+        r"max_model_len",
+        r"max_(completion_)?tokens\W.{0,80}?too\s+large",
+        r"context_length_exceeded",
+        r"(longer\s+than|exceeds?)\s+(the\s+)?(model's\s+|available\s+)?context\s+(length|size|window)",
+    )
+)
 
 
 def is_context_overflow_message(text: str | None) -> bool:

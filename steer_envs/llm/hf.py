@@ -12,6 +12,7 @@ of being cut. Raising rather than clamping ``max_new_tokens`` or dropping the pr
 once did silently: the task's instructions went first) is vLLM's rule too, so an ``hf:`` executor and the same
 model served by vLLM end an over-long episode at the same turn, as the same scored truncation.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -20,12 +21,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..errors import SteerEnvsError
 from .base import (
     BackendStats,
     ContextOverflowError,
+    FinishReason,
     Generation,
     GenerationConfig,
     check_prompts,
@@ -66,7 +68,7 @@ def _stop_criteria(tokenizer: Any, stops: Sequence[str], prompt_len: int):
         def __call__(self, input_ids, scores, **kwargs):  # noqa: ARG002 - transformers' signature
             done = []
             for row in input_ids:
-                tail = row[max(prompt_len, row.shape[0] - _STOP_WINDOW):]
+                tail = row[max(prompt_len, row.shape[0] - _STOP_WINDOW) :]
                 text = tokenizer.decode(tail, skip_special_tokens=True)
                 done.append(any(s in text for s in stops))
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
@@ -173,7 +175,10 @@ class HFBackend:
                 f"{self.name}: this model's maximum context length is {self.max_context} tokens, but the prompt has "
                 f"{longest} tokens and {room} more were asked for ({longest} + {room} > {self.max_context}); shorten "
                 "the prompt or ask for fewer tokens (an executor's episode ends here as a scored truncation)",
-                prompt_tokens=longest, max_new_tokens=room, context_length=self.max_context)
+                prompt_tokens=longest,
+                max_new_tokens=room,
+                context_length=self.max_context,
+            )
 
     def _encode(self, prompts: Sequence[str], room: int):
         enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True)
@@ -238,6 +243,7 @@ class HFBackend:
     def _stop_cut(self, row: list[int], stops: Sequence[str]) -> int:
         """The fewest leading tokens of ``row`` whose text already contains a stop string (binary search: once a
         prefix's text holds one, every longer prefix's does)."""
+
         def has_stop(k: int) -> bool:
             text = self.tokenizer.decode(row[:k], skip_special_tokens=True)
             return any(s and s in text for s in stops)
@@ -266,7 +272,9 @@ class HFBackend:
         }
         if not config.greedy:
             settings.update(temperature=config.temperature, top_p=config.top_p, top_k=0)
-        criteria = StoppingCriteriaList([_stop_criteria(self.tokenizer, config.stop, prompt_len)] if config.stop else [])
+        criteria = StoppingCriteriaList(
+            [_stop_criteria(self.tokenizer, config.stop, prompt_len)] if config.stop else []
+        )
         with torch.random.fork_rng(devices=forked_cuda_devices(self.model.device)), torch.no_grad():
             if config.seed is not None:
                 torch.manual_seed(config.seed)
@@ -279,21 +287,28 @@ class HFBackend:
         for r, row in enumerate(out[:, prompt_len:].tolist()):
             n = next((i for i, t in enumerate(row) if t in ends), len(row))
             ended_by_eos = n < len(row)
-            text = self.tokenizer.decode(row[:n], skip_special_tokens=True)
+            # one sequence of ids decodes to one str (transformers types decode for batches too)
+            text = cast(str, self.tokenizer.decode(row[:n], skip_special_tokens=True))
             text, stop = truncate_at_stop(text, config.stop)
-            reason = "stop" if (stop is not None or ended_by_eos) else "length"
+            reason: FinishReason = "stop" if (stop is not None or ended_by_eos) else "length"
             # the sampled ids: through the token that completed the stop, else through the end token the model chose
             cut = self._stop_cut(row[:n], config.stop) if stop is not None else min(n + 1, len(row))
-            gens.append(SampledGeneration(
-                Generation(text=text, tokens=n, finish_reason=reason, stop_sequence=stop),
-                enc["input_ids"][r][mask[r]].tolist(), row[:cut]))
+            gens.append(
+                SampledGeneration(
+                    Generation(text=text, tokens=n, finish_reason=reason, stop_sequence=stop),
+                    enc["input_ids"][r][mask[r]].tolist(),
+                    row[:cut],
+                )
+            )
         return gens
 
     def _candidate_ids(self, candidate: str) -> list[int]:
         """Token ids that spell the candidate alone, with or without a leading space (a remote server's
         top-k table is matched the same way). If neither spelling is one token, the first token of the
         spaced spelling stands in (an upper bound)."""
-        spellings = [self.tokenizer.encode(v, add_special_tokens=False) for v in (candidate.strip(), " " + candidate.strip())]
+        spellings = [
+            self.tokenizer.encode(v, add_special_tokens=False) for v in (candidate.strip(), " " + candidate.strip())
+        ]
         single = sorted({ids[0] for ids in spellings if len(ids) == 1})
         if single:
             return single
@@ -334,7 +349,7 @@ class HFBackend:
                 for vals, idx in zip(values.tolist(), indices.tolist()):
                     table: dict[str, list[float]] = {}
                     for v, i in zip(vals, idx):
-                        table.setdefault(self.tokenizer.decode([i]), []).append(v)
+                        table.setdefault(cast(str, self.tokenizer.decode([i])), []).append(v)
                     out.append({tok: logsumexp(vs) for tok, vs in table.items()})
         return out
 
@@ -384,11 +399,15 @@ class HFBackend:
         one per response. Not serialised by the lock: the caller owns the model while training.
         """
         if len(prompt_ids) != len(response_ids):
-            raise SteerEnvsError(f"got {len(prompt_ids)} prompts but {len(response_ids)} responses; pass one per prompt")
+            raise SteerEnvsError(
+                f"got {len(prompt_ids)} prompts but {len(response_ids)} responses; pass one per prompt"
+            )
         for what, seqs in (("prompt", prompt_ids), ("response", response_ids)):
             if any(len(s) == 0 for s in seqs):
-                raise SteerEnvsError(f"token_logprobs got an empty {what}; every {what} needs at least one token id "
-                                     "(a response is scored after its prompt's last token)")
+                raise SteerEnvsError(
+                    f"token_logprobs got an empty {what}; every {what} needs at least one token id "
+                    "(a response is scored after its prompt's last token)"
+                )
         step = int(micro_batch or self.max_batch)
         if step < 1:
             raise SteerEnvsError(f"micro_batch must be a positive number of sequences, got {micro_batch}")
@@ -436,9 +455,16 @@ class HFBackend:
         ``continue_final_message`` does. Without a template the contents are joined (the last one then continues).
         """
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(list(messages), tokenize=False,
-                                                      add_generation_prompt=not continue_final_message,
-                                                      continue_final_message=continue_final_message)
+            # one conversation, not tokenized: one str (transformers types the call for batches and ids too)
+            return cast(
+                str,
+                self.tokenizer.apply_chat_template(
+                    list(messages),
+                    tokenize=False,
+                    add_generation_prompt=not continue_final_message,
+                    continue_final_message=continue_final_message,
+                ),
+            )
         return "\n\n".join(m.get("content", "") for m in messages)
 
     def count_tokens(self, text: str) -> int:

@@ -21,6 +21,7 @@ steer_envs.llm.latency_server --latency 0.1 [--cv 1 --seed 0]``; counters at ``G
 measures the client alone. The process serves on one asyncio event loop (:class:`AsyncLatencyServer`): a fraction
 of ``http.server``'s CPU a request, which on a small machine would otherwise be taken from the measured client.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,8 +67,8 @@ class Latency:
         """A thread-safe function returning the next latency (one generator: draws follow the seed's sequence)."""
         if self.cv == 0 or self.mean == 0:
             return lambda: self.mean
-        sigma = math.sqrt(math.log1p(self.cv ** 2))  # lognormal whose mean is exp(mu + sigma^2 / 2) = self.mean
-        mu = math.log(self.mean) - sigma ** 2 / 2
+        sigma = math.sqrt(math.log1p(self.cv**2))  # lognormal whose mean is exp(mu + sigma^2 / 2) = self.mean
+        mu = math.log(self.mean) - sigma**2 / 2
         rng, lock = random.Random(self.seed), threading.Lock()
 
         def draw() -> float:
@@ -81,16 +82,23 @@ class Latency:
 REPLIES: dict[str, Callable[[str], tuple[str, str | None]]] = {"search": search_then_answer, "answer": answer_at_once}
 
 
-def completion(path: str, body: dict[str, Any], reply: Callable[[str], tuple[str, str | None]],
-               model_name: str) -> dict[str, Any]:
+def completion(
+    path: str, body: dict[str, Any], reply: Callable[[str], tuple[str, str | None]], model_name: str
+) -> dict[str, Any]:
     """The OpenAI-style reply to request ``body`` on ``path`` (a completion, or a chat completion)."""
     chat = path.endswith("/chat/completions")
     prompt = "".join(m.get("content", "") for m in body.get("messages", [])) if chat else str(body.get("prompt"))
     text, stop = reply(prompt)
     choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "stop_reason": stop}
     choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
-    return {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": model_name,
-            "choices": [choice], "usage": {"completion_tokens": max(1, len(text.split()))}}
+    return {
+        "id": "cmpl-fake",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model_name,
+        "choices": [choice],
+        "usage": {"completion_tokens": max(1, len(text.split()))},
+    }
 
 
 class LatencyServer:
@@ -101,8 +109,14 @@ class LatencyServer:
     Counters (thread-safe): :attr:`requests`, :attr:`connections` (TCP connections accepted),
     :attr:`peak_in_flight` (the most requests being answered at once)."""
 
-    def __init__(self, latency: float = 0.1, reply: Callable[[str], tuple[str, str | None]] = search_then_answer,
-                 model_name: str = "fake", cv: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        latency: float = 0.1,
+        reply: Callable[[str], tuple[str, str | None]] = search_then_answer,
+        model_name: str = "fake",
+        cv: float = 0.0,
+        seed: int = 0,
+    ) -> None:
         self.latency = float(latency)
         self.delay = Latency(self.latency, cv, seed).sampler()
         self.reply = reply
@@ -176,6 +190,7 @@ class LatencyServer:
     @property
     def base_url(self) -> str:
         host, port = self.httpd.server_address[:2]
+        assert isinstance(host, str)  # bound to an IPv4 address given as text
         return f"http://{host}:{port}/v1"
 
     @property
@@ -194,7 +209,7 @@ class LatencyServer:
     def reset_counters(self) -> None:
         self.counters(reset=True)
 
-    def start(self) -> "LatencyServer":
+    def start(self) -> LatencyServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="latency-server", daemon=True)
         self._thread.start()
         return self
@@ -205,7 +220,7 @@ class LatencyServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "LatencyServer":
+    def __enter__(self) -> LatencyServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -220,8 +235,14 @@ class AsyncLatencyServer:
     it is there to measure. Here a request is a coroutine that parses the head by hand and sleeps its latency on
     the loop. HTTP/1.1 keep-alive; ``Content-Length`` request bodies (what the ``openai:`` backend sends)."""
 
-    def __init__(self, latency: float = 0.1, reply: Callable[[str], tuple[str, str | None]] = search_then_answer,
-                 model_name: str = "fake", cv: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        latency: float = 0.1,
+        reply: Callable[[str], tuple[str, str | None]] = search_then_answer,
+        model_name: str = "fake",
+        cv: float = 0.0,
+        seed: int = 0,
+    ) -> None:
         self.delay = Latency(latency, cv, seed).sampler()
         self.reply = reply
         self.model_name = model_name
@@ -256,8 +277,11 @@ class AsyncLatencyServer:
                 fields = dict(line.lower().split(":", 1) for line in head[1:] if ":" in line)
                 raw = await reader.readexactly(int(fields.get("content-length", "0").strip() or 0))
                 status, body = await self._respond(method, path, raw)
-                writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
-                             "\r\n\r\n".encode() + body)
+                writer.write(
+                    f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+                    "\r\n\r\n".encode()
+                    + body
+                )
                 await writer.drain()
                 if fields.get("connection", "").strip() == "close":
                     break
@@ -287,8 +311,9 @@ class LatencyServerProcess:
     """:class:`LatencyServer` in a child process (``python -m steer_envs.llm.latency_server``); same
     :attr:`base_url` / :attr:`spec`, counters through :meth:`counters` (``GET /stats``)."""
 
-    def __init__(self, latency: float = 0.1, model_name: str = "fake", reply: str = "search", cv: float = 0.0,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, latency: float = 0.1, model_name: str = "fake", reply: str = "search", cv: float = 0.0, seed: int = 0
+    ) -> None:
         if reply not in REPLIES:
             raise ValueError(f"reply must be one of {sorted(REPLIES)}, got {reply!r}")
         Latency(latency, cv, seed)  # checked here, not in the child
@@ -304,14 +329,29 @@ class LatencyServerProcess:
     def spec(self) -> str:
         return f"openai:{self.model_name}@{self.base_url}"
 
-    def start(self) -> "LatencyServerProcess":
+    def start(self) -> LatencyServerProcess:
         import subprocess
         import sys
 
-        self._proc = subprocess.Popen([sys.executable, "-m", "steer_envs.llm.latency_server", "--latency",
-                                       str(self.latency), "--cv", str(self.cv), "--seed", str(self.seed),
-                                       "--model-name", self.model_name, "--reply", self.reply],
-                                      stdout=subprocess.PIPE, text=True)
+        self._proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "steer_envs.llm.latency_server",
+                "--latency",
+                str(self.latency),
+                "--cv",
+                str(self.cv),
+                "--seed",
+                str(self.seed),
+                "--model-name",
+                self.model_name,
+                "--reply",
+                self.reply,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self._proc.stdout.readline().strip()
         if not line.startswith("serving "):
             self.stop()
@@ -332,7 +372,7 @@ class LatencyServerProcess:
             self._proc.wait(timeout=10)
             self._proc = None
 
-    def __enter__(self) -> "LatencyServerProcess":
+    def __enter__(self) -> LatencyServerProcess:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -343,20 +383,27 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.1,
-                        help="seconds before every answer, or their mean with --cv (default 0.1)")
-    parser.add_argument("--cv", type=float, default=0.0,
-                        help="coefficient of variation of a lognormal latency (default 0: fixed)")
+    parser.add_argument(
+        "--latency", type=float, default=0.1, help="seconds before every answer, or their mean with --cv (default 0.1)"
+    )
+    parser.add_argument(
+        "--cv", type=float, default=0.0, help="coefficient of variation of a lognormal latency (default 0: fixed)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the lognormal draws (default 0)")
     parser.add_argument("--model-name", default="fake")
-    parser.add_argument("--reply", choices=sorted(REPLIES), default="search",
-                        help="search: a search, then an answer, per episode (default); answer: an answer at once")
+    parser.add_argument(
+        "--reply",
+        choices=sorted(REPLIES),
+        default="search",
+        help="search: a search, then an answer, per episode (default); answer: an answer at once",
+    )
     args = parser.parse_args(argv)
     import asyncio
 
     async def serve() -> None:
-        server = AsyncLatencyServer(args.latency, reply=REPLIES[args.reply], model_name=args.model_name, cv=args.cv,
-                                    seed=args.seed)
+        server = AsyncLatencyServer(
+            args.latency, reply=REPLIES[args.reply], model_name=args.model_name, cv=args.cv, seed=args.seed
+        )
         print(f"serving {await server.start()}", flush=True)
         await asyncio.Event().wait()  # until the process is terminated
 
@@ -370,5 +417,12 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     raise SystemExit(main())
 
-__all__ = ["AsyncLatencyServer", "Latency", "LatencyServer", "LatencyServerProcess", "REPLIES", "answer_at_once",
-           "search_then_answer"]
+__all__ = [
+    "AsyncLatencyServer",
+    "Latency",
+    "LatencyServer",
+    "LatencyServerProcess",
+    "REPLIES",
+    "answer_at_once",
+    "search_then_answer",
+]

@@ -7,6 +7,7 @@ llama.cpp runs GGUF models natively (no de-quantisation), so it is the fastest C
 ``ValueError`` ("Requested tokens (N) exceed context window of M"), which becomes
 :class:`~steer_envs.llm.base.ContextOverflowError` (an outcome for the executor, not a failure).
 """
+
 from __future__ import annotations
 
 import threading
@@ -18,6 +19,7 @@ from ..errors import SteerEnvsError
 from .base import (
     BackendStats,
     ContextOverflowError,
+    FinishReason,
     Generation,
     GenerationConfig,
     check_prompts,
@@ -39,8 +41,14 @@ def _completion(llm: Any, name: str, prompt: str, **kwargs: Any) -> dict:
 class LlamaCppBackend:
     """An :class:`~steer_envs.llm.base.LLMBackend` over ``llama_cpp.Llama`` (calls serialised by a lock)."""
 
-    def __init__(self, model_path: str | Path, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | Path,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        seed: int = 0,
+        name: str | None = None,
+    ) -> None:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
@@ -51,8 +59,9 @@ class LlamaCppBackend:
         if not path.is_file():
             raise SteerEnvsError(f"llamacpp:{model_path}: no such .gguf file; give the path of a GGUF model file")
         self.name = name or f"llamacpp:{model_path}"
-        self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
-                         logits_all=True, verbose=False)
+        self.llm = Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, logits_all=True, verbose=False
+        )
         self.stats = BackendStats()
         self.lock = threading.Lock()
         #: tokens a prompt and its generation may take together (llama.cpp's allocated context)
@@ -63,7 +72,9 @@ class LlamaCppBackend:
         for prompt in check_prompts(prompts):
             with self.lock:
                 reply = _completion(
-                    self.llm, self.name, prompt,
+                    self.llm,
+                    self.name,
+                    prompt,
                     max_tokens=config.max_new_tokens,
                     temperature=config.temperature,
                     top_p=config.top_p,
@@ -72,7 +83,7 @@ class LlamaCppBackend:
                 )
             choice = reply["choices"][0]
             tokens = int(reply.get("usage", {}).get("completion_tokens", 0))
-            reason = "length" if choice.get("finish_reason") == "length" else "stop"
+            reason: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
             out.append(Generation(choice["text"], tokens, reason))
             self.stats.generated_tokens += tokens
         self.stats.calls += 1
@@ -102,5 +113,7 @@ def load_llamacpp_backend(arg: str, **options: Any) -> LlamaCppBackend:
     if arg in PACKAGED_GGUF:
         return LlamaCppBackend(PACKAGED_GGUF[arg](), name=f"llamacpp:{arg}", **options)
     if not arg:
-        raise SteerEnvsError("llamacpp: needs a .gguf file, e.g. llamacpp:/models/qwen2.5-7b-q4_k_m.gguf or llamacpp:gemma-3-270m")
+        raise SteerEnvsError(
+            "llamacpp: needs a .gguf file, e.g. llamacpp:/models/qwen2.5-7b-q4_k_m.gguf or llamacpp:gemma-3-270m"
+        )
     return LlamaCppBackend(arg, **options)

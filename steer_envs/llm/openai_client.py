@@ -24,13 +24,13 @@ backend (:func:`~steer_envs.llm.registry.make_backend`), so a concurrent vector 
 (:mod:`steer_envs.vector`) never opens more than ``max_in_flight`` sockets nor queues more than that many
 requests on the server.
 """
+
 from __future__ import annotations
 
 import http.client
 import json
 import os
 import random
-import socket
 import threading
 import time
 import urllib.request
@@ -44,6 +44,7 @@ from ..httpio import KeepAlivePool
 from .base import (
     BackendStats,
     ContextOverflowError,
+    FinishReason,
     Generation,
     GenerationConfig,
     LLMBackendError,
@@ -107,10 +108,13 @@ class OpenAIOptions:
     max_model_len: int | None = None
 
     def __post_init__(self) -> None:
-        if self.max_model_len is not None and (isinstance(self.max_model_len, bool)
-                                               or not isinstance(self.max_model_len, int) or self.max_model_len < 1):
-            raise SteerEnvsError(f"openai option max_model_len must be a positive number of tokens (the served "
-                                 f"model's context, e.g. max_model_len=4096), got {self.max_model_len!r}")
+        if self.max_model_len is not None and (
+            isinstance(self.max_model_len, bool) or not isinstance(self.max_model_len, int) or self.max_model_len < 1
+        ):
+            raise SteerEnvsError(
+                f"openai option max_model_len must be a positive number of tokens (the served "
+                f"model's context, e.g. max_model_len=4096), got {self.max_model_len!r}"
+            )
         if self.api not in ("completions", "chat"):
             raise SteerEnvsError(f"openai api must be 'completions' or 'chat', got {self.api!r}")
         if self.timeout <= 0 or self.max_retries < 0 or self.concurrency < 1 or self.max_in_flight < 1:
@@ -189,15 +193,23 @@ class OpenAIBackend:
         started = time.perf_counter()
         try:
             status, reason, raw = self.http.request("POST", path, json.dumps(body).encode(), headers)
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise _Retryable(f"timed out after {self.options.timeout:g} s") from exc
         except http.client.IncompleteRead as exc:
             raise _Retryable(f"truncated reply: {len(exc.partial)} bytes, {exc.expected} more announced") from exc
         except (http.client.HTTPException, OSError) as exc:
             raise _Retryable(f"connection failed: {type(exc).__name__}: {exc}") from exc
         if self.recorder is not None:
-            self.recorder(RecordedRequest(path, body, started, time.perf_counter(), status, completion_tokens(raw)
-                                          if 200 <= status < 300 else None))
+            self.recorder(
+                RecordedRequest(
+                    path,
+                    body,
+                    started,
+                    time.perf_counter(),
+                    status,
+                    completion_tokens(raw) if 200 <= status < 300 else None,
+                )
+            )
         if not 200 <= status < 300:
             detail = raw[:300].decode(errors="replace").strip()
             message = f"HTTP {status} {reason}" + (f": {detail}" if detail else "")
@@ -205,8 +217,10 @@ class OpenAIBackend:
             if status in OVERFLOW_STATUS and is_context_overflow_message(text):
                 with self._stats_lock:
                     self.stats.extra["context_overflows"] = self.stats.extra.get("context_overflows", 0) + 1
-                raise ContextOverflowError(f"{self.name}: the prompt does not fit the model's context "
-                                           f"(HTTP {status}, not retried): {text[:400]}")
+                raise ContextOverflowError(
+                    f"{self.name}: the prompt does not fit the model's context "
+                    f"(HTTP {status}, not retried): {text[:400]}"
+                )
             if status in RETRY_STATUS:
                 raise _Retryable(message)
             raise OpenAIBackendError(f"{self.name}: POST {url} failed with {message} (not retried)")
@@ -289,12 +303,16 @@ class OpenAIBackend:
             text = text_of(choice)
             if not isinstance(text, str):
                 raise TypeError("text")
-            reason = "length" if choice.get("finish_reason") == "length" else "stop"
+            reason: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
             stop = choice.get("stop_reason")
             usage = data.get("usage") or {}
             tokens = int(usage.get("completion_tokens") or max(1, len(text.split())))
-            return Generation(text=text, tokens=tokens, finish_reason=reason,
-                              stop_sequence=stop if isinstance(stop, str) and stop in config.stop else None)
+            return Generation(
+                text=text,
+                tokens=tokens,
+                finish_reason=reason,
+                stop_sequence=stop if isinstance(stop, str) and stop in config.stop else None,
+            )
 
         return self._post(path, body, parse)
 
@@ -307,8 +325,9 @@ class OpenAIBackend:
             self.stats.generated_tokens += sum(g.tokens for g in results)
         return results
 
-    def generate_chat(self, conversations: Sequence[Sequence[dict[str, str]]], config: GenerationConfig
-                      ) -> list[Generation]:
+    def generate_chat(
+        self, conversations: Sequence[Sequence[dict[str, str]]], config: GenerationConfig
+    ) -> list[Generation]:
         """One chat completion per conversation (lists of ``{"role", "content"}`` messages), sent concurrently.
 
         A conversation that ends with an assistant message is *continued*: that message is the assistant's
@@ -331,11 +350,11 @@ class OpenAIBackend:
         if self.options.api == "chat":
             body.update(messages=[{"role": "user", "content": prompt}], logprobs=True, top_logprobs=k)
 
-            def parse(data):
+            def parse_chat(data):
                 first = data["choices"][0]["logprobs"]["content"][0]
                 return {e["token"]: float(e["logprob"]) for e in first["top_logprobs"]}
 
-            return self._post("/chat/completions", body, parse)
+            return self._post("/chat/completions", body, parse_chat)
         body.update(prompt=prompt, logprobs=k)
 
         def parse(data):
@@ -379,10 +398,17 @@ class OpenAIBackend:
 
         def one(job: tuple[int, int]) -> float:
             row, j = [int(t) for t in rows[job[0]]], job[1]
-            body = {"model": self.model, "prompt": row[:j], "max_tokens": 1, "temperature": 0.0, "logprobs": 1,
-                    "allowed_token_ids": [row[j]]}
-            return self._post("/completions", body,
-                              lambda data: float(data["choices"][0]["logprobs"]["token_logprobs"][0]))
+            body = {
+                "model": self.model,
+                "prompt": row[:j],
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "logprobs": 1,
+                "allowed_token_ids": [row[j]],
+            }
+            return self._post(
+                "/completions", body, lambda data: float(data["choices"][0]["logprobs"]["token_logprobs"][0])
+            )
 
         values = self._map(one, jobs)
         out: list[list[float]] = [[] for _ in rows]
@@ -433,8 +459,9 @@ def error_text(raw: bytes) -> str:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return text
     inner = data.get("error") if isinstance(data, dict) else None
-    message = inner.get("message") if isinstance(inner, dict) else (data.get("message") if isinstance(data, dict)
-                                                                     else None)
+    message = (
+        inner.get("message") if isinstance(inner, dict) else (data.get("message") if isinstance(data, dict) else None)
+    )
     return message if isinstance(message, str) and message else text
 
 

@@ -17,6 +17,7 @@ Like vLLM, the server enforces its model's context (``max_model_len``: given, el
 own wording (:func:`context_overflow_message`), and ``GET /v1/models`` lists ``max_model_len`` on the model entry, so
 the client's context-length discovery and its overflow recogniser run against the exact replies vLLM gives.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,11 +34,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ..errors import SteerEnvsError
-from ..serving import (UvicornServer, authorized, origin_allowed, origin_refusal, parse_origins, resolve_api_key,
-                       warn_if_exposed)
-from ..validation import RequestError, parse_json, read_body
+from ..serving import (
+    UvicornServer,
+    authorized,
+    origin_allowed,
+    origin_refusal,
+    parse_origins,
+    resolve_api_key,
+    warn_if_exposed,
+)
+from ..validation import RequestError, parse_json_async, read_body
 from .base import ContextOverflowError, GenerationConfig, LLMBackend, context_length_of
-
 
 #: most choices one request may ask for (``n``), and the largest request body (bytes)
 MAX_N = 64
@@ -84,6 +91,7 @@ _FIELD_MESSAGES = {
     "stop": "'stop' must be a string or a list of strings",
 }
 
+
 class BadRequest(Exception):
     """The client sent something the server cannot serve (HTTP 400)."""
 
@@ -115,11 +123,15 @@ def context_overflow_message(prompt_tokens: int, max_tokens: int, max_model_len:
     """vLLM's (0.10) reply to a request that does not fit ``max_model_len``: the prompt alone, or with
     ``max_tokens`` generated tokens."""
     if prompt_tokens >= max_model_len:
-        return (f"This model's maximum context length is {max_model_len} tokens. However, your request has "
-                f"{prompt_tokens} input tokens. Please reduce the length of the input messages.")
-    return (f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's maximum context length "
-            f"is {max_model_len} tokens and your request has {prompt_tokens} input tokens ({max_tokens} > "
-            f"{max_model_len} - {prompt_tokens}).")
+        return (
+            f"This model's maximum context length is {max_model_len} tokens. However, your request has "
+            f"{prompt_tokens} input tokens. Please reduce the length of the input messages."
+        )
+    return (
+        f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's maximum context length "
+        f"is {max_model_len} tokens and your request has {prompt_tokens} input tokens ({max_tokens} > "
+        f"{max_model_len} - {prompt_tokens})."
+    )
 
 
 #: an endpoint's handler: an unbound method of the server (the routes hold no server instance)
@@ -134,11 +146,20 @@ class OpenAICompatibleServer:
     backend that counts tokens (``count_prompt_tokens``), else only the backend's own check applies.
     """
 
-    def __init__(self, backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0,
-                 api_key: str | None = None, max_model_len: int | None = None,
-                 allowed_origins: tuple[str, ...] = (), max_body_bytes: int = MAX_BODY_BYTES):
-        if max_model_len is not None and (isinstance(max_model_len, bool) or not isinstance(max_model_len, int)
-                                          or max_model_len < 2):
+    def __init__(
+        self,
+        backend: LLMBackend,
+        model_name: str = "local",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_key: str | None = None,
+        max_model_len: int | None = None,
+        allowed_origins: tuple[str, ...] = (),
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ):
+        if max_model_len is not None and (
+            isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or max_model_len < 2
+        ):
             raise SteerEnvsError(f"max_model_len must be an integer >= 2 (tokens of context), got {max_model_len!r}")
         self.backend = backend
         self.model_name = model_name
@@ -160,7 +181,7 @@ class OpenAICompatibleServer:
         """The ``openai:`` backend/executor spec that reaches this server."""
         return f"openai:{self.model_name}@{self.base_url}"
 
-    def start(self) -> "OpenAICompatibleServer":
+    def start(self) -> OpenAICompatibleServer:
         self.httpd.start()
         return self
 
@@ -171,7 +192,7 @@ class OpenAICompatibleServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> "OpenAICompatibleServer":
+    def __enter__(self) -> OpenAICompatibleServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -212,7 +233,7 @@ class OpenAICompatibleServer:
             }
             if tops is not None:
                 table = tops[i]
-                first = max(table, key=table.get) if table else ""
+                first = max(table, key=lambda token: table[token]) if table else ""
                 choice["logprobs"] = {"first_token": first, "table": table}
             choices.append(choice)
         usage = {"completion_tokens": sum(g.tokens for g in gens)}
@@ -226,18 +247,24 @@ class OpenAICompatibleServer:
         choices, usage = self._complete(prompts, body)
         for c in choices:
             lp = c.pop("logprobs")
-            c["logprobs"] = None if lp is None else {
-                "tokens": [lp["first_token"]],
-                "token_logprobs": [lp["table"].get(lp["first_token"])],
-                "top_logprobs": [lp["table"]],
-                "text_offset": [0],
-            }
+            c["logprobs"] = (
+                None
+                if lp is None
+                else {
+                    "tokens": [lp["first_token"]],
+                    "token_logprobs": [lp["table"].get(lp["first_token"])],
+                    "top_logprobs": [lp["table"]],
+                    "text_offset": [0],
+                }
+            )
         return self._envelope("text_completion", choices, usage)
 
     def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body.get("messages")
-        if not isinstance(messages, list) or not messages or not all(
-            isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)
         ):
             raise BadRequest("'messages' must be a non-empty list of {role, content} objects with string content")
         continued = bool(body.get("continue_final_message"))
@@ -254,11 +281,19 @@ class OpenAICompatibleServer:
         for c in choices:
             lp = c.pop("logprobs")
             c["message"] = {"role": "assistant", "content": c.pop("text")}
-            c["logprobs"] = None if lp is None else {"content": [{
-                "token": lp["first_token"],
-                "logprob": lp["table"].get(lp["first_token"]),
-                "top_logprobs": [{"token": t, "logprob": v} for t, v in lp["table"].items()],
-            }]}
+            c["logprobs"] = (
+                None
+                if lp is None
+                else {
+                    "content": [
+                        {
+                            "token": lp["first_token"],
+                            "logprob": lp["table"].get(lp["first_token"]),
+                            "top_logprobs": [{"token": t, "logprob": v} for t, v in lp["table"].items()],
+                        }
+                    ]
+                }
+            )
         return self._envelope("chat.completion", choices, usage)
 
     def _envelope(self, kind: str, choices: list, usage: dict[str, int]) -> dict[str, Any]:
@@ -270,27 +305,42 @@ class OpenAICompatibleServer:
             "created": int(time.time()),
             "model": self.model_name,
             "choices": choices,
-            "usage": {"prompt_tokens": 0, "completion_tokens": usage["completion_tokens"],
-                      "total_tokens": usage["completion_tokens"]},
+            "usage": {
+                "prompt_tokens": 0,
+                "completion_tokens": usage["completion_tokens"],
+                "total_tokens": usage["completion_tokens"],
+            },
         }
 
     def _create_app(self) -> FastAPI:
         """The routes reach this server through ``request.app.state.server``, never through a closure: FastAPI
         keeps endpoint functions in module-level caches, and a closure over the server would keep its backend (a
         whole model) alive for the life of the process after the server stopped."""
-        app = FastAPI(title="steer-envs OpenAI-compatible test server", version="1",
-                      description="Serves a steer-envs model backend with the OpenAI completions API.")
+        app = FastAPI(
+            title="steer-envs OpenAI-compatible test server",
+            version="1",
+            description="Serves a steer-envs model backend with the OpenAI completions API.",
+        )
         app.state.server = self
 
-        def respond(status: int, payload: dict[str, Any]) -> Response:
-            return Response(json.dumps(payload).encode(), status_code=status, media_type="application/json")
+        def respond(status: int, payload: dict[str, Any], close: bool = False) -> Response:
+            return Response(
+                json.dumps(payload).encode(),
+                status_code=status,
+                media_type="application/json",
+                headers={"Connection": "close"} if close else None,
+            )
 
-        def error(status: int, message: str, kind: str) -> Response:
-            return respond(status, {"error": {"message": message, "type": kind, "code": status}})
+        def error(status: int, message: str, kind: str, close: bool = False) -> Response:
+            return respond(status, {"error": {"message": message, "type": kind, "code": status}}, close)
 
         def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-            return {"requestBody": {"required": True,
-                                    "content": {"application/json": {"schema": model.model_json_schema()}}}}
+            return {
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": model.model_json_schema()}},
+                }
+            }
 
         async def handle(request: Request, model: type[_SamplingFields], route: _Route) -> Response:
             server: OpenAICompatibleServer = request.app.state.server
@@ -299,7 +349,7 @@ class OpenAICompatibleServer:
             if not authorized(request.headers, request.url.path, server.api_key):
                 return error(401, "missing or wrong API key; send 'Authorization: Bearer KEY'", "invalid_api_key")
             try:
-                body = parse_json(await read_body(request, server.max_body_bytes), empty={})
+                body = await parse_json_async(await read_body(request, server.max_body_bytes), empty={})
                 if not isinstance(body, dict):
                     raise BadRequest("the request body must be a JSON object")
                 try:
@@ -309,12 +359,15 @@ class OpenAICompatibleServer:
                     field = str(first["loc"][0]) if first["loc"] else ""
                     raise BadRequest(_FIELD_MESSAGES.get(field, f"invalid field {field!r}: {first['msg']}")) from None
                 if body.get("model") not in (None, server.model_name):
-                    return error(404, f"model {body.get('model')!r} is not served here; available: {server.model_name}",
-                                 "model_not_found")
+                    return error(
+                        404,
+                        f"model {body.get('model')!r} is not served here; available: {server.model_name}",
+                        "model_not_found",
+                    )
                 # generation holds the CPU for a while: off the event loop, so other requests keep flowing in
                 return respond(200, await asyncio.to_thread(route, server, body))
             except RequestError as exc:  # the shared checks: body size, nesting, integer size, lone surrogates
-                return error(exc.status, str(exc), "invalid_request_error")
+                return error(exc.status, str(exc), "invalid_request_error", exc.close)
             except (BadRequest, ContextOverflowError, json.JSONDecodeError, ValueError) as exc:
                 return error(400, str(exc), "invalid_request_error")
             except Exception as exc:  # noqa: BLE001 - report backend failures as HTTP 500
@@ -354,11 +407,18 @@ class OpenAICompatibleServer:
         return app
 
 
-def serve_backend(backend: LLMBackend, model_name: str = "local", host: str = "127.0.0.1", port: int = 0,
-                  api_key: str | None = None, max_model_len: int | None = None):
+def serve_backend(
+    backend: LLMBackend,
+    model_name: str = "local",
+    host: str = "127.0.0.1",
+    port: int = 0,
+    api_key: str | None = None,
+    max_model_len: int | None = None,
+):
     """Start serving in a background thread and return the running server."""
-    return OpenAICompatibleServer(backend, model_name=model_name, host=host, port=port, api_key=api_key,
-                                  max_model_len=max_model_len).start()
+    return OpenAICompatibleServer(
+        backend, model_name=model_name, host=host, port=port, api_key=api_key, max_model_len=max_model_len
+    ).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -372,12 +432,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model-name", default=None, help="model id clients use (default: the backend argument)")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback: this machine only)")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--api-key", default=None,
-                        help="require 'Authorization: Bearer KEY' on every API request (default $STEER_ENVS_API_KEY)")
-    parser.add_argument("--max-model-len", type=int, default=None,
-                        help="context to enforce in tokens, as vLLM does (default: the model's)")
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                        help="also serve browser pages of this origin ('*': any); by default only this machine's")
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help="require 'Authorization: Bearer KEY' on every API request (default $STEER_ENVS_API_KEY)",
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="context to enforce in tokens, as vLLM does (default: the model's)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also serve browser pages of this origin ('*': any); by default only this machine's",
+    )
     args = parser.parse_args(argv)
     api_key = resolve_api_key(args.api_key)
     try:
@@ -386,9 +458,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"error: {exc}\n")
     name = args.model_name or args.backend.partition(":")[2]
     try:
-        server = OpenAICompatibleServer(backend, model_name=name, host=args.host, port=args.port, api_key=api_key,
-                                        max_model_len=args.max_model_len,
-                                        allowed_origins=parse_origins(args.allow_origin))
+        server = OpenAICompatibleServer(
+            backend,
+            model_name=name,
+            host=args.host,
+            port=args.port,
+            api_key=api_key,
+            max_model_len=args.max_model_len,
+            allowed_origins=parse_origins(args.allow_origin),
+        )
     except SteerEnvsError as exc:
         parser.exit(2, f"error: {exc}\n")
     warn_if_exposed(args.host, api_key, "OpenAI-compatible model server")

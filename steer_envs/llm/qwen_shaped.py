@@ -5,6 +5,7 @@ learners are Qwen models, whose attention has biased q/k/v projections and group
 that architecture at any width and depth from a config alone (nothing downloaded) with the tiny model's BPE
 tokenizer, so the same loading, batching and sampling code runs on a Qwen-shaped model of a realistic size.
 """
+
 from __future__ import annotations
 
 import os

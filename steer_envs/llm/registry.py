@@ -3,6 +3,7 @@
 Loaded models are heavy, so by default one backend instance per (spec, options) is shared within a process:
 ten vectorised envs on ``hf:gemma-3-270m`` hold one copy of the weights.
 """
+
 from __future__ import annotations
 
 import json

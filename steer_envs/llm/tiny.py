@@ -5,6 +5,7 @@ saved with ``save_pretrained``: the same loading, batching, stop-sequence, log-p
 on it as on Gemma or a served 7B model. The tokenizer is trained on a small built-in sample that includes the
 Search-R1 protocol tags, so ``<search>``, ``</answer>``, ``yes`` and ``no`` are short token sequences.
 """
+
 from __future__ import annotations
 
 import os

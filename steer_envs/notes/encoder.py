@@ -10,6 +10,7 @@ float precision (a test checks it) and loads in well under a second.
 Determinism: one text at a time (no padding), fixed weights, inference mode; the same text gives the same vector
 in every process. Vectors of texts already seen come from a bounded in-memory cache.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,7 +70,7 @@ class MiniLMEncoder:
         return {"model_dir": str(self.model_dir), "cache_size": self._cache_size}
 
     def __setstate__(self, state) -> None:
-        self.__init__(state["model_dir"], state["cache_size"])
+        type(self).__init__(self, state["model_dir"], state["cache_size"])
 
     def encode(self, text: str) -> np.ndarray:
         # lone surrogates (possible in any Python str) make the tokenizer raise; they read as replacement marks
@@ -87,19 +88,33 @@ class MiniLMEncoder:
         ids = torch.tensor(self._tokenizer.encode(text).ids, dtype=torch.long)
         n = int(ids.shape[0])
         with torch.inference_mode():
-            x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
-                 + w["embeddings.token_type_embeddings.weight"][0])
+            x = (
+                w["embeddings.word_embeddings.weight"][ids]
+                + w["embeddings.position_embeddings.weight"][:n]
+                + w["embeddings.token_type_embeddings.weight"][0]
+            )
             x = F.layer_norm(x, (d,), w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self._eps)
             for i in range(self._layers):
                 pre = f"encoder.layer.{i}."
-                q, k, v = F.linear(x, w[f"{i}.qkv.weight"], w[f"{i}.qkv.bias"]).view(n, 3, h, d // h).permute(1, 2, 0, 3)
+                q, k, v = (
+                    F.linear(x, w[f"{i}.qkv.weight"], w[f"{i}.qkv.bias"]).view(n, 3, h, d // h).permute(1, 2, 0, 3)
+                )
                 context = F.scaled_dot_product_attention(q, k, v).transpose(0, 1).reshape(n, d)
-                attn = F.linear(context, w[pre + "attention.output.dense.weight"], w[pre + "attention.output.dense.bias"])
-                x = F.layer_norm(x + attn, (d,), w[pre + "attention.output.LayerNorm.weight"],
-                                 w[pre + "attention.output.LayerNorm.bias"], self._eps)
+                attn = F.linear(
+                    context, w[pre + "attention.output.dense.weight"], w[pre + "attention.output.dense.bias"]
+                )
+                x = F.layer_norm(
+                    x + attn,
+                    (d,),
+                    w[pre + "attention.output.LayerNorm.weight"],
+                    w[pre + "attention.output.LayerNorm.bias"],
+                    self._eps,
+                )
                 inner = F.gelu(F.linear(x, w[pre + "intermediate.dense.weight"], w[pre + "intermediate.dense.bias"]))
                 out = F.linear(inner, w[pre + "output.dense.weight"], w[pre + "output.dense.bias"])
-                x = F.layer_norm(x + out, (d,), w[pre + "output.LayerNorm.weight"], w[pre + "output.LayerNorm.bias"], self._eps)
+                x = F.layer_norm(
+                    x + out, (d,), w[pre + "output.LayerNorm.weight"], w[pre + "output.LayerNorm.bias"], self._eps
+                )
             pooled = x.mean(dim=0)
             pooled = pooled / pooled.norm().clamp_min(1e-12)
         return pooled.numpy().astype(np.float32)

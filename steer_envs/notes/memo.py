@@ -5,6 +5,7 @@ a threaded rollout pool calls from many threads. The lock guards only the dictio
 outside it, so two threads may compute the same value once each, which is harmless for a pure function and
 keeps one slow forward pass from blocking every other thread's cache hits.
 """
+
 from __future__ import annotations
 
 import threading

@@ -4,18 +4,21 @@ The note is embedded with MiniLM (:mod:`.encoder`) and compared with the prototy
 (:mod:`.intents`) through a multinomial logistic regression fitted on the prototypes' embeddings (a linear probe:
 nearest-prototype matching confuses "answer now" with "don't answer yet", whose embeddings are close; a probe learns
 the directions that separate them). Its probability of the chosen intent is the reading's confidence. A note far
-from every prototype (cosine similarity below :data:`MIN_SIMILARITY`), or read as ``none``, is not actionable. Every string has a defined reading: empty, huge, binary-looking or hostile text included.
+from every prototype (cosine similarity below :data:`MIN_SIMILARITY`), or read as ``none``, is not actionable.
+Every string has a defined reading: empty, huge, binary-looking or hostile text included.
 
 The argument of an intent that takes one (``search_for``) is the note's payload: the text after a colon, or after
 the search verb ("look up X", "search for X"). A search request with no payload is a request to keep searching.
 
 Readings are cached per text; a reader is deterministic (same text, same reading, in every process).
 """
+
 from __future__ import annotations
 
 import re
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,11 +37,15 @@ _SEARCH_VERB = re.compile(
     r"(?:(?:do|run|try|make|perform)\s+(?:a|another|one\s+more)\s+search\s+(?:for|on|about|of)"
     r"|(?:keep|continue)\s+(?:on\s+)?search(?:ing)?\s+(?:for|about|on)"
     r"|search(?:ing)?(?:\s+(?:for|about|on))?|look(?:ing)?\s+up|look\s+for|query|google|find\s+out(?:\s+about)?"
-    r"|find(?:\s+information\s+(?:about|on))?)(?=[\s:])\s*:?\s*(?P<arg>.+)$", re.I | re.S)
+    r"|find(?:\s+information\s+(?:about|on))?)(?=[\s:])\s*:?\s*(?P<arg>.+)$",
+    re.I | re.S,
+)
 _SEARCH_WORD = re.compile(r"\b(?:search\w*|look(?:ing)?\s+up|look\s+for|query|google|find)\b", re.I)
 #: intents whose notes carry a payload (read also with the payload cut off)
 _PAYLOAD_INTENTS = frozenset({"search_for", "keep_searching"})
-_NOT_AN_ARGUMENT = re.compile(r"^(?:(?:some|a\s+bit|a\s+little|any)\s+)?(?:more|again|further|it|that|this|something)\b", re.I)
+_NOT_AN_ARGUMENT = re.compile(
+    r"^(?:(?:some|a\s+bit|a\s+little|any)\s+)?(?:more|again|further|it|that|this|something)\b", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -75,12 +82,13 @@ def note_argument(text: str) -> str:
 class NoteReader:
     """Maps any note to a :class:`Reading` within one intent set."""
 
-    def __init__(self, intent_set: str | IntentSet = "searcher", encoder: MiniLMEncoder | None = None,
-                 cache_size: int = 50_000) -> None:
+    def __init__(
+        self, intent_set: str | IntentSet = "searcher", encoder: MiniLMEncoder | None = None, cache_size: int = 50_000
+    ) -> None:
         self.intent_set = get_intent_set(intent_set) if isinstance(intent_set, str) else intent_set
         self._encoder = encoder
         self._prototypes: np.ndarray | None = None
-        self._probe = None
+        self._probe: Any = None  # sklearn's LogisticRegression, fitted on first use (_fit)
         self._cache_size = cache_size
         self._memo: TextMemo[Reading] = TextMemo(cache_size)
         self._fit_lock = threading.Lock()
@@ -95,7 +103,7 @@ class NoteReader:
         return {"intent_set": self.intent_set, "cache_size": self._cache_size}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["intent_set"], None, state["cache_size"])
+        type(self).__init__(self, state["intent_set"], None, state["cache_size"])
 
     def _fit(self) -> None:
         """Fit the probe once. Why the lock and the local build: threads reading a fresh reader at once must never
@@ -124,19 +132,21 @@ class NoteReader:
         and the search intents take the better of the two readings, so that the request is read as a request and
         not as a remark about Everest; every other intent is read from the note as written."""
         self._fit()
+        probe, prototypes = self._probe, self._prototypes
+        assert probe is not None and prototypes is not None  # _fit set both
         vector = self.encoder.encode(text)
-        classes = [str(c) for c in self._probe.classes_]
-        probs = self._probe.predict_proba(vector[None])[0]
-        similarity = float((self._prototypes @ vector).max())
+        classes = [str(c) for c in probe.classes_]
+        probs = probe.predict_proba(vector[None])[0]
+        similarity = float((prototypes @ vector).max())
         payload = note_argument(text)
         if payload:
             bare = self.encoder.encode(text.replace(payload, "", 1).strip())
-            bare_probs = self._probe.predict_proba(bare[None])[0]
+            bare_probs = probe.predict_proba(bare[None])[0]
             for intent in _PAYLOAD_INTENTS & set(classes):
                 k = classes.index(intent)
                 probs[k] = max(probs[k], bare_probs[k])
             probs = probs / probs.sum()
-            similarity = max(similarity, float((self._prototypes @ bare).max()))
+            similarity = max(similarity, float((prototypes @ bare).max()))
         return dict(zip(classes, map(float, probs))), similarity
 
     def read(self, text: object) -> Reading:
@@ -147,7 +157,7 @@ class NoteReader:
         if not text.strip():
             return Reading(NONE, 1.0)
         probs, similarity = self.probabilities(text)
-        intent = max(probs, key=probs.get)
+        intent = max(probs, key=probs.__getitem__)
         confidence = probs[intent]
         if similarity < MIN_SIMILARITY:
             return Reading(NONE, confidence, similarity=similarity)
@@ -162,7 +172,6 @@ class NoteReader:
                 intent = "search_for"  # "keep searching for the author's birthplace" names what to search
         return Reading(intent, confidence, argument, similarity)
 
-
     def read_in_context(self, text: object, goal: str) -> Reading:
         """Read a note addressed to an agent working on ``goal``: the goal quoted in the note is content, not an
         instruction ("Refocus on the goal: <the question>"), so it is read as "the question"; an argument (what to
@@ -173,7 +182,9 @@ class NoteReader:
             return self.read(text)
         reading = self.read(masked)
         if reading.argument:
-            return Reading(reading.intent, reading.confidence, note_argument(text) or reading.argument, reading.similarity)
+            return Reading(
+                reading.intent, reading.confidence, note_argument(text) or reading.argument, reading.similarity
+            )
         return reading
 
 

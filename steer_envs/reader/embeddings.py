@@ -6,6 +6,7 @@ without a corpus lookup, and works for any executor or corpus. One file per enco
 Encoding is the expensive part on CPU (MiniLM: ~0.1 s a passage on a loaded 2-core machine), so nothing is
 encoded twice across processes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,7 +57,7 @@ class EmbeddingStore:
         if missing:
             by_key = {k: t for k, t in zip(keys, texts)}
             for start in range(0, len(missing), 64):
-                chunk = missing[start:start + 64]
+                chunk = missing[start : start + 64]
                 vecs = self.encoder.encode([by_key[k] for k in chunk])
                 with self._lock:
                     self._rows.update(zip(chunk, vecs.astype(np.float32)))

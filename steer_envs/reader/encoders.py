@@ -12,6 +12,7 @@
 Other encoders register with :func:`register_encoder` (a factory ``arg -> TextEncoder``). An encoder's
 ``fingerprint`` keys every cache derived from its vectors.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -20,8 +21,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import SteerEnvsError, unknown_name
-from ..text import words
 from ..registry import LazyRegistry
+from ..text import words
 
 DEFAULT_MINILM_TOKENS = 64
 
@@ -88,7 +89,7 @@ class MiniLMTextEncoder:
         return {"max_tokens": self.max_tokens}
 
     def __setstate__(self, state) -> None:
-        self.__init__(state["max_tokens"])
+        type(self).__init__(self, state["max_tokens"])
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return self._encoder.encode_many(list(texts))
@@ -108,7 +109,9 @@ def _int_arg(arg: str, default: int, kind: str) -> int:
     try:
         return int(arg)
     except ValueError:
-        raise SteerEnvsError(f"reader encoder {kind!r} takes an integer argument, got {arg!r} (e.g. '{kind}:{default}')") from None
+        raise SteerEnvsError(
+            f"reader encoder {kind!r} takes an integer argument, got {arg!r} (e.g. '{kind}:{default}')"
+        ) from None
 
 
 register_encoder("minilm", lambda arg: MiniLMTextEncoder(_int_arg(arg, DEFAULT_MINILM_TOKENS, "minilm")))
@@ -124,8 +127,12 @@ def check_encoder_spec(spec: object) -> tuple[str, str]:
         raise SteerEnvsError(f"a reader encoder spec must be a non-empty string such as 'minilm', got {spec!r}")
     kind, _, arg = spec.partition(":")
     if kind not in ENCODERS:
-        raise unknown_name("reader encoder", kind, list(ENCODERS), hint="a spec looks like 'minilm', 'minilm:64', "
-                           "'hash:64' or 'lexical'")
+        raise unknown_name(
+            "reader encoder",
+            kind,
+            list(ENCODERS),
+            hint="a spec looks like 'minilm', 'minilm:64', 'hash:64' or 'lexical'",
+        )
     if kind in ("minilm", "hash"):
         _int_arg(arg, 64, kind)
     return kind, arg

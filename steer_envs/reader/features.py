@@ -15,6 +15,7 @@ and sentences come from :mod:`steer_envs.text` (the reader's word set is its nam
 ``READER_STOP_WORDS``, its question openers ``READER_OPENERS``); the year, number and question-type patterns here
 are answer-type cues, which no other reader has.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,21 +27,46 @@ from .. import text as _text
 from .states import Document
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-_NUMBER = re.compile(r"\b\d+(?:[.,]\d+)*\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-                     r"hundred|thousand|million|billion)\b", re.I)
+_NUMBER = re.compile(
+    r"\b\d+(?:[.,]\d+)*\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"hundred|thousand|million|billion)\b",
+    re.I,
+)
 QUESTION_TYPES = ("when", "how_many", "who", "where", "yes_no", "comparison", "what")
 _HOW_MANY = re.compile(r"\bhow (many|much|long|old|far|big|tall|high)\b|\bwhat (year|age|number)\b|\bwhich year\b")
 _YES_NO = re.compile(r"^(is|was|are|were|did|does|do|can|could|has|have|had)\b")
-_COMPARISON = re.compile(r"\b(or|both|same|older|younger|earlier|later|first|longer|shorter|larger|smaller|more|"
-                         r"less)\b")
+_COMPARISON = re.compile(
+    r"\b(or|both|same|older|younger|earlier|later|first|longer|shorter|larger|smaller|more|"
+    r"less)\b"
+)
 
 LEXICAL_NAMES: tuple[str, ...] = (
-    "goal_overlap", "goal_overlap_title", "title_in_goal", "entity_cover", "entity_in_title",
-    "best_sentence_overlap", "rank_1", "rank_2", "rank_3_plus", "log_length",
-    "novel_caps", "years", "numbers", "best_novel_caps", "best_year", "best_number",
+    "goal_overlap",
+    "goal_overlap_title",
+    "title_in_goal",
+    "entity_cover",
+    "entity_in_title",
+    "best_sentence_overlap",
+    "rank_1",
+    "rank_2",
+    "rank_3_plus",
+    "log_length",
+    "novel_caps",
+    "years",
+    "numbers",
+    "best_novel_caps",
+    "best_year",
+    "best_number",
     *(f"q_{t}" for t in QUESTION_TYPES),
-    "when_x_year", "when_x_best_year", "howmany_x_number", "howmany_x_best_number", "who_x_novel_caps",
-    "who_x_best_novel_caps", "where_x_novel_caps", "what_x_best_novel_caps", "comparison_x_entity_cover",
+    "when_x_year",
+    "when_x_best_year",
+    "howmany_x_number",
+    "howmany_x_best_number",
+    "who_x_novel_caps",
+    "who_x_best_novel_caps",
+    "where_x_novel_caps",
+    "what_x_best_novel_caps",
+    "comparison_x_entity_cover",
     "yesno_x_entity_cover",
 )
 
@@ -102,23 +128,44 @@ def lexical_features(q: QuestionView | str, doc: Document) -> np.ndarray:
     sentences = _text.sentences(text) or [text]
     best = max(sentences, key=lambda s: (len(q.words & content_words(s)), -sentences.index(s)))
     ent_cover = sum(1 for e in q.entities if e in low) / len(q.entities) if q.entities else 0.0
-    ent_title = sum(1 for e in q.entities if e in title.lower() or title.lower() in e) / len(q.entities) \
-        if q.entities and title else 0.0
+    ent_title = (
+        sum(1 for e in q.entities if e in title.lower() or title.lower() in e) / len(q.entities)
+        if q.entities and title
+        else 0.0
+    )
     novel, best_novel = _novel_caps(text, q), _novel_caps(best, q)
     years, best_year = len(_YEAR.findall(text)), float(bool(_YEAR.search(best)))
     numbers, best_number = len(_NUMBER.findall(text)), float(bool(_NUMBER.search(best)))
     qt = {t: float(q.type == t) for t in QUESTION_TYPES}
     has_year, has_number, has_novel = float(years > 0), float(numbers > 0), float(novel > 0)
     values = [
-        _cover(pwords, q), _cover(twords, q), len(twords & q.words) / len(twords) if twords else 0.0,
-        ent_cover, ent_title, _cover(content_words(best), q),
-        float(doc.rank == 1), float(doc.rank == 2), float(doc.rank >= 3), np.log1p(len(text.split())) / 6.0,
-        min(novel, 20) / 20.0, min(years, 10) / 10.0, min(numbers, 20) / 20.0, min(best_novel, 5) / 5.0,
-        best_year, best_number,
+        _cover(pwords, q),
+        _cover(twords, q),
+        len(twords & q.words) / len(twords) if twords else 0.0,
+        ent_cover,
+        ent_title,
+        _cover(content_words(best), q),
+        float(doc.rank == 1),
+        float(doc.rank == 2),
+        float(doc.rank >= 3),
+        np.log1p(len(text.split())) / 6.0,
+        min(novel, 20) / 20.0,
+        min(years, 10) / 10.0,
+        min(numbers, 20) / 20.0,
+        min(best_novel, 5) / 5.0,
+        best_year,
+        best_number,
         *(qt[t] for t in QUESTION_TYPES),
-        qt["when"] * has_year, qt["when"] * best_year, qt["how_many"] * has_number, qt["how_many"] * best_number,
-        qt["who"] * has_novel, qt["who"] * float(best_novel > 0), qt["where"] * has_novel,
-        qt["what"] * float(best_novel > 0), qt["comparison"] * ent_cover, qt["yes_no"] * ent_cover,
+        qt["when"] * has_year,
+        qt["when"] * best_year,
+        qt["how_many"] * has_number,
+        qt["how_many"] * best_number,
+        qt["who"] * has_novel,
+        qt["who"] * float(best_novel > 0),
+        qt["where"] * has_novel,
+        qt["what"] * float(best_novel > 0),
+        qt["comparison"] * ent_cover,
+        qt["yes_no"] * ent_cover,
     ]
     return np.asarray(values, dtype=np.float32)
 

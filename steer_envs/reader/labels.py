@@ -4,6 +4,7 @@ The same normalisation the answer metrics use (SQuAD's ``normalize_answer``, :fu
 squad_normalize`: lower case, no punctuation, no articles) on both sides, matched on whole words (``"1961"`` is not
 held by ``"19610"``, ``"may"`` is not held by ``"mayor"``). An empty normalised answer (``"the"``) never matches.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -10,6 +10,7 @@ and the trained reader, each keyed by a fingerprint of everything that shapes it
 task files and the corpus file, :data:`FEATURE_VERSION`, :data:`PAIRS_VERSION`), so the second call loads in about
 a second. Training is deterministic: the same config gives the same pairs, the same features and the same classifier.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,10 +19,10 @@ import pickle
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..atomic import atomic_write_bytes
 from ..errors import SteerEnvsError, unknown_name
@@ -44,6 +45,7 @@ def _logreg(c: float):
         from sklearn.linear_model import LogisticRegression
 
         return LogisticRegression(C=c, max_iter=2000)
+
     return build
 
 
@@ -51,9 +53,16 @@ def _gbdt(leaves: int, min_leaf: int):
     def build(seed: int):
         from sklearn.ensemble import HistGradientBoostingClassifier
 
-        return HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, max_leaf_nodes=leaves,
-                                              min_samples_leaf=min_leaf, l2_regularization=1.0, early_stopping=False,
-                                              random_state=seed)
+        return HistGradientBoostingClassifier(
+            max_iter=200,
+            learning_rate=0.05,
+            max_leaf_nodes=leaves,
+            min_samples_leaf=min_leaf,
+            l2_regularization=1.0,
+            early_stopping=False,
+            random_state=seed,
+        )
+
     return build
 
 
@@ -61,16 +70,27 @@ def _mlp(hidden: int, alpha: float):
     def build(seed: int):
         from sklearn.neural_network import MLPClassifier
 
-        return MLPClassifier(hidden_layer_sizes=(hidden,), alpha=alpha, max_iter=300, early_stopping=True,
-                             validation_fraction=0.1, random_state=seed)
+        return MLPClassifier(
+            hidden_layer_sizes=(hidden,),
+            alpha=alpha,
+            max_iter=300,
+            early_stopping=True,
+            validation_fraction=0.1,
+            random_state=seed,
+        )
+
     return build
 
 
 #: the candidate classifiers, by name (a config names which to try; dev AUC picks one)
 CLASSIFIERS: dict[str, Any] = {
-    "logreg-c0.01": _logreg(0.01), "logreg-c0.1": _logreg(0.1), "logreg-c1": _logreg(1.0),
-    "gbdt-7": _gbdt(7, 80), "gbdt-15": _gbdt(15, 40),  # small boosted trees: the cues interact (a year matters
-    "mlp-32": _mlp(32, 1e-2), "mlp-64": _mlp(64, 1e-1),  # for 'when' questions only), a linear model cannot say so
+    "logreg-c0.01": _logreg(0.01),
+    "logreg-c0.1": _logreg(0.1),
+    "logreg-c1": _logreg(1.0),
+    "gbdt-7": _gbdt(7, 80),
+    "gbdt-15": _gbdt(15, 40),  # small boosted trees: the cues interact (a year matters
+    "mlp-32": _mlp(32, 1e-2),
+    "mlp-64": _mlp(64, 1e-1),  # for 'when' questions only), a linear model cannot say so
 }
 
 
@@ -97,9 +117,15 @@ class ReaderConfig:
         check_encoder_spec(self.encoder)  # an unknown encoder fails here, listing the valid ones
 
     def pairs_fields(self, split: str, max_tasks: int | None) -> dict[str, Any]:
-        return {"split": split, "max_tasks": max_tasks, "executor": self.executor, "topk": self.topk,
-                "intervene_prob": self.intervene_prob, "seed": self.seed,
-                **({"benchmarks": list(self.benchmarks)} if self.benchmarks else {})}
+        return {
+            "split": split,
+            "max_tasks": max_tasks,
+            "executor": self.executor,
+            "topk": self.topk,
+            "intervene_prob": self.intervene_prob,
+            "seed": self.seed,
+            **({"benchmarks": list(self.benchmarks)} if self.benchmarks else {}),
+        }
 
 
 def _data_fingerprint(data_dir: str | None) -> str:
@@ -112,8 +138,9 @@ def _key(obj: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def load_pairs(config: ReaderConfig, split: str, max_tasks: int | None = None,
-               data_fp: str | None = None) -> list[ReadingPair]:
+def load_pairs(
+    config: ReaderConfig, split: str, max_tasks: int | None = None, data_fp: str | None = None
+) -> list[ReadingPair]:
     """The split's reading pairs (cached under ``reader/pairs``)."""
     data_fp = data_fp or _data_fingerprint(config.data_dir)
     key = _key({**config.pairs_fields(split, max_tasks), "data": data_fp, "version": PAIRS_VERSION})
@@ -121,19 +148,27 @@ def load_pairs(config: ReaderConfig, split: str, max_tasks: int | None = None,
     if path.exists():
         with open(path, "rb") as fh:
             return pickle.load(fh)
-    pairs = collect_pairs(split, config.executor, max_tasks, config.seed, config.intervene_prob, config.topk,
-                          config.data_dir, config.benchmarks)
+    pairs = collect_pairs(
+        split,
+        config.executor,
+        max_tasks,
+        config.seed,
+        config.intervene_prob,
+        config.topk,
+        config.data_dir,
+        config.benchmarks,
+    )
     atomic_write_bytes(path, pickle.dumps(pairs, protocol=pickle.HIGHEST_PROTOCOL))
     return pairs
 
 
-def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
+def roc_auc(labels: npt.ArrayLike, scores: npt.ArrayLike) -> float:
     from sklearn.metrics import roc_auc_score
 
-    labels = np.asarray(labels)
-    if labels.min(initial=1) == labels.max(initial=0):
+    y = np.asarray(labels)
+    if y.min(initial=1) == y.max(initial=0):
         return float("nan")
-    return float(roc_auc_score(labels, np.asarray(scores)))
+    return float(roc_auc_score(y, np.asarray(scores)))
 
 
 @dataclass
@@ -158,8 +193,9 @@ class AnswerabilityModel:
             self._store = EmbeddingStore(make_encoder(self.config.encoder))
         return self._store
 
-    def features(self, questions: Sequence[str], documents: Sequence[Document], progress: bool = False,
-                 save: bool = True) -> np.ndarray:
+    def features(
+        self, questions: Sequence[str], documents: Sequence[Document], progress: bool = False, save: bool = True
+    ) -> np.ndarray:
         return build_features(self.config, self.store, questions, documents, progress, save)
 
     def score_features(self, x: np.ndarray) -> np.ndarray:
@@ -184,30 +220,48 @@ class AnswerabilityModel:
         return state
 
 
-def build_features(config: ReaderConfig, store: EmbeddingStore, questions: Sequence[str],
-                   documents: Sequence[Document], progress: bool = False, save: bool = True) -> np.ndarray:
+def build_features(
+    config: ReaderConfig,
+    store: EmbeddingStore,
+    questions: Sequence[str],
+    documents: Sequence[Document],
+    progress: bool = False,
+    save: bool = True,
+) -> np.ndarray:
     views: dict[str, QuestionView] = {}
-    lexical = np.stack([lexical_features(views.setdefault(q, QuestionView(q)), d) for q, d in zip(questions, documents)]) \
-        if len(documents) else np.zeros((0, len(LEXICAL_NAMES)), dtype=np.float32)
+    lexical = (
+        np.stack([lexical_features(views.setdefault(q, QuestionView(q)), d) for q, d in zip(questions, documents)])
+        if len(documents)
+        else np.zeros((0, len(LEXICAL_NAMES)), dtype=np.float32)
+    )
     qvec = store.vectors(list(questions), save=save)
     pvec = store.vectors([d.contents for d in documents], progress=progress, save=save)
     return pair_features(lexical, qvec, pvec, config.interactions)
 
 
-def _pair_arrays(config: ReaderConfig, store: EmbeddingStore, pairs: Sequence[ReadingPair],
-                 progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _pair_arrays(
+    config: ReaderConfig, store: EmbeddingStore, pairs: Sequence[ReadingPair], progress: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     x = build_features(config, store, [p.question for p in pairs], [p.document for p in pairs], progress)
     return x, np.asarray([p.label for p in pairs], dtype=np.int64)
 
 
 def reader_key(config: ReaderConfig, data_fp: str | None = None) -> str:
     encoder = make_encoder(config.encoder)
-    return _key({**asdict(config), "encoder_fp": encoder.fingerprint, "data": data_fp or _data_fingerprint(
-        config.data_dir), "version": FEATURE_VERSION, "pairs_version": PAIRS_VERSION})
+    return _key(
+        {
+            **asdict(config),
+            "encoder_fp": encoder.fingerprint,
+            "data": data_fp or _data_fingerprint(config.data_dir),
+            "version": FEATURE_VERSION,
+            "pairs_version": PAIRS_VERSION,
+        }
+    )
 
 
-def train_reader(config: ReaderConfig | None = None, use_cache: bool = True, progress: bool = False,
-                 log=None) -> AnswerabilityModel:
+def train_reader(
+    config: ReaderConfig | None = None, use_cache: bool = True, progress: bool = False, log=None
+) -> AnswerabilityModel:
     """Train (or load from the cache) the reader a config describes; the classifier is chosen on dev AUC."""
     config = config or ReaderConfig()
     log = log or (lambda msg: None)
@@ -222,14 +276,18 @@ def train_reader(config: ReaderConfig | None = None, use_cache: bool = True, pro
     t0 = time.perf_counter()
     train = load_pairs(config, "train", config.train_tasks, data_fp)
     dev = load_pairs(config, "dev", config.dev_tasks, data_fp)
-    log(f"pairs: train {len(train)} ({sum(p.label for p in train)} positive), dev {len(dev)} "
-        f"({sum(p.label for p in dev)} positive) [{time.perf_counter() - t0:.0f} s]")
+    log(
+        f"pairs: train {len(train)} ({sum(p.label for p in train)} positive), dev {len(dev)} "
+        f"({sum(p.label for p in dev)} positive) [{time.perf_counter() - t0:.0f} s]"
+    )
     x_train, y_train = _pair_arrays(config, store, train, progress)
     x_dev, y_dev = _pair_arrays(config, store, dev, progress)
     log(f"features: {x_train.shape[1]} per pair ({store.encoded} texts encoded) [{time.perf_counter() - t0:.0f} s]")
     if y_train.min() == y_train.max():
-        raise SteerEnvsError(f"the train pairs have a single label ({int(y_train[0])}); give more train tasks "
-                             f"(train_tasks={config.train_tasks})")
+        raise SteerEnvsError(
+            f"the train pairs have a single label ({int(y_train[0])}); give more train tasks "
+            f"(train_tasks={config.train_tasks})"
+        )
     mean = x_train.mean(axis=0)
     scale = x_train.std(axis=0)
     scale[scale < 1e-6] = 1.0
@@ -259,8 +317,9 @@ class ReaderEvaluation:
     auc_by_benchmark: dict[str, float]
 
 
-def evaluate_reader(reader: AnswerabilityModel, split: str = "test", max_tasks: int | None = None,
-                    progress: bool = False) -> ReaderEvaluation:
+def evaluate_reader(
+    reader: AnswerabilityModel, split: str = "test", max_tasks: int | None = None, progress: bool = False
+) -> ReaderEvaluation:
     """ROC AUC of the reader on a split's reading pairs (states of the same executor and collecting policy)."""
     pairs = load_pairs(reader.config, split, max_tasks)
     x, y = _pair_arrays(reader.config, reader.store, pairs, progress)
@@ -269,8 +328,9 @@ def evaluate_reader(reader: AnswerabilityModel, split: str = "test", max_tasks: 
     for bench in sorted({p.benchmark for p in pairs}):
         idx = [i for i, p in enumerate(pairs) if p.benchmark == bench]
         by_bench[bench] = roc_auc(y[idx], scores[idx])
-    return ReaderEvaluation(split, roc_auc(y, scores), len(pairs), int(y.sum()), len({p.task_id for p in pairs}),
-                            by_bench)
+    return ReaderEvaluation(
+        split, roc_auc(y, scores), len(pairs), int(y.sum()), len({p.task_id for p in pairs}), by_bench
+    )
 
 
 _SHARED: dict[ReaderConfig, AnswerabilityModel] = {}

@@ -8,6 +8,7 @@ a steerer sees too). Each decision's observation is parsed like any policy would
 ``<information>`` block); nothing privileged is read. Pairs are deduplicated per (task, passage): an episode
 shows the same block at several decisions, and counting it once per decision would weight long episodes.
 """
+
 from __future__ import annotations
 
 import re
@@ -50,7 +51,7 @@ def parse_documents(block: str) -> list[Document]:
     starts = list(_DOC_START.finditer(block))
     docs = []
     for i, m in enumerate(starts):
-        body = block[m.end(): starts[i + 1].start() if i + 1 < len(starts) else len(block)]
+        body = block[m.end() : starts[i + 1].start() if i + 1 < len(starts) else len(block)]
         title, sep, text = body.partition(") ")
         if not sep:
             title, text = body.rstrip(")"), ""
@@ -80,15 +81,23 @@ def collect_pairs(
 ) -> list[ReadingPair]:
     """Run the steering env over the split's tasks (a seeded subsample of ``max_tasks`` if given) and return the
     deduplicated reading pairs of every decision, in task order. Same arguments -> same pairs."""
+    from gymnasium.spaces import Discrete
+
     from ..envs.steering import SearchSteeringEnv
 
-    env = SearchSteeringEnv(executor=executor, split=split, topk=topk, data_dir=data_dir,
-                            benchmarks=tuple(benchmarks) if benchmarks else None)
+    env = SearchSteeringEnv(
+        executor=executor,
+        split=split,
+        topk=topk,
+        data_dir=data_dir,
+        benchmarks=tuple(benchmarks) if benchmarks else None,
+    )
     tasks = list(env.tasks)
     rng = np.random.default_rng(seed)
     if max_tasks is not None and max_tasks < len(tasks):
         keep = np.sort(rng.choice(len(tasks), size=max_tasks, replace=False))
         tasks = [tasks[i] for i in keep]
+    assert isinstance(env.action_space, Discrete)  # the env's default action mode: an index into the catalogue
     n_actions = int(env.action_space.n)
     pairs: list[ReadingPair] = []
     for i, task in enumerate(tasks):

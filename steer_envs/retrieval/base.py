@@ -3,6 +3,7 @@
 Executors, the retrieval server and the benchmarks see only this protocol, so backends (bm25s, Lucene, dense,
 a remote HTTP server) are interchangeable by a spec string.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -44,7 +45,9 @@ def check_query(query: object, k: int) -> str:
     if not isinstance(query, str):
         raise SteerEnvsError(f"a search query must be a string, got {type(query).__name__}")
     if not query.strip():
-        raise SteerEnvsError("the search query is empty; give some words to search for, e.g. 'first nobel prize physics'")
+        raise SteerEnvsError(
+            "the search query is empty; give some words to search for, e.g. 'first nobel prize physics'"
+        )
     if not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise SteerEnvsError(f"k must be an integer between 1 and {MAX_K}, got {k!r}")
     return query

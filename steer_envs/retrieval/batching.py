@@ -7,6 +7,7 @@ within ``window_s`` of an idle moment (and everything that arrives while a searc
 ``k``, and answers each group with one call in a single search thread, so the event loop keeps reading requests.
 Results are those of single searches: each query's hits do not depend on the other queries of its batch.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,7 +56,8 @@ class DynamicBatcher:
         if self.window_s:
             await asyncio.sleep(self.window_s)  # collect the requests arriving together
         while self._pending:
-            batch, taken = [], 0
+            batch: list[tuple[list[str], int, asyncio.Future]] = []
+            taken = 0
             while self._pending and (not batch or taken + len(self._pending[0][0]) <= self.max_queries):
                 entry = self._pending.pop(0)
                 batch.append(entry)
@@ -77,7 +79,7 @@ class DynamicBatcher:
                 start = 0
                 for queries, future in group:
                     if not future.done():
-                        future.set_result(hits[start:start + len(queries)])
+                        future.set_result(hits[start : start + len(queries)])
                     start += len(queries)
 
     def close(self) -> None:

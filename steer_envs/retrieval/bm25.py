@@ -10,11 +10,13 @@ of a ~7 ms search over 49k passages); :func:`top_k` selects among the positive s
 not unique (two of the top ``k+1`` scores tie), the search falls back to bm25s' own selection, so the ranking is
 exactly what bm25s returns in every case (a test checks it against ``BM25.retrieve`` on real queries).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -61,6 +63,13 @@ class BM25sRetriever:
                 self.model = bm25s.BM25.load(str(self.index_dir), mmap=False)
                 self.loaded_from_cache = True
                 return
+        if self.index_dir is not None:  # the first search of a corpus: say why it waits
+            print(
+                f"building the BM25 index of {len(corpus.passages):,} passages (once, about 10 s; "
+                f"cached in {self.index_dir})",
+                file=sys.stderr,
+                flush=True,
+            )
         self.model = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
         tokens = self._tokenize([p.contents for p in corpus.passages])
         self.model.index(tokens, show_progress=False)
@@ -145,7 +154,7 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
     candidates = np.flatnonzero(scores > 0)
     values = scores[candidates]
     if len(candidates) > k:
-        keep = np.argpartition(values, len(values) - k - 1)[-(k + 1):]
+        keep = np.argpartition(values, len(values) - k - 1)[-(k + 1) :]
         candidates, values = candidates[keep], values[keep]
     order = np.argsort(-values, kind="stable")
     values, candidates = values[order], candidates[order]

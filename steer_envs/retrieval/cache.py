@@ -4,9 +4,9 @@ Every search the suite makes on behalf of an episode goes through :func:`cached_
 the hand-off pipeline's roles and GuidedSearch-v0. Simulated episodes re-issue the same queries often (same
 questions, repeated searches), so caching makes them several times faster. Benchmarks switch it off
 (``set_enabled(False)``) to measure the real cost of search, and read :data:`STATS` for the share of time spent
-inside the retriever. (It lived in ``steer_envs.executors.sim.retrieval_cache``, a deprecated alias now: it is a
-retrieval concern, not the simulator's.)
+inside the retriever.
 """
+
 from __future__ import annotations
 
 import threading

@@ -10,6 +10,7 @@ Use: ``gym.make(..., retriever="batched:bm25s")`` for every env, then :func:`ste
 inside ``batcher.party()``). Outside a party the wrapper passes searches straight through, so an env built this
 way behaves exactly like one on the inner retriever when it is stepped alone.
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .base import Hit, Retriever
@@ -103,7 +105,7 @@ class CollectiveBatcher:
             self.queries += len(flat)
             start = 0
             for r in group:
-                r.result = hits[start:start + len(r.queries)]
+                r.result = hits[start : start + len(r.queries)]
                 start += len(r.queries)
         self._cond.notify_all()
 
@@ -119,15 +121,16 @@ def run_together(batcher: CollectiveBatcher, calls: Sequence[Callable[[], Any]])
             return call()
 
     batcher.expect(len(calls))
-    pool = _POOLS.setdefault(len(calls), ThreadPoolExecutor(max_workers=max(1, len(calls)),
-                                                            thread_name_prefix="steer-envs-step"))
+    pool = _POOLS.setdefault(
+        len(calls), ThreadPoolExecutor(max_workers=max(1, len(calls)), thread_name_prefix="steer-envs-step")
+    )
     return [f.result() for f in [pool.submit(in_party, c) for c in calls]]
 
 
 def step_together(envs: Sequence[Any], actions: Sequence[Any], batcher: CollectiveBatcher) -> list[tuple]:
     """``env.step(action)`` for every env at once, their searches batched: the ``(obs, reward, terminated,
     truncated, info)`` of each, in order (the same as stepping them one after the other)."""
-    return run_together(batcher, [lambda e=e, a=a: e.step(a) for e, a in zip(envs, actions)])
+    return run_together(batcher, [partial(e.step, a) for e, a in zip(envs, actions)])
 
 
 def make_batched_retriever(arg: str, ctx) -> CollectiveBatcher:

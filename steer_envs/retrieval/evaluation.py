@@ -4,6 +4,7 @@
 the query, how often is at least one gold supporting passage among the top ``k``? (Only benchmarks that define
 ``supporting_ids`` count.)
 """
+
 from __future__ import annotations
 
 from collections import defaultdict

@@ -11,6 +11,7 @@ names the URL; an executor records it on the episode (``info["failure"]``) and t
 Spec: ``http:<base url>[?timeout=S&retries=N&backoff=S]``, e.g. ``http:http://127.0.0.1:8000`` or
 ``http:127.0.0.1:8000?timeout=5`` (``/retrieve`` is appended when missing).
 """
+
 from __future__ import annotations
 
 import http.client
@@ -122,7 +123,7 @@ class HttpRetriever:
             except (OSError, http.client.HTTPException, _BadAnswer) as exc:
                 last = f"{type(exc).__name__}: {exc}" if not isinstance(exc, _BadAnswer) else str(exc)
                 if attempt + 1 < attempts:
-                    time.sleep(self.config.backoff * (2 ** attempt))
+                    time.sleep(self.config.backoff * (2**attempt))
         raise RetrievalServiceError(
             f"retrieval server {self.url} did not answer after {attempts} attempt(s) (timeout "
             f"{self.config.timeout:g}s each); last error: {last}. Is it running? Start one with "
@@ -183,7 +184,9 @@ def _hit(item: dict[str, Any]) -> Hit:
 def parse_http_spec(arg: str) -> HttpRetrieverConfig:
     """``<url>[?timeout=S&retries=N&backoff=S]`` -> config (a bare ``host:port`` gets ``http://``)."""
     if not arg:
-        raise SteerEnvsError("the http retriever needs a url: http:http://127.0.0.1:8000 (see steer-envs serve-retriever)")
+        raise SteerEnvsError(
+            "the http retriever needs a url: http:http://127.0.0.1:8000 (see steer-envs serve-retriever)"
+        )
     url = arg if "://" in arg else f"http://{arg}"
     parsed = urlparse(url)
     options: dict[str, Any] = {}

@@ -14,6 +14,7 @@ Java >= 21; that runtime lacks the ``jdk.incubator.vector`` module which pyserin
 option is dropped (it only speeds up dense-vector code); and pyserini builds an OpenAI client at import, which
 needs some ``OPENAI_API_KEY`` to exist, so a placeholder is set for the import only.
 """
+
 from __future__ import annotations
 
 import json
@@ -120,9 +121,21 @@ def build_lucene_index(corpus: Corpus, target: Path, config: LuceneConfig) -> fl
             for p in corpus.passages:
                 fh.write(json.dumps({"id": p.id, "contents": p.contents}, ensure_ascii=False) + "\n")
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=target.name + ".tmp"))
-        args = ["-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
-                "-input", collection, "-index", str(tmp), "-threads", str(config.threads),
-                "-stemmer", config.stemmer, "-quiet"]
+        args = [
+            "-collection",
+            "JsonCollection",
+            "-generator",
+            "DefaultLuceneDocumentGenerator",
+            "-input",
+            collection,
+            "-index",
+            str(tmp),
+            "-threads",
+            str(config.threads),
+            "-stemmer",
+            config.stemmer,
+            "-quiet",
+        ]
         try:
             autoclass("io.anserini.index.IndexCollection").main(args)
         except Exception as exc:
@@ -145,7 +158,9 @@ class LuceneRetriever:
 
     def __init__(self, corpus: Corpus, config: LuceneConfig | None = None, index_dir: Path | None = None) -> None:
         if corpus.path is None and index_dir is None:
-            raise SteerEnvsError("the lucene retriever needs a corpus loaded from a file (its hash keys the index cache)")
+            raise SteerEnvsError(
+                "the lucene retriever needs a corpus loaded from a file (its hash keys the index cache)"
+            )
         prepare_jvm()
         from pyserini.search.lucene import LuceneSearcher
 

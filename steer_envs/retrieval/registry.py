@@ -4,6 +4,7 @@ Spec grammar: ``<kind>`` or ``<kind>:<argument>``, e.g. ``bm25s``, ``lucene``, `
 Backends register a factory here; factories import their heavy dependencies lazily, so ``import steer_envs``
 stays fast and optional extras stay optional.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ class RetrieverContext:
 
 #: installed packages add retriever kinds through this entry-point group (name = kind, object = factory)
 ENTRY_POINT_GROUP = "steer_envs.retrievers"
-RETRIEVERS: LazyRegistry[RetrieverFactory] = LazyRegistry("retriever", "bm25s, lucene, http:<url>",
-                                                          entry_point_group=ENTRY_POINT_GROUP)
+RETRIEVERS: LazyRegistry[RetrieverFactory] = LazyRegistry(
+    "retriever", "bm25s, lucene, http:<url>", entry_point_group=ENTRY_POINT_GROUP
+)
 _INSTANCES: dict[tuple, Retriever] = {}
 #: envs built or stepping in several threads must share one index, not each load their own (re-entrant: a
 #: ``batched:`` retriever builds its inner one through make_retriever)

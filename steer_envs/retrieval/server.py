@@ -21,6 +21,7 @@ Concurrent requests are batched dynamically (:mod:`.batching`): the requests tha
 within ``batch_window_ms``) go to the retriever as one ``batch_search``. Binds to loopback unless told otherwise;
 an optional API key (:mod:`steer_envs.serving`) guards the data endpoints.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,9 +39,17 @@ from starlette.responses import Response
 
 from ..data.corpus import Corpus
 from ..errors import SteerEnvsError
-from ..serving import (BODY_TIMEOUT_S, HEADER_TIMEOUT_S, LOOPBACK_HOSTS, UvicornServer,  # noqa: F401 - re-exported
-                       authorized, is_loopback, origin_allowed, origin_refusal)
-from ..validation import RequestError, parse_json, read_body
+from ..serving import (  # noqa: F401 - re-exported
+    BODY_TIMEOUT_S,
+    HEADER_TIMEOUT_S,
+    LOOPBACK_HOSTS,
+    UvicornServer,
+    authorized,
+    is_loopback,
+    origin_allowed,
+    origin_refusal,
+)
+from ..validation import RequestError, parse_json_async, read_body
 from .base import MAX_K, Hit, Retriever
 from .batching import DynamicBatcher
 
@@ -56,7 +65,9 @@ class ServerConfig:
     default_topk: int = 3
     max_batch: int = 512
     max_query_chars: int = 4096
-    max_body_bytes: int = 4 * 1024 * 1024
+    #: the largest request body: what ``max_total_query_chars`` of queries can take, escaped (``\\uXXXX`` is 6 bytes
+    #: a character), with room to spare; a larger body is refused on its announced length, before it is read
+    max_body_bytes: int = 2 * 1024 * 1024
     max_urls: int = 256
     #: per-request work: queries x topk (the hits searched for and written back) and the query characters in all;
     #: one maximal request (512 long queries, topk 100: an 86 MB answer) would hold the server for seconds
@@ -81,9 +92,11 @@ class ServerConfig:
 class RetrieveRequest(BaseModel):
     """Search-R1's ``/retrieve`` body (ASearcher sends the same)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True,
-                              json_schema_extra={"examples": [{"queries": ["who wrote hamlet"], "topk": 3,
-                                                               "return_scores": True}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"queries": ["who wrote hamlet"], "topk": 3, "return_scores": True}]},
+    )
     queries: list[str] = Field(description="the queries; a blank query gets no documents")
     topk: int | None = Field(None, ge=1, le=MAX_K, description="passages per query (default: the server's --topk)")
     return_scores: bool = Field(False, description="wrap each document as {document, score}")
@@ -135,12 +148,16 @@ class RetrievalService:
             raise RequestError(422, "'queries' must be a list of strings")
         queries = payload["queries"]
         if len(queries) > self.config.max_batch:
-            raise RequestError(413, f"{len(queries)} queries in one request; at most {self.config.max_batch} allowed, "
-                                    "split the batch")
+            raise RequestError(
+                413, f"{len(queries)} queries in one request; at most {self.config.max_batch} allowed, split the batch"
+            )
         too_long = [i for i, q in enumerate(queries) if len(q) > self.config.max_query_chars]
         if too_long:
-            raise RequestError(413, f"query {too_long[0]} has {len(queries[too_long[0]])} characters; at most "
-                                    f"{self.config.max_query_chars} allowed")
+            raise RequestError(
+                413,
+                f"query {too_long[0]} has {len(queries[too_long[0]])} characters; at most "
+                f"{self.config.max_query_chars} allowed",
+            )
         if "topk" in bad:
             raise RequestError(422, f"'topk' must be an integer between 1 and {MAX_K}, got {payload.get('topk')!r}")
         if "return_scores" in bad:
@@ -154,12 +171,18 @@ class RetrievalService:
         queued behind it) for seconds."""
         total = sum(len(q) for q in request.queries)
         if total > self.config.max_total_query_chars:
-            raise RequestError(413, f"the queries hold {total} characters in all; at most "
-                                    f"{self.config.max_total_query_chars} per request, split the batch")
+            raise RequestError(
+                413,
+                f"the queries hold {total} characters in all; at most "
+                f"{self.config.max_total_query_chars} per request, split the batch",
+            )
         hits = len(request.queries) * self.topk(request)
         if hits > self.config.max_hits:
-            raise RequestError(413, f"{len(request.queries)} queries x topk {self.topk(request)} = {hits} hits; at "
-                                    f"most {self.config.max_hits} per request, split the batch or lower topk")
+            raise RequestError(
+                413,
+                f"{len(request.queries)} queries x topk {self.topk(request)} = {hits} hits; at "
+                f"most {self.config.max_hits} per request, split the batch or lower topk",
+            )
 
     def live_queries(self, request: RetrieveRequest) -> list[int]:
         """Positions of the non-blank queries: blank ones get no documents instead of failing the whole batch (a
@@ -211,8 +234,12 @@ class RetrievalService:
             return None
         passages = [self.corpus.passages[i] for i in positions]
         title = passages[0].title.strip('"')
-        return {"url": url, "title": title, "contents": f'"{title}"\n' + "\n\n".join(p.text for p in passages),
-                "ids": [p.id for p in passages]}
+        return {
+            "url": url,
+            "title": title,
+            "contents": f'"{title}"\n' + "\n\n".join(p.text for p in passages),
+            "ids": [p.id for p in passages],
+        }
 
     def _lookup_title(self, url: str) -> list[int]:
         with self._titles_lock:
@@ -231,18 +258,26 @@ class RetrievalService:
         return self._titles.get(name) or self._titles_lower.get(name.lower()) or []  # type: ignore[union-attr]
 
     def health(self) -> dict[str, Any]:
-        return {"status": "ok", "retriever": getattr(self.retriever, "name", type(self.retriever).__name__),
-                "passages": len(self.corpus) if self.corpus is not None else None}
+        return {
+            "status": "ok",
+            "retriever": getattr(self.retriever, "name", type(self.retriever).__name__),
+            "passages": len(self.corpus) if self.corpus is not None else None,
+        }
 
 
 def _json_response(status: int, body: dict[str, Any], close: bool = False) -> Response:
     headers = {"Connection": "close"} if close else None
-    return Response(json.dumps(body, ensure_ascii=False).encode("utf-8"), status_code=status,
-                    media_type="application/json", headers=headers)
+    return Response(
+        json.dumps(body, ensure_ascii=False).encode("utf-8"),
+        status_code=status,
+        media_type="application/json",
+        headers=headers,
+    )
 
 
-def _error(status: int, message: str):
-    return _json_response(status, {"detail": message}, close=status in (400, 411, 413))
+def _error(status: int, message: str, close: bool | None = None):
+    """A ``{"detail": message}`` answer; ``close`` (default: 400, 411, 413) ends the connection after it."""
+    return _json_response(status, {"detail": message}, close=status in (400, 411, 413) if close is None else close)
 
 
 def create_app(service: RetrievalService):
@@ -251,8 +286,11 @@ def create_app(service: RetrievalService):
     The routes reach the service through ``request.app.state``, never through a closure: FastAPI keeps endpoint
     functions in module-level caches, and a closure would keep the service (its retriever and corpus) alive for the
     life of the process after the server stopped."""
-    batcher = DynamicBatcher(service.retriever, window_s=service.config.batch_window_ms / 1000) \
-        if service.config.batching else None
+    batcher = (
+        DynamicBatcher(service.retriever, window_s=service.config.batch_window_ms / 1000)
+        if service.config.batching
+        else None
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(running_app):
@@ -260,8 +298,12 @@ def create_app(service: RetrievalService):
         if running_app.state.batcher is not None:
             running_app.state.batcher.close()
 
-    app = FastAPI(title="steer-envs retrieval server", version="1", lifespan=lifespan,
-                  description="The Search-R1 / ASearcher retrieval API over the steer-envs corpus.")
+    app = FastAPI(
+        title="steer-envs retrieval server",
+        version="1",
+        lifespan=lifespan,
+        description="The Search-R1 / ASearcher retrieval API over the steer-envs corpus.",
+    )
     app.state.service = service
     app.state.batcher = batcher
 
@@ -284,7 +326,7 @@ def create_app(service: RetrievalService):
         return await asyncio.to_thread(request.app.state.service.retriever.batch_search, queries, k)
 
     async def payload_of(request: Request) -> Any:
-        return parse_json(await read_body(request, request.app.state.service.config.max_body_bytes))
+        return await parse_json_async(await read_body(request, request.app.state.service.config.max_body_bytes))
 
     async def answered(request: Request, payload: dict[str, Any]) -> Response:
         """A large answer is encoded off the event loop (megabytes of JSON would stall every other request), and
@@ -295,12 +337,16 @@ def create_app(service: RetrievalService):
             response = await asyncio.to_thread(_json_response, 200, payload)
         limit = request.app.state.service.config.max_answer_bytes
         if len(response.body) > limit:
-            raise RequestError(413, f"the answer would be {len(response.body)} bytes; at most {limit} per request, "
-                                    "ask for fewer queries, urls or a lower topk")
+            raise RequestError(
+                413,
+                f"the answer would be {len(response.body)} bytes; at most {limit} per request, "
+                "ask for fewer queries, urls or a lower topk",
+            )
         return response
 
     def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-        return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
+        body = {"application/json": {"schema": model.model_json_schema()}}
+        return {"requestBody": {"required": True, "content": body}}
 
     @app.post("/retrieve", openapi_extra=schema_of(RetrieveRequest), summary="Search-R1 / ASearcher search")
     async def retrieve(request: Request):
@@ -311,7 +357,7 @@ def create_app(service: RetrievalService):
             found = await search(request, [parsed.queries[i] for i in live], served.topk(parsed)) if live else []
             return await answered(request, served.answer(parsed, live, found))
         except RequestError as exc:
-            return _error(exc.status, str(exc))
+            return _error(exc.status, str(exc), exc.close)
         except SteerEnvsError as exc:
             return _error(422, str(exc))
         except Exception as exc:  # noqa: BLE001 - a backend failure must not kill the server; clients retry 5xx
@@ -324,7 +370,7 @@ def create_app(service: RetrievalService):
             payload = await payload_of(request)
             return await answered(request, await asyncio.to_thread(served.access, payload))
         except RequestError as exc:
-            return _error(exc.status, str(exc))
+            return _error(exc.status, str(exc), exc.close)
         except Exception as exc:  # noqa: BLE001
             return _error(500, f"page access failed: {type(exc).__name__}: {exc}")
 
@@ -342,8 +388,9 @@ def create_app(service: RetrievalService):
     @app.exception_handler(StarletteHTTPException)
     async def not_found(request: Request, exc: StarletteHTTPException):
         if exc.status_code in (404, 405):
-            return _error(404, f"no {request.method} endpoint {request.url.path}; use POST /retrieve, POST /access "
-                               "or GET /health")
+            return _error(
+                404, f"no {request.method} endpoint {request.url.path}; use POST /retrieve, POST /access or GET /health"
+            )
         return _error(exc.status_code, str(exc.detail))
 
     return app
@@ -356,8 +403,14 @@ class RetrievalHTTPServer(UvicornServer):
     def __init__(self, service: RetrievalService, host: str = "127.0.0.1", port: int = 8000, verbose: bool = False):
         self.service = service
         self.app = create_app(service)
-        super().__init__(self.app, host, port, verbose, header_timeout_s=service.config.header_timeout_s,
-                         body_timeout_s=service.config.body_timeout_s)
+        super().__init__(
+            self.app,
+            host,
+            port,
+            verbose,
+            header_timeout_s=service.config.header_timeout_s,
+            body_timeout_s=service.config.body_timeout_s,
+        )
 
     @property
     def batch_stats(self):

@@ -11,6 +11,7 @@ of this process (each with its own replica): :func:`concurrent_pool` chooses it 
 command line's default) for an I/O-bound executor (``openai:``), which is how ``steer-envs eval``, ``compare``
 and ``train`` keep many LLM episodes and counterfactual continuations in flight.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -89,8 +90,9 @@ def in_flight_of(executor: str | None) -> int | None:
         return None
 
 
-def concurrent_pool(spec: PoolConfig | RolloutPool | None, executor: str | None,
-                    threads: int | None = None) -> PoolConfig | RolloutPool | None:
+def concurrent_pool(
+    spec: PoolConfig | RolloutPool | None, executor: str | None, threads: int | None = None
+) -> PoolConfig | RolloutPool | None:
     """``spec``, except that an ``auto`` pool (the command line's default: a ``PoolConfig("auto")`` or the pool
     made from one) becomes a ``threads`` pool when ``executor`` is I/O-bound (``openai:``: its episodes wait on
     a model server, so many run at once in this process). Other executors keep the serial path, so their
@@ -123,7 +125,23 @@ def using_pool(spec: PoolConfig | RolloutPool | None = None) -> Iterator[Rollout
 
 
 __all__ = [
-    "EnvFactory", "GivenState", "Job", "KILL_ONCE_ENV", "LocalPool", "POOL_KINDS", "PoolConfig", "PoolError",
-    "RolloutPool", "add_pool_arguments", "concurrent_pool", "env_setup", "executor_of", "in_flight_of",
-    "replica_factory", "make_pool", "pool_config_from_args", "register_pool", "using_pool",
+    "EnvFactory",
+    "GivenState",
+    "Job",
+    "KILL_ONCE_ENV",
+    "LocalPool",
+    "POOL_KINDS",
+    "PoolConfig",
+    "PoolError",
+    "RolloutPool",
+    "add_pool_arguments",
+    "concurrent_pool",
+    "env_setup",
+    "executor_of",
+    "in_flight_of",
+    "replica_factory",
+    "make_pool",
+    "pool_config_from_args",
+    "register_pool",
+    "using_pool",
 ]

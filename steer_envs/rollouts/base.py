@@ -9,6 +9,7 @@ item carries what its result depends on (an env snapshot from ``get_state``, act
 same whichever worker computes it and in whatever order items finish: :meth:`RolloutPool.map` returns results in
 item order, identical to the local loop for fixed seeds, for any number of workers.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,8 +64,10 @@ class PoolConfig:
         if not isinstance(self.workers, int) or self.workers < 0:
             raise SteerEnvsError(f"pool workers must be a non-negative integer (0 = one per CPU), got {self.workers!r}")
         if self.kind in ("local", "auto") and self.workers > 1:
-            raise SteerEnvsError(f"the local pool runs in this process (1 worker), got workers={self.workers}; "
-                                 "use --pool processes or --ray for more")
+            raise SteerEnvsError(
+                f"the local pool runs in this process (1 worker), got workers={self.workers}; "
+                "use --pool processes or --ray for more"
+            )
         if not self.cpus_per_worker > 0:
             raise SteerEnvsError(f"cpus_per_worker must be > 0, got {self.cpus_per_worker!r}")
         if self.ray_address and self.kind != "ray":
@@ -178,7 +181,7 @@ class RolloutPool:
     def close(self) -> None:
         """Stop the workers (the local pool has none)."""
 
-    def __enter__(self) -> "RolloutPool":
+    def __enter__(self) -> RolloutPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,5 +1,6 @@
 """Setups for :class:`~steer_envs.rollouts.base.Job`: build a Gymnasium env replica in each worker, or hand over
 an object the caller already holds (the local pool only)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ class EnvFactory:
     companion: Any = None  # compared (and hashed) by identity for plain objects: another policy, another setup
 
     @classmethod
-    def of(cls, env_id: str, companion: Any = None, **kwargs: Any) -> "EnvFactory":
+    def of(cls, env_id: str, companion: Any = None, **kwargs: Any) -> EnvFactory:
         return cls(env_id, _frozen(kwargs), companion)
 
     def make_kwargs(self) -> dict[str, Any]:
@@ -64,8 +65,10 @@ def replica_factory(env: Any) -> EnvFactory:
 
     spec = getattr(env, "spec", None) or getattr(getattr(env, "unwrapped", None), "spec", None)
     if spec is None or not getattr(spec, "id", None):
-        raise SteerEnvsError("a pool with worker processes rebuilds the env from its gymnasium spec; create the env "
-                             "with gymnasium.make(...) (or use the local pool)")
+        raise SteerEnvsError(
+            "a pool with worker processes rebuilds the env from its gymnasium spec; create the env "
+            "with gymnasium.make(...) (or use the local pool)"
+        )
     return EnvFactory.of(spec.id, **dict(spec.kwargs or {}))
 
 

@@ -1,4 +1,5 @@
 """The ``local`` pool: items run in this process, in order, on a setup built once per (equal) job."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence

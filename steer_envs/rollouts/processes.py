@@ -6,6 +6,7 @@ that dies mid-item (killed, out of memory) is noticed at once: it is replaced by
 is given again (up to ``max_item_retries`` times). An exception inside an item is not retried (it would fail
 the same way): it stops the call with the worker's traceback.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -142,8 +143,9 @@ class ProcessPool(RolloutPool):
                             raise PoolError(
                                 f"item {position} lost its worker process {deaths[position]} times (exit code "
                                 f"{worker.process.exitcode}); giving up. If the workers die at start, the script that "
-                                "creates the pool needs an `if __name__ == \"__main__\":` guard (worker processes are "
-                                "spawned and import it)")
+                                'creates the pool needs an `if __name__ == "__main__":` guard (worker processes are '
+                                "spawned and import it)"
+                            )
                         self._replace(worker)
                         todo.appendleft((position, item))
                         continue

@@ -7,6 +7,7 @@ it, it starts a local Ray with one CPU per worker and shuts it down on :meth:`cl
 a time per actor (one running, one queued) and collected with ``ray.wait``, so results arrive as they finish and
 :meth:`RolloutPool.map` puts them back in item order.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,16 @@ from typing import Any
 
 from ..errors import SteerEnvsError
 from ..meter import add_env_steps, env_steps
-from .base import Job, PoolConfig, PoolError, RolloutPool, WorkerCache, job_bytes, limit_threads_in_worker, maybe_kill_for_test
+from .base import (
+    Job,
+    PoolConfig,
+    PoolError,
+    RolloutPool,
+    WorkerCache,
+    job_bytes,
+    limit_threads_in_worker,
+    maybe_kill_for_test,
+)
 
 IN_FLIGHT_PER_ACTOR = 2
 #: how long the actors may take to be placed and started before the pool says why it cannot run
@@ -87,8 +97,10 @@ class RayPool(RolloutPool):
             ray.init(**kwargs)
         except Exception as exc:  # noqa: BLE001 - a wrong address must say so, not dump Ray's traceback
             where = self.config.ray_address or "a local Ray"
-            raise SteerEnvsError(f"cannot start or reach {where} ({type(exc).__name__}: {exc}); check --ray-address "
-                                 "(e.g. ray://HEAD:10001 or HEAD:6379) and that the cluster runs the same Ray version")
+            raise SteerEnvsError(
+                f"cannot start or reach {where} ({type(exc).__name__}: {exc}); check --ray-address "
+                "(e.g. ray://HEAD:10001 or HEAD:6379) and that the cluster runs the same Ray version"
+            ) from exc
         self._started_ray = True
 
     @property
@@ -102,19 +114,23 @@ class RayPool(RolloutPool):
         self._init_ray()
         if self._actors:
             return
-        remote = self._ray.remote(num_cpus=self.config.cpus_per_worker, max_restarts=-1,
-                                  max_task_retries=self.config.max_item_retries)(RolloutActor)
+        remote = self._ray.remote(
+            num_cpus=self.config.cpus_per_worker, max_restarts=-1, max_task_retries=self.config.max_item_retries
+        )(RolloutActor)
         runtime_env = {"env_vars": actor_env_vars(self._local)}
         self._actors = [remote.options(runtime_env=runtime_env).remote() for _ in range(self.workers)]
-        ready, _ = self._ray.wait([a.pid.remote() for a in self._actors], num_returns=len(self._actors),
-                                  timeout=ACTOR_START_TIMEOUT_S)
+        ready, _ = self._ray.wait(
+            [a.pid.remote() for a in self._actors], num_returns=len(self._actors), timeout=ACTOR_START_TIMEOUT_S
+        )
         if len(ready) < len(self._actors):
             free = self._ray.available_resources().get("CPU", 0)
             self.close()
-            raise PoolError(f"Ray placed {len(ready)} of {self.workers} rollout actors ({self.config.cpus_per_worker:g} "
-                            "CPU each) within "
-                            f"{ACTOR_START_TIMEOUT_S:.0f} s; the cluster has {free:g} CPU(s) free. Ask for fewer "
-                            "--workers, or free the CPUs other actors hold")
+            raise PoolError(
+                f"Ray placed {len(ready)} of {self.workers} rollout actors ({self.config.cpus_per_worker:g} "
+                "CPU each) within "
+                f"{ACTOR_START_TIMEOUT_S:.0f} s; the cluster has {free:g} CPU(s) free. Ask for fewer "
+                "--workers, or free the CPUs other actors hold"
+            )
 
     def actor_pids(self) -> list[int]:
         self._ensure_actors()
@@ -148,8 +164,9 @@ class RayPool(RolloutPool):
                 except ray.exceptions.RayTaskError as exc:
                     raise PoolError(f"an item failed in a Ray actor:\n{exc}") from None
                 except ray.exceptions.RayActorError as exc:
-                    raise PoolError(f"a Ray actor died more than {self.config.max_item_retries} times on one item: "
-                                    f"{exc}") from None
+                    raise PoolError(
+                        f"a Ray actor died more than {self.config.max_item_retries} times on one item: {exc}"
+                    ) from None
                 add_env_steps(steps)
                 yield position, result
             submit()

@@ -14,6 +14,7 @@ executor of the first job it runs.
 Every thread unpickles the job itself, as a worker process would, so its env replica and companion (a policy)
 are its own and the results equal the local pool's, in item order, for any number of threads.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -92,8 +93,9 @@ class ThreadPool(RolloutPool):
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - reported with the item and its traceback
-                    raise PoolError(f"item {position} failed in a rollout thread:\n"
-                                    + "".join(traceback.format_exception(exc))) from exc
+                    raise PoolError(
+                        f"item {position} failed in a rollout thread:\n" + "".join(traceback.format_exception(exc))
+                    ) from exc
                 yield position, result
         finally:  # stopped early (an error, the caller broke off): items not started yet never start
             for future in pending:

@@ -3,6 +3,7 @@
 The envs take ``intervention_cost=`` directly; the wrapper exists so the cost can be changed on an env someone
 else built (a sweep over costs, a replayed env) and so the same shaping works for every supervision env.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -7,6 +7,7 @@ for the goal, the whole transcript and the latest turn let a linear layer tell "
 "the agent keeps searching X". Counters add what hashing blurs and what drift looks like: turn, interventions,
 searches, repeated and distinct queries, invalid actions, answer overlap with retrieved text.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -21,10 +22,18 @@ from ..executors.protocol import INFORMATION_TAGS, searched_queries, tag_spans
 from ..text import FEATURE_STOP_WORDS as _STOP
 from ..text import query_key, strip_tags, words
 
-
 COUNTER_NAMES: tuple[str, ...] = (
-    "turn", "interventions", "searches", "repeated_queries", "distinct_queries", "last_query_repeated",
-    "invalid_actions", "guidance_notes", "information_blocks", "goal_words_in_information", "transcript_length",
+    "turn",
+    "interventions",
+    "searches",
+    "repeated_queries",
+    "distinct_queries",
+    "last_query_repeated",
+    "invalid_actions",
+    "guidance_notes",
+    "information_blocks",
+    "goal_words_in_information",
+    "transcript_length",
     "turns_since_new_query",
 )
 
@@ -64,13 +73,17 @@ class TextFeaturizer:
         for q in queries:
             since_new = since_new + 1 if q in seen else 0
             seen.add(q)
-        info_text = " ".join(transcript[b.start:b.end] for b in tag_spans(transcript, INFORMATION_TAGS))
+        info_text = " ".join(transcript[b.start : b.end] for b in tag_spans(transcript, INFORMATION_TAGS))
         goal_words = set(_words(goal)) - _STOP
         info_words = set(_words(info_text))
         overlap = len(goal_words & info_words) / max(len(goal_words), 1)
         t = float(self.max_turns)
         values = [
-            turn / t, interventions / t, len(queries) / t, repeated / t, distinct / t,
+            turn / t,
+            interventions / t,
+            len(queries) / t,
+            repeated / t,
+            distinct / t,
             1.0 if len(queries) >= 2 and queries[-1] in queries[:-1] else 0.0,
             transcript.count("My previous action is invalid") / t,
             transcript.count("<guidance>") / t,
@@ -83,12 +96,14 @@ class TextFeaturizer:
 
     def __call__(self, goal: str, transcript: str, turn: int = 0, interventions: int = 0) -> np.ndarray:
         last_turn = transcript[-1500:]
-        return np.concatenate([
-            self._hashed(_words(goal)),
-            self._hashed(_words(transcript)),
-            self._hashed(_words(last_turn)),
-            self.counters(goal, transcript, turn, interventions),
-        ]).astype(np.float32)
+        return np.concatenate(
+            [
+                self._hashed(_words(goal)),
+                self._hashed(_words(transcript)),
+                self._hashed(_words(last_turn)),
+                self.counters(goal, transcript, turn, interventions),
+            ]
+        ).astype(np.float32)
 
 
 def _field(obs: Any, key: str, default: Any) -> Any:

@@ -8,6 +8,7 @@ first retrieval). With ``observation_key`` set, the observation dict also gets t
 ``Box(0, 1, (max_documents,))`` of the scores in rank order, zero-padded, so a learner that reads only
 observations sees it too. Nothing privileged is read: the same scores are computable from the observation alone.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,16 +22,19 @@ from ..errors import SteerEnvsError
 class AnswerabilityReader(gym.Wrapper):
     """Add the reader's scores for the latest retrieved documents to ``info`` (and optionally the observation)."""
 
-    def __init__(self, env: gym.Env, reader: Any = None, observation_key: str | None = None,
-                 max_documents: int = 5) -> None:
+    def __init__(
+        self, env: gym.Env, reader: Any = None, observation_key: str | None = None, max_documents: int = 5
+    ) -> None:
         super().__init__(env)
         from ..reader import AnswerabilityModel, ReaderConfig, shared_reader
 
         if reader is None or isinstance(reader, ReaderConfig):
             reader = shared_reader(reader)
         if not isinstance(reader, AnswerabilityModel):
-            raise SteerEnvsError(f"reader must be an AnswerabilityModel, a ReaderConfig or None (the default reader), "
-                                 f"got {type(reader).__name__}")
+            raise SteerEnvsError(
+                f"reader must be an AnswerabilityModel, a ReaderConfig or None (the default reader), "
+                f"got {type(reader).__name__}"
+            )
         if max_documents < 1:
             raise SteerEnvsError(f"max_documents must be at least 1, got {max_documents}")
         self.reader = reader
@@ -39,21 +43,27 @@ class AnswerabilityReader(gym.Wrapper):
         if observation_key is not None:
             space = env.observation_space
             if not isinstance(space, gym.spaces.Dict):
-                raise SteerEnvsError(f"observation_key needs a Dict observation space, got {space}; leave "
-                                     "observation_key=None to get the scores in info only")
+                raise SteerEnvsError(
+                    f"observation_key needs a Dict observation space, got {space}; leave "
+                    "observation_key=None to get the scores in info only"
+                )
             if observation_key in space.spaces:
                 raise SteerEnvsError(f"the observation already has a key {observation_key!r}; choose another name")
-            self.observation_space = gym.spaces.Dict({
-                **space.spaces, observation_key: gym.spaces.Box(0.0, 1.0, (max_documents,), np.float32)})
+            self.observation_space = gym.spaces.Dict(
+                {**space.spaces, observation_key: gym.spaces.Box(0.0, 1.0, (max_documents,), np.float32)}
+            )
 
     def _read(self, observation: Any, info: dict) -> Any:
         scores = self.reader.score_observation(observation)
-        info["reader"] = {"scores": [float(s) for s in scores], "max": float(scores.max()) if len(scores) else 0.0,
-                          "documents": int(len(scores))}
+        info["reader"] = {
+            "scores": [float(s) for s in scores],
+            "max": float(scores.max()) if len(scores) else 0.0,
+            "documents": int(len(scores)),
+        }
         if self.observation_key is None:
             return observation
         padded = np.zeros(self.max_documents, dtype=np.float32)
-        padded[:min(len(scores), self.max_documents)] = scores[:self.max_documents]
+        padded[: min(len(scores), self.max_documents)] = scores[: self.max_documents]
         return {**observation, self.observation_key: padded}
 
     def reset(self, **kwargs):

@@ -3,6 +3,7 @@
 Why: offline methods (filtered behaviour cloning) and debugging need what the supervisor saw and did, and a
 line per *finished* episode means a killed process never leaves half an episode in the file.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,6 +1,7 @@
 """The causal-LM learner of ACTGUIDE-RL in text mode: sampling with token log-probs, r_mix per token (same response
 after the guided and the unguided prompt), and training steps end to end. A tiny random model in the fast tests;
 Gemma 3 270M (``hf:gemma-3-270m``, packaged on PyPI) in the slow one."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,15 +13,23 @@ from agents.actguide.config import ActGuideConfig
 from agents.actguide.rollout import reset_task, run_group
 from agents.actguide.tasks import make_env
 from agents.actguide.trainer import ActGuideTrainer, load_learner
-from steer_envs.guidance import HINT_HEADER
+from steer_envs.reference_plans import HINT_HEADER
 
 TASK = "musique/2hop__574419_270105"
 
 
 def config(model: str, **kw) -> ActGuideConfig:
-    base = dict(benchmarks=["musique"], tasks_per_benchmark=2, budget=8, batch_tasks=1, group_size=2, max_turns=2,
-                learner="causal_lm", learner_args={"model": model, "max_new_tokens": 8, "max_transcript_chars": 600},
-                update_epochs=1)
+    base = dict(
+        benchmarks=["musique"],
+        tasks_per_benchmark=2,
+        budget=8,
+        batch_tasks=1,
+        group_size=2,
+        max_turns=2,
+        learner="causal_lm",
+        learner_args={"model": model, "max_new_tokens": 8, "max_transcript_chars": 600},
+        update_epochs=1,
+    )
     base.update(kw)
     return ActGuideConfig(**base)
 
@@ -88,9 +97,18 @@ def test_bad_trainable_layers_are_clear_errors(tiny_dir, bad, message):
 def test_a_training_step_with_gemma(tmp_path):
     # the top 4 of 18 blocks learn: gradients, Adam state and the KL reference's copy of all 18 took the step to
     # 3.6 GB, most of the suite's 4 GB budget (every block trains in the tiny-model test above)
-    cfg = config("hf:gemma-3-270m", budget=2, group_size=2, max_turns=1,
-                 learner_args={"model": "hf:gemma-3-270m", "max_new_tokens": 8, "max_transcript_chars": 600,
-                               "trainable_layers": 4})
+    cfg = config(
+        "hf:gemma-3-270m",
+        budget=2,
+        group_size=2,
+        max_turns=1,
+        learner_args={
+            "model": "hf:gemma-3-270m",
+            "max_new_tokens": 8,
+            "max_transcript_chars": 600,
+            "trainable_layers": 4,
+        },
+    )
     result = ActGuideTrainer(cfg, tmp_path / "gemma").run()
     row = result.log[0]
     assert row["rollouts"] >= 2 and np.isfinite(row["loss"])
@@ -100,7 +118,7 @@ def test_a_training_step_with_gemma(tmp_path):
     assert learner.spec.trainable_layers == 4 and sum(p.requires_grad for p in learner.parameters()) > 0
 
 
-# -- token ids, device and dtype (issue 18, item 4) -----------------------------------------------------------------
+# -- token ids, device and dtype -----------------------------------------------------------------
 def _views(cfg) -> list[str]:
     """Three real views of different lengths (guided, unguided, a short one), so sampling pads them."""
     env = make_env(cfg)
@@ -122,11 +140,18 @@ def _forced_logprobs(learner, prompt_ids: list[int], token_ids: tuple[int, ...])
             return forced
 
     tok = learner.backend.tokenizer
-    out = learner.model.generate(torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
-                                 max_new_tokens=len(token_ids), do_sample=False, output_logits=True,
-                                 return_dict_in_generate=True, logits_processor=LogitsProcessorList([Force()]),
-                                 pad_token_id=tok.pad_token_id, eos_token_id=None)
-    assert out.sequences[0, len(prompt_ids):].tolist() == list(token_ids)
+    out = learner.model.generate(
+        torch.tensor([prompt_ids]),
+        attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
+        max_new_tokens=len(token_ids),
+        do_sample=False,
+        output_logits=True,
+        return_dict_in_generate=True,
+        logits_processor=LogitsProcessorList([Force()]),
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=None,
+    )
+    assert out.sequences[0, len(prompt_ids) :].tolist() == list(token_ids)
     logits = torch.stack(out.logits, dim=1)[0].float()
     return torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(token_ids)[:, None]).squeeze(-1)
 
@@ -147,7 +172,9 @@ def test_the_logprob_at_sampling_equals_the_rescored_logprob_of_the_same_ids(tin
         assert (alone - old).abs().max() <= 1e-5
         # and the numbers generate itself sampled from, one token at a time with its KV cache
         assert (_forced_logprobs(learner, prompt_ids, action.token_ids) - old).abs().max() <= 1e-5
-        retokenised_differently += learner.backend.tokenizer.encode(action, add_special_tokens=False) != list(action.token_ids)
+        retokenised_differently += learner.backend.tokenizer.encode(action, add_special_tokens=False) != list(
+            action.token_ids
+        )
     single = CausalLMLearner(CausalLMSpec(**{**cfg.learner_args, "micro_batch": 1}))
     for a, b in zip(single.token_logprobs(views, actions), olds):
         assert (a.detach() - b).abs().max() <= 1e-5
@@ -219,8 +246,10 @@ def test_token_ids_survive_pickling_and_a_resumed_run_equals_an_uninterrupted_on
 
 
 def test_a_bf16_learner_on_cpu_acts_scores_and_trains(tiny_dir):
-    cfg = config(f"hf:{tiny_dir}", learner_args={"model": f"hf:{tiny_dir}", "max_new_tokens": 8,
-                                                 "max_transcript_chars": 600, "dtype": "bfloat16"})
+    cfg = config(
+        f"hf:{tiny_dir}",
+        learner_args={"model": f"hf:{tiny_dir}", "max_new_tokens": 8, "max_transcript_chars": 600, "dtype": "bfloat16"},
+    )
     learner = CausalLMLearner(CausalLMSpec(**cfg.learner_args))
     assert all(p.dtype == torch.bfloat16 for p in learner.parameters()) and learner.device.type == "cpu"
     views = _views(cfg)
@@ -245,11 +274,14 @@ def test_a_bf16_learner_on_cpu_acts_scores_and_trains(tiny_dir):
     assert any(not torch.equal(a, b) for a, b in zip(before, learner.parameters()))
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("device", "gpu", "device must be 'cpu', 'cuda', 'cuda:N' or 'auto'"),
-    ("dtype", "float16", "dtype must be one of float32, bfloat16"),
-    ("micro_batch", 0, "micro_batch must be a positive number"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("device", "gpu", "device must be 'cpu', 'cuda', 'cuda:N' or 'auto'"),
+        ("dtype", "float16", "dtype must be one of float32, bfloat16"),
+        ("micro_batch", 0, "micro_batch must be a positive number"),
+    ],
+)
 def test_bad_device_dtype_and_micro_batch_are_clear_errors(field, value, message):
     from steer_envs.errors import SteerEnvsError
 

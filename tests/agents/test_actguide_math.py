@@ -1,5 +1,6 @@
 """ACTGUIDE-RL's pieces on hand-computed examples: the binary search for the minimal k, r_mix, the clipped loss,
 the KL to the reference, and the shared GRPO advantages (the steering trainer uses the same functions)."""
+
 from __future__ import annotations
 
 import math
@@ -9,7 +10,15 @@ import pytest
 import torch
 
 from agents.actguide.search import max_search_steps, minimal_k
-from agents.grpo import baseline_advantages, clipped_surrogate, group_advantages, kl_k3, mixed_ratio, policy_gradient_loss, shaped_weight
+from agents.grpo import (
+    baseline_advantages,
+    clipped_surrogate,
+    group_advantages,
+    kl_k3,
+    mixed_ratio,
+    policy_gradient_loss,
+    shaped_weight,
+)
 from agents.steering.objectives import grpo_advantages, grpo_clipped_loss, grpo_loss
 
 
@@ -20,7 +29,7 @@ def test_binary_search_finds_the_minimal_k_of_every_monotone_function(length):
     for threshold in range(0, length + 2):  # success iff k >= threshold; threshold = length + 1: never
         calls = []
 
-        def success(k, t=threshold):
+        def success(k, t=threshold, calls=calls):
             calls.append(k)
             return k >= t
 
@@ -65,7 +74,9 @@ def test_clipped_loss_hand_computed():
     loss = clipped_surrogate(logp, old, adv, clip=0.2)
     assert loss.item() == pytest.approx(-(0.25 + 1.2 - 2.2) / 3, rel=1e-5)
     # negative advantage below 1 - ε is clipped: min(0.5*-1, 0.8*-1) = -0.8
-    assert clipped_surrogate(torch.log(torch.tensor([0.5])), torch.zeros(1), torch.tensor([-1.0])).item() == pytest.approx(0.8)
+    assert clipped_surrogate(
+        torch.log(torch.tensor([0.5])), torch.zeros(1), torch.tensor([-1.0])
+    ).item() == pytest.approx(0.8)
 
 
 def test_clipped_loss_gradient_flows_only_where_not_clipped():

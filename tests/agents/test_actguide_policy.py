@@ -1,4 +1,5 @@
 """AdmissiblePolicy: uniform at initialisation, the hint-following mixture on hand-made features, finite gradients."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Task regions (agents/actguide/regions.py): in-region / barrier / out of reach, measured on the real env."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,9 @@ def test_regions_follow_their_measurements_and_repeat_for_a_seed():
     assert sum(counts["all"].values()) == len(ids)
     assert sum(sum(c.values()) for b, c in counts.items() if b != "all") == len(ids)
     again = classify(build_learner("admissible", {}), env, ids, config, seed=0)
-    assert [(r.region, r.unguided_successes, r.guided) for r in again] == \
-        [(r.region, r.unguided_successes, r.guided) for r in regions]
+    assert [(r.region, r.unguided_successes, r.guided) for r in again] == [
+        (r.region, r.unguided_successes, r.guided) for r in regions
+    ]
     table = region_table(regions, config)
     assert "Pass@6" in table and f"| all | {len(ids)} |" in table
 
@@ -58,8 +60,29 @@ def test_cli_writes_regions_per_model(tmp_path, capsys):
     from steer_envs.cli.main import main
 
     out = tmp_path / "regions"
-    assert main(["barrier", "--regions", "--model", "initial", "--split", "dev", "--tasks-per-benchmark", "1",
-                 "--K-unguided", "3", "--K-guided", "2", "--max-k", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "barrier",
+                "--regions",
+                "--model",
+                "initial",
+                "--split",
+                "dev",
+                "--tasks-per-benchmark",
+                "1",
+                "--K-unguided",
+                "3",
+                "--K-guided",
+                "2",
+                "--max-k",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     payload = json.loads((out / "regions.json").read_text())
     assert payload["config"] == {"k_unguided": 3, "k_guided": 2, "max_k": 1}
@@ -69,16 +92,37 @@ def test_cli_writes_regions_per_model(tmp_path, capsys):
 
 
 def test_rl_pool_keeps_the_tasks_of_the_chosen_regions_and_refuses_a_file_of_other_tasks(tmp_path):
-    from steer_envs.cli.main import main
-
     from agents.actguide.tasks import training_pool
+    from steer_envs.cli.main import main
 
     base = ActGuideConfig(benchmarks=["hotpotqa", "nq"], split="dev", tasks_per_benchmark=3, max_turns=4)
     out = tmp_path / "pool_regions"
     # the pool's own tasks: the split, pool size and task seed of the config
-    assert main(["barrier", "--regions", "--model", "initial", "--split", "dev", "--tasks-per-benchmark", "3",
-                 "--seed", str(base.task_seed), "--K-unguided", "4", "--K-guided", "2", "--max-k", "2",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "barrier",
+                "--regions",
+                "--model",
+                "initial",
+                "--split",
+                "dev",
+                "--tasks-per-benchmark",
+                "3",
+                "--seed",
+                str(base.task_seed),
+                "--K-unguided",
+                "4",
+                "--K-guided",
+                "2",
+                "--max-k",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     regions = read_regions(out / "regions.json")
     env = make_env(base)
     pool = training_pool(env, base)
@@ -92,7 +136,6 @@ def test_rl_pool_keeps_the_tasks_of_the_chosen_regions_and_refuses_a_file_of_oth
         else:
             with pytest.raises(SteerEnvsError, match="no RL-pool task is in the regions"):
                 training_pool(env, config)
-    # the filter off (the default) hashes as before it existed, so earlier run folders keep their fingerprints
     assert ActGuideConfig().fingerprint() == ActGuideConfig(pool_keep="barrier,in_region").fingerprint()
     assert ActGuideConfig(pool_regions="x.json").fingerprint() != ActGuideConfig().fingerprint()
     with pytest.raises(SteerEnvsError, match="pool_keep must name regions"):
@@ -109,18 +152,81 @@ def test_barrier_diagnostics_of_one_region_only(tmp_path, capsys):
 
     regions_dir = tmp_path / "regions"
     common = ["--model", "initial", "--split", "dev", "--tasks-per-benchmark", "1", "--seed", "0"]
-    assert main(["barrier", "--regions", *common, "--K-unguided", "3", "--K-guided", "2", "--max-k", "1",
-                 "--out", str(regions_dir)]) == 0
+    assert (
+        main(
+            [
+                "barrier",
+                "--regions",
+                *common,
+                "--K-unguided",
+                "3",
+                "--K-guided",
+                "2",
+                "--max-k",
+                "1",
+                "--out",
+                str(regions_dir),
+            ]
+        )
+        == 0
+    )
     regions = read_regions(regions_dir / "regions.json")
     counts = {r: sum(v == r for v in regions.values()) for r in set(regions.values())}
     region = max(counts, key=counts.get)
     out = tmp_path / "diag"
-    assert main(["barrier", *common, "--K", "2", "--max-k", "1", "--horizon", "2", "--regions-file",
-                 str(regions_dir / "regions.json"), "--region", region, "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "barrier",
+                *common,
+                "--K",
+                "2",
+                "--max-k",
+                "1",
+                "--horizon",
+                "2",
+                "--regions-file",
+                str(regions_dir / "regions.json"),
+                "--region",
+                region,
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "barrier.json").read_text())[0]["tasks"] == counts[region] < len(regions)
-    assert main(["barrier", *common, "--regions-file", str(regions_dir / "regions.json"), "--region", "hard",
-                 "--out", str(out)]) != 0
+    assert (
+        main(
+            [
+                "barrier",
+                *common,
+                "--regions-file",
+                str(regions_dir / "regions.json"),
+                "--region",
+                "hard",
+                "--out",
+                str(out),
+            ]
+        )
+        != 0
+    )
     assert "--region takes regions among in_region, barrier" in capsys.readouterr().err
-    assert main(["barrier", *common[:-4], "--tasks-per-benchmark", "2", "--seed", "0", "--regions-file",
-                 str(regions_dir / "regions.json"), "--out", str(out)]) != 0
+    assert (
+        main(
+            [
+                "barrier",
+                *common[:-4],
+                "--tasks-per-benchmark",
+                "2",
+                "--seed",
+                "0",
+                "--regions-file",
+                str(regions_dir / "regions.json"),
+                "--out",
+                str(out),
+            ]
+        )
+        != 0
+    )
     assert re.search(r"has no region for .* --tasks-per-benchmark 2 --seed 0", capsys.readouterr().err)

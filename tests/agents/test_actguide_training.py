@@ -1,5 +1,6 @@
 """ACTGUIDE-RL's trainer on the real env (small budgets): budget accounting, hard groups and guidance, variants,
 checkpoints loaded with weights_only=True and exact resume, fork probes vs restarts, SFT, evaluation, barrier, CLI."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from agents.actguide.barrier import barrier_table, diagnose
-from agents.actguide.config import VARIANTS, ActGuideConfig
+from agents.actguide.config import VARIANTS
 from agents.actguide.evaluate import evaluate, pass_at_k, success_rate
 from agents.actguide.learners import build_learner
 from agents.actguide.rollout import reset_task, run_group
@@ -17,17 +18,11 @@ from agents.actguide.sft import demonstrations, supervised_finetune
 from agents.actguide.tasks import make_env, sample_tasks, training_pool
 from agents.actguide.trainer import CHECKPOINT_FILE, LOG_FILE, ActGuideTrainer, load_learner
 from steer_envs.errors import SteerEnvsError
-
-
-def small(**kw) -> ActGuideConfig:
-    base = dict(benchmarks=["musique", "nq"], tasks_per_benchmark=4, budget=120, batch_tasks=3, group_size=4,
-                max_turns=4, update_epochs=2)
-    base.update(kw)
-    return ActGuideConfig(**base)
+from tests.agents.support import small_actguide
 
 
 def test_training_accounts_every_rollout_and_guides_hard_groups(tmp_path):
-    result = ActGuideTrainer(small(), tmp_path / "run").run()
+    result = ActGuideTrainer(small_actguide(), tmp_path / "run").run()
     log = result.log
     assert result.budget_used >= 120 and result.budget_used == sum(r["rollouts"] for r in log)
     for row in log:
@@ -45,19 +40,28 @@ def test_training_accounts_every_rollout_and_guides_hard_groups(tmp_path):
 
 
 def test_zero_rl_never_guides_and_variants_differ(tmp_path):
-    log = ActGuideTrainer(small(budget=40).variant("zero_rl"), tmp_path / "z").run().log
+    log = ActGuideTrainer(small_actguide(budget=40).variant("zero_rl"), tmp_path / "z").run().log
     assert all(r["guided_groups"] == 0 and r["probe_rollouts"] == 0 for r in log)
     assert all(r["rollouts"] == 12 for r in log)
-    log = ActGuideTrainer(small(budget=60).variant("no_adaptive"), tmp_path / "na").run().log
+    log = ActGuideTrainer(small_actguide(budget=60).variant("no_adaptive"), tmp_path / "na").run().log
     assert all(r["probe_rollouts"] == 0 for r in log) and sum(r["guided_groups"] for r in log) > 0
-    assert set(VARIANTS) >= {"actguide", "zero_rl", "sft_rl", "fixed_k", "no_adaptive", "no_fallback", "no_mixed",
-                             "noise_10", "noise_20"}
+    assert set(VARIANTS) >= {
+        "actguide",
+        "zero_rl",
+        "sft_rl",
+        "fixed_k",
+        "no_adaptive",
+        "no_fallback",
+        "no_mixed",
+        "noise_10",
+        "noise_20",
+    }
 
 
 def test_guidance_until_stops_guiding_once_its_share_of_the_budget_is_spent(tmp_path):
     """Past ``guidance_until`` of the budget no group is guided or probed (hard groups stay unguided), before it hard
     groups are; the run with the whole budget guided guides in its second half too (the switch is what stops it)."""
-    log = ActGuideTrainer(small(budget=160, guidance_until=0.5), tmp_path / "half").run().log
+    log = ActGuideTrainer(small_actguide(budget=160, guidance_until=0.5), tmp_path / "half").run().log
     before = [r for r in log if r["guidance_on"]]
     after = [r for r in log if not r["guidance_on"]]
     assert before and after and log.index(after[0]) == len(before)  # one switch, from on to off
@@ -66,26 +70,26 @@ def test_guidance_until_stops_guiding_once_its_share_of_the_budget_is_spent(tmp_
     assert sum(r["guided_groups"] for r in before) > 0
     assert all(r["guided_groups"] == 0 and r["probe_rollouts"] == 0 and r["rollouts"] == 12 for r in after)
     assert sum(r["hard_groups"] for r in after) > 0  # hard groups there were, and they stayed unguided
-    full = ActGuideTrainer(small(budget=160), tmp_path / "full").run().log
+    full = ActGuideTrainer(small_actguide(budget=160), tmp_path / "full").run().log
     assert all(r["guidance_on"] for r in full)
     assert sum(r["guided_groups"] for r in full if r["budget_used"] - r["rollouts"] >= 80) > 0
     with pytest.raises(SteerEnvsError, match="guidance_until must be in"):
-        small(guidance_until=0.0)
+        small_actguide(guidance_until=0.0)
 
 
 def test_revisit_rescued_draws_a_rescued_task_again_in_the_next_iteration(tmp_path):
     """Each iteration after a rescued guided group starts with that many revisits (the rescued tasks, in place of new
     ones: the batch and the budget accounting stay as they were); without the option nothing is revisited."""
-    log = ActGuideTrainer(small(budget=200, revisit_rescued=True), tmp_path / "revisit").run().log
+    log = ActGuideTrainer(small_actguide(budget=200, revisit_rescued=True), tmp_path / "revisit").run().log
     assert sum(r["rescued_groups"] for r in log[:-1]) > 0
     for before, after in zip(log, log[1:]):
         assert after["revisited"] == min(before["rescued_groups"], 3)
         assert after["tasks"][: after["revisited"]] == before["rescued_tasks"][:3]  # those tasks, first in the batch
-    fresh = [t for r in log for t in r["tasks"][r["revisited"]:]]
-    pool = [t for r in ActGuideTrainer(small(budget=200), tmp_path / "order").run().log for t in r["tasks"]]
+    fresh = [t for r in log for t in r["tasks"][r["revisited"] :]]
+    pool = [t for r in ActGuideTrainer(small_actguide(budget=200), tmp_path / "order").run().log for t in r["tasks"]]
     assert fresh == pool[: len(fresh)]  # the new tasks continue the pool's order: none skipped by a revisit
     assert all(r["rollouts"] == 12 + 4 * r["guided_groups"] + r["probe_rollouts"] for r in log)
-    plain = ActGuideTrainer(small(budget=200), tmp_path / "plain").run().log
+    plain = ActGuideTrainer(small_actguide(budget=200), tmp_path / "plain").run().log
     assert all(r["revisited"] == 0 for r in plain)
     assert [r["rescued_groups"] for r in plain] != [r["rescued_groups"] for r in log]
 
@@ -94,7 +98,7 @@ def test_revisit_rescued_draws_a_rescued_task_again_in_the_next_iteration(tmp_pa
 def test_resume_continues_exactly(tmp_path, switches):
     """Stopped after its first iteration (with revisits: after the first that rescued a group, so the tasks to revisit
     are in the checkpoint), a run resumed from its checkpoint ends exactly as the run that never stopped."""
-    config = small(budget=80, **switches)
+    config = small_actguide(budget=80, **switches)
     full = ActGuideTrainer(config, tmp_path / "full").run()
 
     class Stop(Exception):
@@ -116,11 +120,11 @@ def test_resume_continues_exactly(tmp_path, switches):
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(x, y), name
     with pytest.raises(SteerEnvsError, match="different actguide config"):
-        ActGuideTrainer(small(budget=81, **switches), tmp_path / "full", resume=True).run()
+        ActGuideTrainer(small_actguide(budget=81, **switches), tmp_path / "full", resume=True).run()
 
 
 def test_probes_by_fork_reach_the_same_states_with_fewer_env_steps():
-    config = small(plan_mode="prefix")
+    config = small_actguide(plan_mode="prefix")
     env = make_env(config)
     learner = build_learner("admissible", {})
     task = "musique/2hop__574419_270105"
@@ -141,14 +145,14 @@ def test_probes_by_fork_reach_the_same_states_with_fewer_env_steps():
 
 
 def test_prefix_mode_training_uses_fork_probes(tmp_path):
-    log = ActGuideTrainer(small(plan_mode="prefix", budget=80), tmp_path / "p").run().log
+    log = ActGuideTrainer(small_actguide(plan_mode="prefix", budget=80), tmp_path / "p").run().log
     spent = sum(r["probe_env_steps"] for r in log)
     restart = sum(r["probe_restart_env_steps"] for r in log)
     assert sum(r["probe_rollouts"] for r in log) > 0 and spent < restart
 
 
 def test_sft_imitates_the_action_data():
-    config = small(sft_epochs=40)
+    config = small_actguide(sft_epochs=40)
     env = make_env(config)
     learner = build_learner("admissible", {})
     pool = training_pool(env, config)
@@ -161,7 +165,7 @@ def test_sft_imitates_the_action_data():
 
 
 def test_evaluation_is_unguided_and_paired_by_seed():
-    config = small()
+    config = small_actguide()
     env = make_env(config, split="dev")
     ids = sample_tasks(env, 3, 0)
     learner = build_learner("admissible", {})
@@ -175,7 +179,7 @@ def test_evaluation_is_unguided_and_paired_by_seed():
 
 
 def test_barrier_diagnostics_small(tmp_path):
-    config = small()
+    config = small_actguide()
     env = make_env(config, split="dev")
     ids = sample_tasks(env, 2, 0)
     report = diagnose(build_learner("admissible", {}), env, ids, "initial", K=2, max_k=3, horizon=2)
@@ -190,18 +194,50 @@ def test_cli_train_and_barrier(tmp_path, capsys):
     from steer_envs.cli.main import main
 
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"benchmarks": ["musique"], "tasks_per_benchmark": 3, "budget": 30, "batch_tasks": 2,
-                               "group_size": 3, "max_turns": 3}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "benchmarks": ["musique"],
+                "tasks_per_benchmark": 3,
+                "budget": 30,
+                "batch_tasks": 2,
+                "group_size": 3,
+                "max_turns": 3,
+            }
+        )
+    )
     out = tmp_path / "run"
-    assert main(["train", "actguide", "--config", str(cfg), "--variant", "zero_rl", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(["train", "actguide", "--config", str(cfg), "--variant", "zero_rl", "--out", str(out), "--no-progress"])
+        == 0
+    )
     assert "rollouts" in capsys.readouterr().out and (out / LOG_FILE).is_file()
     saved = json.loads((out / "config.json").read_text())["config"]
     assert saved["guidance"] is False and saved["budget"] == 30
     assert main(["train", "actguide", "--out", str(tmp_path / "none"), "--resume", "--no-progress"]) == 2
     assert main(["train", "actguide", "--config", str(tmp_path / "missing.toml"), "--out", str(tmp_path / "x")]) == 2
     bar = tmp_path / "bar"
-    assert main(["barrier", "--model", "initial", str(out), "--out", str(bar), "--tasks-per-benchmark", "1",
-                 "--K", "2", "--max-k", "1", "--horizon", "1"]) == 0
+    assert (
+        main(
+            [
+                "barrier",
+                "--model",
+                "initial",
+                str(out),
+                "--out",
+                str(bar),
+                "--tasks-per-benchmark",
+                "1",
+                "--K",
+                "2",
+                "--max-k",
+                "1",
+                "--horizon",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert (bar / "barrier.png").stat().st_size > 1000
     rows = json.loads((bar / "barrier.json").read_text())
     assert [r["label"] for r in rows] == ["initial", "run"]

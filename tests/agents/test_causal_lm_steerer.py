@@ -3,6 +3,7 @@
 Fast tests use a tiny random transformer built offline; the slow test uses the real Gemma 3 270M
 (``hf:gemma-3-270m``, packaged on PyPI) on a handful of states.
 """
+
 import gc
 
 import numpy as np
@@ -32,7 +33,15 @@ def _steerer(path, **kw):
 
 def test_fast_path_is_yes_minus_no_logit(tiny_dir):
     st = _steerer(tiny_dir)
-    ids = torch.tensor([st._prompt_ids(OBS, "\n\nYou supervise the search agent above. Is it drifting from the goal, so that an intervention now would change the outcome? Answer yes or no.\nAnswer:")])
+    ids = torch.tensor(
+        [
+            st._prompt_ids(
+                OBS,
+                "\n\nYou supervise the search agent above. Is it drifting from the goal, so that an intervention now "
+                "would change the outcome? Answer yes or no.\nAnswer:",
+            )
+        ]
+    )
     logits = st.lm(input_ids=ids).logits[0, -1]
     z = st.fast_scores([OBS])[0]
     assert float(z) == pytest.approx(float(logits[st.yes_id] - logits[st.no_id]), abs=1e-5)
@@ -70,8 +79,16 @@ def test_gradients_reach_the_parameters(tiny_dir, lora):
 
 
 def test_training_round_end_to_end_and_checkpoint_reload(tiny_dir, tmp_path):
-    cfg = SteeringConfig(m=1, k=2, G=2, N=1, bank_tasks=3, benchmarks=["nq"], backbone="causal_lm",
-                         backbone_args={"model": tiny_dir, "max_think_tokens": 4, "max_prompt_tokens": 256})
+    cfg = SteeringConfig(
+        m=1,
+        k=2,
+        G=2,
+        N=1,
+        bank_tasks=3,
+        benchmarks=["nq"],
+        backbone="causal_lm",
+        backbone_args={"model": tiny_dir, "max_think_tokens": 4, "max_prompt_tokens": 256},
+    )
     result = SteeringTrainer(cfg, tmp_path / "lm").run()
     assert len(result.log) == 1 and result.log[0]["states"] == 2
     a, _ = load_model(tmp_path / "lm")
@@ -86,12 +103,25 @@ def test_training_round_end_to_end_and_checkpoint_reload(tiny_dir, tmp_path):
 @pytest.mark.slow
 @pytest.mark.llm
 def test_gemma_270m_training_round_on_a_handful_of_states(tmp_path):
-    cfg = SteeringConfig(m=1, k=2, G=2, N=1, bank_tasks=2, benchmarks=["nq"], backbone="causal_lm",
-                         backbone_args={"model": "hf:gemma-3-270m", "lora": True, "max_think_tokens": 8,
-                                        "max_prompt_tokens": 256,
-                                        # one sequence per pass: Gemma's 262k-word vocabulary makes every scored
-                                        # position's logits 1 MB, and a backward pass over 8 rows held 6.2 GB
-                                        "micro_batch": 1, "batch_size": 4})
+    cfg = SteeringConfig(
+        m=1,
+        k=2,
+        G=2,
+        N=1,
+        bank_tasks=2,
+        benchmarks=["nq"],
+        backbone="causal_lm",
+        backbone_args={
+            "model": "hf:gemma-3-270m",
+            "lora": True,
+            "max_think_tokens": 8,
+            "max_prompt_tokens": 256,
+            # one sequence per pass: Gemma's 262k-word vocabulary makes every scored
+            # position's logits 1 MB, and a backward pass over 8 rows held 6.2 GB
+            "micro_batch": 1,
+            "batch_size": 4,
+        },
+    )
     result = SteeringTrainer(cfg, tmp_path / "gemma").run()
     assert result.log[0]["states"] == 2
     gc.collect()  # the trainer's steerer (peft modules hold reference cycles) before a second copy is loaded
@@ -188,6 +218,7 @@ def test_slow_path_is_seeded_by_the_generator_and_leaves_the_global_rng_alone(ti
 
 def test_micro_batched_gradients_equal_one_pass_and_model_checkpointing(tiny_dir):
     """The update's gradient does not depend on micro_batch nor on the model's own gradient checkpointing."""
+
     def grads(**kw):
         st = _argument_steerer(tiny_dir, **kw)
         samples = st.sample_slow(OBS, 3, torch.Generator().manual_seed(0))
@@ -225,6 +256,7 @@ def test_device_and_dtype_go_through_the_backend_and_into_the_spec(tiny_dir):
 def test_qlora_needs_a_gpu_and_bitsandbytes(tiny_dir):
     try:
         import bitsandbytes  # noqa: F401
+
         has_bnb = True
     except ImportError:
         has_bnb = False

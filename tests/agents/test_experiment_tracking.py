@@ -2,6 +2,7 @@
 with TensorBoard whose event files hold the log's numbers at step = the round/iteration, a clear error before any
 training for an unknown or uninstalled tracker, nothing under ``trackers/`` by default, and run folders that resume
 whether tracking is on or off (``log_with`` is never part of the fingerprint)."""
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,10 @@ from agents.steering.config import SteeringConfig
 from agents.steering.trainer import SteeringTrainer
 from agents.trainer_base import TRACKER_PACKAGES, TRACKERS_DIR, RunFolder
 from steer_envs.errors import SteerEnvsError
+from tests.agents.support import small_actguide_args
 
 STEERING = dict(m=2, k=8, G=4, N=2, bank_tasks=16, benchmarks=["nq", "hotpotqa"], eps_sel=0.5)
-ACTGUIDE = dict(benchmarks=["musique", "nq"], tasks_per_benchmark=4, budget=40, batch_tasks=3, group_size=4,
-                max_turns=4, update_epochs=2)
+ACTGUIDE = small_actguide_args(budget=40)
 
 
 def tensorboard_scalars(folder: Path) -> dict[str, dict[int, float]]:
@@ -94,8 +95,9 @@ def test_actguide_run_logs_the_log_rows_to_tensorboard_and_resumes_a_folder_made
         if i == 0:
             raise Stop
 
-    failed = ActGuideTrainer(ActGuideConfig(**ACTGUIDE, log_with=("tensorboard",)), tmp_path / "failed",
-                             on_iteration_end=stop_after_first)
+    failed = ActGuideTrainer(
+        ActGuideConfig(**ACTGUIDE, log_with=("tensorboard",)), tmp_path / "failed", on_iteration_end=stop_after_first
+    )
     with pytest.raises(Stop):
         failed.run()
     assert_trackers_ended(failed)  # a run that fails ends its trackers too, with what it logged
@@ -129,8 +131,10 @@ def test_an_unknown_or_uninstalled_tracker_fails_clearly_before_any_training(tmp
     def never(*_args):
         raise AssertionError("training started")
 
-    for trainer in (ActGuideTrainer(config, tmp_path / "a", on_iteration_end=never),
-                    SteeringTrainer(SteeringConfig(**STEERING, log_with=name), tmp_path / "s", on_round_end=never)):
+    for trainer in (
+        ActGuideTrainer(config, tmp_path / "a", on_iteration_end=never),
+        SteeringTrainer(SteeringConfig(**STEERING, log_with=name), tmp_path / "s", on_round_end=never),
+    ):
         with pytest.raises(SteerEnvsError, match=rf"\['{name}'\].*pip install {package}"):
             trainer.run()
         assert not trainer.run_dir.exists()  # refused before the run folder was even created
@@ -145,8 +149,11 @@ def test_the_cli_flag_sets_log_with_and_a_bad_name_is_refused(tmp_path, capsys):
     assert not (tmp_path / "a").exists() and not (tmp_path / "s").exists()
 
 
-@pytest.mark.parametrize("make", [lambda **kw: SteeringConfig(**STEERING, **kw),
-                                  lambda **kw: ActGuideConfig(**ACTGUIDE, **kw)], ids=["steering", "actguide"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda **kw: SteeringConfig(**STEERING, **kw), lambda **kw: ActGuideConfig(**ACTGUIDE, **kw)],
+    ids=["steering", "actguide"],
+)
 def test_log_with_keeps_the_fingerprint_so_either_folder_resumes(tmp_path, make):
     plain, tracked = make(), make(log_with=("tensorboard", "wandb"))
     assert tracked.fingerprint() == plain.fingerprint()
@@ -157,7 +164,8 @@ def test_log_with_keeps_the_fingerprint_so_either_folder_resumes(tmp_path, make)
         assert RunFolder(run, then, marker="checkpoint.pt").prepare(resume=True) is True
     with pytest.raises(SteerEnvsError, match=r"differs in: lr\)"):  # log_with is not named among the differences
         RunFolder(tmp_path / "made_with", make(lr=0.5, log_with=("tensorboard",)), marker="checkpoint.pt").prepare(
-            resume=True)
+            resume=True
+        )
 
 
 def test_a_toml_config_reads_log_with(tmp_path):

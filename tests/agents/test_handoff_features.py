@@ -1,5 +1,6 @@
 """The hand-off feature set reads behaviour from the messages (never from simulator state), and the encoder
 steerer built on it trains and round-trips through a checkpoint."""
+
 from __future__ import annotations
 
 import json
@@ -20,15 +21,27 @@ def _line(i, sender, receiver, fields):
 
 
 def test_over_rejection_and_ignored_evidence_are_visible():
-    facts = {"facts": ["Paris is the capital of France."], "sources": ["Paris"], "confidence": "high", "queries": ["capital of France"]}
+    facts = {
+        "facts": ["Paris is the capital of France."],
+        "sources": ["Paris"],
+        "confidence": "high",
+        "queries": ["capital of France"],
+    }
     reader = {"final_values": {"answer": "Paris"}}
-    base = [_line(0, "planner", "searcher", {"subtasks": [{"objective": "capital of France"}]}),
-            _line(1, "searcher", "reader", facts), _line(2, "reader", "verifier", reader)]
-    fail = base + [_line(3, "verifier", "searcher", {"verdict": "FAIL", "claim": "Paris", "supported": ["Paris (Paris)"]})]
+    base = [
+        _line(0, "planner", "searcher", {"subtasks": [{"objective": "capital of France"}]}),
+        _line(1, "searcher", "reader", facts),
+        _line(2, "reader", "verifier", reader),
+    ]
+    fail = base + [
+        _line(3, "verifier", "searcher", {"verdict": "FAIL", "claim": "Paris", "supported": ["Paris (Paris)"]})
+    ]
     stats = dict(zip(STAT_NAMES, handoff_stats("What is the capital of France?", "\n".join(fail), 4, 0)))
     assert stats["sender_verifier"] == 1 and stats["receiver_searcher"] == 1 and stats["fail_despite_support"] == 1
-    summary = base + [_line(3, "verifier", "summarizer", {"verdict": "PASS", "claim": "Paris", "supported": ["Paris"]}),
-                      _line(4, "summarizer", "user", {"final_answer": "Lyon"})]
+    summary = base + [
+        _line(3, "verifier", "summarizer", {"verdict": "PASS", "claim": "Paris", "supported": ["Paris"]}),
+        _line(4, "summarizer", "user", {"final_answer": "Lyon"}),
+    ]
     stats = dict(zip(STAT_NAMES, handoff_stats("What is the capital of France?", "\n".join(summary), 5, 0)))
     assert stats["final_differs_from_claim"] == 1 and stats["fail_despite_support"] == 0
 

@@ -1,15 +1,12 @@
 """The served steerer (``openai:`` models) over real HTTP on loopback: the project's OpenAI-compatible server
 wrapping the tiny random model (fast), a scripted server replying with crafted outputs (parsing), and, marked
 slow, ``steer-envs eval --method steering_zero_shot:model=openai:gemma-3-270m@URL`` against the packaged Gemma."""
+
 from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 import urllib.request
-import warnings
 
 import pytest
 import torch
@@ -22,7 +19,8 @@ from baselines.registry import MethodContext, build_policy
 from steer_envs.errors import SteerEnvsError
 from steer_envs.llm.base import logsumexp
 from steer_envs.llm.openai_server import OpenAICompatibleServer
-from tests.llm.support import FaultServer, tiny_backend, tiny_model_dir  # noqa: F401 - fixtures
+from tests.agents.support import eval_in_subprocess
+from tests.llm.support import FaultServer
 
 NAMES = ["refocus", "stop_repeating", "answer_now", "search_for"]
 
@@ -65,7 +63,9 @@ def tiny_server(tiny_backend):
 def _server_table(server, prompt: str, k: int) -> dict[str, float]:
     """The first generated token's top-k table, read straight from the server's JSON."""
     body = json.dumps({"model": "tiny", "prompt": prompt, "max_tokens": 1, "temperature": 0, "logprobs": k}).encode()
-    req = urllib.request.Request(f"{server.base_url}/completions", data=body, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{server.base_url}/completions", data=body, headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.loads(resp.read())["choices"][0]["logprobs"]["top_logprobs"][0]
 
@@ -118,19 +118,22 @@ def test_slow_path_over_http_gives_a_valid_action_and_is_seeded(tiny_server, opt
     assert greedy.payload["output"] == other.payload["output"]  # greedy ignores the seed
 
 
-@pytest.mark.parametrize("text, name, argument, ok", [
-    ("the agent loops.</think>\nIntervention: stop_repeating", "stop_repeating", "", True),
-    ("x</think>\nintervention:   REFOCUS  ", "refocus", "", True),
-    ("x</think>\nIntervention: **answer now**.", "answer_now", "", True),
-    ("x</think>\nIntervention: search_for: Eiffel Tower\nmore text", "search_for", "Eiffel Tower", True),
-    ("x</think>\nIntervention: `search-for`: \"Gustave Eiffel\"", "search_for", "Gustave Eiffel", True),
-    ("x</think>\nIntervention: refocus on the question", "refocus", "", True),
-    ("Intervention: refocus is wrong</think>\nIntervention: pass", None, "", True),
-    ("x</think>\nIntervention: shout_loudly", None, "", False),
-    ("x</think>\nI would rather not say.", None, "", False),
-    ("", None, "", False),
-    ("x</think>\nIntervention: answer_nowhere", None, "", False),
-])
+@pytest.mark.parametrize(
+    "text, name, argument, ok",
+    [
+        ("the agent loops.</think>\nIntervention: stop_repeating", "stop_repeating", "", True),
+        ("x</think>\nintervention:   REFOCUS  ", "refocus", "", True),
+        ("x</think>\nIntervention: **answer now**.", "answer_now", "", True),
+        ("x</think>\nIntervention: search_for: Eiffel Tower\nmore text", "search_for", "Eiffel Tower", True),
+        ('x</think>\nIntervention: `search-for`: "Gustave Eiffel"', "search_for", "Gustave Eiffel", True),
+        ("x</think>\nIntervention: refocus on the question", "refocus", "", True),
+        ("Intervention: refocus is wrong</think>\nIntervention: pass", None, "", True),
+        ("x</think>\nIntervention: shout_loudly", None, "", False),
+        ("x</think>\nI would rather not say.", None, "", False),
+        ("", None, "", False),
+        ("x</think>\nIntervention: answer_nowhere", None, "", False),
+    ],
+)
 def test_parsing_crafted_outputs(text, name, argument, ok):
     got = parse_intervention(text, NAMES)
     assert (got.name, got.argument, got.ok) == (name, argument, ok)
@@ -144,10 +147,10 @@ def test_crafted_server_outputs_become_options_or_counted_passes(options, observ
     with_arg = next(o for o in options if o.needs_argument)
     plain = next(o for o in options if not o.needs_argument)
     script = [
-        f"The agent drifts.</think>\nIntervention: {plain.name}",          # one request: the line is there
-        "I am not sure",                                                   # reasoning without a line ...
-        f"{with_arg.name}: Eiffel Tower",                                  # ... so the line is asked for
-        "Hmm.</think>\nIntervention: dance_wildly",                        # unknown name: a counted pass
+        f"The agent drifts.</think>\nIntervention: {plain.name}",  # one request: the line is there
+        "I am not sure",  # reasoning without a line ...
+        f"{with_arg.name}: Eiffel Tower",  # ... so the line is asked for
+        "Hmm.</think>\nIntervention: dance_wildly",  # unknown name: a counted pass
     ]
     with FaultServer("script", script=script) as server:
         steerer = ServedSteerer(options, f"openai:scripted@{server.base_url}")
@@ -183,9 +186,9 @@ def test_served_steerer_refuses_training_and_bad_specs(options, tiny_server):
 
 
 def test_steering_zero_shot_runs_a_served_steerer_and_logs_its_decisions(tiny_server, tmp_path):
-    from benchmarks.harness.config import episode_seed
     from benchmarks.harness.runner import run_episode
     from steer_envs.data import load_tasks
+    from steer_envs.episodes import episode_seed
 
     context = MethodContext(benchmarks=("nq",), workdir=tmp_path / "ckpt")
     spec = f"steering_zero_shot:model={tiny_server.spec},tau=0.05,prompt_chars=2000,think_tokens=8"
@@ -198,16 +201,14 @@ def test_steering_zero_shot_runs_a_served_steerer_and_logs_its_decisions(tiny_se
     again = run_episode(env, agent, episode_seed(task, 0), task, "served", 0)
     env.close()
     assert first.decisions >= 1 and (first.f1, first.interventions, first.decisions) == (
-        again.f1, again.interventions, again.decisions)
+        again.f1,
+        again.interventions,
+        again.decisions,
+    )
     rows = [json.loads(line) for line in (tmp_path / "ckpt" / "decisions.jsonl").read_text().splitlines()]
     assert sum(r["path"] == "fast" for r in rows) == first.decisions + again.decisions
     assert agent.steerer.stats.slow_samples == sum(r["path"] == "slow" for r in rows)
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = build_policy(f"steering_llm_zero_shot:model={tiny_server.spec}", MethodContext(benchmarks=("nq",)))
-    assert any(issubclass(w.category, FutureWarning) and "steering_zero_shot" in str(w.message) for w in caught)
-    assert old.name == "steering_llm_zero_shot" and old.run_info["backbone"] == "served"
     with pytest.raises(SteerEnvsError, match="served models only"):
         build_policy("steering_zero_shot:model=hf:/nowhere,think_tokens=8", MethodContext(benchmarks=("nq",)))
 
@@ -222,18 +223,18 @@ def test_eval_cli_runs_steering_zero_shot_against_served_gemma(tmp_path):
     gemma = make_backend("hf:gemma-3-270m")  # the shared instance; tests/conftest.py releases it after the module
     out = tmp_path / "run"
     with OpenAICompatibleServer(gemma, model_name="gemma-3-270m") as server:
-        spec = f"steering_zero_shot:model=openai:gemma-3-270m@{server.base_url},tau=0.02,prompt_chars=1500,think_tokens=16"
-        proc = subprocess.run(
-            [sys.executable, "-m", "steer_envs.cli.main", "eval", "--method", spec, "--out", str(out),
-             "--benchmarks", "nq", "--split", "dev", "--limit", "2", "--seeds", "1", "--max-turns", "2",
-             "--no-progress"],
-            capture_output=True, text=True, env=dict(os.environ), timeout=900)
+        spec = (
+            f"steering_zero_shot:model=openai:gemma-3-270m@{server.base_url},tau=0.02,prompt_chars=1500,think_tokens=16"
+        )
+        proc = eval_in_subprocess(out, [spec], benchmark="nq", limit=2, max_turns=2, timeout=900)
         served = server.requests_served
     assert proc.returncode == 0, proc.stderr[-2000:]
     methods = json.loads((out / "methods.json").read_text())
     [(label, info)] = methods.items()
     assert label.startswith("steering_zero_shot:") and info["backbone"] == "served" and info["trained"] is False
-    episodes = [json.loads(line) for line in (out / "episodes" / f"{label_filename(label)}.jsonl").read_text().splitlines()]
+    episodes = [
+        json.loads(line) for line in (out / "episodes" / f"{label_filename(label)}.jsonl").read_text().splitlines()
+    ]
     assert len(episodes) == 2 and all(e["decisions"] >= 1 and e["failure"] is None for e in episodes)
     decisions = sum(e["decisions"] for e in episodes)
     [log] = (out / "checkpoints").glob("*/decisions.jsonl")  # keyed by the training label (tau dropped)

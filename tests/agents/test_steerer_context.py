@@ -1,6 +1,7 @@
 """A steerer's prompt fits its model's context: the goal kept, the oldest turns elided behind a visible marker, the
 count kept; the served steerer refits when the server still refuses, and an evaluation over a small-context server
 finishes."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,21 +16,28 @@ from steer_envs.envs.catalogue import STEERING
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY, render_guidance, render_information, render_search
 from steer_envs.llm.openai_server import OpenAICompatibleServer
 from steer_envs.retrieval.base import Hit
-from tests.llm.support import tiny_backend, tiny_model_dir  # noqa: F401 - fixtures
 
 MARKER = "earlier turns elided to fit the model's context"
 
 
 def _turn(i: int) -> str:
-    hits = [Hit(f"d{i}-{j}", f"Title {i}.{j}", f"The river flows through the old town near the mountains {i} {j}. " * 3,
-                1.0) for j in range(3)]
+    hits = [
+        Hit(
+            f"d{i}-{j}", f"Title {i}.{j}", f"The river flows through the old town near the mountains {i} {j}. " * 3, 1.0
+        )
+        for j in range(3)
+    ]
     return f"<think> step {i} </think>\n" + render_search(f"query number {i}") + render_information(hits)
 
 
 def long_observation(turns: int = 40) -> dict:
     transcript = "".join(_turn(i) for i in range(turns)) + render_guidance("refocus") + INVALID_ACTION_REPLY
-    return {"goal": "Who directed the film Jaws?", "transcript": transcript, "turn": np.int64(turns),
-            "interventions": np.int64(1)}
+    return {
+        "goal": "Who directed the film Jaws?",
+        "transcript": transcript,
+        "turn": np.int64(turns),
+        "interventions": np.int64(1),
+    }
 
 
 def test_turns_split_losslessly_and_the_latest_survive():
@@ -56,8 +64,14 @@ def server_2048(tiny_backend):
 def test_served_steerer_fits_a_2048_token_model_and_refits_a_bad_estimate(server_2048, tiny_backend):
     obs = long_observation()
     assert tiny_backend.count_prompt_tokens(obs["transcript"]) > 3 * 2048  # far beyond the context
-    steerer = ServedSteerer(options_from_catalogue(STEERING), server_2048.spec, max_prompt_chars=10**6,
-                            max_think_tokens=8, max_line_tokens=6, chars_per_token=6.0)  # an estimate too hopeful
+    steerer = ServedSteerer(
+        options_from_catalogue(STEERING),
+        server_2048.spec,
+        max_prompt_chars=10**6,
+        max_think_tokens=8,
+        max_line_tokens=6,
+        chars_per_token=6.0,
+    )  # an estimate too hopeful
     z = steerer.fast_scores([obs, obs])
     assert z.shape == (2,) and bool(torch.isfinite(z).all())
     stats = steerer.context_stats
@@ -71,8 +85,9 @@ def test_served_steerer_fits_a_2048_token_model_and_refits_a_bad_estimate(server
 
 
 def test_served_steerer_falls_back_rather_than_abort(server_2048):
-    steerer = ServedSteerer(options_from_catalogue(STEERING), server_2048.spec, max_prompt_chars=10**6,
-                            chars_per_token=16.0, max_refits=0)  # no second try allowed
+    steerer = ServedSteerer(
+        options_from_catalogue(STEERING), server_2048.spec, max_prompt_chars=10**6, chars_per_token=16.0, max_refits=0
+    )  # no second try allowed
     z = steerer.fast_scores([long_observation()])
     assert float(z[0]) == 0.0 and steerer.context_stats.fallbacks == 1
     [sample] = steerer.sample_slow(long_observation(), 1, torch.Generator().manual_seed(0))
@@ -83,8 +98,9 @@ def test_causal_lm_steerer_fits_its_models_context(tmp_path):
     from steer_envs.llm.tiny import build_tiny_causal_lm
 
     folder = build_tiny_causal_lm(tmp_path / "lm", max_positions=512)
-    steerer = CausalLMSteerer(options_from_catalogue(STEERING), model=str(folder), max_prompt_tokens=10**6,
-                              max_think_tokens=6)
+    steerer = CausalLMSteerer(
+        options_from_catalogue(STEERING), model=str(folder), max_prompt_tokens=10**6, max_think_tokens=6
+    )
     assert steerer.context_length == 512 and steerer.prompt_budget == 512 - 6 - 64
     obs = long_observation()
     ids = steerer.fast_prompt_ids(obs)
@@ -107,8 +123,7 @@ def test_eval_with_a_steerer_over_a_small_context_server_finishes(tiny_backend, 
     from benchmarks.harness.runner import evaluate
 
     with OpenAICompatibleServer(tiny_backend, model_name="tiny", max_model_len=256) as server:
-        folder = RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq",), split="dev", limit=2, seeds=1,
-                                                        max_turns=4))
+        folder = RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq",), split="dev", limit=2, seeds=1, max_turns=4))
         spec = f"steering_zero_shot:model={server.spec},tau=0.02,prompt_chars=100000,think_tokens=8"
         outcome = evaluate(folder, spec, progress=False, log=lambda _: None)
     assert outcome.ran == 2 and all(r.decisions >= 1 and not r.failed for r in outcome.records)
@@ -124,8 +139,16 @@ def test_a_training_round_on_a_2048_token_model_fits_long_states_instead_of_abor
     from steer_envs.llm.tiny import build_tiny_causal_lm
 
     folder = build_tiny_causal_lm(tmp_path / "lm", max_positions=2048)
-    cfg = SteeringConfig(m=1, k=4, G=2, N=1, bank_tasks=3, benchmarks=["hotpotqa"], backbone="causal_lm",
-                         backbone_args={"model": str(folder), "max_think_tokens": 4, "max_prompt_tokens": 10**6})
+    cfg = SteeringConfig(
+        m=1,
+        k=4,
+        G=2,
+        N=1,
+        bank_tasks=3,
+        benchmarks=["hotpotqa"],
+        backbone="causal_lm",
+        backbone_args={"model": str(folder), "max_think_tokens": 4, "max_prompt_tokens": 10**6},
+    )
     result = SteeringTrainer(cfg, tmp_path / "run").run()
     assert len(result.log) == 1 and result.log[0]["states"] == 4
     steerer, _ = load_model(tmp_path / "run")

@@ -1,4 +1,5 @@
 """The q(s) diagnostics: hand-computed pieces, and a small real run on sim:default (real tasks, BM25, forks)."""
+
 import numpy as np
 import pytest
 
@@ -44,14 +45,22 @@ def test_small_diagnosis_is_deterministic_and_consistent(monkeypatch):
         assert a[label] == b[label]  # same seed, same measurements
         r = a[label]
 
-        def q(seed_set: int) -> np.ndarray:  # q(s) recomputed from the measured returns and baselines
-            return np.array([np.mean(np.abs(np.asarray(s.returns[seed_set], dtype=float) - s.baselines[seed_set]))
-                             if option is None else abs(s.returns[seed_set][option] - s.baselines[seed_set]) for s in test])
+        def q(seed_set: int, option: int | None = option) -> np.ndarray:  # q(s) from the measured returns/baselines
+            return np.array(
+                [
+                    np.mean(np.abs(np.asarray(s.returns[seed_set], dtype=float) - s.baselines[seed_set]))
+                    if option is None
+                    else abs(s.returns[seed_set][option] - s.baselines[seed_set])
+                    for s in test
+                ]
+            )
 
         assert r["mean_test"] == pytest.approx(float(q(0).mean()))
         expected = float(stats.spearmanr(q(0), q(1))[0])  # test-retest: two independent seed sets
         assert r["reliability_spearman"] == pytest.approx(expected, nan_ok=True)
-        assert r["between_task_share_test"] == pytest.approx(between_task_share([s.task_id for s in test], q(0)), nan_ok=True)
+        assert r["between_task_share_test"] == pytest.approx(
+            between_task_share([s.task_id for s in test], q(0)), nan_ok=True
+        )
         assert sum(t["test_states"] for t in r["types"].values()) == a["test_states"] == len(test)
         assert sum(t["train_states"] for t in r["types"].values()) == a["train_states"] == len(train)
     assert a["test_tasks"] == 14 and "| q_all |" in a["markdown"]

@@ -1,5 +1,6 @@
 """Observation features of the encoder steerer: behavioural statistics read from the text, and the fast path
 that reads only them."""
+
 import numpy as np
 import pytest
 
@@ -21,7 +22,8 @@ GOAL = "Who is older, Annie Morton or Terry Richardson?"
 SEARCH = (
     "<think> I need to find some information to answer this question. Let me search. </think>\n"
     "<search> Annie Morton </search>\n\n<information>Doc 1(Title: Annie Morton) Annie Morton (born October 8, 1970) "
-    "is an American model.\nDoc 2(Title: Terry Richardson) Terrence Richardson (born August 14, 1965).</information>\n\n"
+    "is an American model.\nDoc 2(Title: Terry Richardson) Terrence Richardson (born August 14, 1965)."
+    "</information>\n\n"
 )
 RAMBLE = "<think> Let me think about older Annie Morton step by step. </think>" + INVALID_ACTION_REPLY
 
@@ -40,7 +42,11 @@ def test_statistics_describe_the_latest_turn_and_progress():
     assert rambling["last_turn_invalid"] == 1 and rambling["last_turn_search"] == 0
     assert rambling["invalid_turns"] == pytest.approx(0.2) and rambling["turn"] == pytest.approx(0.2)
     guided = _stats(SEARCH + "\n<guidance> Verify the evidence. </guidance>\n", 1, 1)
-    assert guided["has_guidance"] == 1 and guided["interventions"] == pytest.approx(1 / 3) and guided["last_guidance_turns_ago"] == 0
+    assert (
+        guided["has_guidance"] == 1
+        and guided["interventions"] == pytest.approx(1 / 3)
+        and guided["last_guidance_turns_ago"] == 0
+    )
     # question shape: a comparison of two entities
     assert after["goal_comparison"] == 1 and after["goal_entities"] == 0.5
     assert goal_entities(GOAL) == ["annie morton", "terry richardson"]
@@ -85,7 +91,9 @@ def test_stats_fast_path_reads_only_the_statistics():
     z = steerer.fast_scores([base, same_shape, {**base, "transcript": SEARCH, "turn": 1}])
     assert float(z[0]) == pytest.approx(float(z[1]), abs=1e-6) and abs(float(z[2]) - float(z[0])) > 1e-4
     z.sum().backward()
-    assert steerer.fast_head.weight.grad is not None and steerer.bag.weight.grad is None  # n-grams feed the slow path only
+    assert (
+        steerer.fast_head.weight.grad is not None and steerer.bag.weight.grad is None
+    )  # n-grams feed the slow path only
     shared = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 12)  # default: the shared encoder
     zs = shared.fast_scores([base, same_shape])
     assert float(zs[0]) != float(zs[1])  # the shared encoder sees the words
@@ -94,19 +102,27 @@ def test_stats_fast_path_reads_only_the_statistics():
 def test_no_statistic_reads_the_agent_s_own_phrasing():
     """The same behaviour in other words gives the same statistics: thoughts are a real agent's words chosen by
     the observable situation, so a feature keyed on phrasing would learn one simulator, not behaviour."""
-    plain = SEARCH.replace("<think> I need to find some information to answer this question. Let me search. </think>\n", "")
-    worded = SEARCH.replace("I need to find some information to answer this question. Let me search.",
-                            "I found that Annie Morton is relevant. The results do not give the answer yet.")
+    plain = SEARCH.replace(
+        "<think> I need to find some information to answer this question. Let me search. </think>\n", ""
+    )
+    worded = SEARCH.replace(
+        "I need to find some information to answer this question. Let me search.",
+        "I found that Annie Morton is relevant. The results do not give the answer yet.",
+    )
     a, b = (dict(zip(STAT_NAMES, transcript_stats(GOAL, t, 1, 0).tolist())) for t in (plain, worded))
     assert a.pop("transcript_len") < b.pop("transcript_len")  # length (tokens) is generic; the words are not read
     assert a == b
 
 
 def test_following_an_entity_from_the_results_is_a_statistic():
-    second = ("<search> Annie Morton agency </search>\n\n<information>Doc 1(Title: Wilhelmina Models) a model agency."
-              "</information>\n\n")
-    third = ("<search> Wilhelmina Models founder </search>\n\n<information>Doc 1(Title: Wilhelmina Cooper) born 1939."
-             "</information>\n\n")
+    second = (
+        "<search> Annie Morton agency </search>\n\n<information>Doc 1(Title: Wilhelmina Models) a model agency."
+        "</information>\n\n"
+    )
+    third = (
+        "<search> Wilhelmina Models founder </search>\n\n<information>Doc 1(Title: Wilhelmina Cooper) born 1939."
+        "</information>\n\n"
+    )
     follows = _stats(SEARCH + second + third, 3)
     assert follows["last_query_follows_title"] == 1 and follows["queries_following_titles"] == pytest.approx(1 / 3)
     assert follows["last_query_off_goal"] == 1.0  # none of its words is in the question

@@ -1,4 +1,5 @@
-"""Hand-computed checks of the steering algorithm's formulas (PAPERS.md A)."""
+"""Hand-computed checks of the steering algorithm's formulas (docs/methods.md, steering)."""
+
 import math
 
 import numpy as np
@@ -84,11 +85,15 @@ def test_sampled_pairs_cross_tasks_skip_ties_and_respect_the_cap():
     assert sampled_pairs([0.3], 10, rng) == []
 
 
-def test_config_fingerprint_ignores_late_fields_at_their_default():
+def test_config_fingerprint_hashes_every_field_as_it_is():
+    import hashlib
+    import json
+
     from agents.steering.config import SteeringConfig
 
-    # the acceptance config's fingerprint from before rank_pairs existed (docs/steering_learning.md)
-    assert SteeringConfig().fingerprint() == "cb4f3c8ee08011f2"
+    config = SteeringConfig(rank_pairs="any", log_with="tensorboard")
+    data = {k: v for k, v in config.to_dict().items() if k != "log_with"}  # the one field that only records the run
+    assert config.fingerprint() == hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
     assert SteeringConfig(rank_pairs="any").fingerprint() != SteeringConfig().fingerprint()
     with pytest.raises(SteerEnvsError, match="rank_pairs"):
         SteeringConfig(rank_pairs="global")
@@ -185,8 +190,13 @@ def test_discrete_mode_draws_no_argument_and_gives_it_no_gradient():
     from agents.steering.interventions import options_from_catalogue
     from steer_envs.envs.catalogue import STEERING
 
-    obs = {"goal": "Who directed Jaws?", "transcript": "<search> Jaws </search>\n\n<information>Doc 1(Title: "
-           "Jaws (film)) Jaws is a film by Steven Spielberg.</information>\n\n", "turn": 1, "interventions": 0}
+    obs = {
+        "goal": "Who directed Jaws?",
+        "transcript": "<search> Jaws </search>\n\n<information>Doc 1(Title: "
+        "Jaws (film)) Jaws is a film by Steven Spielberg.</information>\n\n",
+        "turn": 1,
+        "interventions": 0,
+    }
     steerer = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 10)
     titled = [i for i, o in enumerate(steerer.options) if o.needs_argument]
     with torch.no_grad():

@@ -1,4 +1,5 @@
 """End-to-end training rounds of the steering agent on the simulated executor (real data, real BM25)."""
+
 import json
 import shutil
 import subprocess
@@ -81,7 +82,9 @@ def test_training_round_end_to_end_changes_only_steerer_and_logs(tmp_path):
     assert any(r["loss_grpo"] != 0 for r in result.log) and any(r["rank_pairs"] > 0 for r in result.log)
     steerer, payload = load_model(tmp_path / "run")
     fresh = EncoderSteerer(steerer.options, **payload["spec"])
-    changed = [n for (n, a), (_, b) in zip(steerer.named_parameters(), fresh.named_parameters()) if not torch.equal(a, b)]
+    changed = [
+        n for (n, a), (_, b) in zip(steerer.named_parameters(), fresh.named_parameters()) if not torch.equal(a, b)
+    ]
     assert changed, "training must move the steerer's parameters"
     lines = (tmp_path / "run" / LOG_FILE).read_text().splitlines()
     assert [json.loads(x)["round"] for x in lines] == [0, 1]
@@ -150,8 +153,20 @@ def test_cli_run_killed_mid_round_resumes_and_finishes(tmp_path):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({**TINY, "m": 4}))
     out = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "steer_envs.cli.main", "train", "steering", "--executor", "sim:default",
-           "--out", str(out), "--config", str(cfg), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "steer_envs.cli.main",
+        "train",
+        "steering",
+        "--executor",
+        "sim:default",
+        "--out",
+        str(out),
+        "--config",
+        str(cfg),
+        "--no-progress",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.time() + 240
     while time.time() < deadline:  # wait for round 1's log line: a checkpoint exists, round 2 is running
@@ -184,7 +199,10 @@ def test_rank_replay_adds_pairs_of_tasks_measured_in_earlier_rounds(tmp_path):
     plain = SteeringTrainer(_cfg(**kw, rank_replay=False), tmp_path / "plain").run().log
     replay = SteeringTrainer(_cfg(**kw, rank_replay=True), tmp_path / "replay").run().log
     # round 0 has no history, so both runs are the same computation up to round 1's selection
-    assert plain[0]["loss"] == pytest.approx(replay[0]["loss"], abs=1e-6) and plain[0]["rank_pairs"] == replay[0]["rank_pairs"]
+    assert (
+        plain[0]["loss"] == pytest.approx(replay[0]["loss"], abs=1e-6)
+        and plain[0]["rank_pairs"] == replay[0]["rank_pairs"]
+    )
     assert replay[1]["rank_pairs"] >= plain[1]["rank_pairs"]
     bank = load_checkpoint(tmp_path / "replay" / CHECKPOINT_FILE)["bank"]
     measured = [s for s in bank if s.q is not None]
@@ -247,8 +265,12 @@ def test_fast_path_spearman_on_held_out_states_of_a_tiny_run(one_round_run, monk
     states = [seen["requests"][i][0] for i in keep]
     with torch.no_grad():
         z = steerer.fast_scores([s.observation for s in states]).float().numpy()
-    q = np.array([np.mean([abs(r - m.baseline) for r in m.returns if r is not None])
-                  for m in (seen["measured"][i] for i in keep)])
+    q = np.array(
+        [
+            np.mean([abs(r - m.baseline) for r in m.returns if r is not None])
+            for m in (seen["measured"][i] for i in keep)
+        ]
+    )
     assert rep["states"] == len(keep) and rep["tasks"] == len({s.task_id for s in states})
     assert rep["mean_q"] == pytest.approx(float(q.mean()))
     if len(set(q)) > 1 and len(set(z)) > 1:
@@ -263,8 +285,9 @@ def test_encoder_steerer_builds_its_inputs_on_its_parameters_device():
     from agents.steering.steerer import SlowSample
 
     for fast_input in ("encoder", "stats"):
-        steerer = EncoderSteerer(options_from_catalogue(STEERING), hash_dim=1 << 10, span_hash_dim=1 << 8,
-                                 fast_input=fast_input).to("meta")
+        steerer = EncoderSteerer(
+            options_from_catalogue(STEERING), hash_dim=1 << 10, span_hash_dim=1 << 8, fast_input=fast_input
+        ).to("meta")
         assert steerer.device.type == "meta"
         z = steerer.fast_scores([OBS, OBS])
         assert z.device.type == "meta" and tuple(z.shape) == (2,)

@@ -1,4 +1,5 @@
 """The hand-off methods run through the one harness and the unchanged steering trainer (tiny budgets)."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,7 @@ import json
 import pytest
 
 from baselines.handoff import HANDOFF_ENV, OPEN_GATE_TAU, TAU_FILE
-from baselines.registry import get_method
+from baselines.registry import get_method, parse_method
 from benchmarks.harness.config import EvalConfig
 from benchmarks.harness.records import EpisodeLog
 from benchmarks.harness.runfolder import RunFolder
@@ -17,7 +18,9 @@ TINY = "m=1,k=4,G=2,N=1,bank_tasks=3,dev_tasks=1"
 
 @pytest.fixture()
 def folder(tmp_path):
-    return RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq", "hotpotqa"), split="dev", seeds=1, limit=2, max_turns=12))
+    return RunFolder(
+        tmp_path / "run", EvalConfig(benchmarks=("nq", "hotpotqa"), split="dev", seeds=1, limit=2, max_turns=12)
+    )
 
 
 def test_every_handoff_method_acts_in_the_handoff_env():
@@ -87,7 +90,15 @@ def test_best_fixed_rule_picks_the_best_dev_f1_then_the_fewest_interventions(tmp
         return [fixed_rule.RuleScore(o, at, f1[(o, at)], f1[(o, at)] - 40.0, rate[(o, at)]) for o, at in rules]
 
     monkeypatch.setattr(fixed_rule, "score_rules", scored)
-    context = MethodContext(benchmarks=("nq",), workdir=tmp_path, options={"max_at": "1"}, progress=False)
+    context = MethodContext(
+        benchmarks=("nq",),
+        workdir=tmp_path,
+        progress=False,
+        options=parse_method("handoff_best_fixed_rule:max_at=1").options,
+    )
     rule = fixed_rule.build_best_fixed_rule(context, HANDOFF_ENV)
     assert (rule.option.name, rule.at) == grid[5]  # F1 55 at half the interventions of the other F1 55
-    assert json.loads((tmp_path / fixed_rule.SELECTION_FILE).read_text())["chosen"] == {"option": grid[5][0], "at": grid[5][1]}
+    assert json.loads((tmp_path / fixed_rule.SELECTION_FILE).read_text())["chosen"] == {
+        "option": grid[5][0],
+        "at": grid[5][1],
+    }

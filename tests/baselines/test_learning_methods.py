@@ -1,4 +1,5 @@
 """Learning baselines on tiny budgets: the RL trainer on all three envs, checkpoint reuse, filtered BC."""
+
 from __future__ import annotations
 
 import gymnasium as gym
@@ -13,8 +14,12 @@ TINY = "G=2,N=2,bank_tasks=12,k=4,m=2"
 
 
 def _context(tmp_path, label):
-    return MethodContext(benchmarks=("nq", "hotpotqa"), workdir=tmp_path / label, training_log=tmp_path / f"{label}.jsonl",
-                         progress=False)
+    return MethodContext(
+        benchmarks=("nq", "hotpotqa"),
+        workdir=tmp_path / label,
+        training_log=tmp_path / f"{label}.jsonl",
+        progress=False,
+    )
 
 
 @pytest.mark.slow
@@ -30,12 +35,14 @@ def test_rl_methods_train_with_the_same_trainer_on_their_env(tmp_path, name):
     model = tmp_path / spec.training_label / "model.pt"
     assert model.is_file()
     rows = (tmp_path / f"{spec.training_label}.jsonl").read_text().splitlines()
-    assert len(rows) == 2                                  # one row per round, mirrored for the report
+    assert len(rows) == 2  # one row per round, mirrored for the report
     stamp = model.stat().st_mtime_ns
     # a different tau is a deployment choice: same checkpoint, no retraining
     again = build_policy(parse_method(f"{name}:{TINY},tau=0.2"), _context(tmp_path, spec.training_label))
     assert model.stat().st_mtime_ns == stamp and again.tau == 0.2
-    assert all(np.allclose(p.detach(), q.detach()) for p, q in zip(agent.steerer.parameters(), again.steerer.parameters()))
+    assert all(
+        np.allclose(p.detach(), q.detach()) for p, q in zip(agent.steerer.parameters(), again.steerer.parameters())
+    )
 
 
 @pytest.mark.slow
@@ -43,9 +50,9 @@ def test_filtered_bc_keeps_only_improving_interventions_and_fits_them(tmp_path):
     context = _context(tmp_path, "bc")
     featurizer = TextFeaturizer(buckets=64)
     examples, stats = collect(context, tasks=12, n_rollouts=2, propose=1.0, margin=0.0, seed=0, featurizer=featurizer)
-    assert stats["proposed"] == stats["states"] == len(examples)   # propose=1: every visited state is tried
+    assert stats["proposed"] == stats["states"] == len(examples)  # propose=1: every visited state is tried
     assert stats["kept"] == sum(e.label != 0 for e in examples)
-    assert 0 < stats["kept"] < stats["proposed"]                    # the filter keeps some, rejects some
+    assert 0 < stats["kept"] < stats["proposed"]  # the filter keeps some, rejects some
     model, losses = train_classifier(examples, n_actions=9, epochs=200, seed=0)
     assert losses[-1] < 0.5 * losses[0]
     import torch

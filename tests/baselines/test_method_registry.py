@@ -1,9 +1,9 @@
-"""The method registry (issue 20, step 6): a lookup imports no torch, one registry type, the old names work."""
+"""The method registry: a lookup imports no torch, one registry type, plugins add methods."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
-import warnings
 
 import pytest
 
@@ -24,16 +24,15 @@ def test_looking_up_a_method_imports_no_torch():
     assert "LOADED []" in out.stdout, out.stdout
 
 
-def test_an_rl_method_record_is_built_on_first_lookup_with_the_trainer_defaults():
+def test_the_rl_methods_options_default_to_the_trainer_defaults():
     from agents.steering.config import SteeringConfig
-    from baselines.registry import METHODS, get_method
+    from baselines.registry import get_method
 
-    method = get_method("steering_rl")
-    assert METHODS.resolve("steering_rl") is method  # built once, then kept
+    rl = get_method("steering_rl").defaults()
     defaults = SteeringConfig()
-    assert method.options["m"] == str(defaults.m) and method.options["tau"] == "0.5"
-    planning = get_method("planning_rl")
-    assert planning.options["m"] == "16" and planning.options["lr"] == str(defaults.lr)
+    assert (rl.m, rl.k, rl.N, rl.lr, rl.tau) == (defaults.m, defaults.k, defaults.N, defaults.lr, 0.5)
+    planning = get_method("planning_rl").defaults()
+    assert (planning.m, planning.k, planning.N, planning.lr) == (16, 64, 8, defaults.lr)
 
 
 def test_the_registry_is_a_lazy_registry_listing_every_builtin_in_table_order():
@@ -55,18 +54,18 @@ def test_unknown_method_names_the_valid_ones():
         get_method("no_supervison")
 
 
-def test_old_homes_still_work():
+def test_the_removed_names_are_gone():
+    import importlib
+
     from baselines import base, registry, steering
+    from steer_envs.errors import SteerEnvsError
 
     assert registry.MethodContext is base.MethodContext and registry.Method is base.Method
-    assert registry.STEERING_ENV == "steer_envs/SearchSteering-v0"
-    assert steering._rl is steering.trained_agent and steering._untrained is steering.untrained_agent
-    sys.modules.pop("baselines.catalog", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        import baselines.catalog as catalog
-    assert any(issubclass(w.category, DeprecationWarning) and "baselines.methods" in str(w.message) for w in caught)
-    assert "steering_rl" in catalog.BUILTIN_METHODS
+    assert not hasattr(steering, "_rl") and not hasattr(steering, "_untrained")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("baselines.catalog")
+    with pytest.raises(SteerEnvsError, match="steering_zero_shot"):
+        registry.get_method("steering_llm_zero_shot")
 
 
 def test_handoff_uses_the_public_builders():
@@ -76,8 +75,13 @@ def test_handoff_uses_the_public_builders():
     import baselines.handoff as handoff
 
     tree = ast.parse(Path(handoff.__file__).read_text(encoding="utf-8"))
-    private = [f"{node.module}:{alias.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-               for alias in node.names if alias.name.startswith("_")]
+    private = [
+        f"{node.module}:{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
     assert private == []
 
 
@@ -85,8 +89,10 @@ def _two_plugin_methods():
     """A plugin entry point's object: a function returning several methods (used below through a real EntryPoint)."""
     from baselines.registry import STEERING_ENV, Method
 
-    return [Method("plugin_a", "a", STEERING_ENV, "baselines.simple:build_no_supervision"),
-            Method("no_supervision", "tries to replace a built-in", STEERING_ENV, "baselines.simple:build_random")]
+    return [
+        Method("plugin_a", "a", STEERING_ENV, "baselines.simple:build_no_supervision"),
+        Method("no_supervision", "tries to replace a built-in", STEERING_ENV, "baselines.simple:build_random"),
+    ]
 
 
 _NOT_METHODS = ["no_supervision"]
@@ -101,8 +107,9 @@ def test_a_plugin_entry_point_adds_its_methods_and_replaces_no_builtin(monkeypat
 
     entry = metadata.EntryPoint("two", f"{__name__}:_two_plugin_methods", registry.ENTRY_POINT_GROUP)
     monkeypatch.setattr(core, "entry_points", lambda group: [entry] if group == registry.ENTRY_POINT_GROUP else [])
-    fresh = LazyRegistry("method", entry_point_group=registry.ENTRY_POINT_GROUP,
-                         expand_entry_point=registry._plugin_methods)
+    fresh = LazyRegistry(
+        "method", entry_point_group=registry.ENTRY_POINT_GROUP, expand_entry_point=registry._plugin_methods
+    )
     fresh.register("no_supervision", registry.get_method("no_supervision"))
     assert list(fresh) == ["no_supervision", "plugin_a"]
     assert fresh.resolve("no_supervision").build == "baselines.simple:build_no_supervision"
@@ -117,6 +124,10 @@ def test_one_entry_point_reader():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    callers = sorted(str(p.relative_to(root)) for package in ("steer_envs", "agents", "baselines", "benchmarks")
-                     for p in (root / package).rglob("*.py") if "entry_points(group=" in p.read_text(encoding="utf-8"))
+    callers = sorted(
+        str(p.relative_to(root))
+        for package in ("steer_envs", "agents", "baselines", "benchmarks")
+        for p in (root / package).rglob("*.py")
+        if "entry_points(group=" in p.read_text(encoding="utf-8")
+    )
     assert callers == ["steer_envs/registry.py"]

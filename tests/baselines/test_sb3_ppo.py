@@ -1,4 +1,5 @@
 """SB3 PPO through the feature wrapper learns something real: after a fixed budget it beats passing on dev F1."""
+
 from __future__ import annotations
 
 import tempfile
@@ -10,9 +11,9 @@ import torch
 
 from baselines.registry import MethodContext, build_policy
 from baselines.simple import NoSupervision
-from benchmarks.harness.config import episode_seed
 from benchmarks.harness.runner import run_episode
 from steer_envs.data import load_tasks
+from steer_envs.episodes import episode_seed
 
 BENCHMARKS = ("nq", "triviaqa", "popqa", "hotpotqa", "2wikimultihopqa")
 

@@ -1,4 +1,5 @@
 """Rule baselines and the method registry, on the real steering env's catalogue."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,9 +26,22 @@ def options():
 
 def test_every_method_of_the_issue_is_registered():
     names = {m.name for m in known_methods()}
-    assert {"no_supervision", "random", "always", "drift_rule", "best_fixed_rule", "steering_untrained",
-            "steering_llm_zero_shot", "steering_rl", "planning_untrained", "planning_rl", "verification_untrained",
-            "verification_rl", "filtered_bc", "sb3_ppo"} <= names
+    assert {
+        "no_supervision",
+        "random",
+        "always",
+        "drift_rule",
+        "best_fixed_rule",
+        "steering_untrained",
+        "steering_zero_shot",
+        "steering_rl",
+        "planning_untrained",
+        "planning_rl",
+        "verification_untrained",
+        "verification_rl",
+        "filtered_bc",
+        "sb3_ppo",
+    } <= names
 
 
 def test_method_labels_are_canonical_and_tau_does_not_change_the_checkpoint():
@@ -36,6 +50,7 @@ def test_method_labels_are_canonical_and_tau_does_not_change_the_checkpoint():
     assert a.label == b.label == "steering_rl:m=4,tau=0.3"
     assert a.training_label == parse_method("steering_rl:m=4").label == "steering_rl:m=4"
     assert MethodSpec("random", {}).label == "random"
+    assert a.options.tau == 0.3 and a.options.m == 4
     with pytest.raises(SteerEnvsError, match="key=value"):
         parse_method("random:p")
     assert get_method("planning_rl").env_id.endswith("SearchPlanning-v0")
@@ -83,13 +98,13 @@ def test_always_uses_the_named_option():
 
 def test_llm_zero_shot_steering_runs_on_a_causal_lm(tmp_path):
     """The causal-LM steerer as a zero-shot method (a tiny random transformer here; gemma in docs/results.md)."""
-    from benchmarks.harness.config import episode_seed
     from benchmarks.harness.runner import run_episode
+    from steer_envs.episodes import episode_seed
     from steer_envs.llm.tiny import build_tiny_causal_lm
 
     model = build_tiny_causal_lm(tmp_path / "lm")
     context = MethodContext(benchmarks=("nq",))
-    agent = build_policy(f"steering_llm_zero_shot:model=hf:{model},tau=0.3", context)
+    agent = build_policy(f"steering_zero_shot:model=hf:{model},tau=0.3", context)
     assert agent.run_info["backbone"] == "causal_lm" and agent.tau == 0.3
     env = context.make_env(split="dev")
     from steer_envs.data import load_tasks

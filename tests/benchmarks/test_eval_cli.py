@@ -1,5 +1,6 @@
 """``steer-envs eval`` end to end on the real data and the simulated executor: kill-and-resume, pairing,
 refusal of a different config, unknown methods."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,10 @@ def _eval(out, extra_env=None, methods=METHODS):
     env.pop(KILL_AFTER_ENV, None) if not extra_env else None
     return subprocess.run(
         [sys.executable, "-m", "steer_envs.cli.main", "eval", "--method", *methods, "--out", str(out), *PROTOCOL],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
 
 
@@ -51,7 +55,7 @@ def test_killed_eval_resumes_without_redoing_finished_episodes(tmp_path):
     assert second.returncode == 0, second.stderr
     assert "resuming: 5 finished episode(s) kept" in second.stdout
     after = _lines(killed, "random:p=0.3")
-    assert after[:5] == done_before          # byte-identical (wall times included): nothing was redone
+    assert after[:5] == done_before  # byte-identical (wall times included): nothing was redone
     assert len(after) == PER_METHOD and len(_lines(killed, "drift_rule")) == PER_METHOD
 
     def numbers(run):
@@ -95,8 +99,9 @@ def test_every_method_in_the_table_ran_on_the_same_tasks_and_seeds(tmp_path):
 def test_run_folder_of_another_config_is_refused_with_a_clear_message(tmp_path, capsys):
     out = tmp_path / "run"
     RunFolder(out, EvalConfig(benchmarks=("nq", "musique"), split="dev", limit=4, seeds=2))
-    code = main(["eval", "--method", "no_supervision", "--out", str(out), *PROTOCOL[:-3], "--seeds", "1",
-                 "--no-progress"])
+    code = main(
+        ["eval", "--method", "no_supervision", "--out", str(out), *PROTOCOL[:-3], "--seeds", "1", "--no-progress"]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "different configuration" in err and "seeds: folder has 2, this run asks for 1" in err

@@ -1,5 +1,6 @@
-"""Failed episodes in the harness's statistics (issue 18, item 7): an episode a service failure truncated is counted,
+"""Failed episodes in the harness's statistics: an episode a service failure truncated is counted,
 never averaged as a 0; paired analyses drop its pair from every row; a table without failures is unchanged."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,9 +16,21 @@ def _records(method: str, f1s: dict[tuple[str, int], float], failed: set[tuple[s
     out = []
     for (task, seed), f1 in f1s.items():
         bad = (task, seed) in failed
-        out.append(EpisodeRecord(method=method, task_id=task, benchmark=task.split("/")[0], seed=seed,
-                                 f1=0.0 if bad else f1, em=0.0, reward=0.0 if bad else f1, interventions=1,
-                                 executor_turns=2, failure="backend: server gone" if bad else None, failed=bad))
+        out.append(
+            EpisodeRecord(
+                method=method,
+                task_id=task,
+                benchmark=task.split("/")[0],
+                seed=seed,
+                f1=0.0 if bad else f1,
+                em=0.0,
+                reward=0.0 if bad else f1,
+                interventions=1,
+                executor_turns=2,
+                failure="backend: server gone" if bad else None,
+                failed=bad,
+            )
+        )
     return out
 
 
@@ -53,8 +66,11 @@ def test_failed_episodes_and_their_pairs_leave_every_mean_and_interval():
 
 
 def test_a_table_without_failures_is_unchanged():
-    summaries = summarize({"no_supervision": _records("no_supervision", REF),
-                           "steering_rl": _records("steering_rl", GOOD)}, BENCHMARKS, resamples=100)
+    summaries = summarize(
+        {"no_supervision": _records("no_supervision", REF), "steering_rl": _records("steering_rl", GOOD)},
+        BENCHMARKS,
+        resamples=100,
+    )
     table = results_table(summaries, BENCHMARKS)
     assert "Failed" not in table and table.splitlines()[0].endswith("| Turns/task |")
     assert all(s.failed == 0 and s.dropped_pairs == 0 for s in summaries)

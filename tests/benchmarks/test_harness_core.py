@@ -1,4 +1,5 @@
 """The harness core without environments: run folders, the episode log, paired intervals, the table."""
+
 from __future__ import annotations
 
 import json
@@ -6,17 +7,28 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks.harness.config import EvalConfig, episode_seed
+from benchmarks.harness.config import EvalConfig
 from benchmarks.harness.records import EpisodeLog, EpisodeRecord
 from benchmarks.harness.runfolder import ConfigMismatchError, RunFolder
 from benchmarks.harness.stats import PairingError, check_pairing, paired_gain, summarize
 from benchmarks.harness.tables import results_table
+from steer_envs.episodes import episode_seed
 from steer_envs.errors import SteerEnvsError
 
 
 def _record(method, task, seed, f1, bench="nq", interventions=0, turns=3):
-    return EpisodeRecord(method=method, task_id=task, benchmark=bench, seed=seed, f1=f1, em=float(f1 == 1.0),
-                         reward=f1, interventions=interventions, executor_turns=turns, decisions=turns)
+    return EpisodeRecord(
+        method=method,
+        task_id=task,
+        benchmark=bench,
+        seed=seed,
+        f1=f1,
+        em=float(f1 == 1.0),
+        reward=f1,
+        interventions=interventions,
+        executor_turns=turns,
+        decisions=turns,
+    )
 
 
 def test_run_folder_refuses_a_different_config(tmp_path):
@@ -49,15 +61,15 @@ def test_config_pins_the_task_list(tmp_path):
     assert longer.config_hash() != cfg.config_hash()
 
 
-def test_skip_takes_the_tasks_after_the_first_ones_and_keeps_old_hashes(tmp_path):
+def test_skip_takes_the_tasks_after_the_first_ones(tmp_path):
     """``skip`` passes over the first tasks of each benchmark (a confirmation on tasks a ``--limit`` run never used);
-    at its default the protocol, and so the hash of every folder written before it, is unchanged."""
+    it is part of the protocol, so a folder made with one skip refuses another."""
     first = EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=4)
     head = EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=2)
     later = EvalConfig(benchmarks=("nq", "musique"), split="dev", seeds=1, limit=2, skip=2)
     head_ids = {t.id for t in head.tasks()}
     assert [t.id for t in later.tasks()] == [t.id for t in first.tasks() if t.id not in head_ids]
-    assert "skip" not in first.protocol() and later.protocol()["skip"] == 2
+    assert first.protocol()["skip"] == 0 and later.protocol()["skip"] == 2
     assert EvalConfig.from_json(later.to_json()) == later
     assert later.resolved().config_hash() != head.resolved().config_hash()
     RunFolder(tmp_path / "run", later)
@@ -111,14 +123,14 @@ def test_paired_interval_covers_a_known_gain_and_shrinks_with_pairing():
     rng = np.random.default_rng(0)
     base, method = [], []
     for i in range(200):
-        difficulty = rng.uniform()          # large task-to-task variance, shared by both methods
+        difficulty = rng.uniform()  # large task-to-task variance, shared by both methods
         for s in range(2):
             b = float(np.clip(difficulty + rng.normal(0, 0.05), 0, 1))
             base.append(_record("none", f"t{i}", s, b, bench="nq" if i % 2 else "musique"))
             method.append(_record("m", f"t{i}", s, float(np.clip(b + 0.1, 0, 1)), bench="nq" if i % 2 else "musique"))
     per_bench, avg = paired_gain(method, base, ["nq", "musique"])
     assert 5.0 < avg.mean < 10.5 and avg.low > 0 and avg.high < 12
-    assert avg.high - avg.low < 3.0   # pairing removes the task variance (unpaired would be ~8 points wide)
+    assert avg.high - avg.low < 3.0  # pairing removes the task variance (unpaired would be ~8 points wide)
     assert set(per_bench) == {"nq", "musique"}
     # no difference: the interval contains zero
     _, null = paired_gain(base, base, ["nq", "musique"])
@@ -128,8 +140,10 @@ def test_paired_interval_covers_a_known_gain_and_shrinks_with_pairing():
 def test_summary_and_table_shape():
     recs = {
         "no_supervision": [_record("none", f"t{i}", 0, 0.5, bench=b) for i, b in enumerate(["nq", "musique"] * 5)],
-        "always": [_record("always", f"t{i}", 0, 0.7, bench=b, interventions=2, turns=5)
-                   for i, b in enumerate(["nq", "musique"] * 5)],
+        "always": [
+            _record("always", f"t{i}", 0, 0.7, bench=b, interventions=2, turns=5)
+            for i, b in enumerate(["nq", "musique"] * 5)
+        ],
     }
     summaries = summarize(recs, ["nq", "musique"])
     assert summaries[0].avg_gain is None

@@ -1,6 +1,7 @@
 """``steer-envs headroom``: the ladder runs end to end on a tiny limit and writes every rung, resumes without redoing
 episodes, is the same for the same seeds; the reading bound reads the gold; the learnable ceiling reads only the
 observation."""
+
 from __future__ import annotations
 
 import copy
@@ -18,9 +19,31 @@ from benchmarks.harness.ladder import RUNGS
 from steer_envs.cli.main import main
 from steer_envs.errors import SteerEnvsError
 
-TINY = ["--executor", "sim:loopy", "--split", "dev", "--benchmarks", "nq", "hotpotqa", "--limit", "2", "--seeds", "2",
-        "--dev-limit", "2", "--max-at", "1", "--train-tasks", "3", "--train-forks", "1", "--planner-forks", "1",
-        "--oracle-lookahead", "1"]
+TINY = [
+    "--executor",
+    "sim:loopy",
+    "--split",
+    "dev",
+    "--benchmarks",
+    "nq",
+    "hotpotqa",
+    "--limit",
+    "2",
+    "--seeds",
+    "2",
+    "--dev-limit",
+    "2",
+    "--max-at",
+    "1",
+    "--train-tasks",
+    "3",
+    "--train-forks",
+    "1",
+    "--planner-forks",
+    "1",
+    "--oracle-lookahead",
+    "1",
+]
 
 
 def _episode_lines(folder) -> dict[str, int]:
@@ -118,8 +141,12 @@ def test_reading_bound_acts_on_the_gold_not_on_the_observation():
         env.unwrapped.task = task
         # the same observation with the gold written into the documents: the reading flips to verify
         if docs and not gold_in_text(docs, task.golden_answers):
-            planted = dict(observation, transcript=observation["transcript"].replace(
-                "</information>", f" {task.golden_answers[0]}</information>", 1))
+            planted = dict(
+                observation,
+                transcript=observation["transcript"].replace(
+                    "</information>", f" {task.golden_answers[0]}</information>", 1
+                ),
+            )
             rule = ReadingBound(index, at=1)
             rule.bind(env)
             rule.act(planted, {})
@@ -171,6 +198,6 @@ def test_learnable_ceiling_is_a_function_of_the_observation_alone():
     np.testing.assert_array_equal(model.seen[0][0], features)
     # the steerer's own notes become visible through the transcript only
     observation, _, _, _, _ = env.step(5)  # verify
-    counts = observation_features(observation, templates)[-64 - 8:-64]
+    counts = observation_features(observation, templates)[-64 - 8 : -64]
     assert counts[[n for n, _ in templates].index("verify")] == 1
     env.close()

@@ -1,5 +1,6 @@
 """The evaluation protocol: intervals over tasks *and* training seeds, the macro average, knobs chosen on dev only,
 measured budgets, provenance (split and commit) in every run folder, the setting card, the self-explaining table."""
+
 from __future__ import annotations
 
 import json
@@ -7,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from baselines.registry import parse_method
 from benchmarks.harness.budget import BUDGET_FILE, Budget, build_measured, format_steps
 from benchmarks.harness.config import EvalConfig
 from benchmarks.harness.operating import CHOICES_FILE, choose_rate, interventions_per_task
@@ -17,21 +19,34 @@ from benchmarks.harness.runner import evaluate, method_context
 from benchmarks.harness.setting import setting_card
 from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns, paired_gain, summarize_rows
 from benchmarks.harness.tables import closing_line, comparison_table, pairwise_table
-from baselines.registry import parse_method
 from steer_envs.errors import SteerEnvsError
 from steer_envs.meter import env_steps
 
 
 def _rec(method, task, seed, f1, bench="nq", interventions=0):
-    return EpisodeRecord(method=method, task_id=task, benchmark=bench, seed=seed, f1=f1, em=float(f1 == 1.0),
-                         reward=f1, interventions=interventions, executor_turns=3, decisions=3)
+    return EpisodeRecord(
+        method=method,
+        task_id=task,
+        benchmark=bench,
+        seed=seed,
+        f1=f1,
+        em=float(f1 == 1.0),
+        reward=f1,
+        interventions=interventions,
+        executor_turns=3,
+        decisions=3,
+    )
 
 
 def _runs(name, values_by_seed, benches):
     """A row: one run per training seed; ``values_by_seed[s][i]`` is task i's F1 (2 evaluation seeds, equal)."""
-    return RowRuns(name, {f"{name}:seed={s}": [_rec(name, f"t{i}", e, v, benches[i]) for i, v in enumerate(values)
-                                               for e in range(2)]
-                          for s, values in enumerate(values_by_seed)})
+    return RowRuns(
+        name,
+        {
+            f"{name}:seed={s}": [_rec(name, f"t{i}", e, v, benches[i]) for i, v in enumerate(values) for e in range(2)]
+            for s, values in enumerate(values_by_seed)
+        },
+    )
 
 
 def test_one_training_seed_reduces_to_the_stratified_task_bootstrap():
@@ -50,7 +65,7 @@ def test_training_seed_variance_widens_the_interval_and_the_point_is_the_seed_me
     rng = np.random.default_rng(2)
     benches = ["nq"] * 40 + ["musique"] * 40
     base = [float(v) for v in rng.uniform(0.2, 0.6, size=80)]
-    agreeing = [[v + 0.1 for v in base]] * 3                       # three training runs that agree
+    agreeing = [[v + 0.1 for v in base]] * 3  # three training runs that agree
     spread = [[v + d for v in base] for d in (-0.05, 0.1, 0.25)]  # same mean gain, runs that disagree
     rows = [_runs("agree", agreeing, benches), _runs("spread", spread, benches), _runs("none", [base], benches)]
     boot = HierarchicalBootstrap(rows, ["nq", "musique"])
@@ -58,7 +73,7 @@ def test_training_seed_variance_widens_the_interval_and_the_point_is_the_seed_me
     _, wide = boot.gain("spread", "none")
     assert tight.mean == pytest.approx(10.0) and wide.mean == pytest.approx(10.0)
     assert (wide.high - wide.low) > 5 * (tight.high - tight.low)
-    assert wide.low < 2.0 < 18.0 < wide.high                    # training-seed spread is in the interval
+    assert wide.low < 2.0 < 18.0 < wide.high  # training-seed spread is in the interval
     summary = summarize_rows(rows, ["nq", "musique"], reference="none", boot=boot)
     assert [s.n_train_seeds for s in summary] == [3, 3, 1] and summary[1].labels[0] == "spread:seed=0"
 
@@ -67,7 +82,7 @@ def test_the_average_is_the_macro_mean_over_benchmarks():
     benches = ["nq"] * 9 + ["bamboogle"]
     values = [0.5] * 9 + [1.0]
     (summary,) = summarize_rows([_runs("m", [values], benches)], ["nq", "bamboogle"], reference=None)
-    assert summary.avg_f1 == pytest.approx(75.0)   # (50 + 100) / 2, not the pooled 55
+    assert summary.avg_f1 == pytest.approx(75.0)  # (50 + 100) / 2, not the pooled 55
 
 
 def test_rows_must_share_tasks_and_seeds():
@@ -79,8 +94,11 @@ def test_rows_must_share_tasks_and_seeds():
 
 def test_the_table_marks_the_best_row_and_the_closing_line_names_the_winner():
     benches = ["nq", "musique"] * 10
-    rows = [_runs("no_supervision", [[0.4] * 20], benches), _runs("best_fixed_rule", [[0.5] * 20], benches),
-            _runs("steering_rl", [[0.55] * 20, [0.6] * 20, [0.65] * 20], benches)]
+    rows = [
+        _runs("no_supervision", [[0.4] * 20], benches),
+        _runs("best_fixed_rule", [[0.5] * 20], benches),
+        _runs("steering_rl", [[0.55] * 20, [0.6] * 20, [0.65] * 20], benches),
+    ]
     boot = HierarchicalBootstrap(rows, ["nq", "musique"])
     summaries = summarize_rows(rows, ["nq", "musique"], boot=boot)
     table = comparison_table(summaries, ["nq", "musique"], {"steering_rl": "1.2M"}, {"steering_rl": "tau=0.1"})
@@ -89,8 +107,9 @@ def test_the_table_marks_the_best_row_and_the_closing_line_names_the_winner():
     pairs = {("steering_rl", "best_fixed_rule"): boot.gain("steering_rl", "best_fixed_rule")[1]}
     line = closing_line(summaries, "steering_rl", "best_fixed_rule", pairs)
     assert line.startswith("**Verdict:** RL steering") and "beats the best fixed rule (+10.00" in line
-    loses = closing_line(summaries, "best_fixed_rule", "steering_rl", {("best_fixed_rule", "steering_rl"):
-                                                                      Interval(-10.0, -15.0, -5.0)})
+    loses = closing_line(
+        summaries, "best_fixed_rule", "steering_rl", {("best_fixed_rule", "steering_rl"): Interval(-10.0, -15.0, -5.0)}
+    )
     assert "does not" in loses and "loses to" in loses
     assert "B better" in pairwise_table([("best_fixed_rule", "steering_rl", Interval(-10.0, -15.0, -5.0))])
     assert format_steps(1_234_567) == "1.23M" and format_steps(45_600) == "46k" and format_steps(None) == "–"
@@ -110,7 +129,7 @@ def test_rate_knob_is_chosen_on_dev_by_bisection_and_cached(tmp_path):
     assert json.loads((dev.root / CHOICES_FILE).read_text())["random"]["value"] == choice.value
     runs = len(read_runs(dev.root))
     again = choose_rate(dev, "random", target=1.0, tolerance=0.15, max_probes=6, log=lambda _: None)
-    assert again == choice and len(read_runs(dev.root)) == runs   # read back, nothing re-run
+    assert again == choice and len(read_runs(dev.root)) == runs  # read back, nothing re-run
 
 
 def test_a_knob_is_never_chosen_on_test(tmp_path):
@@ -124,18 +143,25 @@ def test_every_evaluation_records_its_split_and_commit(tmp_path):
     (entry,) = read_runs(folder.root)
     assert (entry.label, entry.split, entry.episodes) == ("no_supervision", "dev", 8)
     assert entry.commit == code_version() and entry.commit != ""
-    evaluate(folder, "no_supervision", progress=False, log=lambda _: None)   # nothing ran: nothing recorded
+    evaluate(folder, "no_supervision", progress=False, log=lambda _: None)  # nothing ran: nothing recorded
     assert len((folder.root / RUNS_FILE).read_text().splitlines()) == 1
     card = setting_card(folder, train_seeds=3).markdown()
-    for part in ("corpus `passages.jsonl.gz` sha256", "retriever bm25s, k=3", "executor `sim:default` (hash",
-                 "split **dev**", "8 tasks (nq 4, hotpotqa 4)", "1 evaluation seed(s) per task x 3 training seeds",
-                 f"commit `{entry.commit}`"):
+    for part in (
+        "corpus `passages.jsonl.gz` sha256",
+        "retriever bm25s, k=3",
+        "executor `sim:default` (hash",
+        "split **dev**",
+        "8 tasks (nq 4, hotpotqa 4)",
+        "1 evaluation seed(s) per task x 3 training seeds",
+        f"commit `{entry.commit}`",
+    ):
         assert part in card, part
 
 
 def test_budget_is_the_measured_env_steps_of_training_and_a_reload_adds_none(tmp_path):
-    folder = RunFolder(tmp_path / "run", EvalConfig(benchmarks=("nq",), split="dev", seeds=1, limit=1),
-                       checkpoints=tmp_path / "shared")
+    folder = RunFolder(
+        tmp_path / "run", EvalConfig(benchmarks=("nq",), split="dev", seeds=1, limit=1), checkpoints=tmp_path / "shared"
+    )
     spec = parse_method("filtered_bc:N=2,tasks=3,epochs=5")
     context = method_context(folder, spec.label, progress=False, training_label=spec.training_label)
     before = env_steps()
@@ -143,7 +169,7 @@ def test_budget_is_the_measured_env_steps_of_training_and_a_reload_adds_none(tmp
     spent = env_steps() - before
     budget = Budget.read(context.workdir)
     assert context.workdir.parent == tmp_path / "shared" and (context.workdir / BUDGET_FILE).is_file()
-    assert budget.env_steps == spent > 3            # three collection episodes plus paired continuations
+    assert budget.env_steps == spent > 3  # three collection episodes plus paired continuations
     build_measured(spec, method_context(folder, spec.label, progress=False, training_label=spec.training_label))
     assert Budget.read(context.workdir).env_steps == spent and len(Budget.read(context.workdir).builds) == 1
 
@@ -176,8 +202,15 @@ def test_two_commands_sharing_checkpoints_train_a_method_once(tmp_path):
     shared = tmp_path / "shared"
     script = tmp_path / "build.py"
     script.write_text(_BUILD_IN_SHARED_CHECKPOINTS)
-    children = [subprocess.Popen([sys.executable, str(script), str(tmp_path / f"run{i}"), str(shared), str(i + 1)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / f"run{i}"), str(shared), str(i + 1)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     spent = []
     for child in children:
         stdout, stderr = child.communicate(timeout=300)
@@ -193,8 +226,11 @@ def test_the_oracle_is_headroom_never_the_best_row_and_labels_read_with_their_op
     from benchmarks.harness.tables import best_row, display_name
 
     benches = ["nq", "musique"] * 10
-    rows = [_runs("no_supervision", [[0.4] * 20], benches), _runs("oracle", [[0.9] * 20], benches),
-            _runs("steering_rl", [[0.5] * 20], benches)]
+    rows = [
+        _runs("no_supervision", [[0.4] * 20], benches),
+        _runs("oracle", [[0.9] * 20], benches),
+        _runs("steering_rl", [[0.5] * 20], benches),
+    ]
     summaries = summarize_rows(rows, ["nq", "musique"])
     assert best_row(summaries).method == "steering_rl"
     table = comparison_table(summaries, ["nq", "musique"], {}, {})

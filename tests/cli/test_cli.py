@@ -1,4 +1,5 @@
 """The command line: data info, search, and bad input that must never print a traceback."""
+
 import subprocess
 import sys
 
@@ -14,16 +15,21 @@ def run_cli(*args, env=None):
 def test_data_info_counts(capsys, shared_data_dir):
     assert main(["data", "info", "--data-dir", str(shared_data_dir)]) == 0
     out = capsys.readouterr().out
-    for row in ("nq                  1610    270    775", "bamboogle             76     13     36",
-                "musique              186     28     86", "2wikimultihopqa      879    164    421"):
+    for row in (
+        "nq                  1610    270    775",
+        "bamboogle             76     13     36",
+        "musique              186     28     86",
+        "2wikimultihopqa      879    164    421",
+    ):
         assert row in out
     assert "corpus: 48907 passages" in out
     assert "search_r1_base" in out and "5250 rows" in out
 
 
 def test_search_shows_rontgen(capsys, shared_data_dir):
-    assert main(["search", "who got the first nobel prize in physics", "-k", "3",
-                 "--data-dir", str(shared_data_dir)]) == 0
+    assert (
+        main(["search", "who got the first nobel prize in physics", "-k", "3", "--data-dir", str(shared_data_dir)]) == 0
+    )
     assert "Röntgen" in capsys.readouterr().out
 
 
@@ -72,8 +78,9 @@ def test_version_and_python_dash_m(capsys):
 
 
 def test_broken_pipe_is_quiet(shared_data_dir):
-    proc = subprocess.Popen([sys.executable, "-m", "steer_envs.cli.main", "data", "info"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steer_envs.cli.main", "data", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()  # the reader goes away before the output comes, as `steer-envs data info | head -1` does
     _, err = proc.communicate(timeout=120)
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()

@@ -1,6 +1,7 @@
 """The env protocol's CLI flags are generated from :class:`steer_envs.EnvProtocol` (``steer_envs.cli.common``):
 a new protocol field becomes a flag without touching any command, and the commands build the same configs as
 when they wrote the flags by hand."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,7 @@ import pytest
 import steer_envs.protocol
 from benchmarks.cli import EVAL_PROTOCOL_EXCLUDE, _config
 from benchmarks.harness.config import EvalConfig
-from steer_envs.cli.common import add_protocol_arguments, protocol_from_args, protocol_flag, protocol_kwargs
+from steer_envs.cli.common import add_protocol_arguments, protocol_flag, protocol_from_args, protocol_kwargs
 from steer_envs.cli.main import build_parser
 from steer_envs.data import BENCHMARKS
 from steer_envs.errors import SteerEnvsError
@@ -32,8 +33,11 @@ def _actions(parser: argparse.ArgumentParser, *path: str) -> dict[str, argparse.
 
 def test_a_new_protocol_field_becomes_a_flag_of_eval(monkeypatch, tmp_path):
     extended = dataclasses.make_dataclass(
-        "ExtendedProtocol", [("patience", int, dataclasses.field(default=7, metadata={"doc": "turns to wait"}))],
-        bases=(EnvProtocol,), frozen=True)
+        "ExtendedProtocol",
+        [("patience", int, dataclasses.field(default=7, metadata={"doc": "turns to wait"}))],
+        bases=(EnvProtocol,),
+        kw_only=True,
+    )
     monkeypatch.setattr(steer_envs.protocol, "EnvProtocol", extended)
     flags = _actions(build_parser(), "eval")
     hints = typing.get_type_hints(extended)
@@ -63,16 +67,58 @@ def test_help_comes_from_the_env_config_docs():
     assert flags["--split"].help == f"{docs['split']} (default test)"
 
 
-SAMPLE = ["--executor", "sim:weak", "--benchmarks", "nq", "hotpotqa", "--split", "dev", "--seeds", "2",
-          "--limit", "5", "--max-turns", "7", "--intervention-cost", "0.05", "--data-dir", "/data/here"]
+SAMPLE = [
+    "--executor",
+    "sim:weak",
+    "--benchmarks",
+    "nq",
+    "hotpotqa",
+    "--split",
+    "dev",
+    "--seeds",
+    "2",
+    "--limit",
+    "5",
+    "--max-turns",
+    "7",
+    "--intervention-cost",
+    "0.05",
+    "--data-dir",
+    "/data/here",
+]
 
 
-@pytest.mark.parametrize("argv,before", [
-    (SAMPLE, dict(executor="sim:weak", benchmarks=("nq", "hotpotqa"), split="dev", seeds=2, limit=5, max_turns=7,
-                  intervention_cost=0.05, data_dir="/data/here")),
-    ([], dict(executor="sim:default", benchmarks=tuple(BENCHMARKS), split="test", seeds=3, limit=0, max_turns=10,
-              intervention_cost=0.0, data_dir=None)),
-])
+@pytest.mark.parametrize(
+    "argv,before",
+    [
+        (
+            SAMPLE,
+            dict(
+                executor="sim:weak",
+                benchmarks=("nq", "hotpotqa"),
+                split="dev",
+                seeds=2,
+                limit=5,
+                max_turns=7,
+                intervention_cost=0.05,
+                data_dir="/data/here",
+            ),
+        ),
+        (
+            [],
+            dict(
+                executor="sim:default",
+                benchmarks=tuple(BENCHMARKS),
+                split="test",
+                seeds=3,
+                limit=0,
+                max_turns=10,
+                intervention_cost=0.0,
+                data_dir=None,
+            ),
+        ),
+    ],
+)
 def test_eval_args_build_the_same_eval_config_as_before(tmp_path, argv, before):
     args = build_parser().parse_args(["eval", "--method", "none", "--out", str(tmp_path), *argv])
     config = _config(args)
@@ -105,8 +151,22 @@ def test_steering_train_flags_replace_only_what_was_given(monkeypatch, tmp_path)
 
     run(parser.parse_args(["train", "steering", "--out", str(tmp_path / "a"), "--config", str(config_file)]))
     assert kept() == ("sim:loopy", "/from/config", 6)
-    run(parser.parse_args(["train", "steering", "--out", str(tmp_path / "b"), "--config", str(config_file),
-                           "--executor", "sim:weak", "--data-dir", "/from/flag"]))
+    run(
+        parser.parse_args(
+            [
+                "train",
+                "steering",
+                "--out",
+                str(tmp_path / "b"),
+                "--config",
+                str(config_file),
+                "--executor",
+                "sim:weak",
+                "--data-dir",
+                "/from/flag",
+            ]
+        )
+    )
     assert kept() == ("sim:weak", "/from/flag", 6)
 
 
@@ -117,15 +177,20 @@ def test_serve_env_flags_win_over_env_kwargs():
     given = '{"split": "dev", "executor": "sim:loopy"}'
     args = parser.parse_args(["serve-env", "SearchSteering-v0", "--env-kwargs", given])
     assert _env_kwargs(args) == {"split": "dev", "executor": "sim:loopy"}
-    args = parser.parse_args(["serve-env", "SearchSteering-v0", "--env-kwargs", given, "--executor", "sim:weak",
-                              "--data-dir", "/d"])
+    args = parser.parse_args(
+        ["serve-env", "SearchSteering-v0", "--env-kwargs", given, "--executor", "sim:weak", "--data-dir", "/d"]
+    )
     assert _env_kwargs(args) == {"split": "dev", "executor": "sim:weak", "data_dir": "/d"}
 
 
 def test_selection_and_per_command_defaults():
     parser = argparse.ArgumentParser()
-    added = add_protocol_arguments(parser, include=("split", "max_turns", "benchmarks"), defaults={"max_turns": 30},
-                                   overrides={"split": {"choices": ("dev", "test")}})
+    added = add_protocol_arguments(
+        parser,
+        include=("split", "max_turns", "benchmarks"),
+        defaults={"max_turns": 30},
+        overrides={"split": {"choices": ("dev", "test")}},
+    )
     assert added == ("benchmarks", "split", "max_turns")  # field order, whatever the include order
     args = parser.parse_args(["--split", "dev"])
     assert protocol_kwargs(args) == {"benchmarks": None, "split": "dev", "max_turns": 30}
@@ -161,8 +226,10 @@ def _hand_written_protocol_flags() -> set[tuple[str, str]]:
             if rel == HOME or not any(f'"{f}"' in text or f"'{f}'" in text for f in flags):
                 continue  # a file that names no protocol flag cannot add one (skips parsing most of the tree)
             for node in ast.walk(ast.parse(text, filename=rel)):
-                if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == \
-                        "add_argument":
+                if (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "attr", getattr(node.func, "id", None)) == "add_argument"
+                ):
                     found |= {(rel, a.value) for a in node.args if isinstance(a, ast.Constant) and a.value in flags}
     return found
 
@@ -170,10 +237,12 @@ def _hand_written_protocol_flags() -> set[tuple[str, str]]:
 def test_no_module_adds_a_protocol_flag_by_hand():
     found = _hand_written_protocol_flags()
     unexpected = sorted(found - set(HAND_WRITTEN_ALLOWED))
-    assert not unexpected, (f"{unexpected}: protocol flags written by hand; use steer_envs.cli.common."
-                            f"add_protocol_arguments(parser, include=..., defaults=..., overrides=...) (or "
-                            f"add_data_dir), or, for a flag with another meaning, list it in HAND_WRITTEN_ALLOWED "
-                            f"with the reason")
+    assert not unexpected, (
+        f"{unexpected}: protocol flags written by hand; use steer_envs.cli.common."
+        f"add_protocol_arguments(parser, include=..., defaults=..., overrides=...) (or "
+        f"add_data_dir), or, for a flag with another meaning, list it in HAND_WRITTEN_ALLOWED "
+        f"with the reason"
+    )
     stale = sorted(set(HAND_WRITTEN_ALLOWED) - found)
     assert not stale, f"{stale}: allowed hand-written flags that are gone; drop them from HAND_WRITTEN_ALLOWED"
 
@@ -182,19 +251,38 @@ def test_the_scan_sees_a_hand_written_flag(tmp_path, monkeypatch):
     """The scan above is not vacuous: a module that writes ``--max-turns`` by hand is caught."""
     package = tmp_path / "benchmarks"
     package.mkdir()
-    (package / "tool.py").write_text('import argparse\np = argparse.ArgumentParser()\n'
-                                     'p.add_argument("--max-turns", type=int, default=10)\n'
-                                     'p.add_argument("--max-turnsx")\n', encoding="utf-8")
+    (package / "tool.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\n"
+        'p.add_argument("--max-turns", type=int, default=10)\n'
+        'p.add_argument("--max-turnsx")\n',
+        encoding="utf-8",
+    )
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "PACKAGES", ("benchmarks",))
     assert _hand_written_protocol_flags() == {("benchmarks/tool.py", "--max-turns")}
 
 
 # -- commands that read the protocol flags back by name ------------------------------------------------------------
-PLAN_ARGV = ["--executor", "sim:weak", "--benchmarks", "nq", "hotpotqa", "--split", "test", "--max-turns", "7",
-             "--data-dir", "/data/here", "--seeds", "2", "--limit", "4"]
-PLAN_PROTOCOL = dict(executor="sim:weak", benchmarks=("nq", "hotpotqa"), split="test", max_turns=7,
-                     data_dir="/data/here")
+PLAN_ARGV = [
+    "--executor",
+    "sim:weak",
+    "--benchmarks",
+    "nq",
+    "hotpotqa",
+    "--split",
+    "test",
+    "--max-turns",
+    "7",
+    "--data-dir",
+    "/data/here",
+    "--seeds",
+    "2",
+    "--limit",
+    "4",
+]
+PLAN_PROTOCOL = dict(
+    executor="sim:weak", benchmarks=("nq", "hotpotqa"), split="test", max_turns=7, data_dir="/data/here"
+)
 
 
 def test_compare_plan_takes_the_protocol_flags(tmp_path):

@@ -1,4 +1,5 @@
 """Worked examples for the answer metrics, including where ASearcher F1 and SQuAD F1 disagree."""
+
 import pytest
 
 from steer_envs.data import scoring

@@ -1,4 +1,5 @@
 """Properties of the metrics and the protocol parser over arbitrary text (hypothesis)."""
+
 import time
 
 from hypothesis import given, settings

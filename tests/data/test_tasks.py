@@ -1,4 +1,5 @@
 """Task and corpus loading: counts on the real data, user files, and the errors bad input gets."""
+
 import gzip
 import json
 
@@ -10,8 +11,13 @@ from steer_envs.paths import resolve_data_dir
 
 # Counts from ../shared/data/README.md (train / dev / test).
 README_COUNTS = {
-    "nq": (1610, 270, 775), "triviaqa": (614, 91, 295), "popqa": (605, 99, 296), "hotpotqa": (472, 76, 237),
-    "2wikimultihopqa": (879, 164, 421), "musique": (186, 28, 86), "bamboogle": (76, 13, 36),
+    "nq": (1610, 270, 775),
+    "triviaqa": (614, 91, 295),
+    "popqa": (605, 99, 296),
+    "hotpotqa": (472, 76, 237),
+    "2wikimultihopqa": (879, 164, 421),
+    "musique": (186, 28, 86),
+    "bamboogle": (76, 13, 36),
 }
 
 
@@ -66,8 +72,10 @@ def test_missing_golden_answers_is_named(tmp_path):
 
 def test_flashrag_task_file(tmp_path):
     path = tmp_path / "nq_test.jsonl"
-    rows = [{"id": "test_0", "question": "who wrote hamlet", "golden_answers": ["Shakespeare"]},
-            {"id": "test_1", "question": "capital of peru", "golden_answers": ["Lima"], "metadata": {"x": 1}}]
+    rows = [
+        {"id": "test_0", "question": "who wrote hamlet", "golden_answers": ["Shakespeare"]},
+        {"id": "test_1", "question": "capital of peru", "golden_answers": ["Lima"], "metadata": {"x": 1}},
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     tasks = load_task_file(path, benchmark="nq")
     assert [t.question for t in tasks] == ["who wrote hamlet", "capital of peru"]

@@ -4,6 +4,7 @@ the suite's, outside its budget (tests/memory_budget.py).
 
 The model is random, so its text is gibberish: that is what the hostile-output tests want (no tags, no stop string,
 byte tokens that are not valid UTF-8 alone), and what the adapter check needs (any difference shows)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,13 @@ def engine_model_dir(tmp_path_factory) -> Path:
     from steer_envs.llm.tiny import build_tiny_causal_lm
 
     # head size 64: vLLM's CPU attention refuses heads below 32
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("engine") / "tiny", hidden_size=128, heads=2,
-                                max_positions=ENGINE_CONTEXT, chat_template=True)
+    return build_tiny_causal_lm(
+        tmp_path_factory.mktemp("engine") / "tiny",
+        hidden_size=128,
+        heads=2,
+        max_positions=ENGINE_CONTEXT,
+        chat_template=True,
+    )
 
 
 def steering_options():
@@ -54,8 +60,14 @@ def adapter_dir(engine_model_dir, tmp_path_factory) -> Path:
 def vllm_server(engine_model_dir, adapter_dir):
     from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
 
-    options = VLLMServeOptions(model=str(engine_model_dir), name="tiny", max_model_len=ENGINE_CONTEXT,
-                               adapters=((ADAPTER_NAME, str(adapter_dir)),), max_lora_rank=ADAPTER_RANK, device="cpu",
-                               eager=True)
+    options = VLLMServeOptions(
+        model=str(engine_model_dir),
+        name="tiny",
+        max_model_len=ENGINE_CONTEXT,
+        adapters=((ADAPTER_NAME, str(adapter_dir)),),
+        max_lora_rank=ADAPTER_RANK,
+        device="cpu",
+        eager=True,
+    )
     with VLLMServer(options) as server:
         yield server

@@ -1,6 +1,7 @@
 """The GPU check's ``vllm`` section cannot rot on machines without a GPU: ``--smoke --only vllm`` serves the tiny
 model and a LoRA steerer adapter through vLLM's CPU build and runs the same code the GPU plan runs (the eval path
 at 16 episodes in flight, one scored request through the adapter, the served-vs-peft check)."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 
 def test_smoke_vllm_section_serves_the_eval_path_and_the_adapter(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--smoke", "--out", str(tmp_path),
-                           "--only", "vllm"], capture_output=True, text=True, timeout=1500,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu_check", "--smoke", "--out", str(tmp_path), "--only", "vllm"],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((tmp_path / "gpu_check.json").read_text())
     plan = CheckPlan.smoke()

@@ -1,5 +1,6 @@
 """The headline LLM comparison end to end on a tiny model: three rows, the LLM rows through a real vLLM server (the
 trained row's LoRA adapter served beside the base), resumable, and the page rebuilt from the run folder."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,22 @@ def test_llm_headline_quick_runs_resumes_and_builds_its_page(engine_model_dir, t
     assert again["rows"]["trained"]["f1"] == report["rows"]["trained"]["f1"]
 
     doc = tmp_path / "page.md"
-    proc = subprocess.run([sys.executable, "-m", "steer_envs.cli.main", "report", "results_llm_headline",
-                           "--out", str(out), "--doc", str(doc)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steer_envs.cli.main",
+            "report",
+            "results_llm_headline",
+            "--out",
+            str(out),
+            "--doc",
+            str(doc),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = doc.read_text()
     assert "| no supervision |" in page and "LoRA adapter, served" in page and "Setting card" in page

@@ -1,6 +1,7 @@
 """The README's real-engine block runs as written: install, serve the packaged Gemma 3 270M with vLLM, evaluate
 the zero-shot served steerer beside no supervision, stop the server. Only the run folder moves under the test's
 temporary folder (tests write nowhere else)."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,14 @@ def test_the_readme_engine_block_runs_as_written(tmp_path):
     assert "steer-envs vllm serve gemma-3-270m" in block and "steer-envs vllm stop" in block
     out = tmp_path / "zs-vllm"
     script = block.replace("runs/zs-vllm", str(out))
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ), timeout=2400)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=2400,
+    )
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
     assert "stopped gemma-3-270m at http://127.0.0.1:8011/v1" in proc.stdout
     methods = [m["method"] for m in json.loads((out / "metrics.json").read_text())["methods"]]

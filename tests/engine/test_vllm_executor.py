@@ -1,5 +1,6 @@
 """An LLM executor against the real vLLM server: completion mode, chat mode (continue_final_message), and the
 model's hostile output (no tags, generation that never meets a stop string, bytes that are not UTF-8 alone)."""
+
 from __future__ import annotations
 
 import gymnasium as gym
@@ -14,8 +15,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 
 def _episode(spec: str, max_turns: int, seed: int = 0):
-    env = gym.make("steer_envs/SearchSteering-v0", executor=spec, max_turns=max_turns, benchmarks=["nq"],
-                   split="dev")
+    env = gym.make("steer_envs/SearchSteering-v0", executor=spec, max_turns=max_turns, benchmarks=["nq"], split="dev")
     try:
         obs, info = env.reset(seed=seed)
         terminated = truncated = env.unwrapped.executor.done
@@ -28,7 +28,8 @@ def _episode(spec: str, max_turns: int, seed: int = 0):
 
 def test_completion_mode_episode_runs_to_its_turn_budget(vllm_server):
     executor, info, terminated, truncated = _episode(
-        vllm_server.spec(max_new_tokens=24, chat_template="off", temperature=0), max_turns=3)
+        vllm_server.spec(max_new_tokens=24, chat_template="off", temperature=0), max_turns=3
+    )
     assert not episode_failed(info) and "failure" not in info
     assert terminated and not truncated and info["executor_turns"] == 3
     assert info["tokens"] == sum(r.tokens for r in executor.history) > 0
@@ -40,7 +41,8 @@ def test_chat_mode_continues_the_assistant_message(vllm_server):
     """``chat_template=on``: the prompt is the user message and the transcript the open assistant message, sent
     with ``continue_final_message``; a server that refused it would fail the second turn."""
     executor, info, terminated, truncated = _episode(
-        vllm_server.spec(max_new_tokens=24, chat_template="on", temperature=0), max_turns=3)
+        vllm_server.spec(max_new_tokens=24, chat_template="on", temperature=0), max_turns=3
+    )
     assert isinstance(executor.chat_format, ServerChatFormat)  # rendered by vLLM with the model's template
     assert not episode_failed(info) and info["executor_turns"] == 3 and info["tokens"] > 0
 
@@ -50,7 +52,8 @@ def test_hostile_model_output_is_an_outcome_not_a_crash(vllm_server):
     emits byte tokens that decode to replacement characters: every turn is an invalid action, the episode ends on
     its turn budget with no answer and F1 0, and the transcript stays valid text."""
     executor, info, terminated, truncated = _episode(
-        vllm_server.spec(max_new_tokens=48, chat_template="off", temperature=1.0), max_turns=4, seed=3)
+        vllm_server.spec(max_new_tokens=48, chat_template="off", temperature=1.0), max_turns=4, seed=3
+    )
     assert terminated and not episode_failed(info) and info["f1"] == 0.0 and executor.answer is None
     kinds = [r.kind for r in executor.history]
     assert kinds.count("invalid") >= 1 and set(kinds) <= {"invalid", "search", "answer"}

@@ -1,12 +1,10 @@
 """Context limits and a dying server, against the real vLLM server (a 2,048-token model): an executor that talks
 past its context is a scored truncation; a steerer's prompt is fitted, so an evaluation with long transcripts
 finishes; a server killed mid-episode is a service failure, left out of the means."""
+
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import gymnasium as gym
 import pytest
@@ -14,6 +12,7 @@ import torch
 
 import steer_envs  # noqa: F401  (registers the envs)
 from steer_envs.failures import CONTEXT_TRUNCATION, episode_failed
+from tests.agents.support import eval_in_subprocess
 
 from .conftest import ENGINE_CONTEXT, steering_options
 
@@ -21,8 +20,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 
 def test_executor_overflow_is_a_scored_truncation(vllm_server):
-    env = gym.make("steer_envs/SearchSteering-v0", executor=vllm_server.spec(max_new_tokens=300, chat_template="off"),
-                   max_turns=20, benchmarks=["nq"], split="dev")
+    env = gym.make(
+        "steer_envs/SearchSteering-v0",
+        executor=vllm_server.spec(max_new_tokens=300, chat_template="off"),
+        max_turns=20,
+        benchmarks=["nq"],
+        split="dev",
+    )
     try:
         obs, info = env.reset(seed=0)
         executor = env.unwrapped.executor
@@ -42,8 +46,9 @@ def test_steerer_prompts_fit_a_2048_token_model(vllm_server):
     from agents.steering.served import ServedSteerer
     from tests.agents.test_steerer_context import MARKER, long_observation
 
-    steerer = ServedSteerer(steering_options(), vllm_server.spec(), max_prompt_chars=10**6, max_think_tokens=8,
-                            max_line_tokens=6)
+    steerer = ServedSteerer(
+        steering_options(), vllm_server.spec(), max_prompt_chars=10**6, max_think_tokens=8, max_line_tokens=6
+    )
     observation = long_observation(40)  # far beyond 2,048 tokens of the tiny tokenizer
     z = steerer.fast_scores([observation, observation])
     assert bool(torch.isfinite(z).all()) and steerer.context_stats.fallbacks == 0
@@ -55,10 +60,7 @@ def test_steerer_prompts_fit_a_2048_token_model(vllm_server):
 def test_eval_with_long_transcripts_does_not_abort_on_the_steerers_context(vllm_server, tmp_path):
     out = tmp_path / "run"
     spec = f"steering_zero_shot:model={vllm_server.spec()},tau=0.02,think_tokens=8"  # the default prompt size
-    proc = subprocess.run(
-        [sys.executable, "-m", "steer_envs.cli.main", "eval", "--method", spec, "--out", str(out), "--benchmarks",
-         "hotpotqa", "--split", "dev", "--limit", "2", "--seeds", "1", "--max-turns", "10", "--no-progress"],
-        capture_output=True, text=True, env=dict(os.environ), timeout=1200)
+    proc = eval_in_subprocess(out, [spec], benchmark="hotpotqa", limit=2, max_turns=10, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     [log] = (out / "checkpoints").glob("*/decisions.jsonl")
     fast = [json.loads(line) for line in log.read_text().splitlines() if '"fast"' in line]
@@ -68,13 +70,22 @@ def test_eval_with_long_transcripts_does_not_abort_on_the_steerers_context(vllm_
 def test_server_killed_mid_episode_is_a_failure_not_an_outcome(engine_model_dir, tmp_path):
     from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
 
-    options = VLLMServeOptions(model=str(engine_model_dir), name="doomed", max_model_len=ENGINE_CONTEXT, device="cpu",
-                               eager=True, log_path=str(tmp_path / "doomed.log"))
+    options = VLLMServeOptions(
+        model=str(engine_model_dir),
+        name="doomed",
+        max_model_len=ENGINE_CONTEXT,
+        device="cpu",
+        eager=True,
+        log_path=str(tmp_path / "doomed.log"),
+    )
     with VLLMServer(options) as server:
-        env = gym.make("steer_envs/SearchSteering-v0",
-                       executor=server.spec(max_new_tokens=16, chat_template="off", max_retries=1, backoff=0.1,
-                                            timeout=20),
-                       max_turns=6, benchmarks=["nq"], split="dev")
+        env = gym.make(
+            "steer_envs/SearchSteering-v0",
+            executor=server.spec(max_new_tokens=16, chat_template="off", max_retries=1, backoff=0.1, timeout=20),
+            max_turns=6,
+            benchmarks=["nq"],
+            split="dev",
+        )
         obs, info = env.reset(seed=0)
         obs, reward, terminated, truncated, info = env.step(0)
         assert not episode_failed(info) and not (terminated or truncated)

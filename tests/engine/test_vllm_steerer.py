@@ -1,17 +1,16 @@
 """The steerer against the real vLLM server: a LoRA steerer served with its adapter equals the local peft model,
 and ``steer-envs eval`` runs the zero-shot served steerer end to end."""
+
 from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import gymnasium as gym
 import pytest
 
 import steer_envs  # noqa: F401  (registers the envs)
+from tests.agents.support import eval_in_subprocess
 
 from .conftest import ADAPTER_NAME, steering_options
 
@@ -42,8 +41,13 @@ def bank_states(count: int) -> list[dict]:
 def adapter_steerer(engine_model_dir, adapter_dir):
     from agents.steering.causal_lm import CausalLMSteerer
 
-    return CausalLMSteerer(steering_options(), model=str(engine_model_dir), adapter=str(adapter_dir),
-                           max_prompt_tokens=1024, max_think_tokens=8)
+    return CausalLMSteerer(
+        steering_options(),
+        model=str(engine_model_dir),
+        adapter=str(adapter_dir),
+        max_prompt_tokens=1024,
+        max_think_tokens=8,
+    )
 
 
 def test_served_adapter_equals_the_local_peft_model(vllm_server, adapter_steerer):
@@ -66,16 +70,14 @@ def test_eval_runs_the_zero_shot_served_steerer(vllm_server, tmp_path):
 
     out = tmp_path / "run"
     spec = f"steering_zero_shot:model={vllm_server.spec()},tau=0.02,prompt_chars=1500,think_tokens=8"
-    proc = subprocess.run(
-        [sys.executable, "-m", "steer_envs.cli.main", "eval", "--method", spec, "no_supervision", "--out", str(out),
-         "--benchmarks", "nq", "--split", "dev", "--limit", "3", "--seeds", "1", "--max-turns", "3", "--no-progress"],
-        capture_output=True, text=True, env=dict(os.environ), timeout=900)
+    proc = eval_in_subprocess(out, [spec, "no_supervision"], benchmark="nq", limit=3, max_turns=3, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     methods = json.loads((out / "methods.json").read_text())
     label = next(name for name in methods if name.startswith("steering_zero_shot:"))
     assert methods[label]["backbone"] == "served" and methods[label]["trained"] is False
-    episodes = [json.loads(line)
-                for line in (out / "episodes" / f"{label_filename(label)}.jsonl").read_text().splitlines()]
+    episodes = [
+        json.loads(line) for line in (out / "episodes" / f"{label_filename(label)}.jsonl").read_text().splitlines()
+    ]
     assert len(episodes) == 3 and all(e["failure"] is None and e["decisions"] >= 1 for e in episodes)
     [log] = (out / "checkpoints").glob("*/decisions.jsonl")
     rows = [json.loads(line) for line in log.read_text().splitlines()]

@@ -1,5 +1,6 @@
 """Env cards (docs/envs/) are generated from the code and cannot drift: every registered id has an up-to-date
 card, an id registered later gets one from the same command, and every documented field is documented."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,11 +25,19 @@ def test_every_registered_id_has_an_up_to_date_card(shared_data_dir):
 @pytest.mark.parametrize("env_id", registered_ids())
 def test_cards_document_every_space_key_info_key_and_option(env_id, shared_data_dir):
     card = (CARDS / card_filename(env_id)).read_text(encoding="utf-8")
-    for section in ("## Observation space", "## Action space", "## Reward", "## `info` keys", "## Options",
-                    "## Versioning", "## A sample episode"):
+    for section in (
+        "## Observation space",
+        "## Action space",
+        "## Reward",
+        "## `info` keys",
+        "## Options",
+        "## Versioning",
+        "## A sample episode",
+    ):
         assert section in card
     assert "(undocumented)" not in card, (
-        f"{env_id}: document it in the env class (reward_doc, observation_docs, info_docs, option_docs)")
+        f"{env_id}: document it in the env class (reward_doc, observation_docs, info_docs, option_docs)"
+    )
 
 
 class _Counter(gym.Env):

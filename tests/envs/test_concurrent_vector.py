@@ -1,6 +1,8 @@
 """The concurrent vector env (steer_envs.vector): the same results as SyncVectorEnv for the same seeds (the
-deterministic simulator, several steps through autoresets), gymnasium.make_vec wiring (its default stays SyncVectorEnv), clean close; and over real
-HTTP against a loopback server with latency: bounded requests in flight, reused connections."""
+deterministic simulator, several steps through autoresets), gymnasium.make_vec wiring (its default stays
+SyncVectorEnv), clean close; and over real HTTP against a loopback server with latency: bounded requests in flight,
+reused connections."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,8 +64,10 @@ def test_results_equal_sync_vector_env_through_autoresets(mode):
             _same(got[4], want[4])
             ended += int(np.sum(got[2] | got[3]))
         assert ended >= n  # max_turns=3: every env finished (and was reset) at least once
-        _same(conc.reset(seed=9, options={"reset_mask": np.array([True, False, True, False])}),
-              sync.reset(seed=9, options={"reset_mask": np.array([True, False, True, False])}))
+        _same(
+            conc.reset(seed=9, options={"reset_mask": np.array([True, False, True, False])}),
+            sync.reset(seed=9, options={"reset_mask": np.array([True, False, True, False])}),
+        )
         assert conc.call("unwrapped") and conc.get_attr("np_random_seed") == sync.get_attr("np_random_seed")
     finally:
         conc.close()
@@ -82,8 +86,9 @@ def test_make_vec_without_a_mode_is_gymnasiums_sync_env_with_wrappers_and_vector
 
     for env_id in env_ids():
         assert gym.spec(env_id).vector_entry_point is None, env_id
-    envs = gym.make_vec(ENV_ID, num_envs=2, wrappers=[Marking],
-                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **KW)
+    envs = gym.make_vec(
+        ENV_ID, num_envs=2, wrappers=[Marking], vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **KW
+    )
     try:
         assert type(envs) is SyncVectorEnv and len(wrapped) == 2
         assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
@@ -147,8 +152,11 @@ def test_a_failing_sub_env_fails_the_step_after_the_others_finished():
             finished.append(True)
             return out
 
-    fns = [lambda: Slow(gym.make(ENV_ID, **KW)), lambda: Boom(gym.make(ENV_ID, **KW)),
-           lambda: Slow(gym.make(ENV_ID, **KW))]
+    fns = [
+        lambda: Slow(gym.make(ENV_ID, **KW)),
+        lambda: Boom(gym.make(ENV_ID, **KW)),
+        lambda: Slow(gym.make(ENV_ID, **KW)),
+    ]
     envs = ConcurrentVectorEnv(fns, max_in_flight=3)
     envs.reset(seed=0)
     with pytest.raises(RuntimeError, match="env 1 broke"):

@@ -2,6 +2,7 @@
 failure), so evaluations keep it in their means; over the ``openai:`` backend (the stand-in server enforcing a
 small ``max_model_len`` as vLLM does), over ``hf:`` (a tiny model with a small context), in GuidedSearch-v0, and
 through the evaluation harness, where dropping these episodes would bias the mean upward."""
+
 from __future__ import annotations
 
 import threading
@@ -16,7 +17,6 @@ from steer_envs.executors.prompts import get_prompt_template
 from steer_envs.failures import CONTEXT_TRUNCATION, episode_failed, truncated_by_context
 from steer_envs.llm.base import ContextOverflowError, Generation, GenerationConfig, truncate_at_stop
 from steer_envs.llm.openai_server import OpenAICompatibleServer
-from tests.llm.support import tiny_backend, tiny_model_dir  # noqa: F401 - fixtures
 
 
 def _run_passes(env, seed: int = 0, task_id: str | None = None):
@@ -41,8 +41,14 @@ def test_openai_executor_overflow_is_a_scored_truncation(tiny_backend):
     question = load_tasks(["nq"], "dev")[0].question
     first = tiny_backend.count_prompt_tokens(get_prompt_template("search-r1").render(question))
     with OpenAICompatibleServer(tiny_backend, model_name="tiny", max_model_len=first + 16 + 60) as server:
-        env = gym.make("steer_envs/SearchSteering-v0", executor=f"{server.spec}?max_new_tokens=16&temperature=0",
-                       benchmarks=("nq",), split="dev", max_turns=20, action_mode="text")
+        env = gym.make(
+            "steer_envs/SearchSteering-v0",
+            executor=f"{server.spec}?max_new_tokens=16&temperature=0",
+            benchmarks=("nq",),
+            split="dev",
+            max_turns=20,
+            action_mode="text",
+        )
         try:
             result = _run_passes(env, task_id=load_tasks(["nq"], "dev")[0].id)
         finally:
@@ -53,8 +59,13 @@ def test_openai_executor_overflow_is_a_scored_truncation(tiny_backend):
 
 def test_overflow_during_reset_is_reported_by_the_first_step(tiny_backend):
     with OpenAICompatibleServer(tiny_backend, model_name="tiny", max_model_len=32) as server:
-        env = gym.make("steer_envs/SearchVerification-v0", executor=f"{server.spec}?max_new_tokens=8",
-                       benchmarks=("nq",), split="dev", action_mode="text")
+        env = gym.make(
+            "steer_envs/SearchVerification-v0",
+            executor=f"{server.spec}?max_new_tokens=8",
+            benchmarks=("nq",),
+            split="dev",
+            action_mode="text",
+        )
         try:
             reward, terminated, truncated, info, steps = _run_passes(env)
             assert steps == 1
@@ -68,8 +79,9 @@ def test_overflow_during_reset_is_reported_by_the_first_step(tiny_backend):
 def test_hf_executor_overflow_is_a_scored_truncation(tiny_model_dir):
     """A tiny model with a 256-token context: the prompt fits, the grown transcript does not."""
     spec = f"hf:{tiny_model_dir}?max_new_tokens=16&temperature=0&max_context=400&chat_template=off"
-    env = gym.make("steer_envs/SearchSteering-v0", executor=spec, benchmarks=("nq",), split="dev", max_turns=30,
-                   action_mode="text")
+    env = gym.make(
+        "steer_envs/SearchSteering-v0", executor=spec, benchmarks=("nq",), split="dev", max_turns=30, action_mode="text"
+    )
     try:
         result = _run_passes(env, seed=1)
         _assert_context_truncation(*result[:4])
@@ -140,8 +152,14 @@ def test_harness_keeps_context_truncations_in_the_mean(tmp_path):
     tasks = load_tasks(["nq"], "dev")[:4]
     rambler = Rambler({t.question: t.golden_answers[0] for t in tasks[:2]})
     with OpenAICompatibleServer(rambler, model_name="rambler", max_model_len=400) as server:
-        config = EvalConfig(executor=f"{server.spec}?max_new_tokens=200&temperature=0&chat_template=off",
-                            benchmarks=("nq",), split="dev", limit=4, seeds=1, max_turns=6)
+        config = EvalConfig(
+            executor=f"{server.spec}?max_new_tokens=200&temperature=0&chat_template=off",
+            benchmarks=("nq",),
+            split="dev",
+            limit=4,
+            seeds=1,
+            max_turns=6,
+        )
         folder = RunFolder(tmp_path / "run", config)
         outcome = evaluate(folder, "no_supervision", progress=False, log=lambda _: None)
         summaries, table = write_summary(folder, resamples=50)

@@ -1,5 +1,6 @@
 """The env option list is written once (EnvConfig's fields, docs in their metadata), the env factory is one
-(``steer_envs.make_env``), the ids are constants, and the configs that share a protocol keep their fingerprints."""
+(``steer_envs.make_env``), the ids are constants, and the configs that share a protocol hash their flat form."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,8 +19,12 @@ from steer_envs.envs.registration import env_ids
 from steer_envs.errors import SteerEnvsError
 
 REPO = Path(__file__).resolve().parents[2]
-SUPERVISION_IDS = [steer_envs.STEERING_ENV, steer_envs.PLANNING_ENV, steer_envs.VERIFICATION_ENV,
-                   steer_envs.HANDOFF_ENV]
+SUPERVISION_IDS = [
+    steer_envs.STEERING_ENV,
+    steer_envs.PLANNING_ENV,
+    steer_envs.VERIFICATION_ENV,
+    steer_envs.HANDOFF_ENV,
+]
 
 
 @pytest.mark.parametrize("config_class", [EnvConfig, HandoffEnvConfig, GuidedSearchConfig])
@@ -56,8 +61,16 @@ def test_a_bad_keyword_is_a_clear_error_naming_the_valid_options():
 
 
 def test_keywords_reach_the_config_as_before():
-    env = gym.make(steer_envs.HANDOFF_ENV, executor="sim:default", split="dev", benchmarks="nq", max_turns=12,
-                   intervention_cost=1, history_handoffs=3, render_mode="ansi")
+    env = gym.make(
+        steer_envs.HANDOFF_ENV,
+        executor="sim:default",
+        split="dev",
+        benchmarks="nq",
+        max_turns=12,
+        intervention_cost=1,
+        history_handoffs=3,
+        render_mode="ansi",
+    )
     config = env.unwrapped.config
     assert isinstance(config, HandoffEnvConfig)
     assert (config.benchmarks, config.split, config.max_turns, config.intervention_cost) == (("nq",), "dev", 12, 1.0)
@@ -84,8 +97,15 @@ def _trace(env, seed: int, steps: int = 60):
 def test_make_env_equals_gym_make(env_id):
     protocol = EnvProtocol(split="dev", max_turns=5, intervention_cost=0.25, benchmarks=("nq", "hotpotqa"))
     made = make_env(env_id, protocol, action_mode="discrete")
-    direct = gym.make(env_id, executor="sim:default", split="dev", max_turns=5, intervention_cost=0.25,
-                      benchmarks=["nq", "hotpotqa"], action_mode="discrete")
+    direct = gym.make(
+        env_id,
+        executor="sim:default",
+        split="dev",
+        max_turns=5,
+        intervention_cost=0.25,
+        benchmarks=["nq", "hotpotqa"],
+        action_mode="discrete",
+    )
     assert made.unwrapped.config == direct.unwrapped.config
     assert made.spec.id == direct.spec.id and type(made) is type(direct)
     for seed in (0, 1):
@@ -102,8 +122,11 @@ def test_the_old_factories_call_make_env():
     env = make_steering_env("sim:default", "dev", benchmarks=["nq"], max_turns=4, cost=0.5, action_mode="discrete")
     context = MethodContext(benchmarks=("nq",), max_turns=4, intervention_cost=0.5)
     via_context = context.make_env(steer_envs.STEERING_ENV, split="dev")
-    expected = make_env(steer_envs.STEERING_ENV, EnvProtocol(benchmarks=("nq",), split="dev", max_turns=4,
-                                                            intervention_cost=0.5), action_mode="discrete")
+    expected = make_env(
+        steer_envs.STEERING_ENV,
+        EnvProtocol(benchmarks=("nq",), split="dev", max_turns=4, intervention_cost=0.5),
+        action_mode="discrete",
+    )
     assert env.unwrapped.config == via_context.unwrapped.config == expected.unwrapped.config
     assert _trace(env, 3) == _trace(expected, 3)
 
@@ -113,7 +136,11 @@ def test_the_ids_are_the_registered_ones():
 
     assert sorted(steer_envs.ENV_IDS) == sorted(env_ids())
     assert (registry.STEERING_ENV, registry.PLANNING_ENV, registry.VERIFICATION_ENV, registry.HANDOFF_ENV) == (
-        steer_envs.STEERING_ENV, steer_envs.PLANNING_ENV, steer_envs.VERIFICATION_ENV, steer_envs.HANDOFF_ENV)
+        steer_envs.STEERING_ENV,
+        steer_envs.PLANNING_ENV,
+        steer_envs.VERIFICATION_ENV,
+        steer_envs.HANDOFF_ENV,
+    )
 
 
 def test_no_env_id_literal_outside_the_ids_module():
@@ -126,13 +153,22 @@ def test_no_env_id_literal_outside_the_ids_module():
             if path.name == "ids.py":
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
-            docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                          if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
-                          and node.body and isinstance(node.body[0], ast.Expr)
-                          and isinstance(node.body[0].value, ast.Constant)}
+            docstrings = {
+                id(node.body[0].value)
+                for node in ast.walk(tree)
+                if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                and node.body
+                and isinstance(node.body[0], ast.Expr)
+                and isinstance(node.body[0].value, ast.Constant)
+            }
             for node in ast.walk(tree):
-                if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-                        and node.value.startswith("steer_envs/") and node.value.endswith("-v0")):
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and id(node) not in docstrings
+                    and node.value.startswith("steer_envs/")
+                    and node.value.endswith("-v0")
+                ):
                     offenders.append(f"{path.relative_to(REPO)}:{node.lineno} {node.value}")
     assert not offenders, offenders
 
@@ -141,41 +177,60 @@ def test_no_env_id_literal_outside_the_ids_module():
 def test_eval_config_holds_the_protocol_and_keeps_its_hash():
     from benchmarks.harness.config import EvalConfig
 
-    # hashes measured before the protocol moved into EnvProtocol (run folders made then must still resume)
-    assert EvalConfig().config_hash() == "9f5f45694a62"
-    custom = EvalConfig(executor="sim:default", benchmarks=("hotpotqa", "nq"), split="dev", seeds=2, limit=5,
-                        max_turns=7, metric="em", intervention_cost=0.1)
-    assert custom.config_hash() == "4db39b3bbd12"
-    assert custom.env_protocol == EnvProtocol(benchmarks=("hotpotqa", "nq"), split="dev", max_turns=7, metric="em",
-                                              intervention_cost=0.1)
+    # pinned: a config's hash is its run folder's identity, so a change here makes existing folders refuse to resume
+    assert EvalConfig().config_hash() == "1a3c301f4e04"
+    custom = EvalConfig(
+        executor="sim:default",
+        benchmarks=("hotpotqa", "nq"),
+        split="dev",
+        seeds=2,
+        limit=5,
+        max_turns=7,
+        metric="em",
+        intervention_cost=0.1,
+    )
+    assert custom.config_hash() == "c56c2accddb1"
+    assert custom.env_protocol == EnvProtocol(
+        benchmarks=("hotpotqa", "nq"), split="dev", max_turns=7, metric="em", intervention_cost=0.1
+    )
     assert (custom.executor, custom.split, custom.max_turns, custom.seeds) == ("sim:default", "dev", 7, 2)
     assert EvalConfig.from_json(custom.to_json()) == custom
     moved = dataclasses.replace(custom, executor="sim:other", task_ids_sha="")
     assert moved.executor == "sim:other" and moved.seeds == 2 and moved.split == "dev"
-    assert EvalConfig(split="dev", limit=3).to_json()["hash"] == "10a9fe95424a"
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        custom.executor = "sim:x"
+    assert EvalConfig(split="dev", limit=3).to_json()["hash"] == "f88912279e9e"
+    assert EvalConfig(skip=40).config_hash() != EvalConfig().config_hash()  # every protocol field is hashed
 
 
-def test_steering_config_holds_the_protocol_and_keeps_its_fingerprint(tmp_path):
+def test_steering_config_holds_the_protocol_and_hashes_its_flat_form(tmp_path):
     from agents.steering.config import SteeringConfig
 
-    assert SteeringConfig().fingerprint() == "cb4f3c8ee08011f2"
-    custom = SteeringConfig(benchmarks=["nq"], cost=0.05, max_turns=6, split="dev", executor="sim:default",
-                            data_dir="/x", env_id=steer_envs.HANDOFF_ENV)
-    assert custom.fingerprint() == "9b03d9806781f5f6"
-    assert custom.env_protocol.intervention_cost == custom.cost == 0.05
+    custom = SteeringConfig(
+        benchmarks=["nq"],
+        intervention_cost=0.05,
+        max_turns=6,
+        split="dev",
+        executor="sim:default",
+        data_dir="/x",
+        env_id=steer_envs.HANDOFF_ENV,
+    )
+    assert custom.fingerprint() != SteeringConfig().fingerprint()
+    assert custom.fingerprint() != SteeringConfig(**{**custom.to_dict(), "intervention_cost": 0.0}).fingerprint()
+    assert custom.env_protocol.intervention_cost == custom.intervention_cost == 0.05
     data = custom.to_dict()
-    assert "env_protocol" not in data and data["benchmarks"] == ["nq"] and data["cost"] == 0.05
+    assert "env_protocol" not in data and data["benchmarks"] == ["nq"] and data["intervention_cost"] == 0.05
     path = tmp_path / "steer.toml"
-    path.write_text('executor = "sim:default"\nbenchmarks = ["nq"]\nsplit = "dev"\nmax_turns = 6\ncost = 0.05\n'
-                    'data_dir = "/x"\nenv_id = "steer_envs/HandoffSteering-v0"\n')
+    path.write_text(
+        'executor = "sim:default"\nbenchmarks = ["nq"]\nsplit = "dev"\nmax_turns = 6\nintervention_cost = 0.05\n'
+        'data_dir = "/x"\nenv_id = "steer_envs/HandoffSteering-v0"\n'
+    )
     loaded = SteeringConfig.load(path)
     assert loaded.fingerprint() == custom.fingerprint() and loaded.to_dict() == data
     custom.split = "test"  # a mutable config's protocol fields stay assignable
     assert custom.env_protocol.split == "test"
     with pytest.raises(SteerEnvsError, match="unknown steering config keys"):
         SteeringConfig.from_dict({"env_protocol": {}})
+    with pytest.raises(SteerEnvsError, match="unknown steering config keys.*intervention_cost"):
+        SteeringConfig.from_dict({"cost": 0.1})  # one name per field
 
 
 def test_method_context_holds_the_protocol():
@@ -184,4 +239,3 @@ def test_method_context_holds_the_protocol():
     context = MethodContext(executor="sim:default", benchmarks=("nq",), max_turns=4, metric="em")
     assert context.env_protocol == EnvProtocol(benchmarks=("nq",), max_turns=4, metric="em")
     assert (context.max_turns, context.metric) == (4, "em")
-

@@ -1,4 +1,5 @@
 """Behaviour of the three environments: observations, info, rewards, the catalogue, the three decision schemes."""
+
 from __future__ import annotations
 
 import gymnasium as gym
@@ -62,8 +63,9 @@ def test_catalogue_is_pass_then_note_templates_and_the_action_space_covers_it():
 
 
 def test_steering_decision_every_k_turns():
-    env = gym.make("steer_envs/SearchSteering-v0", split="test", decision_every=3, executor="sim:loopy",
-                   benchmarks=["hotpotqa"]).unwrapped
+    env = gym.make(
+        "steer_envs/SearchSteering-v0", split="test", decision_every=3, executor="sim:loopy", benchmarks=["hotpotqa"]
+    ).unwrapped
     obs, _ = env.reset(seed=1)
     obs, *_ = env.step(0)
     assert obs["turn"] in (1, 2, 3)  # up to three executor turns per decision (fewer if it answered)

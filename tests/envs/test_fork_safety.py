@@ -3,6 +3,7 @@
 Once the parent has run a parallel torch op (a steerer, the note reader), a forked child's first parallel op
 waits forever on the parent's OpenMP thread team; ``import steer_envs`` registers an at-fork hook that makes
 forked workers single-threaded. Run in a fresh interpreter, with a deadline."""
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,14 @@ print("stepped")
 
 def test_async_workers_forked_after_torch_ran_do_not_hang(shared_data_dir):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=240)
     except subprocess.TimeoutExpired:

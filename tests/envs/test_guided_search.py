@@ -1,6 +1,7 @@
 """GuidedSearch-v0: guidance in the prompt and as an executed prefix, the unguided view in info, and the admissible
 set's observability rule. Its conformance (check_env, determinism, pickling, forks, vectorisation, close, render,
 the RNG seed) runs with every other registered id in tests/test_conformance.py."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,12 +11,11 @@ import numpy as np
 import pytest
 
 import steer_envs  # noqa: F401
-from steer_envs.deprecation import PLAN_OPTION_RENAMES
 from steer_envs.envs.admissible import FEATURE_NAMES, HINT_COLUMNS, RetrievedDoc, build_candidates, candidate_features
 from steer_envs.envs.base import EnvConfig, SearchTaskConfig, UnknownOptionError
 from steer_envs.envs.guided import GuidedSearchConfig
 from steer_envs.errors import InvalidActionError, SteerEnvsError
-from steer_envs.guidance import HINT_HEADER
+from steer_envs.reference_plans import HINT_HEADER
 
 ENV_ID = "steer_envs/GuidedSearch-v0"
 TASK = "musique/2hop__574419_270105"
@@ -119,9 +119,15 @@ def test_admissible_set_is_built_from_observations_only():
 
 
 def test_candidates_cover_questions_entities_titles_and_spans():
-    docs = [RetrievedDoc(0, 1, "Van Hook Township, Mountrail County, North Dakota",
-                         "Van Hook Township is a township in Mountrail County, North Dakota, United States. "
-                         "Its population was 1,032 at the 2000 census.")]
+    docs = [
+        RetrievedDoc(
+            0,
+            1,
+            "Van Hook Township, Mountrail County, North Dakota",
+            "Van Hook Township is a township in Mountrail County, North Dakota, United States. "
+            "Its population was 1,032 at the 2000 census.",
+        )
+    ]
     question = "What is the seat of the county where Van Hook Township is located?"
     cands = build_candidates(question, [question], docs, 8, 24, 0)
     kinds = {(c.kind, c.text) for c in cands}
@@ -130,7 +136,7 @@ def test_candidates_cover_questions_entities_titles_and_spans():
     assert ("search", question.rstrip("?")) not in kinds  # already searched
 
 
-# -- the option list: shared fields defined once, renamed plan options, unknown keywords ---------------------------
+# -- the option list: shared fields defined once, the plan options, unknown keywords ---------------------------
 def _episode(env, seed, options=None):
     """The observations, rewards and infos of a seeded episode that takes the first admissible action each step."""
     obs, info = env.reset(seed=seed, options=options)
@@ -143,28 +149,18 @@ def _episode(env, seed, options=None):
     return out
 
 
-def test_old_guidance_keys_warn_and_give_the_identical_env_and_episode():
-    new = make(plan_k=2, plan_mode="prefix", plan_sources=("gold",), plan_noise=0.3, plan_noise_seed=4,
-               plan_answers=False).unwrapped
-    with pytest.warns(DeprecationWarning) as caught:
-        old = make(guidance_k=2, guidance_mode="prefix", guidance_sources=("gold",), guidance_noise=0.3,
-                   guidance_noise_seed=4, guidance_answers=False).unwrapped
-    messages = " ".join(str(w.message) for w in caught)
-    for old_key, new_key in PLAN_OPTION_RENAMES.items():  # each old key named with its new one
-        assert f"{old_key!r} is deprecated, use {new_key!r}" in messages
-    assert old.config == new.config
-    assert _episode(old, 3) == _episode(new, 3)
-    assert _episode(new, 3)[3] > 0  # the plan is used (k > 0): the comparison is of guided episodes
-    with pytest.warns(DeprecationWarning, match="'guidance_k' is deprecated, use 'plan_k'"), \
-            pytest.warns(DeprecationWarning, match="'guidance_mode' is deprecated, use 'plan_mode'"):
-        by_old_option = _episode(new, 5, {"task_id": TASK, "guidance_k": 1, "guidance_mode": "prompt"})
-    by_new_option = _episode(new, 5, {"task_id": TASK, "plan_k": 1, "plan_mode": "prompt"})
-    assert by_old_option == by_new_option and by_new_option[3] == 1  # k=1, not the env's plan_k=2
-    assert by_new_option != _episode(new, 5, {"task_id": TASK, "plan_mode": "prompt"})  # which k counts
-    with pytest.warns(DeprecationWarning, match="use GuidedSearchConfig.plan_k"):
-        assert new.config.guidance_k == 2
-    with pytest.raises(SteerEnvsError, match="pass only 'plan_k'"):
-        make(guidance_k=1, plan_k=1)
+def test_the_reset_options_choose_the_plan_and_an_unknown_one_is_refused():
+    env = make(
+        plan_k=2, plan_mode="prefix", plan_sources=("gold",), plan_noise=0.3, plan_noise_seed=4, plan_answers=False
+    ).unwrapped
+    assert _episode(env, 3)[3] > 0  # the plan is used (k > 0)
+    by_option = _episode(env, 5, {"task_id": TASK, "plan_k": 1, "plan_mode": "prompt"})
+    assert by_option[3] == 1  # k=1, not the env's plan_k=2
+    assert by_option != _episode(env, 5, {"task_id": TASK, "plan_mode": "prompt"})  # which k counts
+    with pytest.raises(UnknownOptionError, match=r"no option 'guidance_k'; its options: task_id, plan_k"):
+        env.reset(seed=5, options={"task_id": TASK, "guidance_k": 1})
+    with pytest.raises(UnknownOptionError, match="'guidance_k'"):
+        make(guidance_k=1)
 
 
 def test_an_unknown_keyword_is_an_error_naming_the_valid_options():

@@ -1,6 +1,7 @@
 """HandoffSteering-v0 beyond conformance: the pipeline's order, per-role turn counts, notes and rejections, the
 agent-turn budget, over-rejection being measurable, forced intervention inflating turns, and messages made of
 real text that name no hidden state."""
+
 from __future__ import annotations
 
 import json
@@ -81,7 +82,11 @@ def test_over_rejection_is_measurable_and_accepting_fixes_it():
             base = env.unwrapped
             while not base.pipeline.done:
                 h = base.pipeline.pending
-                if h.sender == "verifier" and h.fields["verdict"] == "FAIL" and base.pipeline.is_right(h.fields.get("claim")):
+                if (
+                    h.sender == "verifier"
+                    and h.fields["verdict"] == "FAIL"
+                    and base.pipeline.is_right(h.fields.get("claim"))
+                ):
                     rejected += 1
                     tried += 1
                     fork = base.fork(seed=seed)
@@ -98,7 +103,9 @@ def test_forced_intervention_raises_agent_turns():
     ids = _dev_ids(4)
     none = [play(env, i, lambda o: 0, tid)[1]["agent_turns"] for i, tid in enumerate(ids)]
     rng = np.random.default_rng(0)
-    forced = [play(env, i, lambda o: int(rng.integers(1, len(HANDOFF))), tid)[1]["agent_turns"] for i, tid in enumerate(ids)]
+    forced = [
+        play(env, i, lambda o: int(rng.integers(1, len(HANDOFF))), tid)[1]["agent_turns"] for i, tid in enumerate(ids)
+    ]
     assert np.mean(forced) > np.mean(none) + 2
 
 
@@ -140,8 +147,12 @@ def test_fork_with_seed_gives_independent_but_reproducible_continuations():
     runs = set()
     for seed in range(6):
         a, b = env.unwrapped.fork(seed=seed), env.unwrapped.fork(seed=seed)
-        ta = [a.step(INDEX["reject_retry"])[0]["transcript"]] + [a.step(0)[0]["transcript"] for _ in range(3) if not a.pipeline.done]
-        tb = [b.step(INDEX["reject_retry"])[0]["transcript"]] + [b.step(0)[0]["transcript"] for _ in range(3) if not b.pipeline.done]
+        ta = [a.step(INDEX["reject_retry"])[0]["transcript"]] + [
+            a.step(0)[0]["transcript"] for _ in range(3) if not a.pipeline.done
+        ]
+        tb = [b.step(INDEX["reject_retry"])[0]["transcript"]] + [
+            b.step(0)[0]["transcript"] for _ in range(3) if not b.pipeline.done
+        ]
         assert ta == tb
         runs.add(ta[-1])
     assert len(runs) > 1

@@ -1,5 +1,6 @@
 """The PettingZoo AEC view of the hand-off pipeline: PettingZoo's own api_test, and learning roles that shape the
 messages while the rest stay frozen."""
+
 from __future__ import annotations
 
 import warnings

@@ -1,4 +1,5 @@
 """An episode of HandoffSteering-v0 with an LLM-backed role: the real packaged Gemma 3 270M plays the verifier."""
+
 from __future__ import annotations
 
 import gymnasium as gym

@@ -1,6 +1,7 @@
 """Every registered env's ``step`` in text mode on hostile notes (any unicode, control characters, lone
 surrogates, tag soup, a megabyte): never a crash, never a hang, always a defined result (an observation in the
 observation space, a finite reward, an info dict); a non-string action is a clear InvalidActionError."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,7 +52,10 @@ def _play(env, notes: list[str], seed: int) -> None:
             assert "f1" in info, f"the episode ended without an f1 in info: {sorted(info)}"
             # the F1 is the answer's, against the golden answers of the task the info names
             task = next(t for t in env.unwrapped.tasks if t.id == info["task_id"])
-            assert info["f1"] == pytest.approx(f1(info["answer"] or "", task.golden_answers)), (info["answer"], task.golden_answers)
+            assert info["f1"] == pytest.approx(f1(info["answer"] or "", task.golden_answers)), (
+                info["answer"],
+                task.golden_answers,
+            )
             return
     raise AssertionError("no episode end after 64 steps of notes")
 

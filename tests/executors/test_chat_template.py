@@ -1,10 +1,11 @@
-"""Chat templates for instruct executors (issue 18, item 6): the prompt is the user message, the transcript the
-assistant's unfinished message, as in Search-R1's inference; base models keep the raw text.
+"""Chat templates for instruct executors: the prompt is the user message, the transcript the assistant's unfinished
+message, as in Search-R1's inference; base models keep the raw text.
 
 The tiny random model has no chat template, so a copy of it gets a Qwen2.5-style ChatML template (the executor of
 the steering paper is Qwen2.5-7B-Instruct). The rendered prompts are compared with the tokenizer's own
 ``apply_chat_template`` output; a recording wrapper around the real backend shows what the model was given.
 """
+
 import json
 import shutil
 import urllib.error
@@ -21,7 +22,7 @@ from steer_envs.executors.registry import make_executor
 from steer_envs.llm.base import GenerationConfig
 from steer_envs.llm.openai_client import chat_request_fields
 from steer_envs.llm.openai_server import OpenAICompatibleServer
-from tests.llm.support import ScriptedBackend, tiny_backend, tiny_model_dir  # noqa: F401
+from tests.llm.support import ScriptedBackend
 
 #: Qwen2.5-Instruct's template without the tool branches: a default system message, ChatML turns
 QWEN_CHATML = (
@@ -102,8 +103,7 @@ def template_continuation(tokenizer, prompt, transcript):
     """The template's own output for the conversation so far, the assistant's message left open."""
     if not transcript:
         return tokenizer.apply_chat_template(chat_messages(prompt, ""), tokenize=False, add_generation_prompt=True)
-    return tokenizer.apply_chat_template(chat_messages(prompt, transcript), tokenize=False,
-                                         continue_final_message=True)
+    return tokenizer.apply_chat_template(chat_messages(prompt, transcript), tokenize=False, continue_final_message=True)
 
 
 def context(data_dir, **extra):
@@ -111,14 +111,16 @@ def context(data_dir, **extra):
 
 
 # -- (a) the rendered prompt is the template's output ---------------------------------------------------------
-def test_first_turn_on_a_real_model_reads_the_templates_generation_prompt(mini_data_dir, task, chat_backend,
-                                                                          chat_tokenizer):
+def test_first_turn_on_a_real_model_reads_the_templates_generation_prompt(
+    mini_data_dir, task, chat_backend, chat_tokenizer
+):
     backend = Recording(chat_backend)
     ex = make_executor("hf:chat?max_new_tokens=4&temperature=0", context(mini_data_dir, backend=backend))
     assert ex.settings.chat_template == "auto" and ex.chat_format.name == "chat-template"
     ex.reset(task, seed=0)
-    expected = chat_tokenizer.apply_chat_template([{"role": "user", "content": ex.prompt}], tokenize=False,
-                                                  add_generation_prompt=True)
+    expected = chat_tokenizer.apply_chat_template(
+        [{"role": "user", "content": ex.prompt}], tokenize=False, add_generation_prompt=True
+    )
     assert ex.context == expected
     assert expected.endswith(f"Question: {task.question}\n{END_OF_TURN}\n<|im_start|>assistant\n")
     ex.step()
@@ -141,7 +143,8 @@ def test_chat_mode_reproduces_search_r1s_recorded_instruct_prompts(shared_data_d
 
 
 def test_after_a_search_information_and_an_intervention_the_prompt_is_the_templates_output(
-        mini_data_dir, task, chat_tokenizer):
+    mini_data_dir, task, chat_tokenizer
+):
     backend = ScriptedChat([SEARCH, ANSWER, ANSWER], chat_tokenizer)
     ex = make_executor("hf:scripted", context(mini_data_dir, backend=backend))
     ex.reset(task, seed=1)
@@ -154,8 +157,9 @@ def test_after_a_search_information_and_an_intervention_the_prompt_is_the_templa
     ex.intervene(Intervention("reject", "Wrong city."))
     before_third = ex.transcript
     ex.step()
-    assert backend.calls == [template_continuation(chat_tokenizer, ex.prompt, t)
-                             for t in ("", before_second, before_third)]
+    assert backend.calls == [
+        template_continuation(chat_tokenizer, ex.prompt, t) for t in ("", before_second, before_third)
+    ]
     assert "<guidance> Check the second entity. </guidance>" in backend.calls[1]
     assert "Your answer was rejected. Wrong city." in backend.calls[2]
 
@@ -163,8 +167,9 @@ def test_after_a_search_information_and_an_intervention_the_prompt_is_the_templa
 # -- (b) the transcript continues inside the open assistant turn --------------------------------------------
 def test_chat_continuation_keeps_the_transcript_in_the_assistant_turn(mini_data_dir, task, chat_backend):
     backend = Recording(chat_backend)
-    ex = make_executor("hf:chat?max_new_tokens=6&temperature=0&template=asearcher",
-                       context(mini_data_dir, backend=backend))
+    ex = make_executor(
+        "hf:chat?max_new_tokens=6&temperature=0&template=asearcher", context(mini_data_dir, backend=backend)
+    )
     ex.reset(task, seed=0)
     opening = ex.context
     transcripts = []
@@ -252,8 +257,7 @@ def test_a_template_that_writes_bos_is_sent_with_one_bos(chat_model_dir, tmp_pat
 def test_openai_chat_path_sends_the_partial_assistant_message(mini_data_dir, task, chat_backend, chat_tokenizer):
     backend = Recording(chat_backend)
     with OpenAICompatibleServer(backend, model_name="tiny-chat") as server:
-        ex = make_executor(f"{server.spec}?chat_template=on&max_new_tokens=6&temperature=0",
-                           context(mini_data_dir))
+        ex = make_executor(f"{server.spec}?chat_template=on&max_new_tokens=6&temperature=0", context(mini_data_dir))
         assert ex.chat_format.name == "server-chat"
         ex.reset(task, seed=0)
         ex.step()
@@ -267,16 +271,20 @@ def test_openai_chat_path_sends_the_partial_assistant_message(mini_data_dir, tas
     assert backend.prompts[1].endswith("<|im_start|>assistant\n" + transcript)
     assert chat_request_fields(chat_messages(ex.prompt, transcript)) == {
         "messages": [{"role": "user", "content": ex.prompt}, {"role": "assistant", "content": transcript}],
-        "continue_final_message": True, "add_generation_prompt": False}
+        "continue_final_message": True,
+        "add_generation_prompt": False,
+    }
     assert chat_request_fields(ex.prompt) == {"messages": [{"role": "user", "content": ex.prompt}]}
 
 
 def test_openai_with_a_local_tokenizer_sends_the_rendered_template_as_a_completion(
-        mini_data_dir, task, chat_backend, chat_model_dir, chat_tokenizer):
+    mini_data_dir, task, chat_backend, chat_model_dir, chat_tokenizer
+):
     backend = Recording(chat_backend)
     with OpenAICompatibleServer(backend, model_name="tiny-chat") as server:
-        ex = make_executor(f"{server.spec}?tokenizer={chat_model_dir}&max_new_tokens=4&temperature=0",
-                           context(mini_data_dir))
+        ex = make_executor(
+            f"{server.spec}?tokenizer={chat_model_dir}&max_new_tokens=4&temperature=0", context(mini_data_dir)
+        )
         assert ex.chat_format.name == "chat-template"  # auto: the given tokenizer has a template
         ex.reset(task, seed=0)
         ex.step()
@@ -288,9 +296,14 @@ def test_openai_with_a_local_tokenizer_sends_the_rendered_template_as_a_completi
 
 def test_the_loopback_server_checks_continue_final_message_like_vllm(chat_backend):
     with OpenAICompatibleServer(chat_backend, model_name="tiny-chat") as server:
+
         def post(body):
-            request = urllib.request.Request(f"{server.base_url}/chat/completions", data=json.dumps(body).encode(),
-                                             headers={"Content-Type": "application/json"}, method="POST")
+            request = urllib.request.Request(
+                f"{server.base_url}/chat/completions",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+                method="POST",
+            )
             try:
                 with urllib.request.urlopen(request, timeout=30) as response:
                     return response.status, json.loads(response.read())
@@ -303,8 +316,15 @@ def test_the_loopback_server_checks_continue_final_message_like_vllm(chat_backen
         both = user_only + [{"role": "assistant", "content": "<think>"}]
         status, reply = post({"messages": both, "continue_final_message": True, "add_generation_prompt": True})
         assert status == 400 and "at most one" in reply["error"]["message"]
-        status, reply = post({"messages": both, "continue_final_message": True, "add_generation_prompt": False,
-                              "max_tokens": 2, "temperature": 0})
+        status, reply = post(
+            {
+                "messages": both,
+                "continue_final_message": True,
+                "add_generation_prompt": False,
+                "max_tokens": 2,
+                "temperature": 0,
+            }
+        )
         assert status == 200 and isinstance(reply["choices"][0]["message"]["content"], str)
         # generate_chat of the client: one reply per conversation, continued or not
         from steer_envs.llm.openai_client import OpenAIBackend

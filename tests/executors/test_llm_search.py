@@ -1,4 +1,5 @@
 """The LLM search executor: protocol loop, interventions, forks, failures; on scripted, tiny and real models."""
+
 import gymnasium as gym
 import pytest
 
@@ -12,7 +13,7 @@ from steer_envs.executors.protocol import INVALID_ACTION_REPLY
 from steer_envs.executors.registry import is_deterministic, make_executor
 from steer_envs.llm.base import Generation
 from steer_envs.llm.openai_server import OpenAICompatibleServer
-from tests.llm.support import FaultServer, ScriptedBackend, gemma_backend, tiny_backend, tiny_model_dir  # noqa: F401
+from tests.llm.support import FaultServer, ScriptedBackend
 
 SEARCH = "<think> I should look this up. </think>\n<search> capital of france </search> trailing text never seen"
 ANSWER = "<think> The results say Paris. </think>\n<answer> Paris </answer>"
@@ -25,8 +26,9 @@ def task(mini_data_dir):
 
 
 def scripted(mini_data_dir, replies, **settings):
-    ctx = ExecutorContext(data_dir=str(mini_data_dir), max_turns=4,
-                          extra={"backend": ScriptedBackend(replies), **settings})
+    ctx = ExecutorContext(
+        data_dir=str(mini_data_dir), max_turns=4, extra={"backend": ScriptedBackend(replies), **settings}
+    )
     return make_executor("hf:scripted", ctx)
 
 
@@ -37,7 +39,9 @@ def test_llm_kinds_are_registered_nondeterministic():
 
 def test_spec_options_and_bad_settings():
     assert split_spec_options("gemma-3-270m?max_new_tokens=48&template=few-shot&temperature=0.5") == (
-        "gemma-3-270m", {"max_new_tokens": 48, "template": "few-shot", "temperature": 0.5})
+        "gemma-3-270m",
+        {"max_new_tokens": 48, "template": "few-shot", "temperature": 0.5},
+    )
     with pytest.raises(SteerEnvsError, match="key=value"):
         split_spec_options("x?max_new_tokens")
     with pytest.raises(UnknownNameError, match="few-shot"):
@@ -119,8 +123,10 @@ def test_closing_tag_is_recovered_when_a_server_omits_it():
 
 
 def test_tiny_model_episode_runs_the_real_loop(mini_data_dir, task, tiny_model_dir):
-    ex = make_executor(f"hf:{tiny_model_dir}?max_new_tokens=12&template=asearcher",
-                       ExecutorContext(data_dir=str(mini_data_dir), max_turns=3))
+    ex = make_executor(
+        f"hf:{tiny_model_dir}?max_new_tokens=12&template=asearcher",
+        ExecutorContext(data_dir=str(mini_data_dir), max_turns=3),
+    )
     ex.reset(task, seed=0)
     while not ex.done:
         result = ex.step()
@@ -151,8 +157,14 @@ def test_backend_failure_ends_the_episode_as_failed_with_the_reason(mini_data_di
 def test_env_records_a_failing_backend_and_a_vector_run_does_not_crash(mini_data_dir):
     with FaultServer("malformed") as server:
         spec = f"openai:m@{server.base_url}?{FAIL_FAST}"
-        env = gym.make("steer_envs/SearchSteering-v0", executor=spec, data_dir=str(mini_data_dir), max_turns=3,
-                       benchmarks=["nq"], split="train")
+        env = gym.make(
+            "steer_envs/SearchSteering-v0",
+            executor=spec,
+            data_dir=str(mini_data_dir),
+            max_turns=3,
+            benchmarks=["nq"],
+            split="train",
+        )
         obs, info = env.reset(seed=0)
         terminated = truncated = False
         while not (terminated or truncated):
@@ -160,11 +172,19 @@ def test_env_records_a_failing_backend_and_a_vector_run_does_not_crash(mini_data
         assert "malformed JSON" in info["failure"] and server.base_url in info["failure"]
         assert info["f1"] == 0.0 and truncated and not terminated and info["failure_source"] == "backend"
         env.close()
-        vec = gym.vector.SyncVectorEnv([
-            lambda: gym.make("steer_envs/SearchSteering-v0", executor=spec, data_dir=str(mini_data_dir), max_turns=2,
-                     benchmarks=["nq"], split="train")
-            for _ in range(3)
-        ])
+        vec = gym.vector.SyncVectorEnv(
+            [
+                lambda: gym.make(
+                    "steer_envs/SearchSteering-v0",
+                    executor=spec,
+                    data_dir=str(mini_data_dir),
+                    max_turns=2,
+                    benchmarks=["nq"],
+                    split="train",
+                )
+                for _ in range(3)
+            ]
+        )
         vec.reset(seed=1)
         for _ in range(3):
             _, rewards, terminated, truncated, infos = vec.step([0, 0, 0])
@@ -176,8 +196,13 @@ def test_env_records_a_failing_backend_and_a_vector_run_does_not_crash(mini_data
 @pytest.mark.slow
 @pytest.mark.llm
 def test_search_steering_episode_on_gemma(gemma_backend, shared_data_dir):
-    env = gym.make("steer_envs/SearchSteering-v0", executor="hf:gemma-3-270m?max_new_tokens=40", max_turns=2,
-                   benchmarks=["nq"], split="dev")
+    env = gym.make(
+        "steer_envs/SearchSteering-v0",
+        executor="hf:gemma-3-270m?max_new_tokens=40",
+        max_turns=2,
+        benchmarks=["nq"],
+        split="dev",
+    )
     obs, info = env.reset(seed=0)
     ex = env.unwrapped.executor
     assert ex.backend is gemma_backend and ex.settings.template == "few-shot"
@@ -197,8 +222,13 @@ def test_search_steering_episode_on_gemma(gemma_backend, shared_data_dir):
 @pytest.mark.llm
 def test_openai_executor_episode_against_a_server_wrapping_gemma(gemma_backend, shared_data_dir):
     with OpenAICompatibleServer(gemma_backend, model_name="gemma-3-270m") as server:
-        env = gym.make("steer_envs/SearchSteering-v0", executor=f"{server.spec}?max_new_tokens=40&template=few-shot",
-                       max_turns=2, benchmarks=["triviaqa"], split="dev")
+        env = gym.make(
+            "steer_envs/SearchSteering-v0",
+            executor=f"{server.spec}?max_new_tokens=40&template=few-shot",
+            max_turns=2,
+            benchmarks=["triviaqa"],
+            split="dev",
+        )
         obs, info = env.reset(seed=0)
         terminated = env.unwrapped.executor.done
         while not terminated:

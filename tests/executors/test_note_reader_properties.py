@@ -2,6 +2,7 @@
 
 Written against the public function that maps a note to an intent (``steer_envs.notes.read_note``); retarget
 ``read_note`` if the reader is replaced (the properties stay the same)."""
+
 from __future__ import annotations
 
 import time

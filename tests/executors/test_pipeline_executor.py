@@ -1,5 +1,6 @@
 """The five-role pipeline is an Executor: the shipped conformance checks (steer_envs.testing.check_executor) run on
 it and pass, and its turns are reported as TurnResults whose segments rebuild the hand-off log."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The one profile loader (steer_envs.executors.profiles) for the simulator and the pipeline: both reject a
 boolean where a number is expected, name the key and the file, and load every shipped profile."""
+
 from __future__ import annotations
 
 import json

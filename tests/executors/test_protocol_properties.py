@@ -1,6 +1,7 @@
 """The protocol parser and the transcript parser on hostile text: never a crash, never a hang (linear time on a
 megabyte of unclosed tags), always a defined result, and the linear scanner finds what the regex it replaced
 finds."""
+
 from __future__ import annotations
 
 import re
@@ -61,4 +62,5 @@ def test_a_megabyte_of_hostile_text_is_parsed_in_linear_time(text):
 def test_the_linear_scanner_finds_what_the_regex_found(text, tags):
     pattern = re.compile(re.escape(tags[0]) + "(.*?)" + re.escape(tags[1]), re.S)
     assert [(s.start, s.end, s.inner) for s in tag_spans(text, tags)] == [
-        (m.start(), m.end(), m.group(1)) for m in pattern.finditer(text)]
+        (m.start(), m.end(), m.group(1)) for m in pattern.finditer(text)
+    ]

@@ -1,4 +1,5 @@
 """The replay executor: real recorded rollouts played turn by turn, read-only, deterministic by seed."""
+
 import pickle
 
 import pytest
@@ -35,7 +36,10 @@ def test_replays_a_real_rollout_turn_by_turn(source, shared_data_dir):
     ex.reset(task, seed=0)
     results = play(ex)
     rollout = ex.rollout
-    assert rollout.question.split() == task.question.split() or rollout.question.lower().split() == task.question.lower().split()
+    assert (
+        rollout.question.split() == task.question.split()
+        or rollout.question.lower().split() == task.question.lower().split()
+    )
     assert ex.transcript == rollout.response  # the whole real transcript, rebuilt turn by turn
     assert ex.prompt == rollout.prompt
     assert ex.stats.searches == sum(r.kind == "search" for r in results) == len(recorded_queries(ex.recorded_turns))
@@ -83,8 +87,11 @@ def test_pinned_row_and_mismatch_error(shared_data_dir, bamboogle_task):
     assert ex.row == 3
     play(ex)
     assert ex.transcript == ex.rollout.response
-    other = next(t for t in load_tasks(data_dir=shared_data_dir, ids=replay_task_ids("r1_searcher_llama", shared_data_dir))
-                 if t.question != ex.rollout.question)
+    other = next(
+        t
+        for t in load_tasks(data_dir=shared_data_dir, ids=replay_task_ids("r1_searcher_llama", shared_data_dir))
+        if t.question != ex.rollout.question
+    )
     with pytest.raises(ExecutorError, match="replays the question"):
         ex.reset(other)
 
@@ -130,9 +137,15 @@ def test_replay_from_a_user_file(tmp_path):
     import json
 
     path = tmp_path / "mine.jsonl"
-    row = {"benchmark": "custom", "question": "Capital of France?", "golden_answers": ["Paris"], "format": "search-r1",
-           "prompt": "p", "response": "<search> capital of france </search>\n\n<information>Doc 1(Title: Paris) Paris "
-           "is the capital.</information>\n\n<answer> Paris </answer>"}
+    row = {
+        "benchmark": "custom",
+        "question": "Capital of France?",
+        "golden_answers": ["Paris"],
+        "format": "search-r1",
+        "prompt": "p",
+        "response": "<search> capital of france </search>\n\n<information>Doc 1(Title: Paris) Paris "
+        "is the capital.</information>\n\n<answer> Paris </answer>",
+    }
     path.write_text(json.dumps(row) + "\n")
     ex = make_executor(f"replay:{path}")
     ex.reset(ex.task_for_row(0))
@@ -157,5 +170,6 @@ def test_a_replay_env_picks_only_recorded_tasks_by_default(shared_data_dir):
             obs, reward, terminated, truncated, info = env.step("pass")
         assert info["executor_turns"] >= 1
     with pytest.raises(SteerEnvsError, match="supports none of the .* that do"):
-        gym.make("steer_envs/SearchSteering-v0", executor="replay:search_r1_base#0", benchmarks=["bamboogle"],
-                 split="dev")
+        gym.make(
+            "steer_envs/SearchSteering-v0", executor="replay:search_r1_base#0", benchmarks=["bamboogle"], split="dev"
+        )

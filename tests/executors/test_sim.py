@@ -1,5 +1,6 @@
 """The simulated searcher: hop plans from metadata, the intent grammar, profiles as data, determinism, forking,
 drift that shows only in behaviour, and interventions that help or hurt."""
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,11 @@ def test_paraphrases_of_one_intent_act_alike_and_any_note_is_read():
     ex.reset(task, seed=3)
     ex.step()
     readings = []
-    for note in ("The evidence so far does not answer the question; do not answer yet, keep searching.",
-                 "Hold your horses: you're not there yet, look further.", "I like turtles."):
+    for note in (
+        "The evidence so far does not answer the question; do not answer yet, keep searching.",
+        "Hold your horses: you're not there yet, look further.",
+        "I like turtles.",
+    ):
         branch = ex.fork()
         branch.intervene(Intervention("note", note))
         readings.append(branch.privileged()["understood_intents"][-1])
@@ -91,16 +95,20 @@ def test_profile_with_unknown_and_missing_keys_names_them(tmp_path):
         o["complience"] = 0.5
         del o["compliance"]
         del o["hazard_base"]
+
     path = write_profile(tmp_path, mutate)
     with pytest.raises(SteerEnvsError, match=r"unknown key\(s\) complience; missing key\(s\) compliance, hazard_base"):
         make_executor(f"sim:{path}")
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda o: o.update(recognize_skill=1.5), "'recognize_skill' must be a probability"),
-    (lambda o: o.update(benchmarks={"nq": {"skil": 0.1}}), r"benchmarks.nq\): unknown key\(s\) skil"),
-    (lambda o: o.update(drift_weights={"looping": 1.0}), "'drift_weights' must map drift modes"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda o: o.update(recognize_skill=1.5), "'recognize_skill' must be a probability"),
+        (lambda o: o.update(benchmarks={"nq": {"skil": 0.1}}), r"benchmarks.nq\): unknown key\(s\) skil"),
+        (lambda o: o.update(drift_weights={"looping": 1.0}), "'drift_weights' must map drift modes"),
+    ],
+)
 def test_profile_bad_values(tmp_path, mutate, message):
     with pytest.raises(SteerEnvsError, match=message):
         load_profile(str(write_profile(tmp_path, mutate)))

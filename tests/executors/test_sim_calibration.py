@@ -1,4 +1,5 @@
 """sim:default against the real Search-R1 (base) rollouts, within the stated tolerance; the calibrate command."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,10 @@ from steer_envs.executors.sim.calibration import TOLERANCE, calibrate, transcrip
 
 
 def test_transcript_stats_reads_both_sides_the_same_way():
-    invalid = "My previous action is invalid. If I want to search, I should put the query between <search> and </search>. If I want to give the final answer, I should put the answer between <answer> and </answer>. Let me try again."
+    invalid = (
+        "My previous action is invalid. If I want to search, I should put the query between <search> and </search>. "
+        "If I want to give the final answer, I should put the answer between <answer> and </answer>. Let me try again."
+    )
     rows = [
         ("<search> a </search><information>x</information><search> A </search><answer> Paris </answer>", ["Paris"]),
         ("<think> hmm </think>" + invalid, ["Rome"]),

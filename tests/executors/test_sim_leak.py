@@ -1,5 +1,6 @@
-"""Testbed rule 1: the simulator's <think> text reveals nothing about its hidden state beyond the observable
-situation (acceptance: ROC AUC within 0.02 on 2,000 held-out steps), and the check itself can fail."""
+"""The testbed's observability rule: the simulator's <think> text reveals nothing about its hidden state beyond the
+observable situation (acceptance: ROC AUC within 0.02 on 2,000 held-out steps), and the check itself can fail."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,8 +21,11 @@ def test_thoughts_do_not_reveal_hidden_state():
         if r.target != "any drift":
             assert r.positives == sum(s.label == r.target for s in held), r
     # every drift mode frequent enough on both sides (20 train, 10 held-out positives) is a target
-    frequent = {m for m in {s.label for s in train if s.label} if sum(s.label == m for s in train) >= 20
-                and sum(s.label == m for s in held) >= 10}
+    frequent = {
+        m
+        for m in {s.label for s in train if s.label}
+        if sum(s.label == m for s in train) >= 20 and sum(s.label == m for s in held) >= 10
+    }
     assert set(by_target) == {"any drift"} | frequent
     assert all(r.difference <= MAX_DIFFERENCE for r in results), results
 

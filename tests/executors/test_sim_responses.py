@@ -1,8 +1,9 @@
-"""The response table of the simulated searcher, measured: each note helps in the states a real agent would be
-helped in and costs where it would be disrupted; no note is good everywhere (testbed rule 3).
+"""The response table of the simulated searcher, measured: each note helps in the states a real agent would be helped
+in and costs where it would be disrupted; no note is good everywhere.
 
 States are reached by running real dev tasks; in each, the note is compared with passing over the same re-seeded
 continuations (paired), so the difference is the note's effect in that hidden situation."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -47,8 +48,9 @@ def _effects(profile: str, tasks, max_states: int = 400) -> dict[tuple[str, str]
                     plain.reseed(states * 100 + seed)  # fresh dice per state, the same for note and pass
                     noted.reseed(states * 100 + seed)
                     noted.intervene(Intervention("note", note))
-                    out[(situation, name)].append(f1(_finish(noted).answer, task.golden_answers)
-                                                  - f1(_finish(plain).answer, task.golden_answers))
+                    out[(situation, name)].append(
+                        f1(_finish(noted).answer, task.golden_answers) - f1(_finish(plain).answer, task.golden_answers)
+                    )
             ex.step()
     return out
 
@@ -68,14 +70,17 @@ def _mean(effects, situation, note) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("note,helps,hurts", [
-    ("keep_searching", "premature_unseen", "in_hand_right"),
-    ("verify", "in_hand_wrong", "in_hand_right"),
-    ("verify", "premature_unrecognised", "in_hand_right"),
-    ("answer_now", "redundant", "searching"),
-    ("stop_repeating", "redundant", "searching"),
-    ("backtrack", "fixated", "in_hand_right"),
-])
+@pytest.mark.parametrize(
+    "note,helps,hurts",
+    [
+        ("keep_searching", "premature_unseen", "in_hand_right"),
+        ("verify", "in_hand_wrong", "in_hand_right"),
+        ("verify", "premature_unrecognised", "in_hand_right"),
+        ("answer_now", "redundant", "searching"),
+        ("stop_repeating", "redundant", "searching"),
+        ("backtrack", "fixated", "in_hand_right"),
+    ],
+)
 def test_a_note_helps_where_it_should_and_costs_where_it_should(effects, note, helps, hurts):
     assert _mean(effects, helps, note) > 0.05, (note, helps)
     assert _mean(effects, hurts, note) < -0.02, (note, hurts)

@@ -1,4 +1,5 @@
 """The simulator's words: mined from real recorded agents, slotted, chosen by observable situation only."""
+
 from __future__ import annotations
 
 import re
@@ -16,10 +17,21 @@ QUESTION = "Who was the first African American mayor of the most populous city i
 
 def test_slotify_turns_copied_context_into_slots_and_drops_foreign_names():
     common = frozenset({"i", "need", "find", "search", "information", "results", "answer", "will", "about"})
-    assert slotify("I need to find the first African American mayor of the most populous city.", QUESTION,
-                   None, None, [], common) == "I need to find {topic}."
-    assert slotify("I will search for information about New York City.", QUESTION, None, None,
-                   ["New York City"], common) == "I will search for information about {title}."
+    assert (
+        slotify(
+            "I need to find the first African American mayor of the most populous city.",
+            QUESTION,
+            None,
+            None,
+            [],
+            common,
+        )
+        == "I need to find {topic}."
+    )
+    assert (
+        slotify("I will search for information about New York City.", QUESTION, None, None, ["New York City"], common)
+        == "I will search for information about {title}."
+    )
     # a name the slots do not cover, a number, or a fact about another subject: dropped
     assert slotify("I need to find out about Harold Pinter.", QUESTION, None, None, [], common) is None
     assert slotify("I need to find the mayor in 1967.", QUESTION, None, None, [], common) is None
@@ -28,7 +40,9 @@ def test_slotify_turns_copied_context_into_slots_and_drops_foreign_names():
 
 def test_fill_uses_only_the_episode_s_observable_text():
     template = "From the search results, {title} shows that {topic} is {answer}."
-    text = fill(template, "Who directed Jaws?", query="Jaws director", answer="Steven Spielberg", titles=["Jaws (film)"])
+    text = fill(
+        template, "Who directed Jaws?", query="Jaws director", answer="Steven Spielberg", titles=["Jaws (film)"]
+    )
     assert text == "From the search results, Jaws (film) shows that directed Jaws is Steven Spielberg."
     assert question_core("Who was the first mayor of X?") == "the first mayor of X"
     assert fill("", QUESTION) == ""
@@ -48,7 +62,9 @@ def test_situation_keys_back_off_from_specific_to_coarse():
 def test_the_bank_is_mined_from_the_recordings_and_every_thought_comes_from_it():
     bank = load_thought_bank(["search_r1_base"])
     assert bank is not None and len(bank) > 1000
-    assert bank.by_key["answer|t1|r0|o1|p0"] and all(t == "" for t in bank.by_key["answer|t1|r0|o1|p0"])  # Search-R1 base answers tersely
+    assert bank.by_key["answer|t1|r0|o1|p0"] and all(
+        t == "" for t in bank.by_key["answer|t1|r0|o1|p0"]
+    )  # Search-R1 base answers tersely
     assert any(t for t in bank.by_key["search|t0"])
     ex = make_executor("sim:default", max_turns=10)
     for i, task in enumerate(load_tasks("nq", "dev")[:30]):

@@ -1,4 +1,5 @@
 """The transcript parser on every recorded row of the four real trajectory files, plus hand-made edge cases."""
+
 import re
 
 import pytest
@@ -7,7 +8,11 @@ from steer_envs.data import load_rollouts, trajectory_files
 from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY
 from steer_envs.executors.transcript import (
-    RecordedTurn, final_answer, parse_rollout, parse_transcript, recorded_queries,
+    RecordedTurn,
+    final_answer,
+    parse_rollout,
+    parse_transcript,
+    recorded_queries,
 )
 
 SOURCES = ["search_r1_base", "search_r1_instruct", "r1_searcher_qwen", "r1_searcher_llama"]
@@ -58,8 +63,9 @@ def test_r1_searcher_answers_match_the_recorded_prediction(shared_data_dir):
 def test_invalid_action_reply_is_not_a_search():
     """Search-R1's invalid-action reply contains '<search> and </search>': it must not count as a query."""
     response = (
-        "<think> I know it </search>" + INVALID_ACTION_REPLY
-        + "<search> capital of france </search>\n\n<information>Doc 1(Title: \"Paris\") Paris is the capital.\n"
+        "<think> I know it </search>"
+        + INVALID_ACTION_REPLY
+        + '<search> capital of france </search>\n\n<information>Doc 1(Title: "Paris") Paris is the capital.\n'
         "Doc 2(Title: France) France ...</information>\n\n<answer> Paris </answer>"
     )
     turns = parse_transcript(response, "search-r1")
@@ -84,7 +90,10 @@ def test_truncated_rollout_is_unfinished():
 
 
 def test_r1_searcher_format_with_boxed_and_final_text():
-    docs = "\n\n<|begin_of_documents|>\n(1)Paris   Paris is the capital of France.\n(2)Lyon   A city.\n<|end_of_documents|>\n\n"
+    docs = (
+        "\n\n<|begin_of_documents|>\n(1)Paris   Paris is the capital of France.\n(2)Lyon   A city."
+        "\n<|end_of_documents|>\n\n"
+    )
     boxed = "I search <|begin_of_query|> capital of France<|end_of_query|>" + docs + "So it is \\boxed{Paris}."
     turns = parse_transcript(boxed, "r1-searcher")
     assert [t.kind for t in turns] == ["search", "answer"]

@@ -1,4 +1,5 @@
 """``steer-envs serve-env`` in a real process on loopback, driven by its OpenEnv client and by plain HTTP."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,13 @@ NOTE = "Verify the evidence: re-read the retrieved documents."
 def _serve(*args):
     # stderr goes to a file: an unread pipe fills up with the server's log and blocks it
     log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen([sys.executable, "-m", "steer_envs.cli.main", "serve-env", *args, "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=log, text=True, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steer_envs.cli.main", "serve-env", *args, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=os.environ.copy(),
+    )
     proc.log = log
     line = proc.stdout.readline()  # printed once the server listens
     match = re.search(r"at (http://127\.0\.0\.1:\d+)", line)
@@ -54,8 +60,17 @@ def _stop(proc):
 
 @pytest.fixture(scope="module")
 def steering_server():
-    proc, url = _serve("steer_envs/SearchSteering-v0", "--env-kwargs", '{"action_mode": "text"}',
-                       "--max-sessions", "24", "--max-action-chars", "500", "--api-key", KEY)
+    proc, url = _serve(
+        "steer_envs/SearchSteering-v0",
+        "--env-kwargs",
+        '{"action_mode": "text"}',
+        "--max-sessions",
+        "24",
+        "--max-action-chars",
+        "500",
+        "--api-key",
+        KEY,
+    )
     yield proc, url
     _stop(proc)
 
@@ -235,8 +250,15 @@ def test_bounded_soak_keeps_memory_flat_and_a_live_session_keeps_its_state(steer
 
 
 def test_idle_sessions_expire_and_sessions_are_bounded():
-    proc, url = _serve("steer_envs/GuidedSearch-v0", "--env-kwargs", '{"action_mode": "text"}', "--max-sessions", "2",
-                       "--idle-timeout", "1")
+    proc, url = _serve(
+        "steer_envs/GuidedSearch-v0",
+        "--env-kwargs",
+        '{"action_mode": "text"}',
+        "--max-sessions",
+        "2",
+        "--idle-timeout",
+        "1",
+    )
     try:
         a = _http(url + "/sessions", "POST", {}, key=None)[1]["session_id"]
         _http(url + "/sessions", "POST", {}, key=None)

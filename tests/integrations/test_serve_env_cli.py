@@ -1,12 +1,18 @@
 """``steer-envs serve-env`` refuses bad arguments with a clear message before it imports OpenEnv or binds."""
+
 import os
 import subprocess
 import sys
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "steer_envs.cli.main", "serve-env", *args], capture_output=True,
-                          text=True, timeout=120, env=os.environ.copy())
+    return subprocess.run(
+        [sys.executable, "-m", "steer_envs.cli.main", "serve-env", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ.copy(),
+    )
 
 
 def test_unknown_env_id_lists_the_valid_ones():

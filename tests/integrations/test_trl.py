@@ -1,4 +1,5 @@
 """The TRL environments: episodes equal gymnasium's, and real GRPOTrainer steps reach the envs and learn from them."""
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,7 @@ from steer_envs.integrations.trl import (
     row_seed,
     task_dataset,
 )
-
-ANSWER_NOW = "You already have enough evidence. Give your final answer now."
+from steer_envs.llm.tool_model import ANSWER_NOW  # the note the tiny tool model learned to send
 
 
 def _gym_episode(env_id, seed, task_id, actions, **kwargs):
@@ -43,19 +43,29 @@ def test_guided_search_episode_equals_gymnasium():
     result = tools.search("first nobel prize physics")
     assert "<information>" in result
     tools.answer("Wilhelm Conrad Röntgen")
-    rewards, obs, info = _gym_episode("steer_envs/GuidedSearch-v0", row["seed"], row["task_id"],
-                                      tools.actions + ["<answer> never reached </answer>"])
-    assert tools.actions == ["<search> first nobel prize physics </search>", "<answer> Wilhelm Conrad Röntgen </answer>"]
+    rewards, obs, info = _gym_episode(
+        "steer_envs/GuidedSearch-v0", row["seed"], row["task_id"], tools.actions + ["<answer> never reached </answer>"]
+    )
+    assert tools.actions == [
+        "<search> first nobel prize physics </search>",
+        "<answer> Wilhelm Conrad Röntgen </answer>",
+    ]
     assert rewards == tools.rewards and tools.get_reward() == sum(rewards)
     assert obs["transcript"] == tools.unwrapped.state.transcript
     assert info["answer"] == tools.last_info["answer"]
     assert tools.search("more") == "The episode is over; no further actions are taken." and len(tools.actions) == 2
 
 
-@pytest.mark.parametrize("cls, actions", [
-    (SearchSteeringTools, [("intervene", ANSWER_NOW), ("pass_turn",)]),
-    (HandoffSteeringTools, [("note", "Check the dates."), ("reject", "Use the second passage."), ("pass_handoff",)]),
-])
+@pytest.mark.parametrize(
+    "cls, actions",
+    [
+        (SearchSteeringTools, [("intervene", ANSWER_NOW), ("pass_turn",)]),
+        (
+            HandoffSteeringTools,
+            [("note", "Check the dates."), ("reject", "Use the second passage."), ("pass_handoff",)],
+        ),
+    ],
+)
 def test_supervision_episode_equals_gymnasium(cls, actions):
     row = task_dataset(cls.env_id, limit=2)[1]
     tools = cls()
@@ -99,15 +109,19 @@ def test_bad_options_and_arguments_are_clear_errors():
 
 
 def test_the_package_the_cli_and_the_trl_module_import_neither_trl_nor_openenv():
-    code = ("import sys, steer_envs, steer_envs.integrations.trl; from steer_envs.cli.main import build_parser; "
-            "build_parser(); print([m for m in ('trl', 'openenv', 'datasets') if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(),
-                         timeout=120)
+    code = (
+        "import sys, steer_envs, steer_envs.integrations.trl; from steer_envs.cli.main import build_parser; "
+        "build_parser(); print([m for m in ('trl', 'openenv', 'datasets') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(), timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
 
 # -- real GRPOTrainer steps ------------------------------------------------------------------------------------
+
 
 def _recording(cls):
     """A test env recording every tool action and every reward TRL collects, across TRL's pooled instances."""
@@ -135,46 +149,13 @@ def _recording(cls):
     return Recording
 
 
-def _prompt(cls, row):
-    probe = cls()
-    text = row["prompt"][0]["content"] + probe.reset(**row)
-    tools = [getattr(probe, name) for name in sorted(cls.__dict__) if not name.startswith("_")
-             and callable(cls.__dict__[name])]
-    return text, tools
-
-
-def _steering_row():
-    """A SearchSteering row where the two warmed-up calls lead to different returns (so a group can differ)."""
-    rows = task_dataset("steer_envs/SearchSteering-v0", limit=12)
-    for i in range(len(rows)):
-        row = rows[i]
-        returns = []
-        for first in ("pass", ANSWER_NOW):
-            t = SearchSteeringTools()
-            t.reset(**row)
-            t.pass_turn() if first == "pass" else t.intervene(first)
-            returns.append(t.get_reward())
-        if returns[0] != returns[1]:
-            return rows.select([i])
-    raise AssertionError("no row of the first 12 separates passing from answering now")
-
-
 def tool_model_and_data():
-    """The warmed-up tool model (cached) and the one-row datasets it was warmed up on (also used by the README's
-    TRL block test)."""
-    from tests.integrations.tool_model import cached_tool_model
+    """The tiny tool-calling model that ``steer-envs build-tiny-model`` writes (cached) and the one-row datasets it
+    was warmed up on (also used by the README's TRL block test)."""
+    from steer_envs.llm.tool_model import cached_tool_model, default_cases
 
-    guided = task_dataset(limit=1)
-    gold = GuidedSearchTools().unwrapped.tasks[0].golden_answers[0]
-    steering = _steering_row()
-    g_text, g_tools = _prompt(GuidedSearchTools, guided[0])
-    s_text, s_tools = _prompt(SearchSteeringTools, steering[0])
-    path = cached_tool_model([
-        (g_text, g_tools, [("answer", {"text": gold}), ("answer", {"text": "Paris"}),
-                           ("search", {"query": "first nobel prize"})]),
-        (s_text, s_tools, [("pass_turn", {}), ("intervene", {"note": ANSWER_NOW})]),
-    ])
-    return path, {"guided": guided, "steering": steering}
+    tasks = default_cases()
+    return cached_tool_model(tasks.cases), {"guided": tasks.guided, "steering": tasks.steering}
 
 
 @pytest.fixture(scope="module")
@@ -192,11 +173,24 @@ def _train(path, dataset, env_cls, tmp_path):
     model = AutoModelForCausalLM.from_pretrained(path)
     tokenizer = AutoTokenizer.from_pretrained(path)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    args = GRPOConfig(output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=4, num_generations=4,
-                      max_steps=2, max_completion_length=256, max_tool_calling_iterations=2, learning_rate=1e-3,
-                      logging_steps=1, report_to=[], use_cpu=True, bf16=False, save_strategy="no", seed=0)
-    trainer = GRPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                          environment_factory=env_cls)
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_steps=2,
+        max_completion_length=256,
+        max_tool_calling_iterations=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer, environment_factory=env_cls
+    )
     trainer.train()
     changed = any(not torch.equal(before[n], p) for n, p in model.named_parameters())
     logs = [h for h in trainer.state.log_history if "reward" in h]
@@ -206,10 +200,10 @@ def _train(path, dataset, env_cls, tmp_path):
 def _check_rewards(logs, env_cls, changed):
     assert len(logs) == 2 and len(env_cls.returns) == 8  # 2 steps x 4 rollouts, one get_reward each
     for step, log in enumerate(logs):
-        chunk = env_cls.returns[4 * step: 4 * step + 4]
+        chunk = env_cls.returns[4 * step : 4 * step + 4]
         assert math.isclose(log[f"rewards/{env_cls.__name__}/mean"], sum(chunk) / 4, abs_tol=1e-6)
         assert math.isclose(log["reward"], sum(chunk) / 4, abs_tol=1e-6)
-    differed = [len(set(env_cls.returns[4 * s: 4 * s + 4])) > 1 for s in range(2)]
+    differed = [len(set(env_cls.returns[4 * s : 4 * s + 4])) > 1 for s in range(2)]
     assert any(differed), f"no group's rewards differed: {env_cls.returns}"
     assert changed  # a group with different rewards has a non-zero advantage: the update moves the parameters
 

@@ -1,4 +1,5 @@
 """Fixtures and loopback servers shared by the LLM tests (imported by test modules, so pytest finds them)."""
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,14 @@ class FaultServer:
     completions with the texts of ``script`` in turn. ``die_after=N``: after N answered POSTs the server dies
     (drops the connection and stops listening), as a server killed mid-run does. Counts the POSTs it received."""
 
-    def __init__(self, mode: str, delay: float = 2.0, healthy_url: str | None = None,
-                 script: Sequence[str] = (), die_after: int | None = None):
+    def __init__(
+        self,
+        mode: str,
+        delay: float = 2.0,
+        healthy_url: str | None = None,
+        script: Sequence[str] = (),
+        die_after: int | None = None,
+    ):
         self.mode = mode
         self.delay = delay
         self.healthy_url = healthy_url
@@ -135,22 +142,32 @@ class FaultServer:
                     self.end_headers()
                     try:
                         for i in range(len(body)):
-                            self.wfile.write(body[i:i + 1])
+                            self.wfile.write(body[i : i + 1])
                             self.wfile.flush()
                             time.sleep(server.delay)
                     except OSError:  # the client gave up and went away
                         pass
                 elif mode == "script":
                     text = server.script[(n - 1) % len(server.script)]
-                    self._reply(200, json.dumps({"choices": [{"text": text, "finish_reason": "stop"}],
-                                                 "usage": {"completion_tokens": len(text.split())}}).encode())
+                    self._reply(
+                        200,
+                        json.dumps(
+                            {
+                                "choices": [{"text": text, "finish_reason": "stop"}],
+                                "usage": {"completion_tokens": len(text.split())},
+                            }
+                        ).encode(),
+                    )
                 elif mode.startswith("flaky:") and n <= int(mode.split(":")[1]):
                     self._reply(503, b'{"error": "warming up"}')
                 else:
                     import urllib.request
 
-                    req = urllib.request.Request(server.healthy_url + self.path.removeprefix("/v1"), data=raw,
-                                                 headers={"Content-Type": "application/json"})
+                    req = urllib.request.Request(
+                        server.healthy_url + self.path.removeprefix("/v1"),
+                        data=raw,
+                        headers={"Content-Type": "application/json"},
+                    )
                     with urllib.request.urlopen(req, timeout=30) as resp:
                         self._reply(200, resp.read())
 

@@ -20,7 +20,9 @@ def test_generation_config_rejects_bad_settings_with_a_reason():
 
 def test_truncate_at_stop_cuts_at_the_earliest_stop():
     assert truncate_at_stop("a <answer> x </answer> <search> q </search>", ["</search>", "</answer>"]) == (
-        "a <answer> x ", "</answer>")
+        "a <answer> x ",
+        "</answer>",
+    )
     assert truncate_at_stop("no stop here", ["</search>"]) == ("no stop here", None)
 
 

@@ -1,5 +1,6 @@
 """Context limits in the backend layer: every backend knows its model's context, a prompt that outgrows it raises
 ContextOverflowError (not a retried service failure), and the stand-in server refuses it as vLLM does."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from steer_envs.llm.base import (
 from steer_envs.llm.hf import HFBackend, model_context_length
 from steer_envs.llm.openai_client import OpenAIOptions, load_openai_backend
 from steer_envs.llm.openai_server import OpenAICompatibleServer, context_overflow_message
-from tests.llm.support import FaultServer, tiny_backend, tiny_model_dir  # noqa: F401 - fixtures
+from tests.llm.support import FaultServer
 
 #: the wordings servers use for an over-long prompt (vLLM's three, SGLang's, OpenAI's code, llama.cpp's two)
 OVERFLOWS = [
@@ -78,11 +79,11 @@ def test_stand_in_server_enforces_max_model_len_like_vllm(tiny_backend):
         with urllib.request.urlopen(f"{server.base_url}/models", timeout=30) as resp:
             [entry] = json.loads(resp.read())["data"]
         assert entry["max_model_len"] == n + 8  # listed where vLLM lists it
-        for max_tokens, expected in ((9, context_overflow_message(n, 9, n + 8)),
-                                     (8, None)):
+        for max_tokens, expected in ((9, context_overflow_message(n, 9, n + 8)), (8, None)):
             body = json.dumps({"model": "tiny", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}).encode()
-            request = urllib.request.Request(f"{server.base_url}/completions", data=body,
-                                             headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(
+                f"{server.base_url}/completions", data=body, headers={"Content-Type": "application/json"}
+            )
             if expected is None:
                 with urllib.request.urlopen(request, timeout=30) as resp:
                     assert resp.status == 200

@@ -1,4 +1,5 @@
 """The transformers backend on the tiny random model: batching, stops, sampling seeds, log-probs, gradients."""
+
 import math
 import os
 
@@ -8,7 +9,6 @@ import torch
 from steer_envs.llm import GenerationConfig, make_backend
 from steer_envs.llm.base import match_candidates
 from steer_envs.llm.tiny import build_tiny_causal_lm
-from tests.llm.support import tiny_backend, tiny_model_dir  # noqa: F401 - fixtures
 
 PROMPTS = ["Question: who wrote the novel?\n", "<think> I need to search. </think> <search>", "The river"]
 
@@ -46,7 +46,9 @@ def test_stop_sequences_end_generation_and_are_left_out(tiny_backend):
     words = [w for w in free.split() if len(w) >= 2]
     stop = words[len(words) // 2]
     assert free.index(stop) > 0
-    got = tiny_backend.generate([PROMPTS[2]], GenerationConfig(max_new_tokens=24, stop=(stop, "never-appears"), **sample))[0]
+    got = tiny_backend.generate(
+        [PROMPTS[2]], GenerationConfig(max_new_tokens=24, stop=(stop, "never-appears"), **sample)
+    )[0]
     assert got.stop_sequence == stop and got.finish_reason == "stop"
     assert got.text == free[: free.index(stop)]
     assert got.tokens < 24

@@ -1,5 +1,6 @@
 """The openai: backend's transport (steer_envs.httpio.KeepAlivePool) against a real loopback server: one kept-alive
 connection serves a sequence of requests, and ``max_in_flight`` bounds the requests in flight over all threads."""
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor

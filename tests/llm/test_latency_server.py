@@ -1,6 +1,7 @@
 """The loopback latency server's lognormal latency: the mean and coefficient of variation asked for, the same
 draws for the same seed, fixed latency unchanged at cv 0; and the server (in a thread and in its own process)
 answering under it."""
+
 from __future__ import annotations
 
 import statistics
@@ -58,8 +59,10 @@ def test_the_process_server_counts_requests_in_flight_and_answers_chat_too():
     with LatencyServerProcess(0.2, reply="answer") as process:
         backend = make_backend(process.spec, shared=False, max_in_flight=8, concurrency=8, max_retries=0)
         try:
-            texts = [g.text for g in backend.generate([f"Question {i}?" for i in range(8)],
-                                                      GenerationConfig(max_new_tokens=8))]
+            texts = [
+                g.text
+                for g in backend.generate([f"Question {i}?" for i in range(8)], GenerationConfig(max_new_tokens=8))
+            ]
             chat = backend.generate_chat([[{"role": "user", "content": "Question?"}]], GenerationConfig())[0].text
         finally:
             backend.close()

@@ -1,5 +1,6 @@
 """The openai: backend over real HTTP on loopback: against the project's own server wrapping the tiny model,
 and against servers that time out, fail with HTTP 500 or 404, or reply with malformed JSON."""
+
 import json
 import math
 import time
@@ -12,7 +13,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.llm import GenerationConfig, LLMBackendError, make_backend
 from steer_envs.llm.openai_client import OpenAIBackend, OpenAIBackendError, OpenAIOptions, parse_openai_arg
 from steer_envs.llm.openai_server import OpenAICompatibleServer
-from tests.llm.support import FaultServer, tiny_backend, tiny_model_dir  # noqa: F401 - fixtures
+from tests.llm.support import FaultServer
 
 PROMPTS = ["Question: who wrote the novel?\n", "<think> I need to search. </think> <search>", "The river"]
 FAST_RETRY = dict(timeout=0.3, max_retries=2, backoff=0.01, max_backoff=0.02)
@@ -35,7 +36,9 @@ def test_completions_over_http_match_the_local_backend(tiny_server, tiny_backend
     remote = make_backend(tiny_server.spec, shared=False)
     assert remote.models() == ["tiny"]
     config = GenerationConfig(max_new_tokens=10)
-    assert [g.text for g in remote.generate(PROMPTS, config)] == [g.text for g in tiny_backend.generate(PROMPTS, config)]
+    assert [g.text for g in remote.generate(PROMPTS, config)] == [
+        g.text for g in tiny_backend.generate(PROMPTS, config)
+    ]
     assert all(g.tokens == 10 and g.finish_reason == "length" for g in remote.generate(PROMPTS[:1], config))
 
 
@@ -98,13 +101,20 @@ def test_server_answers_bad_requests_with_openai_style_errors(tiny_server):
     status, body = _post(f"{url}/chat/completions", {"messages": [{"role": "user"}]})
     assert status == 400 and "messages" in body["error"]["message"]
     status, body = _post(f"{url}/completions", {"prompt": ["a", "b"], "max_tokens": 2, "n": 2, "logprobs": 3})
-    assert status == 200 and len(body["choices"]) == 4 and 1 <= len(body["choices"][0]["logprobs"]["top_logprobs"][0]) <= 3
+    assert (
+        status == 200 and len(body["choices"]) == 4 and 1 <= len(body["choices"][0]["logprobs"]["top_logprobs"][0]) <= 3
+    )
 
 
 @pytest.mark.parametrize(
     "mode, reason, delay",
-    [("timeout", "timed out", 1.5), ("500", "HTTP 500", 0), ("malformed", "malformed JSON", 0),
-     ("truncated", "truncated reply", 0), ("trickle", "timed out", 0.05)],
+    [
+        ("timeout", "timed out", 1.5),
+        ("500", "HTTP 500", 0),
+        ("malformed", "malformed JSON", 0),
+        ("truncated", "truncated reply", 0),
+        ("trickle", "timed out", 0.05),
+    ],
 )
 def test_faults_are_retried_then_fail_with_a_clear_error(mode, reason, delay):
     with FaultServer(mode, delay=delay) as server:
@@ -152,8 +162,21 @@ def test_server_module_runs_as_a_command(tiny_model_dir):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "steer_envs.llm.openai_server", "--backend", f"hf:{tiny_model_dir}",
-                             "--model-name", "tiny", "--port", str(port)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "steer_envs.llm.openai_server",
+            "--backend",
+            f"hf:{tiny_model_dir}",
+            "--model-name",
+            "tiny",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "serving" in proc.stdout.readline()
         remote = make_backend(f"openai:tiny@http://127.0.0.1:{port}", shared=False)
@@ -162,8 +185,11 @@ def test_server_module_runs_as_a_command(tiny_model_dir):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    bad = subprocess.run([sys.executable, "-m", "steer_envs.llm.openai_server", "--backend", "hf:/no/such/dir"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "steer_envs.llm.openai_server", "--backend", "hf:/no/such/dir"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "not a model folder" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -1,4 +1,5 @@
 """The real model shipped on PyPI (Gemma 3 270M, GGUF), through the transformers backend."""
+
 import math
 import os
 
@@ -6,7 +7,6 @@ import pytest
 
 from steer_envs.llm import GenerationConfig
 from steer_envs.llm.packaged import COMPLETE_MARKER, gemma_model_dir
-from tests.llm.support import gemma_backend  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.llm]
 
@@ -26,8 +26,12 @@ def test_gemma_generates_stops_and_scores_yes_no(gemma_backend):
     gen = gemma_backend.generate([prompt], GenerationConfig(max_new_tokens=12, stop=("\n",)))[0]
     assert "Paris" in gen.text and "\n" not in gen.text and gen.tokens <= 12
     probs = gemma_backend.next_token_logprobs(
-        ["Is Paris the capital of France? Answer yes or no.\nAnswer:",
-         "Is Berlin the capital of France? Answer yes or no.\nAnswer:"], ["yes", "no"])
+        [
+            "Is Paris the capital of France? Answer yes or no.\nAnswer:",
+            "Is Berlin the capital of France? Answer yes or no.\nAnswer:",
+        ],
+        ["yes", "no"],
+    )
     for row in probs:
         assert sum(math.exp(v) for v in row.values()) <= 1 + 1e-6
     assert probs[0]["yes"] > probs[0]["no"]

@@ -1,6 +1,6 @@
 """Development paraphrases of the ``handoff`` intent set: used to choose its prototypes.
 
-The acceptance check reads ``handoff_paraphrases_test.py`` instead, a separate list written for the test."""
+The acceptance check reads ``handoff_paraphrases_heldout.py`` instead, a separate list written for the test."""
 
 DEV_PARAPHRASES: dict[str, list[str]] = {
     "accept": [

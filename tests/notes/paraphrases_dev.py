@@ -1,6 +1,6 @@
 """Development paraphrases: used to choose the intent prototypes and the reader's thresholds.
 
-The accuracy acceptance check runs on ``paraphrases_test.py`` instead, a separate list written for the test.
+The accuracy acceptance check runs on ``paraphrases_heldout.py`` instead, a separate list written for the test.
 """
 
 DEV_PARAPHRASES: dict[str, list[str]] = {

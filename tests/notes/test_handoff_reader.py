@@ -1,5 +1,6 @@
 """The ``handoff`` intent set read by meaning: accuracy on paraphrases written for the test (not the development
 list its prototypes were chosen on), and a defined reading for any string."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,15 +9,19 @@ from steer_envs.executors.pipeline import HANDOFF_INTENTS
 from steer_envs.notes import shared_reader
 
 from .handoff_paraphrases_dev import DEV_PARAPHRASES
-from .handoff_paraphrases_test import TEST_PARAPHRASES
+from .handoff_paraphrases_heldout import TEST_PARAPHRASES
 
 pytestmark = pytest.mark.llm  # reads with the packaged MiniLM
 
 
 def test_test_paraphrases_read_as_their_intent():
     reader = shared_reader(HANDOFF_INTENTS)
-    misses = [(intent, text, reader.read(text).intent) for intent, texts in TEST_PARAPHRASES.items() for text in texts
-              if reader.read(text).intent != intent]
+    misses = [
+        (intent, text, reader.read(text).intent)
+        for intent, texts in TEST_PARAPHRASES.items()
+        for text in texts
+        if reader.read(text).intent != intent
+    ]
     total = sum(len(v) for v in TEST_PARAPHRASES.values())
     assert 1 - len(misses) / total >= 0.90, misses
     for intent, texts in TEST_PARAPHRASES.items():  # no intent is carried by the others

@@ -1,4 +1,5 @@
 """The note encoder's and reader's memo: bounded, least recently used first out, thread-safe, and a pure cache."""
+
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,6 @@
 """The note reader: paraphrases land on their intent (acceptance list written for the test), any string gets a
 defined reading, readings are deterministic and cached, the lean encoder is MiniLM itself."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,7 @@ from steer_envs.notes import NONE, NoteReader, Reading, note_argument, read_note
 from steer_envs.notes.encoder import MiniLMEncoder, shared_encoder
 from steer_envs.notes.intents import SEARCHER
 
-from .paraphrases_test import TEST_PARAPHRASES
+from .paraphrases_heldout import TEST_PARAPHRASES
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +34,22 @@ def test_paraphrases_map_to_their_intent(reader):
     assert sum(accuracy.values()) / len(accuracy) >= 0.9
 
 
-@pytest.mark.parametrize("text", [
-    "", "   ", "\x00\x01\x02", "🙂" * 50, "<answer> x </answer>" * 100, "a" * (1 << 20), "Search for:", "search",
-    "\n\n\t", "<guidance><guidance>", "Stop" + "\u200b" * 1000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "\x00\x01\x02",
+        "🙂" * 50,
+        "<answer> x </answer>" * 100,
+        "a" * (1 << 20),
+        "Search for:",
+        "search",
+        "\n\n\t",
+        "<guidance><guidance>",
+        "Stop" + "\u200b" * 1000,
+    ],
+)
 def test_any_string_gets_a_defined_reading(reader, text):
     reading = reader.read(text)
     assert isinstance(reading, Reading)
@@ -56,22 +69,27 @@ def test_readings_are_deterministic_across_readers_and_cached(reader):
     for note in notes:
         a, b = reader.read(note), fresh.read(note)
         assert (a.intent, a.argument) == (b.intent, b.argument)
-        assert a.confidence == pytest.approx(b.confidence, abs=1e-6)
+        # the encoder's sums are reduced over torch's threads, whose number other tests (trainers) may change
+        # between the two readings: the same reading, up to float rounding
+        assert a.confidence == pytest.approx(b.confidence, abs=1e-5)
         assert reader.read(note) is a  # served from the cache
 
 
-@pytest.mark.parametrize("text,argument", [
-    ("Search for: Kris Benson", "Kris Benson"),
-    ("search for the director of Jaws", "the director of Jaws"),
-    ("Please look up the capital of Peru.", "the capital of Peru"),
-    ("Try searching the birth year of Marie Curie", "the birth year of Marie Curie"),
-    ("Keep searching.", ""),
-    ("Search some more before answering.", ""),
-    ("Verify the evidence: re-read the documents", ""),
-    ("Query: first president of Kenya", "first president of Kenya"),
-    ("Hold on: you are not there yet", ""),
-    ("the research was done", ""),
-])
+@pytest.mark.parametrize(
+    "text,argument",
+    [
+        ("Search for: Kris Benson", "Kris Benson"),
+        ("search for the director of Jaws", "the director of Jaws"),
+        ("Please look up the capital of Peru.", "the capital of Peru"),
+        ("Try searching the birth year of Marie Curie", "the birth year of Marie Curie"),
+        ("Keep searching.", ""),
+        ("Search some more before answering.", ""),
+        ("Verify the evidence: re-read the documents", ""),
+        ("Query: first president of Kenya", "first president of Kenya"),
+        ("Hold on: you are not there yet", ""),
+        ("the research was done", ""),
+    ],
+)
 def test_argument_extraction(text, argument):
     assert note_argument(text) == argument
 
@@ -87,11 +105,20 @@ def test_catalogue_notes_read_as_the_intent_they_are_named_for(reader):
     from steer_envs.envs.catalogue import STEERING
 
     goal = "What team was Anna Benson's spouse a member of?"
-    transcript = ("<search> Anna Benson </search>\n\n<information>Doc 1(Title: Kris Benson) Kris Benson is a pitcher."
-                  "</information>\n\n")
-    expected = {"answer_now": "answer_now", "stop_repeating": "stop_repeating", "refocus": "refocus",
-                "keep_searching": "keep_searching", "verify": "verify", "backtrack": "backtrack",
-                "search_question": "search_for", "search_new_title": "search_for"}
+    transcript = (
+        "<search> Anna Benson </search>\n\n<information>Doc 1(Title: Kris Benson) Kris Benson is a pitcher."
+        "</information>\n\n"
+    )
+    expected = {
+        "answer_now": "answer_now",
+        "stop_repeating": "stop_repeating",
+        "refocus": "refocus",
+        "keep_searching": "keep_searching",
+        "verify": "verify",
+        "backtrack": "backtrack",
+        "search_question": "search_for",
+        "search_new_title": "search_for",
+    }
     for template in STEERING[1:]:
         reading = reader.read_in_context(template.fill(goal, transcript), goal)
         assert reading.intent == expected[template.name], template.name

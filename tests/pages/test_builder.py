@@ -1,21 +1,23 @@
 """The page builder's parts: templates, the page registry, sections in order, atomic writes, code facts read from
 the code, the one table format, and `steer-envs report PAGE` errors that say what to run."""
+
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch.nn as nn
 
+from benchmarks.pages import PAGE_MODULES, Page, Section, codefacts, get_page, template
+from benchmarks.pages.tables import markdown_table, table_lines
 from steer_envs.cli.main import main
 from steer_envs.errors import SteerEnvsError
 
-from benchmarks.pages import PAGE_MODULES, Page, Section, codefacts, get_page, template
-from benchmarks.pages.tables import markdown_table, table_lines
-
 
 def test_templates_fill_placeholders_and_name_a_missing_one():
-    assert "`steering_rl:G=2`" in template("results_links", rl="steering_rl:G=2")
-    with pytest.raises(SteerEnvsError, match=r"needs a value for \$rl"):
-        template("results_links")
+    assert "the first 37 test tasks" in template("results_subset", limit=37)
+    with pytest.raises(SteerEnvsError, match=r"needs a value for \$limit"):
+        template("results_subset")
     with pytest.raises(SteerEnvsError, match="no page template 'nope'.*results_links"):
         template("nope")
 
@@ -33,13 +35,37 @@ def test_a_page_renders_its_sections_in_order_and_writes_atomically(tmp_path, mo
 
     writes = []
     monkeypatch.setattr(builder, "atomic_write_text", lambda path, text: writes.append(path) or path.write_text(text))
-    page = Page("toy", "a toy page", "docs/toy.md", str(tmp_path), load=lambda out: {"n": len(out.name)},
-                sections=(Section("a", lambda ctx: "# A\n"), Section("empty", lambda ctx: ""),
-                          Section("b", lambda ctx: f"n={ctx.data['n']}\n")))
+    page = Page(
+        "toy",
+        "a toy page",
+        "docs/toy.md",
+        str(tmp_path),
+        load=lambda out: {"n": len(out.name)},
+        sections=(
+            Section("a", lambda ctx: "# A\n"),
+            Section("empty", lambda ctx: ""),
+            Section("b", lambda ctx: f"n={ctx.data['n']}\n"),
+        ),
+    )
     doc = page.build(doc=tmp_path / "out" / "toy.md")
     assert doc.read_text() == f"# A\nn={len(tmp_path.name)}\n" and writes == [doc]
     with pytest.raises(SteerEnvsError, match="is not a folder of runs for page 'toy'"):
         page.build(out=tmp_path / "missing")
+
+
+def test_page_sections_are_named_after_their_render_functions_and_template_sections_render_prose():
+    from benchmarks.pages.builder import PageContext, page_sections, template_section
+
+    def _dev_notes(ctx):
+        return "notes\n"
+
+    prose = template_section("executors", "results_executors")
+    sections = page_sections(_dev_notes, prose)
+    assert [s.name for s in sections] == ["dev notes", "executors"] and sections[1] is prose
+    ctx = PageContext(Path("."), Path("doc.md"))
+    assert sections[0].render(ctx) == "notes\n" and prose.render(ctx) == template("results_executors")
+    with pytest.raises(SteerEnvsError, match="named render function"):
+        page_sections(lambda ctx: "")
 
 
 def test_code_facts_are_read_from_the_code():
@@ -61,9 +87,14 @@ def test_one_table_format():
     assert table_lines("intro\n| a |\n|---|\ntext\n| b |\n") == ["| a |", "|---|", "| b |"]
 
 
-@pytest.mark.parametrize("name, missing", [("results", "results_page.json"), ("results_actguide", "page.json"),
-                                           ("results_handoff", "results_handoff.json"),
-                                           ("results_testbed", "headroom_test")])
+@pytest.mark.parametrize(
+    "name, missing",
+    [
+        ("results_actguide", "page.json"),
+        ("results_handoff", "results_handoff.json"),
+        ("results_testbed", "headroom_test"),
+    ],
+)
 def test_report_page_says_which_generator_to_run(tmp_path, capsys, name, missing):
     assert main(["report", name, "--out", str(tmp_path), "--doc", str(tmp_path / "page.md")]) == 2
     err = capsys.readouterr().err

@@ -1,16 +1,16 @@
 """The default bm25s backend on the real corpus: answers, caching across processes, quality, bad input."""
+
 import os
 import subprocess
 import sys
 
 import pytest
 
-from steer_envs.data import load_tasks
+from steer_envs.data import load_corpus, load_tasks
 from steer_envs.errors import SteerEnvsError
 from steer_envs.retrieval import Retriever
 from steer_envs.retrieval.bm25 import BM25sRetriever
 from steer_envs.retrieval.evaluation import supporting_recall
-from steer_envs.data import load_corpus
 
 
 def test_protocol_and_first_nobel_prize(bm25):
@@ -58,8 +58,9 @@ def test_disabled_progress_bars_are_skipped_with_the_same_tokens(bm25, shared_da
     questions = [t.question for t in load_tasks(split="dev", data_dir=shared_data_dir)][:200]
     quiet = bm25._tokenize(questions)
     assert getattr(tokenization.tqdm, "skips_disabled", False)
-    shown = bm25s.tokenize(questions, stopwords=bm25.config.stopwords, stemmer=bm25._stemmer, return_ids=False,
-                           show_progress=True)
+    shown = bm25s.tokenize(
+        questions, stopwords=bm25.config.stopwords, stemmer=bm25._stemmer, return_ids=False, show_progress=True
+    )
     assert quiet == shown and len(quiet) == 200
 
 

@@ -1,4 +1,5 @@
 """``batched:<spec>``: concurrent searches of stepping envs reach the retriever as one batch, with the same hits."""
+
 from __future__ import annotations
 
 import gymnasium as gym
@@ -26,8 +27,10 @@ def test_envs_stepped_together_match_envs_stepped_one_by_one(shared_data_dir):
     try:
         runs = []
         for spec, together in (("bm25s", False), ("batched:bm25s", True)):
-            envs = [gym.make("steer_envs/SearchSteering-v0", split="dev", retriever=spec, data_dir=str(shared_data_dir))
-                    for _ in range(4)]
+            envs = [
+                gym.make("steer_envs/SearchSteering-v0", split="dev", retriever=spec, data_dir=str(shared_data_dir))
+                for _ in range(4)
+            ]
             batcher = make_retriever(spec, data_dir=str(shared_data_dir))
             for i, env in enumerate(envs):
                 env.reset(seed=i)

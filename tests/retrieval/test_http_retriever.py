@@ -1,5 +1,6 @@
 """The ``http:`` retriever: a real round trip through the server, and faults from real loopback servers
 (timeouts, 500s, malformed JSON, refused requests, nothing listening) -> retried, then a clear error."""
+
 import socket
 import threading
 import time
@@ -69,16 +70,20 @@ class FaultyServer:
                         if mode == "truncated":
                             self.wfile.write(body)
                             self.close_connection = True
-                        for byte in (body if mode == "trickle" else b""):
+                        for byte in body if mode == "trickle" else b"":
                             self.wfile.write(bytes([byte]))
                             self.wfile.flush()
                             time.sleep(delay / 10)
                     except OSError:  # the client gave up and went away
                         pass
                     return
-                body = {"500": b'{"detail": "index exploded"}', "malformed": b'{"result": [[{"document"',
-                        "shape": b'{"result": []}', "slow": b'{"result": [[]]}',
-                        "422": b'{"detail": "topk must be small"}'}[mode]
+                body = {
+                    "500": b'{"detail": "index exploded"}',
+                    "malformed": b'{"result": [[{"document"',
+                    "shape": b'{"result": []}',
+                    "slow": b'{"result": [[]]}',
+                    "422": b'{"detail": "topk must be small"}',
+                }[mode]
                 status = {"500": 500, "422": 422}.get(mode, 200)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -100,14 +105,17 @@ class FaultyServer:
         self.httpd.server_close()
 
 
-@pytest.mark.parametrize("mode,expected", [
-    ("500", "HTTP 500: index exploded"),
-    ("malformed", "malformed JSON"),
-    ("shape", "0 result lists for 1 queries"),
-    ("slow", "timed out"),
-    ("truncated", "IncompleteRead"),
-    ("trickle", "still arriving at the deadline"),  # each byte within the socket timeout, the whole reply not
-])
+@pytest.mark.parametrize(
+    "mode,expected",
+    [
+        ("500", "HTTP 500: index exploded"),
+        ("malformed", "malformed JSON"),
+        ("shape", "0 result lists for 1 queries"),
+        ("slow", "timed out"),
+        ("truncated", "IncompleteRead"),
+        ("trickle", "still arriving at the deadline"),  # each byte within the socket timeout, the whole reply not
+    ],
+)
 def test_faults_are_retried_then_reported_with_the_url(mode, expected):
     server = FaultyServer(mode, delay=0.6)
     try:
@@ -139,7 +147,9 @@ def test_nothing_listening_is_a_clear_error():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
     retriever = make_retriever(f"http:127.0.0.1:{port}?timeout=0.5&retries=1&backoff=0.01", shared=False)
-    with pytest.raises(RetrievalServiceError, match=f"127.0.0.1:{port}/retrieve did not answer after 2 attempt.*serve-retriever"):
+    with pytest.raises(
+        RetrievalServiceError, match=f"127.0.0.1:{port}/retrieve did not answer after 2 attempt.*serve-retriever"
+    ):
         retriever.search("anything", 3)
 
 
@@ -155,13 +165,16 @@ def test_backoff_grows_between_attempts():
         server.close()
 
 
-@pytest.mark.parametrize("spec,message", [
-    ("http:", "needs a url"),
-    ("http:ftp://host:1", "must look like http://HOST:PORT"),
-    ("http:127.0.0.1:8000?tries=3", "unknown http retriever option 'tries'"),
-    ("http:127.0.0.1:8000?timeout=fast", "not a number"),
-    ("http:127.0.0.1:8000?timeout=0", "timeout must be > 0"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("http:", "needs a url"),
+        ("http:ftp://host:1", "must look like http://HOST:PORT"),
+        ("http:127.0.0.1:8000?tries=3", "unknown http retriever option 'tries'"),
+        ("http:127.0.0.1:8000?timeout=fast", "not a number"),
+        ("http:127.0.0.1:8000?timeout=0", "timeout must be > 0"),
+    ],
+)
 def test_bad_specs(spec, message):
     with pytest.raises(SteerEnvsError, match=message):
         make_retriever(spec, shared=False)
@@ -169,5 +182,8 @@ def test_bad_specs(spec, message):
 
 def test_spec_forms_normalise_to_the_retrieve_endpoint():
     assert HttpRetriever(parse_http_spec("127.0.0.1:8000")).url == "http://127.0.0.1:8000/retrieve"
-    assert HttpRetriever(parse_http_spec("http://127.0.0.1:8000/retrieve?timeout=3")).url == "http://127.0.0.1:8000/retrieve"
+    assert (
+        HttpRetriever(parse_http_spec("http://127.0.0.1:8000/retrieve?timeout=3")).url
+        == "http://127.0.0.1:8000/retrieve"
+    )
     assert parse_http_spec("127.0.0.1:8000?timeout=3&retries=0").retries == 0

@@ -1,4 +1,5 @@
 """The pyserini / Lucene backend on the real corpus: answers, agreement with bm25s, the on-disk cache."""
+
 import os
 
 import pytest
@@ -50,8 +51,10 @@ def test_top_hits_mostly_agree_with_bm25s(lucene, shared_data_dir):
     tasks = load_tasks("hotpotqa", split="test", data_dir=shared_data_dir)[:100]
     bm25 = make_retriever("bm25s", data_dir=shared_data_dir)
     queries = [t.question for t in tasks]
-    overlap = [len({h.id for h in a} & {h.id for h in b}) / 5
-               for a, b in zip(lucene.batch_search(queries, 5), bm25.batch_search(queries, 5))]
+    overlap = [
+        len({h.id for h in a} & {h.id for h in b}) / 5
+        for a, b in zip(lucene.batch_search(queries, 5), bm25.batch_search(queries, 5))
+    ]
     assert sum(overlap) / len(overlap) > 0.6
 
 

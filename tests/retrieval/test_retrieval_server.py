@@ -1,12 +1,13 @@
 """The retrieval server on loopback with the real bm25s index: Search-R1's and ASearcher's requests, limits,
 errors, and a real (small) concurrent load."""
+
 import http.client
 import json
 
 import pytest
 import requests
 
-from benchmarks.retrieval_load import run_load
+from benchmarks.perf.retrieval_load import run_load
 from steer_envs.data import load_corpus, load_tasks
 from steer_envs.retrieval.base import Hit
 from steer_envs.retrieval.server import ServerConfig, start_server
@@ -14,8 +15,11 @@ from steer_envs.retrieval.server import ServerConfig, start_server
 
 @pytest.fixture(scope="module")
 def server(bm25, shared_data_dir):
-    srv, thread = start_server(bm25, load_corpus(data_dir=shared_data_dir),
-                               ServerConfig(port=0, max_batch=16, max_query_chars=300, max_body_bytes=64_000))
+    srv, thread = start_server(
+        bm25,
+        load_corpus(data_dir=shared_data_dir),
+        ServerConfig(port=0, max_batch=16, max_query_chars=300, max_body_bytes=64_000),
+    )
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -74,17 +78,20 @@ def test_access_resolves_ids_and_titles_else_null(server, shared_data_dir):
     assert missing is None
 
 
-@pytest.mark.parametrize("body,status,message", [
-    (b'{"queries": ["x"', 422, "not valid JSON"),
-    (b'["x"]', 422, "JSON object"),
-    (b'{"queries": "x"}', 422, "list of strings"),
-    (b'{"queries": ["x"], "topk": 0}', 422, "topk"),
-    (b'{"queries": ["x"], "return_scores": "yes"}', 422, "return_scores"),
-    (b'{"query": ["x"]}', 422, "unknown field"),
-    (json.dumps({"queries": ["q"] * 17}).encode(), 413, "at most 16"),
-    (json.dumps({"queries": ["word " * 100]}).encode(), 413, "characters"),
-    (json.dumps({"queries": ["q" * 200] * 400}).encode(), 413, "exceeds the limit"),
-])
+@pytest.mark.parametrize(
+    "body,status,message",
+    [
+        (b'{"queries": ["x"', 422, "not valid JSON"),
+        (b'["x"]', 422, "JSON object"),
+        (b'{"queries": "x"}', 422, "list of strings"),
+        (b'{"queries": ["x"], "topk": 0}', 422, "topk"),
+        (b'{"queries": ["x"], "return_scores": "yes"}', 422, "return_scores"),
+        (b'{"query": ["x"]}', 422, "unknown field"),
+        (json.dumps({"queries": ["q"] * 17}).encode(), 413, "at most 16"),
+        (json.dumps({"queries": ["word " * 100]}).encode(), 413, "characters"),
+        (json.dumps({"queries": ["q" * 200] * 400}).encode(), 413, "exceeds the limit"),
+    ],
+)
 def test_malformed_and_oversized_requests(server, body, status, message):
     response = requests.post(server.url + "/retrieve", data=body, headers={"Content-Type": "application/json"})
     assert response.status_code == status

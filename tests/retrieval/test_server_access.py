@@ -1,5 +1,6 @@
-"""The servers' access rules (issue 15): an optional API key (401 without it), open health and docs, a loud warning
+"""The servers' access rules: an optional API key (401 without it), open health and docs, a loud warning
 when asked to bind beyond loopback; and the OpenAPI page the FastAPI stack brings."""
+
 from __future__ import annotations
 
 import os
@@ -16,15 +17,13 @@ from steer_envs.llm.openai_server import OpenAICompatibleServer
 from steer_envs.retrieval import make_retriever
 from steer_envs.retrieval.server import ServerConfig, start_server
 from steer_envs.serving import API_KEY_ENV, exposure_warning
-from tests.llm.support import tiny_backend, tiny_model_dir  # noqa: F401 - fixtures
 
 KEY = "s3cret-key"
 
 
 @pytest.fixture(scope="module")
 def keyed_server(shared_data_dir):
-    server, _ = start_server(make_retriever("bm25s", data_dir=shared_data_dir), None,
-                             ServerConfig(port=0, api_key=KEY))
+    server, _ = start_server(make_retriever("bm25s", data_dir=shared_data_dir), None, ServerConfig(port=0, api_key=KEY))
     yield server
     server.shutdown()
     server.server_close()
@@ -81,9 +80,24 @@ def test_exposure_warning_names_the_address_and_the_missing_key():
 def test_serve_retriever_beyond_loopback_warns_loudly(shared_data_dir):
     env = {**os.environ}
     env.pop(API_KEY_ENV, None)
-    proc = subprocess.Popen([sys.executable, "-m", "steer_envs.cli.main", "serve-retriever", "--host", "0.0.0.0",
-                             "--port", "0", "--data-dir", str(shared_data_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "steer_envs.cli.main",
+            "serve-retriever",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--data-dir",
+            str(shared_data_dir),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         line = proc.stdout.readline()
         assert re.search(r"at http://0\.0\.0\.0:\d+", line), line

@@ -1,6 +1,7 @@
 """The retrieval server under hostile input and slow clients: every bad request is a 4xx with a JSON ``detail``,
 slow clients are dropped, one request's work is bounded, and web pages of other origins are refused. A one-hit
 retriever stands in for the index (these are properties of the HTTP layer)."""
+
 from __future__ import annotations
 
 import socket
@@ -26,8 +27,7 @@ class OneHitRetriever:
 @pytest.fixture(scope="module")
 def server():
     # a body timeout long enough for the 2 MB maximal request on a loaded machine, short enough to wait for
-    srv, thread = start_server(OneHitRetriever(), None, ServerConfig(port=0, header_timeout_s=0.5,
-                                                                     body_timeout_s=2.0))
+    srv, thread = start_server(OneHitRetriever(), None, ServerConfig(port=0, header_timeout_s=0.5, body_timeout_s=2.0))
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -35,19 +35,24 @@ def server():
 
 
 def _post(server, path, body, **headers):
-    return requests.post(server.url + path, data=body, headers={"Content-Type": "application/json", **headers},
-                         timeout=10)
+    return requests.post(
+        server.url + path, data=body, headers={"Content-Type": "application/json", **headers}, timeout=10
+    )
 
 
 @pytest.mark.parametrize("path", ["/retrieve", "/access"])
-@pytest.mark.parametrize("body,message", [
-    (DEEP, "nested too deeply"),
-    (b'{"queries": ["q"], "topk": ' + HUGE_INT + b"}", "5000 digits"),
-    (b'{"urls": [' + HUGE_INT + b"]}", "5000 digits"),
-    (b'{"queries": ["\\ud800"], "urls": ["https://en.wikipedia.org/wiki/\\udc00"]}', "lone UTF-16 surrogate"),
-    (b"\xff\xfe", "not valid UTF-8"),
-    (b'{"queries": [NaN]}', "NaN is not JSON"),
-], ids=["deep-array", "huge-topk", "huge-int", "lone-surrogate", "not-utf8", "nan"])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (DEEP, "nested too deeply"),
+        (b'{"queries": ["q"], "topk": ' + HUGE_INT + b"}", "5000 digits"),
+        (b'{"urls": [' + HUGE_INT + b"]}", "5000 digits"),
+        (b'{"queries": ["\\ud800"], "urls": ["https://en.wikipedia.org/wiki/\\udc00"]}', "lone UTF-16 surrogate"),
+        (b"\xff\xfe", "not valid UTF-8"),
+        (b'{"queries": [NaN]}', "NaN is not JSON"),
+    ],
+    ids=["deep-array", "huge-topk", "huge-int", "lone-surrogate", "not-utf8", "nan"],
+)
 def test_hostile_json_is_a_422_with_a_json_detail(server, path, body, message):
     reply = _post(server, path, body)
     assert reply.status_code == 422 and message in reply.json()["detail"]
@@ -117,9 +122,11 @@ def test_malformed_framing_is_a_json_400(server):
 def test_a_chunked_body_is_bounded_whatever_its_framing():
     srv, thread = start_server(OneHitRetriever(), None, ServerConfig(port=0, max_body_bytes=1000))
     try:
+
         def chunks():
             for _ in range(64):
                 yield b'{"queries": [' + b'"q",' * 100
+
         reply = requests.post(srv.url + "/retrieve", data=chunks(), timeout=10)
         assert reply.status_code == 413 and "exceeds the limit" in reply.json()["detail"]
     finally:

@@ -1,5 +1,6 @@
 """What the pool tests share: a toy job, a small real workload (bank states to label, a run folder), and the
 comparisons that must come out identical for every pool."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,8 +38,12 @@ def bank_and_requests(n_states: int = 6, G: int = 3, N: int = 3):
     env = make_steering_env("sim:default", "train", benchmarks=BENCHMARKS, action_mode="text")
     tasks = [t.id for t in env.unwrapped.tasks[:3]]
     bank = collect_state_bank(env, tasks, seed=5, action_mode="text")
-    notes = ["Search for: the director of the film", "Verify the answer against the passages", "pass",
-             "Try a different query about the second entity"]
+    notes = [
+        "Search for: the director of the film",
+        "Verify the answer against the passages",
+        "pass",
+        "Try a different query about the second entity",
+    ]
     requests = [(bank[i], notes[:G], continuation_seeds([0, 1, i], N)) for i in range(min(n_states, len(bank)))]
     return env, bank, requests
 

@@ -1,6 +1,7 @@
 """The threads pool keeps as many episodes in flight as the model backend allows (``max_in_flight``, 64 by
 default), not a fixed worker count: evaluation episodes, the state bank's rollouts and the counterfactual
 continuations all reach a loopback server with far more than 16 requests at once."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,13 @@ def test_the_in_flight_bound_comes_from_the_executor_spec():
 def test_evaluation_keeps_more_than_16_episodes_in_flight(tmp_path):
     with LatencyServer(LATENCY) as server:
         config = EvalConfig(executor=server.spec, benchmarks=("nq",), split="dev", seeds=1, limit=64, max_turns=3)
-        outcome = evaluate(RunFolder(tmp_path / "run", config), "no_supervision", progress=False, log=lambda _: None,
-                           pool=PoolConfig("auto"))  # the command line's default
+        outcome = evaluate(
+            RunFolder(tmp_path / "run", config),
+            "no_supervision",
+            progress=False,
+            log=lambda _: None,
+            pool=PoolConfig("auto"),
+        )  # the command line's default
         counts = server.counters()
     assert outcome.ran == 64 and all(r.failure is None for r in outcome.records)
     assert counts["peak_in_flight"] > MORE_THAN_FIXED, counts

@@ -1,6 +1,7 @@
 """The rollout pool: local and processes give the same results in item order, for any worker count and
 completion order, on a toy job and on the real loops (q(s) labels, training losses, evaluation records,
 filtered BC labels); a worker killed mid-run is replaced and the result is unchanged."""
+
 from __future__ import annotations
 
 import argparse
@@ -116,7 +117,9 @@ def test_q_labels_are_identical_with_two_processes_and_a_killed_worker(monkeypat
 @pytest.mark.slow
 def test_training_losses_are_identical_with_two_processes(tmp_path):
     local = SteeringTrainer(SteeringConfig(**TINY_TRAINING), tmp_path / "local").run().log
-    pooled = SteeringTrainer(SteeringConfig(**TINY_TRAINING), tmp_path / "pooled", pool=PoolConfig("processes", 2)).run().log
+    pooled = (
+        SteeringTrainer(SteeringConfig(**TINY_TRAINING), tmp_path / "pooled", pool=PoolConfig("processes", 2)).run().log
+    )
     keys = ("loss", "loss_grpo", "loss_rank", "mean_q", "rollouts", "adv_mean", "rank_pairs")
     assert [[r[k] for k in keys] for r in pooled] == [[r[k] for k in keys] for r in local]
 
@@ -127,8 +130,10 @@ def test_evaluation_records_are_identical_with_two_processes(tmp_path, monkeypat
     runs = {}
     for name, pool in [("local", None), ("processes", PoolConfig("processes", 2))]:
         folder = RunFolder(tmp_path / name, config)
-        runs[name] = [records_without_time(evaluate(folder, spec, progress=False, pool=pool, log=lambda _: None).records)
-                      for spec in ("random:p=0.3", "no_supervision")]
+        runs[name] = [
+            records_without_time(evaluate(folder, spec, progress=False, pool=pool, log=lambda _: None).records)
+            for spec in ("random:p=0.3", "no_supervision")
+        ]
     assert runs["processes"] == runs["local"]
     assert len(runs["local"][0]) == 12 and any(r["interventions"] for r in runs["local"][0])
 
@@ -142,8 +147,15 @@ def test_filtered_bc_labels_are_identical_with_two_processes():
     results = []
     for pool in (None, PoolConfig("processes", 2)):
         context = MethodContext(benchmarks=("nq",), progress=False, pool=pool)
-        examples, stats = collect(context, tasks=4, n_rollouts=2, propose=0.6, margin=0.0, seed=3,
-                                  featurizer=TextFeaturizer(buckets=32, max_turns=10))
+        examples, stats = collect(
+            context,
+            tasks=4,
+            n_rollouts=2,
+            propose=0.6,
+            margin=0.0,
+            seed=3,
+            featurizer=TextFeaturizer(buckets=32, max_turns=10),
+        )
         results.append(([e.label for e in examples], [e.features.tolist() for e in examples], stats))
     assert results[0] == results[1]
     assert results[0][2]["proposed"] > 0

@@ -2,6 +2,7 @@
 records on the deterministic simulator), failures reported with the item; the ``auto`` pool (the command line's
 default) becomes a thread pool for an I/O-bound executor (openai:), whose evaluation episodes then reach a real
 loopback server concurrently."""
+
 from __future__ import annotations
 
 import threading
@@ -56,8 +57,10 @@ def test_evaluation_records_are_identical_on_threads(tmp_path):
     runs = {}
     for name, pool in [("local", None), ("threads", PoolConfig("threads", 3))]:
         folder = RunFolder(tmp_path / name, config)
-        runs[name] = [records_without_time(evaluate(folder, spec, progress=False, pool=pool, log=lambda _: None).records)
-                      for spec in ("random:p=0.3", "no_supervision")]
+        runs[name] = [
+            records_without_time(evaluate(folder, spec, progress=False, pool=pool, log=lambda _: None).records)
+            for spec in ("random:p=0.3", "no_supervision")
+        ]
     assert runs["threads"] == runs["local"] and len(runs["local"][0]) == 8
 
 
@@ -77,8 +80,13 @@ def test_the_auto_pool_becomes_threads_for_an_io_bound_executor_only():
 def test_evaluation_on_an_openai_executor_keeps_episodes_in_flight(tmp_path):
     with LatencyServer(0.05) as server:
         config = EvalConfig(executor=server.spec, benchmarks=("nq",), split="dev", seeds=1, limit=6, max_turns=3)
-        outcome = evaluate(RunFolder(tmp_path / "run", config), "no_supervision", progress=False, log=lambda _: None,
-                           pool=PoolConfig("auto"))  # the command line's default
+        outcome = evaluate(
+            RunFolder(tmp_path / "run", config),
+            "no_supervision",
+            progress=False,
+            log=lambda _: None,
+            pool=PoolConfig("auto"),
+        )  # the command line's default
         counts = server.counters()
     assert outcome.ran == 6 and all(r.failure is None for r in outcome.records)
     assert counts["requests"] >= 12 and counts["peak_in_flight"] >= 3  # 6 episodes in flight, not one at a time
@@ -110,10 +118,11 @@ def test_a_steering_run_on_an_io_bound_executor_opens_one_threads_pool(tmp_path,
 
     monkeypatch.setattr(ThreadPool, "__init__", counting_init)
     with LatencyServer(0.0) as server:
-        config = SteeringConfig(m=2, k=2, G=2, N=1, bank_tasks=2, benchmarks=["nq"], eps_sel=0.5,
-                                executor=server.spec)
-        runs = {kind: SteeringTrainer(config, tmp_path / kind, pool=PoolConfig(kind)).run().log
-                for kind in ("auto", "local")}
+        config = SteeringConfig(m=2, k=2, G=2, N=1, bank_tasks=2, benchmarks=["nq"], eps_sel=0.5, executor=server.spec)
+        runs = {
+            kind: SteeringTrainer(config, tmp_path / kind, pool=PoolConfig(kind)).run().log
+            for kind in ("auto", "local")
+        }
     assert len(opened) == 1 and opened[0].workers == 64
     keys = ("states", "rollouts", "mean_q")
     assert [[r[k] for k in keys] for r in runs["auto"]] == [[r[k] for k in keys] for r in runs["local"]]

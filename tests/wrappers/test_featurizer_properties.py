@@ -1,4 +1,5 @@
 """The SB3 bridge's featurizer on hostile text: a vector of the declared size in [0, 1], in bounded time."""
+
 from __future__ import annotations
 
 import time

@@ -1,4 +1,5 @@
 """Wrappers on the real SearchSteering-v0 (simulated executor, real data, real BM25)."""
+
 from __future__ import annotations
 
 import json
@@ -57,9 +58,11 @@ def test_counters_see_repeated_queries_and_are_stable_across_processes():
     assert loop[names.index("last_query_repeated")] == 1.0
     assert loop[names.index("goal_words_in_information")] > 0.5
     vector = feat("Who directed Some Film?", _transcript(["some film director"]), 1, 0)
-    code = ("from steer_envs.wrappers import TextFeaturizer;"
-            "from tests.wrappers.test_wrappers import _transcript;"
-            "print(TextFeaturizer(32, 10)('Who directed Some Film?', _transcript(['some film director']), 1, 0).tolist())")
+    code = (
+        "from steer_envs.wrappers import TextFeaturizer;"
+        "from tests.wrappers.test_wrappers import _transcript;"
+        "print(TextFeaturizer(32, 10)('Who directed Some Film?', _transcript(['some film director']), 1, 0).tolist())"
+    )
     other = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     np.testing.assert_array_equal(vector, np.asarray(other, dtype=np.float32))  # CRC32, not the salted hash()
 

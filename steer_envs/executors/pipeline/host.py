@@ -6,6 +6,7 @@ of them import ``pipeline`` back (for typing only, but still an import circle a 
 annotate it with :class:`PipelineHost` instead: the members they use, declared here, below all of them.
 ``Pipeline`` is one (structurally; it does not need to name this class).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,12 +24,19 @@ class PipelineHost(Protocol):
     context: ExecutorContext
     #: the benchmark's pipeline profile parameters
     params: Any
-    state: PipelineState
-    task: Task
-    #: the retriever the searcher role queries (``SimResources.retriever``)
-    retriever: Any
     #: titles of the latest search's hits
     last_titles: list[str]
+
+    @property
+    def state(self) -> PipelineState: ...
+
+    #: the running episode's task (roles take turns only between ``reset`` and the episode's end)
+    @property
+    def current_task(self) -> Task: ...
+
+    #: the retriever the searcher role queries (``SimResources.retriever``)
+    @property
+    def retriever(self) -> Any: ...
 
     def fields_from_text(self, role: str, text: str) -> tuple[str, dict[str, Any]]: ...
 

@@ -7,6 +7,7 @@ rejection feedback, plus one example of the JSON it should write; its output is 
 searcher's facts are real passage text. Sampling is seeded from the episode's generator where the backend
 supports seeds, but LLM roles make the pipeline nondeterministic.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,15 +24,21 @@ INSTRUCTIONS: dict[str, str] = {
     "planner": "You are the planner of a research team. Split the question into sub-tasks for the searcher.",
     "searcher": "You are the searcher of a research team. Write one search query that finds the missing fact.",
     "reader": "You are the calculator/reader of a research team. Extract the answer value from the facts.",
-    "verifier": "You are the verifier of a research team. Check the claim against the facts; give a verdict PASS or FAIL.",
+    "verifier": (
+        "You are the verifier of a research team. Check the claim against the facts; give a verdict PASS or FAIL."
+    ),
     "summarizer": "You are the summarizer of a research team. Give the final answer in a few words.",
 }
 EXAMPLES: dict[str, dict[str, Any]] = {
-    "planner": {"subtasks": [{"objective": "find the director of the film", "focus": "director", "role": "searcher"}],
-                "reasoning": "The question needs the director first."},
+    "planner": {
+        "subtasks": [{"objective": "find the director of the film", "focus": "director", "role": "searcher"}],
+        "reasoning": "The question needs the director first.",
+    },
     "searcher": {"query": "director of the film Jaws"},
-    "reader": {"variables": [{"name": "director", "value": "Steven Spielberg", "source": "Jaws (film)"}],
-               "final_values": {"answer": "Steven Spielberg"}},
+    "reader": {
+        "variables": [{"name": "director", "value": "Steven Spielberg", "source": "Jaws (film)"}],
+        "final_values": {"answer": "Steven Spielberg"},
+    },
     "verifier": {"verdict": "PASS", "supported": ["Steven Spielberg (Jaws (film))"], "next_search_hint": ""},
     "summarizer": {"final_answer": "Steven Spielberg", "reasoning": "The facts name him as the director."},
 }
@@ -43,7 +50,9 @@ class LLMRole:
         self.role = role
         self.spec = spec
         self.backend = make_backend(spec)
-        self.config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=0.95, stop=("\n\n",))
+        self.config = GenerationConfig(
+            max_new_tokens=max_new_tokens, temperature=temperature, top_p=0.95, stop=("\n\n",)
+        )
 
     def prompt(self, goal: str, inbox: Handoff | None, note: str) -> str:
         parts = [INSTRUCTIONS[self.role], f"Question: {goal}"]
@@ -55,10 +64,12 @@ class LLMRole:
         parts.append("Output (JSON):")
         return "\n".join(parts)
 
-    def turn(self, p: "Pipeline", inbox: Handoff | None) -> tuple[str, dict[str, Any]]:
+    def turn(self, p: Pipeline, inbox: Handoff | None) -> tuple[str, dict[str, Any]]:
         note = p.state.take_effects(self.role).get("note", "")
         seed = int(p.state.rng.integers(2**31 - 1))
-        config = GenerationConfig(self.config.max_new_tokens, self.config.temperature, self.config.top_p, self.config.stop, seed)
-        generation = self.backend.generate([self.prompt(p.task.question, inbox, note)], config)[0]
+        config = GenerationConfig(
+            self.config.max_new_tokens, self.config.temperature, self.config.top_p, self.config.stop, seed
+        )
+        generation = self.backend.generate([self.prompt(p.current_task.question, inbox, note)], config)[0]
         text, fields = p.fields_from_text(self.role, generation.text.strip())
         return text or "{}", fields

@@ -1,13 +1,14 @@
 """Hand-off messages of the five-role pipeline: who speaks to whom, and the JSON each role writes.
 
-The shapes follow TacoMAS (PAPERS.md A, "Multi-agent variant"): the planner writes ``subtasks`` (objective, focus,
-role) and ``reasoning``; the searcher ``facts``, ``sources``, ``confidence`` (high/medium/low) and ``gaps``; the
-reader (TacoMAS's calculator) ``variables`` (with their source), ``steps`` and ``final_values``; the verifier an
-explicit ``verdict`` PASS/FAIL with supported / unsupported / missing claims and a ``next_search_hint``; the
-summarizer ``final_answer``, ``reasoning`` and ``sources``. A message travels as JSON *text*, so an LLM-backed role
-and a simulated one are interchangeable; :func:`parse_message` reads any text leniently (a missing verdict counts as
-FAIL, as in TacoMAS).
+The shapes follow TacoMAS's public code (the multi-agent pipeline of the steering method, docs/methods.md): the
+planner writes ``subtasks`` (objective, focus, role) and ``reasoning``; the searcher ``facts``, ``sources``,
+``confidence`` (high/medium/low) and ``gaps``; the reader (TacoMAS's calculator) ``variables`` (with their source),
+``steps`` and ``final_values``; the verifier an explicit ``verdict`` PASS/FAIL with supported / unsupported / missing
+claims and a ``next_search_hint``; the summarizer ``final_answer``, ``reasoning`` and ``sources``. A message travels
+as JSON *text*, so an LLM-backed role and a simulated one are interchangeable; :func:`parse_message` reads any text
+leniently (a missing verdict counts as FAIL, as in TacoMAS).
 """
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,9 @@ _VERDICT = re.compile(r"\b(PASS|FAIL)\b", re.I)
 
 def _string_field(text: str, *keys: str) -> str | None:
     for key in keys:
-        m = re.search(rf'"?{key}"?\s*[:=]\s*"([^"\n]*)"', text, re.I) or re.search(rf'"?{key}"?\s*[:=]\s*([^,\n}}]+)', text, re.I)
+        m = re.search(rf'"?{key}"?\s*[:=]\s*"([^"\n]*)"', text, re.I) or re.search(
+            rf'"?{key}"?\s*[:=]\s*([^,\n}}]+)', text, re.I
+        )
         if m and m.group(1).strip():
             return m.group(1).strip()
     return None

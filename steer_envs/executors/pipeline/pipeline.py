@@ -15,6 +15,7 @@ by spec: ``roles={"verifier": "hf:gemma-3-270m"}``. Notes to simulated roles are
 Randomness: one generator per episode, part of the state; forks continue identically, or independently after
 :meth:`Pipeline.reseed`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,8 @@ from ...llm.base import ContextOverflowError
 from ...notes import Reading, shared_reader
 from ..base import Executor, ExecutorContext, ExecutorStats, Intervention, TurnResult
 from ..sim.hops import Hop, build_hops, is_choice
-from ..sim.situation import situation_of
 from ..sim.resources import SimResources
+from ..sim.situation import situation_of
 from ..sim.thoughts import fill
 from .intents import HANDOFF_INTENTS
 from .messages import ROLES, USER, Handoff, claimed_answer, parse_message, render_message
@@ -57,12 +58,18 @@ class Pipeline(SimResources, Executor):
 
     interactive = True
 
-    def __init__(self, spec: str, profile: PipelineProfile, context: ExecutorContext,
-                 roles: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, spec: str, profile: PipelineProfile, context: ExecutorContext, roles: dict[str, str] | None = None
+    ) -> None:
         roles = dict(roles or {})
         bad = sorted(set(roles) - set(ROLES))
         if bad:
-            raise unknown_name("pipeline role", bad[0], ROLES, hint='roles maps a role to a model spec, e.g. {"verifier": "hf:gemma-3-270m"}')
+            raise unknown_name(
+                "pipeline role",
+                bad[0],
+                ROLES,
+                hint='roles maps a role to a model spec, e.g. {"verifier": "hf:gemma-3-270m"}',
+            )
         self.spec = spec
         self.profile = profile
         self.params = profile
@@ -122,7 +129,7 @@ class Pipeline(SimResources, Executor):
 
     # -- the executor surface -----------------------------------------------------------------------------------
     @property
-    def transcript(self) -> str:
+    def transcript(self) -> str:  # type: ignore[override]  # the hand-off log, derived: never assigned here
         return "\n".join(h.line() for h in self.handoffs)
 
     @property
@@ -135,14 +142,24 @@ class Pipeline(SimResources, Executor):
         self._clear()
         rng = np.random.default_rng(seed)
         titles = {pid: (self.corpus[pid].title if pid in self.corpus else "") for pid in task.supporting_ids}
-        hops = [Hop(h.query, tuple(dict.fromkeys(x for pid in h.target_ids for x in self.corpus.same_title(pid))), h.finding)
-                for h in build_hops(task, titles)]
+        hops = [
+            Hop(
+                h.query, tuple(dict.fromkeys(x for pid in h.target_ids for x in self.corpus.same_title(pid))), h.finding
+            )
+            for h in build_hops(task, titles)
+        ]
         recall = max(p.parametric_recall, 0.5) if is_choice(task, hops) else p.parametric_recall
         seed_base = int(rng.integers(2**31 - 1))
         self._s = PipelineState(
-            rng=rng, srng=np.random.default_rng([seed_base, SUPERVISION_STREAM]), seed_base=seed_base, hops=hops, knows=bool(rng.random() < recall), strict=bool(rng.random() < p.strict_rate),
+            rng=rng,
+            srng=np.random.default_rng([seed_base, SUPERVISION_STREAM]),
+            seed_base=seed_base,
+            hops=hops,
+            knows=bool(rng.random() < recall),
+            strict=bool(rng.random() < p.strict_rate),
             over_search=bool(rng.random() < p.over_search_rate),
-            ignores_evidence=bool(rng.random() < p.ignore_evidence_rate), verbose=bool(rng.random() < p.verbose_rate),
+            ignores_evidence=bool(rng.random() < p.ignore_evidence_rate),
+            verbose=bool(rng.random() < p.verbose_rate),
         )
 
     def supports_task(self, task: Task) -> bool:
@@ -158,8 +175,14 @@ class Pipeline(SimResources, Executor):
 
     def _unstarted(self) -> bool:
         """Reset, and the planner has not taken its first turn yet."""
-        return (self.task is not None and self._s is not None and not self.handoffs and self.pending is None
-                and self.awaiting is None and not self.done)
+        return (
+            self.task is not None
+            and self._s is not None
+            and not self.handoffs
+            and self.pending is None
+            and self.awaiting is None
+            and not self.done
+        )
 
     def step(self) -> TurnResult:
         """One agent turn: the planner's first turn after :meth:`reset`, else the pending hand-off goes through
@@ -198,8 +221,15 @@ class Pipeline(SimResources, Executor):
             self._read("planner", intervention.text, rejected=False)
             return
         last = self.handoffs[-1] if self.handoffs else None
-        if (self.done and intervention.kind == "reject" and self.failure is None and self.answer is not None
-                and last is not None and last.receiver == USER and self.turns_left > 0):
+        if (
+            self.done
+            and intervention.kind == "reject"
+            and self.failure is None
+            and self.answer is not None
+            and last is not None
+            and last.receiver == USER
+            and self.turns_left > 0
+        ):
             self.done, self.answer, self.pending = False, None, last
         if self.pending is None or self.done:
             raise SteerEnvsError("the pipeline has no pending hand-off; call reset(task) first")
@@ -272,7 +302,7 @@ class Pipeline(SimResources, Executor):
             else:
                 derail(self, role)
             return
-        reading = shared_reader(HANDOFF_INTENTS).read_in_context(text, self.task.question)
+        reading = shared_reader(HANDOFF_INTENTS).read_in_context(text, self.current_task.question)
         s.understood.append((role, reading.intent))
         if prior and s.srng.random() < min(1.0, self.params.disruption * prior):
             derail(self, role)
@@ -313,7 +343,9 @@ class Pipeline(SimResources, Executor):
         """Complete the turn of the external role the pipeline is waiting for, with its message (text, parsed as
         an LLM's output would be, or ready fields)."""
         if self.awaiting is None:
-            raise SteerEnvsError("no role is waiting to take its turn (the pipeline runs every role but the external ones)")
+            raise SteerEnvsError(
+                "no role is waiting to take its turn (the pipeline runs every role but the external ones)"
+            )
         role, inbox, retry = self.awaiting
         self.awaiting = None
         if fields is None:
@@ -333,7 +365,9 @@ class Pipeline(SimResources, Executor):
         fields = parse_message(role, text)
         if role != "searcher":
             return text, fields
-        queries = [str(q) for q in fields.get("queries", []) if str(q).strip()] or [text.strip() or self.task.question]
+        queries = [str(q) for q in fields.get("queries", []) if str(q).strip()] or [
+            text.strip() or self.current_task.question
+        ]
         searches = [(q, run_search(self, q, recognise=False)) for q in queries[: self.params.searches_per_round]]
         self.last_titles = [h.title for _, hits in searches for h in hits]
         self.state.round_queries.append([q for q, _ in searches])
@@ -365,11 +399,14 @@ class Pipeline(SimResources, Executor):
         if bank is None:
             return ""
         s = self.state
-        situation = situation_of(self.task.question, act, s.rounds, query, s.queries, self.last_titles, s.over_rejections > 0 or s.doubt)
-        return fill(bank.choose(situation, s.rng), self.task.question, query=query, answer=answer, titles=self.last_titles)
+        question = self.current_task.question
+        situation = situation_of(
+            question, act, s.rounds, query, s.queries, self.last_titles, s.over_rejections > 0 or s.doubt
+        )
+        return fill(bank.choose(situation, s.rng), question, query=query, answer=answer, titles=self.last_titles)
 
     def is_right(self, answer: str | None) -> bool:
-        return answer is not None and f1_score(answer, self.task.golden_answers) >= RIGHT_F1
+        return answer is not None and f1_score(answer, self.current_task.golden_answers) >= RIGHT_F1
 
     def resolve(self, finding: str, fact: tuple[str, str]) -> None:
         s = self.state
@@ -398,7 +435,10 @@ class Pipeline(SimResources, Executor):
             passage = self.corpus[found[0]]
             from .roles import best_sentence
 
-            self.resolve(s.hops[s.hop].finding, (best_sentence(passage.text, s.hops[s.hop].query, s.hops[s.hop].finding), passage.title))
+            self.resolve(
+                s.hops[s.hop].finding,
+                (best_sentence(passage.text, s.hops[s.hop].query, s.hops[s.hop].finding), passage.title),
+            )
 
     # -- privileged / forking -------------------------------------------------------------------------------------
     def privileged(self) -> dict[str, Any]:
@@ -406,22 +446,46 @@ class Pipeline(SimResources, Executor):
         if s is None:
             return {}
         return {
-            "verifier_strict": s.strict, "searcher_over_search": s.over_search, "summarizer_ignores_evidence": s.ignores_evidence,
-            "summarizer_verbose": s.verbose, "plan_ok": s.plan_ok, "hop": s.hop, "hops": len(s.hops),
-            "evidence_in_hand": s.evidence_in_hand and s.wrong_from is None, "fixated": s.wrong_from is not None,
-            "claim_right": self.is_right(s.answer), "over_rejections": s.over_rejections,
-            "right_answer_rejected": s.over_rejections > 0, "steerer_rejections_of_right": s.steerer_rejections_of_right,
-            "derails": list(s.derails), "understood": [f"{r}:{i}" for r, i in s.understood], "rounds": s.rounds,
+            "verifier_strict": s.strict,
+            "searcher_over_search": s.over_search,
+            "summarizer_ignores_evidence": s.ignores_evidence,
+            "summarizer_verbose": s.verbose,
+            "plan_ok": s.plan_ok,
+            "hop": s.hop,
+            "hops": len(s.hops),
+            "evidence_in_hand": s.evidence_in_hand and s.wrong_from is None,
+            "fixated": s.wrong_from is not None,
+            "claim_right": self.is_right(s.answer),
+            "over_rejections": s.over_rejections,
+            "right_answer_rejected": s.over_rejections > 0,
+            "steerer_rejections_of_right": s.steerer_rejections_of_right,
+            "derails": list(s.derails),
+            "understood": [f"{r}:{i}" for r, i in s.understood],
+            "rounds": s.rounds,
         }
 
     def get_state(self) -> dict[str, Any]:
-        return copy.deepcopy({
-            "task": self.task, "params": self.params, "state": self._s, "handoffs": self.handoffs, "pending": self.pending,
-            "inboxes": self.inboxes, "awaiting": self.awaiting, "turns_by_role": self.turns_by_role, "answer": self.answer, "done": self.done,
-            "failure": self.failure, "stats": self.stats, "last_titles": self.last_titles, "max_turns": self.max_turns,
-            "failure_source": self.failure_source, "truncation": self.truncation,
-            "truncation_detail": self.truncation_detail,
-        })
+        return copy.deepcopy(
+            {
+                "task": self.task,
+                "params": self.params,
+                "state": self._s,
+                "handoffs": self.handoffs,
+                "pending": self.pending,
+                "inboxes": self.inboxes,
+                "awaiting": self.awaiting,
+                "turns_by_role": self.turns_by_role,
+                "answer": self.answer,
+                "done": self.done,
+                "failure": self.failure,
+                "stats": self.stats,
+                "last_titles": self.last_titles,
+                "max_turns": self.max_turns,
+                "failure_source": self.failure_source,
+                "truncation": self.truncation,
+                "truncation_detail": self.truncation_detail,
+            }
+        )
 
     def set_state(self, state: dict[str, Any]) -> None:
         state = copy.deepcopy(state)
@@ -444,7 +508,7 @@ class Pipeline(SimResources, Executor):
     def _receive(self, intervention: Intervention) -> None:
         raise NotImplementedError("Pipeline implements intervene() itself")
 
-    def _blank_copy(self) -> "Pipeline":
+    def _blank_copy(self) -> Pipeline:
         raise NotImplementedError("Pipeline implements fork() itself")
 
     def _get_impl_state(self) -> Any:
@@ -453,7 +517,7 @@ class Pipeline(SimResources, Executor):
     def _set_impl_state(self, state: Any) -> None:
         raise NotImplementedError("Pipeline implements set_state() itself")
 
-    def fork(self) -> "Pipeline":
+    def fork(self) -> Pipeline:
         clone = Pipeline(self.spec, self.profile, self.context, self.role_specs)
         self._share_resources(clone)
         clone._llm = self._llm

@@ -1,13 +1,15 @@
 """Pipeline profiles: the role-level drift of the simulated five-role pipeline, kept as data (JSON files).
 
-Each role has its own failure, the ones PAPERS.md A names for multi-agent systems: a planner's bad decomposition
-(``bad_plan_rate``), a searcher's over-searching / fixation (``over_search_rate``, ``fixation_hazard``), a
-reader's wrong extraction or combination (``extract_skill``), a verifier's over-rejection (``strict_rate`` of
-strict verifiers that FAIL a supported claim with probability ``strict_fail``), a summarizer that ignores the
-evidence (``ignore_evidence_rate``) or pads it (``verbose_rate``). How roles respond to notes is the explicit
-assumption (``compliance``, ``second_guess``, ``disruption``, ``confusion``, ...), kept as profile keys so a
-sensitivity sweep can vary it: no recording shows a pipeline being supervised. Shipped profiles live in ``profiles/<name>.json``; ``sim:/path/file.json`` loads a user's file.
+Each role has its own failure, the forms goal drift takes in a multi-agent system (docs/methods.md): a planner's bad
+decomposition (``bad_plan_rate``), a searcher's over-searching / fixation (``over_search_rate``, ``fixation_hazard``),
+a reader's wrong extraction or combination (``extract_skill``), a verifier's over-rejection (``strict_rate`` of strict
+verifiers that FAIL a supported claim with probability ``strict_fail``), a summarizer that ignores the evidence
+(``ignore_evidence_rate``) or pads it (``verbose_rate``). How roles respond to notes is the explicit assumption
+(``compliance``, ``second_guess``, ``disruption``, ``confusion``, ...), kept as profile keys so a sensitivity sweep
+can vary it: no recording shows a pipeline being supervised. Shipped profiles live in ``profiles/<name>.json``;
+``sim:/path/file.json`` loads a user's file.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -74,7 +76,7 @@ class PipelineProfile:
     thought_sources: tuple[str, ...] = ("search_r1_base",)
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def for_benchmark(self, benchmark: str) -> "PipelineProfile":
+    def for_benchmark(self, benchmark: str) -> PipelineProfile:
         overrides = self.benchmarks.get(benchmark)
         return replace(self, **overrides) if overrides else self
 
@@ -82,7 +84,9 @@ class PipelineProfile:
 #: what a pipeline profile is (:mod:`steer_envs.executors.profiles` loads and validates it): every float a
 #: probability, every integer positive
 SCHEMA = ProfileSchema(
-    kind="pipeline profile", cls=PipelineProfile, directory=PROFILE_DIR,
+    kind="pipeline profile",
+    cls=PipelineProfile,
+    directory=PROFILE_DIR,
     hint="HandoffSteering-v0 reads executor='sim:<pipeline profile>' or sim:/path/to/profile.json",
 )
 

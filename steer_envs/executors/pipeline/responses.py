@@ -1,10 +1,10 @@
 """How a simulated role responds to a note (or to a rejection's feedback): the state-dependent effect of each
 intent of the ``handoff`` set, per role.
 
-No recording shows a pipeline being supervised, so this table is an explicit model whose free parameters are
-profile keys (``compliance``, ``second_guess``, ``verify_skill``, ``literal_reading``, ``confusion``,
-``disruption``): the assumptions a sensitivity sweep (DESIGN.md, ``steer-envs sensitivity``) varies. Its principle is the single searcher's: a note helps where
-a real role would be helped and costs where it would be disrupted; no note is good in almost every state.
+No recording shows a pipeline being supervised, so this table is an explicit model whose free parameters are profile
+keys (``compliance``, ``second_guess``, ``verify_skill``, ``literal_reading``, ``confusion``, ``disruption``): the
+assumptions a sensitivity sweep (``steer-envs sensitivity``) varies. Its principle is the single searcher's: a note
+helps where a real role would be helped and costs where it would be disrupted; no note is good in almost every state.
 
 ==============  ============================================  ================================================
 role / intent   helps when                                    costs when
@@ -35,6 +35,7 @@ FAIL), a summarizer reconsiders. Every intervention a role receives after its fi
 (``disruption`` x earlier ones): the planner's plan breaks, the searcher loses a finding, the reader's value goes
 wrong, the verifier turns strict, the summarizer answers from memory.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -55,15 +56,16 @@ def response(intent: str, *roles: str) -> Callable[[Response], Response]:
         for r in roles:
             RESPONSES[(r, intent)] = fn
         return fn
+
     return register
 
 
-def respond(p: "Pipeline", role: str, reading: Reading) -> None:
+def respond(p: Pipeline, role: str, reading: Reading) -> None:
     """Apply ``reading`` to ``role``; an intent the role has no use for is ignored."""
     RESPONSES.get((role, reading.intent), _ignored)(p, role, reading)
 
 
-def _ignored(p: "Pipeline", role: str, reading: Reading) -> None:
+def _ignored(p: Pipeline, role: str, reading: Reading) -> None:
     return None
 
 
@@ -210,7 +212,7 @@ def _confused(p, role, reading):
 
 
 # -- over-supervision ---------------------------------------------------------------------------------------------
-def derail(p: "Pipeline", role: str) -> None:
+def derail(p: Pipeline, role: str) -> None:
     """One intervention too many: the role loses its thread (its drift, switched on)."""
     s = p.state
     s.derails.append(role)
@@ -227,4 +229,3 @@ def derail(p: "Pipeline", role: str) -> None:
         s.strict = True
     elif role == "summarizer":
         s.ignores_evidence = True
-

@@ -1,31 +1,32 @@
 """What each simulated role does on its turn: the words it writes and how its hidden state moves.
 
-Words (testbed rule 1): the searcher's facts are sentences of the passages the real retriever returned for its
-queries, its queries are the task's own sub-questions and entity names; the planner's objectives are the
-question's parts (MuSiQue's recorded sub-questions where the data has them, with "#k" written as "step k's
-result"; a later step whose text would name a hidden bridge entity reads "use step k's result to find ...");
+Words (nothing an observer could not see decides them): the searcher's facts are sentences of the passages the real
+retriever returned for its queries, its queries are the task's own sub-questions and entity names; the planner's
+objectives are the question's parts (MuSiQue's recorded sub-questions where the data has them, with "#k" written as
+"step k's result"; a later step whose text would name a hidden bridge entity reads "use step k's result to find ...");
 the planner's, reader's and summarizer's reasoning are sentences of real recorded search agents
-(:mod:`..sim.thoughts`), chosen by the observable situation. Not sourced from recordings (no recorded pipeline
-exists in the data): the searcher's ``confidence`` and ``gaps`` (computed from how much of the question the facts
-cover), the verifier's whole message (its verdict is hidden behaviour; its wording is templated on the claim, the
-facts and the verdict only), and the fixed phrases "insufficient evidence" and "The facts do not state ...".
+(:mod:`..sim.thoughts`), chosen by the observable situation. Not sourced from recordings (no recorded pipeline exists
+in the data): the searcher's ``confidence`` and ``gaps`` (computed from how much of the question the facts cover), the
+verifier's whole message (its verdict is hidden behaviour; its wording is templated on the claim, the facts and the
+verdict only), and the fixed phrases "insufficient evidence" and "The facts do not state ...".
 """
+
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ...data.scoring import f1 as f1_score
 from ...data.scoring import squad_normalize
-from ..sim.hops import fill_query, is_choice
 from ...retrieval.cache import cached_search
-from ..sim.situation import content_words
-from ..sim.thoughts import question_core
 from ...text import PIPELINE_ENTITY_RULES, sentences, tokens
 from ...text import entities as _entities
+from ..sim.hops import fill_query, is_choice
+from ..sim.situation import content_words
+from ..sim.thoughts import question_core
 from .messages import FAIL, NO_ANSWER, PASS, USER, Handoff, claimed_answer
 
 if TYPE_CHECKING:  # the pipeline as these functions use it, not pipeline.py (which imports this module)
@@ -43,6 +44,7 @@ def role(name: str) -> Callable[[RoleTurn], RoleTurn]:
     def register(fn: RoleTurn) -> RoleTurn:
         SIM_ROLES[name] = fn
         return fn
+
     return register
 
 
@@ -103,7 +105,7 @@ def plan_objectives(question: str, hops) -> list[str]:
 
 # -- planner -------------------------------------------------------------------------------------------------
 @role("planner")
-def planner_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
+def planner_turn(p: Pipeline, inbox: Handoff | None) -> dict[str, Any]:
     s, prof, rng = p.state, p.params, p.state.rng
     eff = s.take_effects("planner")
     multi = len(s.hops) > 1
@@ -113,7 +115,7 @@ def planner_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
         s.plan_ok = True
     if "confused" in eff:
         s.plan_ok = not multi
-    objectives = plan_objectives(p.task.question, s.hops) if s.plan_ok else [p.task.question]
+    objectives = plan_objectives(p.current_task.question, s.hops) if s.plan_ok else [p.current_task.question]
     if eff.get("search_for"):
         objectives.insert(0, eff["search_for"])
     return {
@@ -123,12 +125,15 @@ def planner_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
 
 
 # -- searcher ------------------------------------------------------------------------------------------------
-def run_search(p: "Pipeline", query: str, recognise: bool = True) -> list:
+def run_search(p: Pipeline, query: str, recognise: bool = True) -> list:
     """One real search; the searcher may recognise evidence among the hits (resolving hops) or fixate on a
     distractor. ``recognise=False`` (an LLM searcher): a hop resolves when its passage is among the hits."""
     s, prof, rng = p.state, p.params, p.state.rng
-    query = " ".join(query.split())[:300] or p.task.question
-    hits = [replace(h, title=h.title.strip().strip('"').strip()) for h in cached_search(p.retriever, p.context.retriever, query, p.context.topk)]
+    query = " ".join(query.split())[:300] or p.current_task.question
+    hits = [
+        replace(h, title=h.title.strip().strip('"').strip())
+        for h in cached_search(p.retriever, p.context.retriever, query, p.context.topk)
+    ]
     s.queries.append(query)
     ids = [h.id for h in hits]
     for pid in ids:
@@ -156,16 +161,16 @@ def run_search(p: "Pipeline", query: str, recognise: bool = True) -> list:
     return hits
 
 
-def hop_query(p: "Pipeline") -> str:
+def hop_query(p: Pipeline) -> str:
     s, prof, rng = p.state, p.params, p.state.rng
     index = min(s.hop, len(s.hops) - 1)
-    query = fill_query(s.hops[index].query, s.findings) or p.task.question
+    query = fill_query(s.hops[index].query, s.findings) or p.current_task.question
     words = query.rstrip("?").split()
     kept = [w for w in words if rng.random() >= prof.query_noise] or words[:1]
     return " ".join(kept)
 
 
-def facts_message(p: "Pipeline", hits_by_query: Sequence[tuple[str, list]]) -> dict[str, Any]:
+def facts_message(p: Pipeline, hits_by_query: Sequence[tuple[str, list]]) -> dict[str, Any]:
     """The searcher's report: the evidence it took (kept across rounds), then this round's best sentences."""
     s, prof = p.state, p.params
     pairs: list[tuple[str, str]] = list(s.evidence_facts)
@@ -182,18 +187,25 @@ def facts_message(p: "Pipeline", hits_by_query: Sequence[tuple[str, list]]) -> d
         sources.append(title)
         if len(facts) >= prof.facts_per_message:
             break
-    cover = coverage(p.task.question, facts)
+    cover = coverage(p.current_task.question, facts)
     confidence = "high" if cover >= 0.6 else "medium" if cover >= 0.35 else "low"
     plan = p.latest("planner")
-    objectives = [t.get("objective", "") for t in plan.fields.get("subtasks", []) if isinstance(t, dict)] if plan else []
+    objectives = (
+        [t.get("objective", "") for t in plan.fields.get("subtasks", []) if isinstance(t, dict)] if plan else []
+    )
     covered = content_words(" ".join(facts + sources))
     gaps = [o for o in objectives if content_words(o) and not content_words(o) & covered]
-    return {"facts": facts, "sources": list(dict.fromkeys(sources)), "confidence": confidence, "gaps": gaps,
-            "queries": [q for q, _ in hits_by_query]}
+    return {
+        "facts": facts,
+        "sources": list(dict.fromkeys(sources)),
+        "confidence": confidence,
+        "gaps": gaps,
+        "queries": [q for q, _ in hits_by_query],
+    }
 
 
 @role("searcher")
-def searcher_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
+def searcher_turn(p: Pipeline, inbox: Handoff | None) -> dict[str, Any]:
     s, prof, rng = p.state, p.params, p.state.rng
     eff = s.take_effects("searcher")
     if "recheck" in eff:
@@ -219,7 +231,11 @@ def searcher_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
             if planned:
                 query = planned.pop(0)
             elif own < own_allowed and (not s.evidence_in_hand or own == 0 and not searches):
-                query = p.task.question if not s.plan_ok and s.rounds == 0 and "decompose" not in eff else hop_query(p)
+                query = (
+                    p.current_task.question
+                    if not s.plan_ok and s.rounds == 0 and "decompose" not in eff
+                    else hop_query(p)
+                )
                 own += 1
             elif "more" in eff and p.last_titles:
                 query = f"{hop_query(p)} {p.last_titles[int(rng.integers(len(p.last_titles)))]}"
@@ -235,19 +251,21 @@ def searcher_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
 
 
 # -- reader --------------------------------------------------------------------------------------------------
-def wrong_span(p: "Pipeline", facts_sources: Sequence[str]) -> str | None:
+def wrong_span(p: Pipeline, facts_sources: Sequence[str]) -> str | None:
     """A plausible wrong value: the other answer of a yes/no or two-option question, else an entity the facts
     name (the fixated bridge first), else nothing."""
     s, rng = p.state, p.state.rng
-    gold = p.task.golden_answers
+    gold = p.current_task.golden_answers
     if gold[0].strip().lower() in _YES_NO:
         return "no" if gold[0].strip().lower() == "yes" else "yes"
-    if is_choice(p.task, s.hops):
-        options = [o.strip(" ?,.") for o in re.split(r",| or ", p.task.question.split("?")[0])[-2:]]
+    if is_choice(p.current_task, s.hops):
+        options = [o.strip(" ?,.") for o in re.split(r",| or ", p.current_task.question.split("?")[0])[-2:]]
         others = [o for o in options if o and f1_score(o, gold) < 0.5]
         if others:
             return others[-1]
-    pool = ([s.findings[s.wrong_from]] if s.wrong_from is not None and s.wrong_from < len(s.findings) else []) + list(facts_sources)
+    pool = ([s.findings[s.wrong_from]] if s.wrong_from is not None and s.wrong_from < len(s.findings) else []) + list(
+        facts_sources
+    )
     pool = [t for t in dict.fromkeys(pool) if t and f1_score(t, gold) < 0.5]
     if not pool:
         return None
@@ -255,7 +273,7 @@ def wrong_span(p: "Pipeline", facts_sources: Sequence[str]) -> str | None:
 
 
 @role("reader")
-def reader_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
+def reader_turn(p: Pipeline, inbox: Handoff | None) -> dict[str, Any]:
     s, prof, rng = p.state, p.params, p.state.rng
     eff = s.take_effects("reader")
     searcher = inbox if inbox is not None and inbox.sender == "searcher" else p.latest("searcher")
@@ -269,7 +287,7 @@ def reader_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
         s.extract_ok = False
         s.answer, s.answer_basis, redraw = wrong_span(p, sources), basis, False
     if redraw:
-        gold = p.task.golden_answers[0]
+        gold = p.current_task.golden_answers[0]
         right_before = s.answer is not None and p.is_right(s.answer)
         if s.evidence_in_hand and s.wrong_from is None:
             if basis != s.answer_basis:
@@ -298,14 +316,16 @@ def reader_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
     answer = s.answer
     stating = [(f, t) for f, t in zip(facts, sources) if supports(answer, [f])]
     if answer is None:
-        steps = [f"The facts do not state {question_core(p.task.question)}."]
+        steps = [f"The facts do not state {question_core(p.current_task.question)}."]
     elif stating:
         steps = [stating[0][0]]
     else:
         steps = [p.thought("answer", answer=answer)]
     source = stating[0][1] if stating else "background knowledge"
     return {
-        "variables": [{"name": focus_of(p.task.question), "value": answer, "source": source if answer else None}],
+        "variables": [
+            {"name": focus_of(p.current_task.question), "value": answer, "source": source if answer else None}
+        ],
         "steps": [x for x in steps if x],
         "final_values": {"answer": answer},
     }
@@ -313,7 +333,7 @@ def reader_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
 
 # -- verifier ------------------------------------------------------------------------------------------------
 @role("verifier")
-def verifier_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
+def verifier_turn(p: Pipeline, inbox: Handoff | None) -> dict[str, Any]:
     s, prof, rng = p.state, p.params, p.state.rng
     eff = s.take_effects("verifier")
     claim = claimed_answer(inbox) if inbox is not None and inbox.sender == "reader" else s.answer
@@ -336,10 +356,13 @@ def verifier_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
         if eff.get("search_for") or "force_fail" in eff:
             p_fail = 1.0
     verdict = FAIL if rng.random() < p_fail else PASS
-    core = question_core(p.task.question)
+    core = question_core(p.current_task.question)
     fields: dict[str, Any] = {"verdict": verdict, "claim": claim}
     if supported:
-        fields["supported"] = [f"{claim} ({next((t for f, t in zip(facts, sources) if supports(claim, [f, t])), sources[0] if sources else 'facts')})"]
+        fallback = sources[0] if sources else "facts"
+        fields["supported"] = [
+            f"{claim} ({next((t for f, t in zip(facts, sources) if supports(claim, [f, t])), fallback)})"
+        ]
     elif claim is not None:
         fields["unsupported"] = [claim]
     if verdict == FAIL:
@@ -358,7 +381,7 @@ def verifier_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
     return fields
 
 
-def verifier_route(p: "Pipeline", fields: dict[str, Any]) -> str:
+def verifier_route(p: Pipeline, fields: dict[str, Any]) -> str:
     if fields.get("verdict") == PASS or p.state.rounds >= p.params.max_rounds:
         return "summarizer"
     return "searcher"
@@ -366,16 +389,18 @@ def verifier_route(p: "Pipeline", fields: dict[str, Any]) -> str:
 
 # -- summarizer ------------------------------------------------------------------------------------------------
 @role("summarizer")
-def summarizer_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
+def summarizer_turn(p: Pipeline, inbox: Handoff | None) -> dict[str, Any]:
     s, prof, rng = p.state, p.params, p.state.rng
     eff = s.take_effects("summarizer")
     claim = claimed_answer(inbox) if inbox is not None and inbox.sender == "verifier" else s.answer
     verdict = inbox.fields.get("verdict") if inbox is not None and inbox.sender == "verifier" else None
     told_evidence = "use_evidence" in eff
     if s.ignores_evidence and not told_evidence:
-        own = wrong_span(p, entities(p.task.question)) or focus_of(p.task.question)
-        answer = p.task.golden_answers[0] if s.knows else own
-    elif claim is None or (verdict != PASS and not told_evidence and rng.random() < prof.defer_on_fail) or "defer" in eff:
+        own = wrong_span(p, entities(p.current_task.question)) or focus_of(p.current_task.question)
+        answer = p.current_task.golden_answers[0] if s.knows else own
+    elif (
+        claim is None or (verdict != PASS and not told_evidence and rng.random() < prof.defer_on_fail) or "defer" in eff
+    ):
         answer = NO_ANSWER
     else:
         answer = claim
@@ -384,11 +409,10 @@ def summarizer_turn(p: "Pipeline", inbox: Handoff | None) -> dict[str, Any]:
     if (s.verbose or "confused" in eff) and "concise" not in eff and answer != NO_ANSWER:
         padded = p.thought("answer", answer=answer)
         answer = padded if answer in padded else f"{answer}, according to {sources[0] if sources else 'the facts'}"
-    return {"final_answer": answer, "reasoning": p.thought("answer", answer=claim or answer),
-            "sources": sources[:3]}
+    return {"final_answer": answer, "reasoning": p.thought("answer", answer=claim or answer), "sources": sources[:3]}
 
 
-def route(p: "Pipeline", sender: str, fields: dict[str, Any]) -> str:
+def route(p: Pipeline, sender: str, fields: dict[str, Any]) -> str:
     if sender == "verifier":
         return verifier_route(p, fields)
     return {"planner": "searcher", "searcher": "reader", "reader": "verifier", "summarizer": USER}[sender]

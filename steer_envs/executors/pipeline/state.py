@@ -1,4 +1,5 @@
 """The hidden state of one pipeline episode (deep-copied by forks; never shown to the steerer)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

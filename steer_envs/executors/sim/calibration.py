@@ -5,6 +5,7 @@ both sides are summarised by benchmark with the same functions (queries parsed f
 :func:`searched_queries`, the answer with :func:`extract_final_answer`, scored with ASearcher F1), so the
 comparison does not depend on how either side was produced.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,10 @@ class Tolerance:
     z: float = 2.0
 
     def describe(self) -> str:
-        return (f"searches ±{self.searches}, repeated ±{self.repeated:.0%}, no answer ±{self.no_answer:.0%}, "
-                f"F1 ±{self.f1:g} points, or within {self.z:g} standard errors of the difference, whichever is wider")
+        return (
+            f"searches ±{self.searches}, repeated ±{self.repeated:.0%}, no answer ±{self.no_answer:.0%}, "
+            f"F1 ±{self.f1:g} points, or within {self.z:g} standard errors of the difference, whichever is wider"
+        )
 
 
 TOLERANCE = Tolerance()
@@ -90,8 +93,10 @@ class CalibrationRow:
 
     def allowed(self, tol: Tolerance = TOLERANCE) -> dict[str, float]:
         """The gap each statistic may have: the fixed bound or ``z`` standard errors of the difference."""
-        return {k: max(getattr(tol, k), tol.z * float(np.hypot(self.real.se.get(k, 0.0), self.sim.se.get(k, 0.0))))
-                for k in STATISTICS}
+        return {
+            k: max(getattr(tol, k), tol.z * float(np.hypot(self.real.se.get(k, 0.0), self.sim.se.get(k, 0.0))))
+            for k in STATISTICS
+        }
 
     def within(self, tol: Tolerance = TOLERANCE) -> bool:
         allowed = self.allowed(tol)
@@ -151,8 +156,10 @@ def calibrate(
 
 
 def format_table(rows: Sequence[CalibrationRow], profile: str, source: str, tol: Tolerance = TOLERANCE) -> str:
-    head = ("| benchmark | n | searches/task real / sim | repeated query real / sim | no answer real / sim "
-            "| F1 real / sim | worst gap / allowed | within tolerance |\n|---|---|---|---|---|---|---|---|")
+    head = (
+        "| benchmark | n | searches/task real / sim | repeated query real / sim | no answer real / sim "
+        "| F1 real / sim | worst gap / allowed | within tolerance |\n|---|---|---|---|---|---|---|---|"
+    )
     lines = [f"Calibration of {profile} against {source} (tolerance: {tol.describe()})", "", head]
     for row in rows:
         r, s = row.real, row.sim

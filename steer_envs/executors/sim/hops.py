@@ -5,6 +5,7 @@ passages), 2WikiMultihopQA evidence triples, the supporting passages' titles, an
 evidence is any answer-bearing passage. The plan is ground truth: it steers the simulator's queries and what
 counts as evidence, and never appears in the transcript.
 """
+
 from __future__ import annotations
 
 import re
@@ -101,12 +102,15 @@ def _comparison_hops(task: Task, titles: dict[str, str]) -> list[Hop] | None:
     if len(named) < 2:
         return None
     title_words = {w for pid in named for w in _tokens(titles.get(pid, "").lower())}
-    relation = " ".join(w for w in _tokens(task.question.lower()) if w not in title_words and w not in RELATION_STOP_WORDS)[:60]
+    relation = " ".join(
+        w for w in _tokens(task.question.lower()) if w not in title_words and w not in RELATION_STOP_WORDS
+    )[:60]
     hops = [Hop(f"{titles.get(pid, '')} {relation}".strip(), (pid,), titles.get(pid, "")) for pid in named]
     unnamed = tuple(pid for pid in support if pid not in named)
     last = hops[-1]
-    hops[-1] = Hop(last.query, tuple(dict.fromkeys(last.target_ids + unnamed + task.answer_bearing_ids)),
-                   task.golden_answers[0])
+    hops[-1] = Hop(
+        last.query, tuple(dict.fromkeys(last.target_ids + unnamed + task.answer_bearing_ids)), task.golden_answers[0]
+    )
     return hops
 
 

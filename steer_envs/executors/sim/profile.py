@@ -6,6 +6,7 @@ without searching. Shipped profiles live beside this module in ``profiles/<name>
 loads a user's file. Unknown or missing keys are errors that name the keys, so a typo never silently falls
 back to a default.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,13 @@ from ..profiles import profile_from_dict as _from_dict
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 DRIFT_MODES: tuple[str, ...] = ("redundant", "fixation", "side_goal", "never_answer")
+#: every drift kind a profile may weight: the modes above, plus ``premature`` (answering before the second hop) as a
+#: drift of its own, which only the ``kinds`` dynamics starts (:mod:`.kinds`; the classic searcher decides premature
+#: answers per search with ``premature_rate``)
+DRIFT_KINDS: tuple[str, ...] = (*DRIFT_MODES, "premature")
+#: how drift plays out, by name (:data:`steer_envs.executors.sim.DYNAMICS` maps each to its searcher class):
+#: ``classic`` (the calibrated profiles) or ``kinds`` (each drift kind shows a tell and has one fitting note)
+DYNAMICS: tuple[str, ...] = ("classic", "kinds")
 
 
 @dataclass(frozen=True)
@@ -78,19 +86,34 @@ class SimProfile:
     entity_queries: float = 0.0
     #: recorded rollouts (trajectory sources) whose reasoning sentences the simulator speaks (see thoughts.py)
     thought_sources: tuple[str, ...] = ("search_r1_base",)
+    #: how drift plays out (one of :data:`DYNAMICS`); the two fields below are read by ``kinds`` only
+    dynamics: str = "classic"
+    #: probability that a drifting turn shows its kind's tell (else it looks like a turn of an agent on track)
+    tell_clarity: float = 1.0
+    #: probability that a note which does not fit the state (a wrong kind, or no drift at all) sets the agent back
+    misfit_cost: float = 0.0
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def for_benchmark(self, benchmark: str) -> "SimProfile":
+    def for_benchmark(self, benchmark: str) -> SimProfile:
         """This profile with the benchmark's overrides applied."""
         overrides = self.benchmarks.get(benchmark)
         return replace(self, **overrides) if overrides else self
 
 
-def _check_drift_weights(obj: dict, where: str) -> None:
+def _check_extra(obj: dict, where: str) -> None:
+    override = "(benchmarks." in where  # the schema checks a per-benchmark override under this name
+    if "dynamics" in obj and (override or obj["dynamics"] not in DYNAMICS):
+        raise SCHEMA.error(
+            where, f"'dynamics' is set once per profile, to one of {', '.join(DYNAMICS)}; got {obj['dynamics']!r}"
+        )
     if "drift_weights" in obj:
         weights = obj["drift_weights"]
-        if not isinstance(weights, dict) or any(k not in DRIFT_MODES for k in weights):
-            raise SCHEMA.error(where, f"'drift_weights' must map drift modes ({', '.join(DRIFT_MODES)}) to weights")
+        if not isinstance(weights, dict) or any(k not in DRIFT_KINDS for k in weights):
+            raise SCHEMA.error(where, f"'drift_weights' must map drift modes ({', '.join(DRIFT_KINDS)}) to weights")
+        if not override and weights.get("premature") and obj.get("dynamics", "classic") != "kinds":
+            raise SCHEMA.error(
+                where, "'drift_weights.premature' needs \"dynamics\": \"kinds\" (classic uses 'premature_rate')"
+            )
         for mode, weight in weights.items():
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
                 raise SCHEMA.error(where, f"'drift_weights.{mode}' must be a non-negative number, got {weight!r}")
@@ -98,9 +121,12 @@ def _check_drift_weights(obj: dict, where: str) -> None:
 
 #: what a simulator profile is (:mod:`steer_envs.executors.profiles` loads and validates it)
 SCHEMA = ProfileSchema(
-    kind="simulator profile", cls=SimProfile, directory=PROFILE_DIR,
+    kind="simulator profile",
+    cls=SimProfile,
+    directory=PROFILE_DIR,
     positive=frozenset({"propensity_alpha", "propensity_beta", "plan_effect"}),
-    int_minimums={"intervention_turn_cost": 0}, extra=_check_drift_weights,
+    int_minimums={"intervention_turn_cost": 0},
+    extra=_check_extra,
     hint="or give a path: sim:/path/to/profile.json",
 )
 

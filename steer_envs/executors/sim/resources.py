@@ -1,11 +1,13 @@
 """The read-only resources of a simulated system (the single searcher, the hand-off pipeline): the retriever, the
 corpus and the bank of recorded thoughts. Loaded on first use, shared with forks, dropped when pickled (a worker
 reloads them from its own cache instead of receiving an index over the wire)."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from ...data.corpus import Corpus, load_corpus
+from ...retrieval.base import Retriever
 from ...retrieval.registry import make_retriever
 from .thoughts import ThoughtBank, load_thought_bank
 
@@ -17,12 +19,12 @@ class SimResources:
     profile: Any
 
     def _init_resources(self) -> None:
-        self._retriever = None
+        self._retriever: Retriever | None = None
         self._corpus: Corpus | None = None
         self._thoughts: ThoughtBank | None | bool = False  # False: not loaded yet; None: no recordings available
 
     @property
-    def retriever(self):
+    def retriever(self) -> Retriever:
         if self._retriever is None:
             self._retriever = make_retriever(self.context.retriever, data_dir=self.context.data_dir)
         return self._retriever
@@ -47,7 +49,7 @@ class SimResources:
         if parent is not None:
             parent()
 
-    def _share_resources(self, other: "SimResources") -> None:
+    def _share_resources(self, other: SimResources) -> None:
         other._retriever, other._corpus, other._thoughts = self._retriever, self._corpus, self._thoughts
 
     @staticmethod

@@ -37,6 +37,7 @@ Each response is a function registered in :data:`RESPONSES` by intent name; it c
 state only, and the consequences play out through the ordinary turn mechanics (retrieval, recognition,
 extraction) of :class:`~.searcher.SimSearcher`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -51,12 +52,14 @@ class SearcherView(Protocol):
     Declared here, not imported: the searcher imports this table, and a response annotated with the searcher's
     class made the two modules import each other (for typing only, still a circle)."""
 
-    #: the hidden state (``searcher.SimState``: hops, findings, drift, rng, ...)
-    state: Any
     #: the benchmark's profile parameters (``SimProfile``)
     params: Any
     #: the task being searched (``Task``)
     task: Any
+
+    #: the hidden state (``searcher.SimState``: hops, findings, drift, rng, ...)
+    @property
+    def state(self) -> Any: ...
 
     @property
     def evidence_in_hand(self) -> bool: ...
@@ -77,11 +80,12 @@ def response(intent: str) -> Callable[[Response], Response]:
     def register(fn: Response) -> Response:
         RESPONSES[intent] = fn
         return fn
+
     return register
 
 
 @response("answer_now")
-def _answer_now(sim: "SearcherView", reading: Reading) -> None:
+def _answer_now(sim: SearcherView, reading: Reading) -> None:
     s = sim.state
     if s.drift in LOOP_DRIFTS:
         s.drift = None
@@ -89,7 +93,7 @@ def _answer_now(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("stop_repeating")
-def _stop_repeating(sim: "SearcherView", reading: Reading) -> None:
+def _stop_repeating(sim: SearcherView, reading: Reading) -> None:
     s, p = sim.state, sim.params
     if s.drift == "redundant":
         s.drift = None
@@ -103,7 +107,7 @@ def _stop_repeating(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("refocus")
-def _refocus(sim: "SearcherView", reading: Reading) -> None:
+def _refocus(sim: SearcherView, reading: Reading) -> None:
     s, p = sim.state, sim.params
     if s.drift in ("side_goal", "never_answer"):
         s.drift = None
@@ -116,7 +120,7 @@ def _refocus(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("search_for")
-def _search_for(sim: "SearcherView", reading: Reading) -> None:
+def _search_for(sim: SearcherView, reading: Reading) -> None:
     s = sim.state
     if s.drift in LOOP_DRIFTS:
         s.drift = None
@@ -125,7 +129,7 @@ def _search_for(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("keep_searching")
-def _keep_searching(sim: "SearcherView", reading: Reading) -> None:
+def _keep_searching(sim: SearcherView, reading: Reading) -> None:
     s = sim.state
     if s.drift in ("side_goal", "never_answer"):
         s.drift = None
@@ -136,7 +140,7 @@ def _keep_searching(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("verify")
-def _verify(sim: "SearcherView", reading: Reading) -> None:
+def _verify(sim: SearcherView, reading: Reading) -> None:
     """Re-read everything retrieved: a second chance to recognise evidence, re-extract, or notice a fixation."""
     s, p, rng = sim.state, sim.params, sim.state.rng
     if s.wrong_from is not None:
@@ -164,7 +168,7 @@ def _verify(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("backtrack")
-def _backtrack(sim: "SearcherView", reading: Reading) -> None:
+def _backtrack(sim: SearcherView, reading: Reading) -> None:
     s = sim.state
     if s.wrong_from is not None:
         sim.undo_from(s.wrong_from)
@@ -173,7 +177,7 @@ def _backtrack(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("plan")
-def _plan(sim: "SearcherView", reading: Reading) -> None:
+def _plan(sim: SearcherView, reading: Reading) -> None:
     s, p = sim.state, sim.params
     s.hazard_factor *= p.plan_effect
     if s.drift == "never_answer":
@@ -181,7 +185,7 @@ def _plan(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("reject")
-def _reject(sim: "SearcherView", reading: Reading) -> None:
+def _reject(sim: SearcherView, reading: Reading) -> None:
     """A rejected answer: re-verify; a right answer may be abandoned (over-rejection hurts)."""
     s, p, rng = sim.state, sim.params, sim.state.rng
     s.proposed = True
@@ -202,14 +206,14 @@ def _reject(sim: "SearcherView", reading: Reading) -> None:
 
 
 @response("none")
-def _confused(sim: "SearcherView", reading: Reading) -> None:
+def _confused(sim: SearcherView, reading: Reading) -> None:
     """A note that asks for nothing actionable: the agent may lose a turn working out what was meant."""
     s, p = sim.state, sim.params
     if s.rng.random() < p.confusion:
         s.pending = "confused"
 
 
-def derail(sim: "SearcherView") -> None:
+def derail(sim: SearcherView) -> None:
     """Over-supervision: one note too many and the agent loses its thread, answers hastily to comply, or wanders
     off to a side topic (the paper's turn inflation and harm from intervening at every step)."""
     s = sim.state

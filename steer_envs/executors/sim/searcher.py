@@ -15,6 +15,7 @@ from behaviour (queries, results, answers), as it would with a real agent. Notes
 Randomness: one ``numpy.random.Generator`` per episode, seeded from the reset seed; it is part of the state, so
 forks continue identically (or independently after :meth:`SimSearcher.reseed`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,16 +28,24 @@ import numpy as np
 from ...data.records import Task
 from ...data.scoring import f1 as f1_score
 from ...notes import Reading, shared_reader
+from ...retrieval.cache import cached_search
+from ...text import STOP_WORDS, entities
 from ..base import Executor, ExecutorContext, Intervention, TurnResult
-from ..protocol import INVALID_ACTION_REPLY, render_answer, render_guidance, render_information, render_rejection, render_search
+from ..protocol import (
+    INVALID_ACTION_REPLY,
+    render_answer,
+    render_guidance,
+    render_information,
+    render_rejection,
+    render_search,
+)
 from .hops import Hop, build_hops, fill_query, is_choice
-from .profile import DRIFT_MODES, SimProfile
+from .profile import DRIFT_KINDS, SimProfile
 from .resources import SimResources
 from .responses import RESPONSES, derail
-from ...retrieval.cache import cached_search
-from .situation import normalize_query as _normalize, situation_of
+from .situation import normalize_query as _normalize
+from .situation import situation_of
 from .thoughts import fill
-from ...text import STOP_WORDS, entities
 
 _YES_NO = ("yes", "no")
 _SIDE_ASPECTS = ("history", "early life", "career", "family", "location", "awards")
@@ -103,8 +112,12 @@ class SimSearcher(SimResources, Executor):
         self.max_turns = self.context.max_turns  # interventions shrink the budget of one episode only
         rng = np.random.default_rng(seed)
         titles = {pid: self._title(pid) for pid in task.supporting_ids}
-        hops = [Hop(h.query, tuple(dict.fromkeys(x for pid in h.target_ids for x in self.corpus.same_title(pid))), h.finding)
-                for h in build_hops(task, titles)]  # any passage of the same article serves as the hop's evidence
+        hops = [
+            Hop(
+                h.query, tuple(dict.fromkeys(x for pid in h.target_ids for x in self.corpus.same_title(pid))), h.finding
+            )
+            for h in build_hops(task, titles)
+        ]  # any passage of the same article serves as the hop's evidence
         propensity = 2.0 * float(rng.beta(p.propensity_alpha, p.propensity_beta))
         recall = max(p.parametric_recall, 0.5) if is_choice(task, hops) else p.parametric_recall  # a coin flip
         knows = bool(rng.random() < recall)
@@ -118,8 +131,8 @@ class SimSearcher(SimResources, Executor):
         if self._s is not None:
             self._s.rng = np.random.default_rng(seed)
 
-    def _blank_copy(self) -> "SimSearcher":
-        clone = SimSearcher(self.spec, self.profile, self.context)
+    def _blank_copy(self) -> SimSearcher:
+        clone = type(self)(self.spec, self.profile, self.context)
         self._share_resources(clone)
         return clone
 
@@ -241,13 +254,8 @@ class SimSearcher(SimResources, Executor):
         s, p, rng = self.state, self.params, self.state.rng
         in_hand = self.evidence_in_hand
         distractors = [pid for pid in s.last_hit_ids if not in_hand and pid not in s.hops[s.hop].target_ids]
-        applicable = {
-            "redundant": in_hand and bool(s.queries),
-            "fixation": bool(distractors) and s.wrong_from is None,
-            "side_goal": bool(s.last_hit_ids),
-            "never_answer": True,
-        }
-        modes = [m for m in DRIFT_MODES if applicable[m] and p.drift_weights.get(m, 0.0) > 0]
+        applicable = self._drift_applicable(in_hand, distractors)
+        modes = [m for m in DRIFT_KINDS if applicable.get(m, False) and p.drift_weights.get(m, 0.0) > 0]
         if not modes:
             return
         weights = np.array([p.drift_weights[m] for m in modes], dtype=float)
@@ -265,6 +273,16 @@ class SimSearcher(SimResources, Executor):
             return
         s.drift = mode
 
+    def _drift_applicable(self, in_hand: bool, distractors: list[str]) -> dict[str, bool]:
+        """Which drift kinds can start now (a kind left out cannot)."""
+        s = self.state
+        return {
+            "redundant": in_hand and bool(s.queries),
+            "fixation": bool(distractors) and s.wrong_from is None,
+            "side_goal": bool(s.last_hit_ids),
+            "never_answer": True,
+        }
+
     def start_side_goal(self) -> None:
         s = self.state
         pid = s.last_hit_ids[int(s.rng.integers(len(s.last_hit_ids)))]
@@ -278,12 +296,13 @@ class SimSearcher(SimResources, Executor):
         bank = self.thoughts
         if bank is None:
             return ""
-        situation = situation_of(self.task.question, act, self.stats.turns, query, s.queries, s.last_titles, s.proposed)
-        return fill(bank.choose(situation, s.rng), self.task.question, query=query, answer=answer, titles=s.last_titles)
+        question = self.current_task.question
+        situation = situation_of(question, act, self.stats.turns, query, s.queries, s.last_titles, s.proposed)
+        return fill(bank.choose(situation, s.rng), question, query=query, answer=answer, titles=s.last_titles)
 
     def _search(self, query: str) -> TurnResult:
         s = self.state
-        query = query.strip() or self.task.question
+        query = query.strip() or self.current_task.question
         think = self._think("search", query=query)
         hits = cached_search(self.retriever, self.context.retriever, query, self.topk)
         s.queries.append(query)
@@ -336,7 +355,7 @@ class SimSearcher(SimResources, Executor):
 
     def _answer(self) -> TurnResult:
         s = self.state
-        answer = self.task.golden_answers[0] if self.answer_would_be_right() else self._wrong_span()
+        answer = self.current_task.golden_answers[0] if self.answer_would_be_right() else self._wrong_span()
         think = self._think("answer", answer=answer)
         s.premature = False
         segment = render_answer(answer, think)
@@ -345,15 +364,15 @@ class SimSearcher(SimResources, Executor):
     def _wrong_span(self) -> str:
         """A plausible wrong answer: the title of a passage the agent read (the distractor it fixated on first)."""
         s = self.state
-        gold = self.task.golden_answers
+        gold = self.current_task.golden_answers
         if gold[0].strip().lower() in _YES_NO:
             return "no" if gold[0].strip().lower() == "yes" else "yes"
-        if is_choice(self.task, s.hops):  # the other option the question names
-            options = [o.strip(" ?,.") for o in re.split(r",| or ", self.task.question.split("?")[0])[-2:]]
+        if is_choice(self.current_task, s.hops):  # the other option the question names
+            options = [o.strip(" ?,.") for o in re.split(r",| or ", self.current_task.question.split("?")[0])[-2:]]
             others = [o for o in options if o and f1_score(o, gold) < 0.5]
             if others:
                 return others[-1]
-        pool = ([s.evidence_id] if s.evidence_id else []) + s.seen_ids[::-1] + list(self.task.passage_ids)
+        pool = ([s.evidence_id] if s.evidence_id else []) + s.seen_ids[::-1] + list(self.current_task.passage_ids)
         for pid in pool:
             title = self._title(pid)
             if title and f1_score(title, gold) < 0.5 and s.rng.random() < 0.6:
@@ -372,7 +391,7 @@ class SimSearcher(SimResources, Executor):
         if noisy and p.entity_queries and s.rng.random() < p.entity_queries:
             return self._focused_query()
         index = min(s.hop, len(s.hops) - 1)
-        query = fill_query(s.hops[index].query, s.findings) or self.task.question
+        query = fill_query(s.hops[index].query, s.findings) or self.current_task.question
         return self._noisy(query) if noisy else query
 
     def _focused_query(self) -> str:
@@ -380,7 +399,11 @@ class SimSearcher(SimResources, Executor):
         other content words."""
         s = self.state
         full = self._hop_query(noisy=False)
-        anchors = question_entities(full) or ([s.findings[-1]] if s.findings else []) or question_entities(self.task.question)
+        anchors = (
+            question_entities(full)
+            or ([s.findings[-1]] if s.findings else [])
+            or question_entities(self.current_task.question)
+        )
         anchors = [a for a in anchors if a] or [full]
         anchor_words = {w.lower() for a in anchors for w in a.split()}
         rest = [w for w in full.rstrip("?").split() if w.lower() not in anchor_words and w.lower() not in STOP_WORDS]
@@ -393,8 +416,8 @@ class SimSearcher(SimResources, Executor):
         s, p = self.state, self.params
         query = self._focused_query()
         if s.last_titles and (lead or s.rng.random() < p.explore):
-            lead = s.last_titles[int(s.rng.integers(len(s.last_titles)))]
-            query = f"{query} {lead}"
+            title = s.last_titles[int(s.rng.integers(len(s.last_titles)))]
+            query = f"{query} {title}"
         return query
 
     def _noisy(self, query: str) -> str:
@@ -411,13 +434,18 @@ class SimSearcher(SimResources, Executor):
     # -- interventions -------------------------------------------------------------------------------------------
     def _receive(self, intervention: Intervention) -> None:
         s, p, rng = self.state, self.params, self.state.rng
-        rendered = render_rejection(intervention.text) if intervention.kind == "reject" else render_guidance(intervention.text)
+        rendered = (
+            render_rejection(intervention.text) if intervention.kind == "reject" else render_guidance(intervention.text)
+        )
         self.transcript += rendered
         self.stats.tokens += _tokens(rendered)
         if not self.done and p.intervention_turn_cost:
             self.max_turns = max(self.stats.turns + 1, self.max_turns - p.intervention_turn_cost)
-        reading = (Reading("reject", 1.0) if intervention.kind == "reject"
-                   else shared_reader("searcher").read_in_context(intervention.text, self.task.question))
+        reading = (
+            Reading("reject", 1.0)
+            if intervention.kind == "reject"
+            else shared_reader("searcher").read_in_context(intervention.text, self.current_task.question)
+        )
         s.understood.append(reading.intent)
         prior = self.stats.interventions - 1  # the base class has already counted this one
         if p.disruption and prior > 0 and rng.random() < min(1.0, p.disruption * prior):
@@ -425,6 +453,10 @@ class SimSearcher(SimResources, Executor):
             return
         if reading.actionable and rng.random() >= p.compliance:
             return
+        self._respond(reading)
+
+    def _respond(self, reading: Reading) -> None:
+        """The effect of a note that was read and followed (the response table of :mod:`.responses`)."""
         RESPONSES[reading.intent](self, reading)
 
     def undo_from(self, index: int | None) -> None:

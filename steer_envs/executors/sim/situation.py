@@ -1,14 +1,15 @@
 """The *observable* situation of a search agent's turn: what anyone reading its transcript can tell.
 
-Testbed rule 1 (DESIGN.md) says the simulator's own words may depend on nothing an observer could not see. This
-module is the one definition of "what an observer can see" that the simulator uses to choose its words (from
-:mod:`.thoughts`) and that the leak test uses as its baseline: the kind of action the agent is about to take, the
-turn, whether its query repeats an earlier one, whether the last results' titles overlap the question, and whether
-an answer was already proposed (and rejected). Every field is computed from text that is in the transcript.
+The testbed's first rule: the simulator's own words may depend on nothing an observer could not see. This module is
+the one definition of "what an observer can see" that the simulator uses to choose its words (from :mod:`.thoughts`)
+and that the leak test uses as its baseline: the kind of action the agent is about to take, the turn, whether its
+query repeats an earlier one, whether the last results' titles overlap the question, and whether an answer was already
+proposed (and rejected). Every field is computed from text that is in the transcript.
 
 The key backs off from the full situation to coarser ones, so a situation never seen in the recordings still gets
 words from the nearest one that was.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -59,11 +60,22 @@ class Situation:
         )
 
 
-def situation_of(question: str, act: str, turn: int, query: str | None, earlier_queries: Sequence[str],
-                 last_titles: Sequence[str], proposed: bool) -> Situation:
+def situation_of(
+    question: str,
+    act: str,
+    turn: int,
+    query: str | None,
+    earlier_queries: Sequence[str],
+    last_titles: Sequence[str],
+    proposed: bool,
+) -> Situation:
     """The situation of a turn about to end in ``act`` (``query`` for a search), given what came before it."""
     if act not in ACTS:
         raise ValueError(f"act must be one of {ACTS}, got {act!r}")
-    repeat = act == "search" and query is not None and normalize_query(query) in {normalize_query(q) for q in earlier_queries}
+    repeat = (
+        act == "search"
+        and query is not None
+        and normalize_query(query) in {normalize_query(q) for q in earlier_queries}
+    )
     overlap = bool(last_titles) and titles_overlap_question(question, last_titles)
     return Situation(act, int(turn), bool(repeat), overlap, bool(proposed))

@@ -17,6 +17,7 @@ keep ``{answer}`` (the agent's private guess would be hidden state).
 At run time the slots are filled with the episode's own observable text: the query it is issuing, the answer it
 is giving, a title from its last results, the question's core phrase.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,9 @@ _FIRST_PERSON = re.compile(r"\b(?:I need|I will|I'll|I should|I must|let me|let'
 _FIRST_PERSON_WORDS = frozenset({"I", "I'll", "I'm", "I've", "I'd"})
 _QUESTION_HEAD = re.compile(
     r"^(?:who|whom|whose|what|which|when|where|why|how(?: many| much| long| old)?)\s+"
-    r"(?:is|was|are|were|did|does|do|has|had|have|can|could|will|would)?\s*", re.I)
+    r"(?:is|was|are|were|did|does|do|has|had|have|can|could|will|would)?\s*",
+    re.I,
+)
 
 
 def _reasoning_text(turn: RecordedTurn) -> str:
@@ -67,7 +70,7 @@ def _question_spans(question: str) -> list[str]:
     least half of its content words, longest first. Shorter fragments stay words (and usually fail the checks)."""
     toks = question.rstrip("?").split()
     goal = content_words(question)
-    spans = (" ".join(toks[i:i + n]) for n in range(len(toks), 2, -1) for i in range(len(toks) - n + 1))
+    spans = (" ".join(toks[i : i + n]) for n in range(len(toks), 2, -1) for i in range(len(toks) - n + 1))
     return [s for s in spans if goal and len(content_words(s) & goal) >= max(2, len(goal) / 2)]
 
 
@@ -77,8 +80,14 @@ def _replace(sentence: str, span: str, slot: str) -> str:
     return re.sub(r"(?i)(?<![\w{])" + re.escape(span) + r"(?![\w}])", "{" + slot + "}", sentence)
 
 
-def slotify(sentence: str, question: str, query: str | None, answer: str | None, titles: Sequence[str],
-            common: frozenset[str] | None = None) -> str | None:
+def slotify(
+    sentence: str,
+    question: str,
+    query: str | None,
+    answer: str | None,
+    titles: Sequence[str],
+    common: frozenset[str] | None = None,
+) -> str | None:
     """The sentence as a template, or ``None`` if it still names something of its own episode. ``common``: the
     words an agent of this source uses across many questions; any other content word left outside the slots is
     about this episode's subject (cricket, glycogen, ...) and the sentence is dropped."""
@@ -100,7 +109,12 @@ def slotify(sentence: str, question: str, query: str | None, answer: str | None,
         return None
     words = bare.split()
     for i, w in enumerate(words):
-        if i > 0 and w[:1].isupper() and w.strip("\"'(,") not in _FIRST_PERSON_WORDS and not words[i - 1].endswith((".", ":", "!", "?")):
+        if (
+            i > 0
+            and w[:1].isupper()
+            and w.strip("\"'(,") not in _FIRST_PERSON_WORDS
+            and not words[i - 1].endswith((".", ":", "!", "?"))
+        ):
             return None  # a name the slots did not cover
     if not 4 <= len(s.split()) <= 40:
         return None
@@ -111,8 +125,9 @@ def slotify(sentence: str, question: str, query: str | None, answer: str | None,
     return s
 
 
-def template_of_turn(turn: RecordedTurn, question: str, last_titles: Sequence[str],
-                     common: frozenset[str] | None = None) -> str | None:
+def template_of_turn(
+    turn: RecordedTurn, question: str, last_titles: Sequence[str], common: frozenset[str] | None = None
+) -> str | None:
     """The template a recorded turn contributes: ``""`` if it said nothing, ``None`` if nothing usable remains."""
     text = _reasoning_text(turn)
     if not text:
@@ -149,7 +164,9 @@ def mine_source(source: str, data_dir: str | None = None) -> dict[str, list[str]
         for turn in parse_rollout(rollout):
             if turn.kind not in ("search", "answer", "invalid"):
                 continue
-            situation = situation_of(rollout.question, turn.kind, turn.index, turn.query, queries, last_titles, proposed)
+            situation = situation_of(
+                rollout.question, turn.kind, turn.index, turn.query, queries, last_titles, proposed
+            )
             template = template_of_turn(turn, rollout.question, last_titles, common)
             if template is not None:
                 bank[situation.keys()[0]].append(template)
@@ -167,7 +184,7 @@ class ThoughtBank:
     by_key: dict[str, tuple[str, ...]]
 
     @classmethod
-    def from_mined(cls, sources: Sequence[str], mined: Sequence[dict[str, list[str]]]) -> "ThoughtBank":
+    def from_mined(cls, sources: Sequence[str], mined: Sequence[dict[str, list[str]]]) -> ThoughtBank:
         by_key: dict[str, list[str]] = defaultdict(list)
         for bank in mined:
             for key, templates in bank.items():
@@ -193,8 +210,9 @@ def _back_off(key: str) -> list[str]:
     return [key, f"{act}|{turn}|{repeat}|{overlap}", f"{act}|{turn}|{overlap}", f"{act}|{turn}", act]
 
 
-def fill(template: str, question: str, query: str | None = None, answer: str | None = None,
-         titles: Sequence[str] = ()) -> str:
+def fill(
+    template: str, question: str, query: str | None = None, answer: str | None = None, titles: Sequence[str] = ()
+) -> str:
     """The template with the episode's own observable text in its slots."""
     if not template:
         return ""
@@ -225,8 +243,11 @@ def load_thought_bank(sources: Sequence[str], data_dir: str | None = None) -> Th
         present = [s for s in sources if s in files]
         missing = [s for s in sources if s not in files]
         if missing:
-            warnings.warn(f"the simulator's thought sources {missing} are not in {memo[1]}/trajectories; it draws "
-                          f"its words from {present or 'nothing (no <think> text)'}", stacklevel=3)
+            warnings.warn(
+                f"the simulator's thought sources {missing} are not in {memo[1]}/trajectories; it draws "
+                f"its words from {present or 'nothing (no <think> text)'}",
+                stacklevel=3,
+            )
         mined = [_mined(source, files[source], data_dir) for source in present]
         _BANKS[memo] = ThoughtBank.from_mined(present, mined) if present else None
     return _BANKS[memo]

@@ -1,0 +1,450 @@
+"""``docs/results_actguide_barrier.md`` from the committed summary: ``python -m studies.actguide_barrier.page``.
+
+Reads only ``results/summary.json`` (written by :mod:`.summarize` from the pipeline's folder), so the page is
+rebuilt without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from steer_envs.paths import REPO_ROOT
+
+from .alignment import STEP_NAMES
+from .run import ABLATIONS
+from .summarize import RESULTS
+
+PAGE = REPO_ROOT / "docs" / "results_actguide_barrier.md"
+NAMES = {
+    "base": "base",
+    "zero_rl": "zero RL",
+    "actguide": "ACTGUIDE-RL",
+    "no_adaptive": "no adaptive k (full guidance at once)",
+    "no_fallback": "no fallback (no full guidance after a failed search)",
+    "no_mixed": "no mixed-policy loss (guided rollouts on the guided prompt)",
+    "noise_10": "10% of reference actions wrong",
+    "noise_20": "20% wrong",
+    "sft_rl": "SFT on the reference plans, then zero RL",
+    "unguided_baseline": "guided groups baselined by the unguided group they replace",
+    "zero_rl_longer": "zero RL, twice the budget",
+    "actguide_longer": "ACTGUIDE-RL, twice the budget",
+}
+
+
+def iv(x: Sequence[float] | None, signed: bool = True) -> str:
+    if not x:
+        return "–"
+    fmt = "{:+.1f}" if signed else "{:.1f}"
+    return f"{fmt.format(x[0])} [{fmt.format(x[1])}, {fmt.format(x[2])}]"
+
+
+def num(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def card(summary: dict, split: str, tasks: str, what: str, setting: dict) -> str:
+    return (
+        f"*Setting card: split {split}, {tasks}, code `{summary['code']}`, {what}, training setting "
+        f"`{json.dumps(setting, sort_keys=True)}`.*"
+    )
+
+
+def section_barrier(s: dict) -> list[str]:
+    plan, fam = s["plan"], s["groups"].get("family", {})
+    levels = fam.get("levels", {})
+    lines = ["## 1. The barrier, measured before anything trains on it", ""]
+    bp = s.get("base_pass", {})
+    lines += [
+        f"**The base alone** (unguided, {bp.get('test', {}).get('K', '–')} rollouts per task; success and Pass@K "
+        "in %, 95% interval of the level):",
+        "",
+        "| Split | tasks | base success | base Pass@K |",
+        "|---|---:|---:|---:|",
+    ]
+    for split in ("dev", plan["eval_split"]):
+        row = bp.get(split)
+        if row:
+            lines.append(f"| {split} | {row['tasks']} | {iv(row['success'], False)} | {iv(row['pass'], False)} |")
+    lines += ["", card(s, "dev and test", "the family's tasks", "the base's own training setting", plan["base"]), ""]
+    z = levels.get("zero_rl")
+    if z:
+        lines += [
+            f"**Zero RL at the full budget** ({plan['setting']['budget']} rollouts, {z['seeds']} training seeds, the "
+            "family's train tasks in the RL pool), evaluated without a hint on the family's test tasks "
+            f"({plan['eval_rollouts']} rollouts per task and seed):",
+            "",
+            "| Policy | success (%) | per training seed | Pass@8 (%) |",
+            "|---|---:|---:|---:|",
+        ]
+        for name in ("base", "zero_rl"):
+            row = levels.get(name)
+            if row:
+                seeds = ", ".join(f"{v:.1f}" for v in row["per_seed"])
+                lines.append(f"| {NAMES[name]} | {iv(row['success'], False)} | {seeds} | {iv(row['pass'], False)} |")
+        lines += [
+            "",
+            card(
+                s,
+                plan["eval_split"],
+                f"{z['tasks']} family tasks",
+                f"{plan['eval_rollouts']} rollouts per task and training seed",
+                plan["setting"],
+            ),
+            "",
+        ]
+    lines += section_diagnostics(s, ("base", "zero_rl"))
+    return lines
+
+
+def section_diagnostics(s: dict, labels: Sequence[str]) -> list[str]:
+    reports = {k: v for k, v in s.get("barrier", {}).items() if k in labels}
+    if not reports:
+        return []
+    plan = s["plan"]
+    first = next(iter(reports.values()))
+    ks = sorted(int(k) for k in first["prefix_pass"])
+    lines = [
+        f"**Barrier diagnostics** (`steer-envs barrier --task-family skill_chain`, {first['tasks']} test tasks, "
+        f"K = {first['K']} rollouts per estimate, seed 0 of each run). Prefix-level Pass@K: from the state after the "
+        "first k reference actions (searches executed); the interval is the paired difference with k = 0 (points):",
+        "",
+        "| Policy | " + " | ".join(f"Pass@K prefix k={k}" for k in ks) + " |",
+        "|---|" + "---:|" * len(ks),
+    ]
+    for label, r in reports.items():
+        cells = [f"{100 * r['prefix_pass'][str(k)]:.0f}" for k in ks]
+        lines.append(f"| {NAMES[label]} | " + " | ".join(cells) + " |")
+    lines += ["", "| Policy | " + " | ".join(f"k={k} − k=0" for k in ks[1:]) + " |", "|---|" + "---:|" * len(ks[1:])]
+    for label, r in reports.items():
+        pre = r["intervals"]["prefix"]
+        lines.append(f"| {NAMES[label]} | " + " | ".join(iv(pre.get(str(k))) for k in ks[1:]) + " |")
+    lines += [
+        "",
+        "| Policy | " + " | ".join(f"hint k={k} − k=0" for k in ks[1:]) + " |",
+        "|---|" + "---:|" * len(ks[1:]),
+    ]
+    for label, r in reports.items():
+        pro = r["intervals"].get("prompt", {})
+        lines.append(f"| {NAMES[label]} | " + " | ".join(iv(pro.get(str(k))) for k in ks[1:]) + " |")
+    lines += [
+        "",
+        "Prompt-level Pass@K (a k-action hint in the prompt; above, its paired difference with k = 0 in points), "
+        "B_k = log((Pass@K(k) + ε) / (Pass@K(0) + ε)) and "
+        "|ΔLogit| (mean |log π(a | s, g_k) − log π(a | s)| on guided actions):",
+        "",
+        "| Policy | "
+        + " | ".join(f"hint k={k}" for k in ks)
+        + " | "
+        + " | ".join(f"B_{k}" for k in ks[1:])
+        + " | "
+        + " | ".join(f"ΔLogit k={k}" for k in ks[1:])
+        + " |",
+        "|---|" + "---:|" * (3 * len(ks) - 2),
+    ]
+    for label, r in reports.items():
+        cells = [f"{r['prompt_pass'][str(k)]:.2f}" for k in ks]
+        cells += [f"{r['B'][str(k)]:+.2f}" for k in ks[1:]]
+        cells += [num(r["delta_logit"].get(str(k))) for k in ks[1:]]
+        lines.append(f"| {NAMES[label]} | " + " | ".join(cells) + " |")
+    T = len(first["M"])
+    lines += [
+        "",
+        "M_t along the policy's own unguided trajectory (Ψ̂(s_t): any of K continuations succeeds; interval of the "
+        "level in points) and κ_t = M_{t+1} / M_t:",
+        "",
+        "| Policy | "
+        + " | ".join(f"M_{t}" for t in range(T))
+        + " | "
+        + " | ".join(f"κ_{t}" for t in range(T - 1))
+        + " |",
+        "|---|" + "---:|" * (2 * T - 1),
+    ]
+    for label, r in reports.items():
+        m = r["intervals"]["M"]
+        cells = [iv(m.get(str(t)), False) for t in range(T)] + [num(x) for x in r["kappa"]]
+        lines.append(f"| {NAMES[label]} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        card(
+            s,
+            plan["eval_split"],
+            f"{first['tasks']} family tasks",
+            "the diagnostics' rollouts per estimate",
+            plan["setting"],
+        ),
+        "",
+    ]
+    return lines
+
+
+def table_groups(s: dict, names: Sequence[str], reference: str, groups: dict | None = None) -> list[str]:
+    """Success, paired gain over ``reference`` and Pass@8 on the family and the real benchmarks (test unless
+    ``groups`` is given, e.g. the summary's ``dev``), with each row's training seeds."""
+    groups = s["groups"] if groups is None else groups
+    lines = [
+        f"| Policy | seeds | family: success | family: − {NAMES[reference]} | family: Pass@8 | real: success | "
+        f"real: − {NAMES[reference]} | real: Pass@8 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        seeds = groups.get("family", {}).get("levels", {}).get(name, {}).get("seeds")
+        cells = ["–" if seeds is None else str(seeds)]
+        for group in ("family", "real"):
+            g = groups.get(group, {})
+            row = g.get("levels", {}).get(name)
+            gain = g.get("gains", {}).get(f"{name} - {reference}", {})
+            if row is None:
+                cells += ["–", "–", "–"]
+                continue
+            cells += [
+                f"{row['success'][0]:.1f}",
+                iv(gain.get("success")) if name != reference else "–",
+                f"{row['pass'][0]:.1f}",
+            ]
+        lines.append(f"| {NAMES[name]} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def section_compare(s: dict) -> list[str]:
+    fam = s["groups"].get("family", {}).get("levels", {})
+    if "actguide" not in fam:
+        return []
+    plan = s["plan"]
+    real_tasks = s["groups"]["real"]["levels"]["actguide"]["tasks"]
+    lines = [
+        "## 2. ACTGUIDE-RL against zero RL on the barrier",
+        "",
+        f"Both from the base, the same RL pool and budget ({plan['setting']['budget']} rollouts, probes and guided "
+        f"rollouts counted), {fam['actguide']['seeds']} training seeds each, evaluated without a hint; success and "
+        "Pass@8 in %, gains in points with paired 95% intervals. Family: the family's test tasks; real: "
+        f"{real_tasks} test tasks of the seven real benchmarks (macro mean), where nothing of the family appears.",
+        "",
+        *table_groups(s, ["base", "zero_rl", "actguide"], "zero_rl"),
+        "",
+        card(
+            s,
+            plan["eval_split"],
+            f"{fam['actguide']['tasks']} family + {real_tasks} real tasks",
+            f"{plan['eval_rollouts']} rollouts per task and training seed",
+            plan["setting"],
+        ),
+        "",
+    ]
+    tr = s.get("training", {})
+    if tr:
+        lines += [
+            "Where the budget went (training logs, means over training seeds):",
+            "",
+            "| Training | iterations | rollouts | probes | guided groups | rescued groups | rescued family groups | "
+            "guided push toward | guided push away | mean r_mix |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name, r in tr.items():
+            lines.append(
+                f"| {NAMES[name]} | {r['iterations']:.0f} | {r['rollouts']:.0f} | {r['probe_rollouts']:.0f} | "
+                f"{r['guided_groups']:.0f} | {r['rescued_groups']:.0f} | {r['family_rescued']:.0f} | "
+                f"{num(r.get('guided_push_up'))} | {num(r.get('guided_push_down'))} | {num(r.get('r_mix'))} |"
+            )
+        lines.append("")
+    lines += section_diagnostics(s, ("actguide",))
+    al = s.get("alignment", {})
+    if al:
+        steps = list(STEP_NAMES)
+        lines += [
+            "**Do the skill's actions reach the unguided policy?** The family's test plans replayed without a hint; "
+            "per plan step, π_u(reference action) × the number of admissible actions (1 = uniform) and, in "
+            "brackets, the share of steps where it is π_u's top choice (%). Steps 2 and 3 are the skill.",
+            "",
+            "| Model | " + " | ".join(steps) + " |",
+            "|---|" + "---:|" * len(steps),
+        ]
+        for label, row in sorted(al.items()):
+            name, _, seed = label.partition(".")
+            cells = [f"{num(row[st]['times_candidates'])} ({100 * (row[st]['top'] or 0):.0f})" for st in steps]
+            lines.append(f"| {NAMES.get(name, name)} {seed} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def section_selection(s: dict) -> list[str]:
+    """The method's arm chosen on dev by the pre-stated rule, then its test comparison with zero RL."""
+    sel, dev = s.get("selection", {}), s.get("dev", {})
+    if not sel or not dev:
+        return []
+    plan = s["plan"]
+    chosen = sel["chosen"]
+    names = [c["name"] for c in sel["candidates"]]
+    dev_fam, dev_real = dev["family"]["levels"], dev["real"]["levels"]
+    seeds = dev_fam[chosen]["seeds"]
+    lines = [
+        "### The method's arm, chosen on dev before test",
+        "",
+        "Candidates for the arm that stands for the method: "
+        + ", ".join(NAMES[n] for n in names)
+        + f", each at the equal budget with {seeds} training seeds. The rule (`studies/actguide_barrier/selection.py`"
+        ", fixed in code before the pipeline ran) chooses {sel['criterion']}. It reads only dev "
+        f"evaluations: the family's {dev_fam[chosen]['tasks']} dev tasks and {dev_real[chosen]['tasks']} dev tasks of "
+        f"the real benchmarks (macro mean), unguided, {plan['eval_rollouts']} rollouts per task and training seed.",
+        "",
+        "**Dev** (what chose):",
+        "",
+        *table_groups(s, ["base", "zero_rl", *names], "zero_rl", groups=dev),
+        "",
+        f"| Candidate | dev family success (%) | dev real − zero RL (points) | eligible (≥ −{sel['tolerance']:.1f}) |",
+        "|---|---:|---:|---|",
+    ]
+    for c in sel["candidates"]:
+        lines.append(
+            f"| {NAMES[c['name']]} | {c['family_success']:.2f} | {c['real_gain']:+.2f} | "
+            f"{'yes' if c['eligible'] else 'no'} |"
+        )
+    lines += [
+        "",
+        f"**Chosen: {NAMES[chosen]}**"
+        + ("" if sel["bound_met"] else " (no candidate met the in-region bound; the smallest in-region loss decided)")
+        + ".",
+        "",
+        card(
+            s,
+            plan.get("dev_split", "dev"),
+            f"{dev_fam[chosen]['tasks']} family + {dev_real[chosen]['tasks']} real tasks",
+            f"{plan['eval_rollouts']} rollouts per task and training seed",
+            plan["setting"],
+        ),
+        "",
+        f"**Test** (the chosen arm and every candidate against zero RL, {seeds} training seeds each; gains paired over "
+        "tasks and training seeds):",
+        "",
+        *table_groups(s, ["zero_rl", chosen, *[n for n in names if n != chosen]], "zero_rl"),
+        "",
+    ]
+    fam, real = s["groups"]["family"], s["groups"]["real"]
+    lines += [
+        f"Test, {NAMES[chosen]} − zero RL: family success {iv(fam['gains'][f'{chosen} - zero_rl']['success'])} "
+        f"points (Pass@8 {iv(fam['gains'][f'{chosen} - zero_rl']['pass'])}), real benchmarks "
+        f"{iv(real['gains'][f'{chosen} - zero_rl']['success'])} points.",
+        "",
+    ]
+    for n in names:
+        other = fam["gains"].get(f"{n} - {chosen}")
+        if n != chosen and other:
+            lines += [
+                f"Test, {NAMES[n]} − {NAMES[chosen]} (not chosen): family success {iv(other['success'])} points, real "
+                f"benchmarks {iv(real['gains'][f'{n} - {chosen}']['success'])} points.",
+                "",
+            ]
+    lines += [
+        card(
+            s,
+            plan["eval_split"],
+            f"{fam['levels'][chosen]['tasks']} family + {real['levels'][chosen]['tasks']} real tasks",
+            f"{plan['eval_rollouts']} rollouts per task and training seed",
+            plan["setting"],
+        ),
+        "",
+    ]
+    return lines
+
+
+def section_longer(s: dict) -> list[str]:
+    fam = s["groups"].get("family", {}).get("levels", {})
+    if "actguide_longer" not in fam or "zero_rl_longer" not in fam:
+        return []
+    plan = s["plan"]
+    return [
+        "## 3. Twice the budget",
+        "",
+        f"The same comparison at {2 * plan['setting']['budget']} rollouts (training seed 0 of each method), on the "
+        "same tasks and rollout seeds as section 2:",
+        "",
+        *table_groups(s, ["zero_rl_longer", "actguide_longer"], "zero_rl_longer"),
+        "",
+        card(
+            s,
+            plan["eval_split"],
+            "the tasks of section 2",
+            f"{plan['eval_rollouts']} rollouts per task",
+            {**plan["setting"], "budget": 2 * plan["setting"]["budget"]},
+        ),
+        "",
+    ]
+
+
+def section_ablations(s: dict) -> list[str]:
+    fam = s["groups"].get("family", {}).get("levels", {})
+    present = [a for a in ABLATIONS if a in fam]
+    if not present:
+        return []
+    plan = s["plan"]
+    return [
+        "## 4. Ablations, noisy plans and SFT then RL",
+        "",
+        "Each variant of `agents/actguide/config.py:VARIANTS` from the same base, setting and budget (training seeds "
+        "per row in the table), against ACTGUIDE-RL on the same tasks and rollout seeds:",
+        "",
+        *table_groups(s, ["actguide", *present], "actguide"),
+        "",
+        card(
+            s,
+            plan["eval_split"],
+            "the tasks of section 2",
+            f"{plan['eval_rollouts']} rollouts per task and training seed",
+            plan["setting"],
+        ),
+        "",
+    ]
+
+
+def render(s: dict, intro: str) -> str:
+    times = s.get("times_s", {})
+    lines = [
+        "# ACTGUIDE-RL against a skill barrier (the `skill_chain` family)",
+        "",
+        intro.strip(),
+        "",
+        f"Wall time of the pipeline (summed over its runs; trainings {s['plan'].get('jobs', 1)} at a time, one core "
+        "each, on a shared 2-core machine): "
+        + ", ".join(f"{k} {v / 60:.1f} min" for k, v in sorted(times.items()))
+        + ".",
+        "",
+        *section_barrier(s),
+        *section_compare(s),
+        *section_selection(s),
+        *section_longer(s),
+        *section_ablations(s),
+        "## Commands",
+        "",
+        "Each resumable; `RUNS` is the pipeline's `--out` folder. The first command runs the `steer-envs` commands "
+        "below in this order (and the unguided evaluations and plan replays in its own process):",
+        "",
+        "```",
+        f"python -m studies.actguide_barrier.run --out RUNS --jobs {s['plan'].get('jobs', 1)}"
+        + (f" --ablation-seeds {s['plan']['ablation_seeds']}" if s["plan"].get("ablation_seeds", 1) != 1 else ""),
+        "python -m studies.actguide_barrier.summarize RUNS      # results/summary.json",
+        "python -m studies.actguide_barrier.page                # this page, from the summary",
+        *s.get("commands", []),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+INTRO = Path(__file__).resolve().parent / "intro.md"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the results page from the committed summary")
+    parser.add_argument("--summary", default=str(RESULTS / "summary.json"))
+    parser.add_argument("--page", default=str(PAGE))
+    args = parser.parse_args(argv)
+    summary = json.loads(Path(args.summary).read_text())
+    Path(args.page).write_text(render(summary, INTRO.read_text()), encoding="utf-8")
+    print(f"written: {args.page}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

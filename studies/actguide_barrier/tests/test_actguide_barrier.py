@@ -1,0 +1,103 @@
+"""studies/actguide_barrier: the quick pipeline trains the base, zero RL and the method's candidates with the
+skill_chain family, evaluates them on the family and the real benchmarks, chooses the method's arm from dev logs by
+the pre-stated rule, runs the barrier diagnostics on the family, and a rerun skips what is done; the summary holds
+the levels, gains, the dev choice and diagnostics with intervals, and the page renders from it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from studies.actguide_barrier.page import render
+from studies.actguide_barrier.run import ABLATIONS, DONE, SELECT, main
+from studies.actguide_barrier.selection import CANDIDATES, IN_REGION_TOLERANCE, choose
+from studies.actguide_barrier.summarize import _times, passes, summarize
+
+
+@pytest.mark.slow
+def test_quick_pipeline_summary_and_page(tmp_path):
+    out = tmp_path / "runs"
+    stages = ["--stages", "barrier,compare,select"]
+    assert main(["--quick", "--out", str(out), *stages, "--jobs", "1", "--quiet"]) == 0
+    for run in ("base", "zero_rl/seed0", "actguide/seed0", "unguided_baseline/seed0"):
+        assert (out / "runs" / run / "model.pt").is_file() and (out / "runs" / run / DONE).is_file()
+    times = _times(out)
+    assert times["training"] > 0 and times["evaluation"] > 0 and times["barrier"] > 0
+    choice = json.loads((out / "choice.json").read_text())
+    assert main(["--quick", "--out", str(out), *stages, "--quiet"]) == 0  # resumed: nothing to do
+    assert _times(out) == times
+
+    summary = summarize(out)
+    family, real = summary["groups"]["family"], summary["groups"]["real"]
+    assert family["levels"]["base"]["tasks"] == 3 and real["levels"]["base"]["tasks"] == 7
+    for group in (family, real):
+        for name in ("base", "zero_rl", "actguide"):
+            mean, low, high = group["levels"][name]["success"]
+            assert low <= mean <= high
+        assert set(group["gains"]) >= {"zero_rl - base", "actguide - zero_rl"}
+    assert set(summary["barrier"]) == {"base", "zero_rl", "actguide"}
+    diag = summary["barrier"]["base"]
+    assert set(diag["intervals"]["prefix"]) == set(range(5))
+    assert set(summary["alignment"]) == {"base", "zero_rl.seed0", "actguide.seed0", "unguided_baseline.seed0"}
+    # the choice was made from the dev logs alone: the rule applied to the summary's dev numbers gives the same arm
+    assert summary["selection"] == choice and choice["chosen"] in CANDIDATES
+    assert choose(summary["dev"]).to_dict() == choice
+    dev = summary["dev"]
+    assert dev["family"]["levels"]["zero_rl"]["tasks"] == 3 and dev["real"]["levels"]["zero_rl"]["tasks"] == 7
+    assert (out / "eval" / "unguided_baseline.seed0.family.test.n2.jsonl").is_file()
+    training = summary["training"]
+    assert training["actguide"]["probe_rollouts"] > 0 and training["zero_rl"]["probe_rollouts"] == 0
+
+    page = render(json.loads(json.dumps(summary)), "intro")
+    assert "## 1. The barrier" in page and "## 2. ACTGUIDE-RL against zero RL" in page
+    assert "### The method's arm, chosen on dev before test" in page and "**Chosen:" in page
+    assert "steer-envs barrier --model RUNS/runs/base" in page
+    # every stage's commands at the quick size (one seed): base, zero RL, its diagnostics, ACTGUIDE-RL, its
+    # diagnostics, the other candidates, the ablations, the two runs at twice the budget
+    assert len(summary["commands"]) == 1 + 1 + 1 + 1 + 1 + len(SELECT) + len(ABLATIONS) + 2
+
+
+def _dev(family: dict[str, float], real_gain: dict[str, float]) -> dict:
+    return {
+        "family": {"levels": {k: {"success": [v, v, v]} for k, v in family.items()}},
+        "real": {"gains": {f"{k} - zero_rl": {"success": [v, v, v]} for k, v in real_gain.items()}},
+    }
+
+
+def test_dev_choice_follows_the_stated_rule():
+    tol = IN_REGION_TOLERANCE
+    # the in-region bound first: the better family arm loses too much in-region, so the other eligible one wins
+    c = choose(
+        _dev({"actguide": 1.0, "unguided_baseline": 5.0}, {"actguide": -tol + 0.1, "unguided_baseline": -tol - 0.1})
+    )
+    assert (c.chosen, c.bound_met) == ("actguide", True)
+    assert [x.eligible for x in c.candidates] == [True, False]
+    # both eligible: the higher family success; a tie goes to the paper's method
+    assert (
+        choose(_dev({"actguide": 1.0, "unguided_baseline": 5.0}, {"actguide": -1.0, "unguided_baseline": 0.0})).chosen
+        == "unguided_baseline"
+    )
+    assert (
+        choose(_dev({"actguide": 2.0, "unguided_baseline": 2.0}, {"actguide": 0.0, "unguided_baseline": 0.0})).chosen
+        == "actguide"
+    )
+    # none eligible: the smallest in-region loss, and the choice says the bound was not met
+    c = choose(_dev({"actguide": 0.0, "unguided_baseline": 5.0}, {"actguide": -6.0, "unguided_baseline": -4.0}))
+    assert (c.chosen, c.bound_met) == ("unguided_baseline", False)
+    # a candidate without dev numbers is an error, not a smaller choice
+    with pytest.raises(KeyError):
+        choose(_dev({"actguide": 1.0}, {"actguide": 0.0}))
+
+
+def test_pass_at_k_rows_collapse_rollouts_per_task():
+    from steer_envs.episodes import EpisodeRecord
+
+    records = [
+        EpisodeRecord("m", "a", "nq", 0, 0.0, 0.0, 0.0),
+        EpisodeRecord("m", "a", "nq", 1, 1.0, 1.0, 1.0),
+        EpisodeRecord("m", "b", "nq", 0, 0.0, 0.0, 0.0),
+        EpisodeRecord("m", "b", "nq", 1, 0.0, 0.0, 0.0, failed=True),
+    ]
+    rows = {r.task_id: r.em for r in passes(records)}
+    assert rows == {"a": 1.0, "b": 0.0}

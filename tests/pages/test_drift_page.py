@@ -1,0 +1,102 @@
+"""``docs/results_drift.md`` is rebuilt from the level summaries alone: the ladder table with its intervals, the
+verdict read from the rows, the command, and the leak table; a missing summary is named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.pages import get_page
+from benchmarks.pages.drift import reading
+from steer_envs.errors import SteerEnvsError
+
+
+def _iv(mean, low, high):
+    return {"mean": mean, "low": low, "high": high}
+
+
+LADDER = {
+    "config": {
+        "limit": 2,
+        "seeds": 2,
+        "dev_limit": 2,
+        "dev_seeds": 1,
+        "train_tasks": 3,
+        "train_forks": 2,
+        "planner_forks": 2,
+        "oracle_lookahead": 2,
+    },
+    "rows": [
+        {"rung": "none", "f1": 40.0, "interventions_per_task": 0.0, "turns_per_task": 5.0, "failed": 0},
+        {
+            "rung": "best_fixed_rule",
+            "f1": 45.0,
+            "gain": _iv(5.0, 1.0, 9.0),
+            "interventions_per_task": 1.0,
+            "turns_per_task": 4.0,
+            "failed": 0,
+        },
+        {
+            "rung": "learnable_ceiling",
+            "f1": 55.0,
+            "gain": _iv(15.0, 10.0, 20.0),
+            "vs_best_fixed_rule": _iv(10.0, 6.0, 14.0),
+            "interventions_per_task": 0.9,
+            "turns_per_task": 3.0,
+            "failed": 0,
+        },
+        {
+            "rung": "oracle",
+            "f1": 70.0,
+            "gain": _iv(30.0, 25.0, 35.0),
+            "vs_best_fixed_rule": _iv(25.0, 20.0, 30.0),
+            "interventions_per_task": 1.1,
+            "turns_per_task": 3.0,
+            "failed": 0,
+        },
+    ],
+    "choices": {
+        "best_fixed_rule": {"option": "refocus", "at": 3},
+        "learnable_ceiling": {"learner": "hgb", "threshold": 0.05},
+        "train_decisions": 123,
+    },
+    "timings_s": {"test: none": 60.0, "train: fork-measured gains": 120.0},
+}
+
+
+def test_page_rebuilds_from_the_level_summaries(tmp_path):
+    level = tmp_path / "drift1"
+    level.mkdir()
+    (level / "ladder.json").write_text(json.dumps(LADDER))
+    (level / "ladder.md").write_text("*Setting: split **test**; commit `abc1234`.*\n\n| rung |\n")
+    (level / "run.json").write_text(
+        json.dumps({"command": "steer-envs headroom --executor sim:drift1", "test_episodes": 8})
+    )
+    (level / "leak.md").write_text("| hidden state | difference |\n|---|---|\n| any drift | +0.001 |")
+    (level / "leak_run.json").write_text(json.dumps({"command": "python -m benchmarks.leak_test", "wall_s": 600.0}))
+    (tmp_path / "drift3").mkdir()  # a level with its leak test only
+    (tmp_path / "drift3" / "leak.md").write_text("| any drift | +0.002 |")
+    (tmp_path / "drift3" / "leak_run.json").write_text(json.dumps({"command": "leak3", "wall_s": 60.0}))
+    doc = get_page("results_drift").build(tmp_path, tmp_path / "page.md")
+    text = doc.read_text(encoding="utf-8")
+    assert "## `sim:drift1`" in text and "Synthetic" in text and "commit `abc1234`" in text
+    assert "| best fixed rule (`refocus@3`) | 45.0 | +5.0 [+1.0, +9.0] |" in text
+    assert "+10.0 [+6.0, +14.0]" in text and "123 train decisions" in text and "8 paired test episodes" in text
+    assert "(met: ≥ +5 with the interval above 0)" in text and "| any drift | +0.001 |" in text
+    assert "steer-envs headroom --executor sim:drift1" in text and "3.0 min" in text
+    assert "## `sim:drift3`" in text and "No headroom ladder is recorded" in text and "| any drift | +0.002 |" in text
+    assert "(`leak3`, 1.0 min)" in text
+
+
+def test_reading_says_not_met_when_the_interval_reaches_zero():
+    rows = json.loads(json.dumps(LADDER))
+    rows["rows"][2]["vs_best_fixed_rule"] = _iv(6.0, -0.5, 12.0)
+    assert "not met" in reading(rows)
+
+
+def test_a_missing_summary_is_named(tmp_path):
+    (tmp_path / "drift2").mkdir()
+    (tmp_path / "drift2" / "run.json").write_text("{}")
+    with pytest.raises(SteerEnvsError, match="drift2/ladder.json is missing"):
+        get_page("results_drift").build(tmp_path, tmp_path / "page.md")
