@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness.stats import Interval, benchmark_means, paired_gain
+from benchmarks.harness.tables import BENCHMARK_TITLES
 from steer_envs.data import BENCHMARKS
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 from steer_envs.errors import SteerEnvsError
@@ -55,15 +56,6 @@ MAIN = ("zero_rl", "actguide")
 ABLATIONS = ("sft_rl", "fixed_k", "no_adaptive", "no_fallback", "no_mixed", "clip_rmix", "prefix")
 NOISE = ("noise_10", "noise_20")
 TURN_BUDGETS = (2, 4, 6, 8)
-BENCH_LABEL = {
-    "nq": "NQ",
-    "triviaqa": "TriviaQA",
-    "popqa": "PopQA",
-    "hotpotqa": "HotpotQA",
-    "2wikimultihopqa": "2Wiki",
-    "musique": "MuSiQue",
-    "bamboogle": "Bamboogle",
-}
 
 
 def default_setting() -> dict[str, Any]:
@@ -262,7 +254,7 @@ def success_table(rows: list[tuple[str, list, list | None]], benchmarks, tasks: 
     """Rows (label, records, reference or None) on ``tasks``: success per benchmark, in parentheses the paired gain
     over the reference, Avg the macro mean."""
     return markdown_table(
-        ["Method", *(BENCH_LABEL.get(b, b) for b in benchmarks), "Avg"],
+        ["Method", *(BENCHMARK_TITLES.get(b, b) for b in benchmarks), "Avg"],
         [_cells(label, recs, ref, benchmarks, tasks) for label, recs, ref in rows],
         ["---"] + ["---:"] * (len(benchmarks) + 1),
     )
@@ -317,7 +309,7 @@ def _card(ctx: PageContext) -> str:
             f"ablation and noise level; base policy: zero RL for {plan.base['budget']} rollouts on train tasks outside "
             f"the RL pool (KL coefficient {plan.base['kl_coef']})\n",
             f"- evaluation: split `{plan.eval_split}`, {len(d['ids'])} tasks with action data ("
-            + ", ".join(f"{BENCH_LABEL[b]} {tasks_by_bench[b]}" for b in d["benchmarks"])
+            + ", ".join(f"{BENCHMARK_TITLES[b]} {tasks_by_bench[b]}" for b in d["benchmarks"])
             + f"), {plan.eval_rollouts} unguided rollouts per task and training seed; success = exact match x100; "
             "intervals: paired 95% stratified bootstrap (2000 resamples, tasks within benchmarks, seeds averaged per "
             "task); Avg is the macro mean over benchmarks\n",
@@ -371,7 +363,7 @@ def _dev_notes(ctx: PageContext) -> str:
 
 def coverage_table(data) -> str:
     rows = [
-        (BENCH_LABEL[r["benchmark"]], r["tasks"], r["rollout"], r["gold"], r["any"], f"{r['mean_length']:.2f}")
+        (BENCHMARK_TITLES[r["benchmark"]], r["tasks"], r["rollout"], r["gold"], r["any"], f"{r['mean_length']:.2f}")
         for r in data.coverage(list(BENCHMARKS))
     ]
     return markdown_table(
@@ -401,7 +393,7 @@ def _regions(ctx: PageContext) -> str:
         "\n## The barrier: out-region test tasks\n\n"
         + template("actguide_barrier_intro")
         + markdown_table(
-            ["", *(BENCH_LABEL[b] for b in benchmarks), "All"],
+            ["", *(BENCHMARK_TITLES[b] for b in benchmarks), "All"],
             [
                 ["out-region", *(counts[b][0] for b in benchmarks), len(d["outr"])],
                 ["in-region", *(counts[b][1] for b in benchmarks), len(d["inr"])],
