@@ -26,6 +26,19 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_allow_origin(parser: argparse.ArgumentParser) -> None:
+    """``--allow-origin``: the browser origins a server answers beside this machine's own pages; one flag for every
+    server command, so their Origin policy reads the same everywhere."""
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also serve browser pages of this origin, e.g. http://host:3000 ('*': any); by default "
+        "only this machine's pages (requests without an Origin header are always served)",
+    )
+
+
 # -- the env protocol's flags --------------------------------------------------------------------------------------
 #: how a protocol field's annotation becomes ``add_argument`` keywords: the registry a new field type is added to
 #: (``str`` takes argparse's own default type, so the flags read exactly as the hand-written ones did)

@@ -9,7 +9,7 @@ from ..retrieval import MAX_K, make_retriever
 from ..retrieval.registry import RetrieverContext
 from ..retrieval.server import ServerConfig, build_server
 from ..serving import API_KEY_ENV, parse_origins, resolve_api_key, serve_until_stopped, warn_if_exposed
-from .common import add_data_dir
+from .common import add_allow_origin, add_data_dir
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,14 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=defaults.max_hits,
         help=f"most queries x topk in one request (default {defaults.max_hits}; more: 413)",
     )
-    parser.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="also serve browser pages of this origin, e.g. http://host:3000 ('*': any); by default "
-        "only this machine's pages (requests without an Origin header are always served)",
-    )
+    add_allow_origin(parser)
     parser.add_argument("--verbose", action="store_true", help="log every request")
     add_data_dir(parser)
 

@@ -20,7 +20,7 @@ from ..serving import (
     serve_until_stopped,
     warn_if_exposed,
 )
-from .common import add_protocol_arguments, protocol_kwargs
+from .common import add_allow_origin, add_protocol_arguments, protocol_kwargs
 
 DEFAULTS = {"max_sessions": 64, "idle_timeout": 600.0, "max_action_chars": 16384, "max_body_bytes": 1 << 20}
 
@@ -76,14 +76,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"require this key on every route but /health and the docs (Authorization: Bearer KEY "
         f"or X-API-Key: KEY; WebSocket handshakes too); default ${API_KEY_ENV}",
     )
-    parser.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="also serve browser pages of this origin, e.g. http://host:3000 ('*': any); by default "
-        "only this machine's pages (requests without an Origin header are always served)",
-    )
+    add_allow_origin(parser)
     parser.add_argument(
         "--header-timeout",
         type=float,
