@@ -390,21 +390,13 @@ def served_model(plan: CheckPlan, work: Path) -> ServedModel:
 def write_adapter(model: ServedModel, work: Path) -> Path:
     """A LoRA steerer's adapter as training saves it, its weights moved off peft's zero start (an untouched adapter
     is the identity: served with or without it would score alike)."""
-    import torch
-
-    from agents.steering.causal_lm import CausalLMSteerer
     from agents.steering.interventions import options_from_catalogue
+    from agents.steering.served_check import write_perturbed_adapter
 
     _, catalogue = sample_observations(1)
-    steerer = CausalLMSteerer(
-        options_from_catalogue(catalogue), model=str(model.folder), lora=True, lora_rank=model.lora_rank
+    return write_perturbed_adapter(
+        options_from_catalogue(catalogue), model.folder, work / "vllm-adapter", model.lora_rank
     )
-    generator = torch.Generator().manual_seed(7)
-    with torch.no_grad():
-        for name, parameter in steerer.lm.named_parameters():
-            if "lora_" in name:
-                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.2)
-    return steerer.save_adapter(work / "vllm-adapter")
 
 
 def served_eval_throughput(server: Any, plan: CheckPlan, work: Path) -> dict[str, Any]:

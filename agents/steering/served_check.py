@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -122,3 +123,46 @@ def check_served_adapter(
         token_max_abs_diff=max(token_diffs),
         tolerance=tolerance,
     )
+
+
+def decision_states(count: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``count`` decision states as the state bank collects them: the simulated executor's episodes (nq and
+    hotpotqa, train split) under a pass policy, every decision point, episodes seeded from ``seed`` on."""
+    import gymnasium as gym
+
+    import steer_envs  # noqa: F401 - registers the env ids
+    from steer_envs.ids import STEERING_ENV
+
+    env = gym.make(STEERING_ENV, executor="sim:default", benchmarks=["nq", "hotpotqa"], split="train")
+    states: list[dict[str, Any]] = []
+    try:
+        while len(states) < count:
+            obs, _ = env.reset(seed=seed)
+            done = False
+            while not done and len(states) < count:
+                states.append(obs)
+                obs, _, terminated, truncated, _ = env.step(0)
+                done = terminated or truncated
+            seed += 1
+    finally:
+        env.close()
+    return states
+
+
+def write_perturbed_adapter(
+    options: Any, model: str | Path, folder: str | Path, rank: int, seed: int = 7, scale: float = 0.2
+) -> Path:
+    """A LoRA steerer's adapter folder as training writes it (``save_adapter``), its weights drawn from
+    ``N(0, scale²)`` instead of peft's zero start.
+
+    Why: an untouched adapter is the identity, so a server that ignored it would score alike and no comparison
+    could tell a missing adapter from a loaded one."""
+    from agents.steering.causal_lm import CausalLMSteerer
+
+    steerer = CausalLMSteerer(options, model=str(model), lora=True, lora_rank=rank)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in steerer.lm.named_parameters():
+            if "lora_" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * scale)
+    return steerer.save_adapter(Path(folder))

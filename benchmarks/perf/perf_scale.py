@@ -18,6 +18,8 @@ class Scale:
     server_requests: int  # requests per client per round (server comparison)
     server_rounds: int
     trainer_config: dict  # SteeringConfig overrides for the trainer wall time ({} = the acceptance config)
+    engine_episodes: int  # nq test episodes of the eval against vLLM (each run: eval, replay, eval again)
+    engine_eager: bool  # vLLM without graph compilation: ready in about a minute instead of several
 
 
 SCALES = {
@@ -28,8 +30,19 @@ SCALES = {
         server_requests=100,
         server_rounds=3,
         trainer_config=dict(m=3, k=32, bank_tasks=120),
+        engine_episodes=256,
+        engine_eager=True,
     ),
-    "full": Scale("full", label_states=96, vec_steps=4000, server_requests=250, server_rounds=5, trainer_config={}),
+    "full": Scale(
+        "full",
+        label_states=96,
+        vec_steps=4000,
+        server_requests=250,
+        server_rounds=5,
+        trainer_config={},
+        engine_episodes=640,
+        engine_eager=False,
+    ),
 }
 
 

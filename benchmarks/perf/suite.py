@@ -1,10 +1,19 @@
-"""Regenerate ``BENCHMARKS.md``: one command runs the pytest-benchmark performance suite and writes every figure
-with the machine it ran on and the command that produced it.
+"""Regenerate ``BENCHMARKS.md``: one command runs every perf benchmark the page reports in one pytest run and renders
+every section from that run's figures, with the machine, the commit, the load before and after and the wall time.
 
-Run: ``python -m benchmarks.perf.suite`` (quick workloads, a few minutes) or ``python -m benchmarks.perf.suite --full``
-(the acceptance rows: q(s) labelling on 96 states, the steering trainer at its acceptance config with 1 and 2
-workers; about 40 minutes). Ratios are measured side by side in the same run. Speed-ups need idle cores: the
-page records the load average before and after, so a figure taken on a busy machine says so.
+Run: ``python -m benchmarks.perf.suite`` (quick workloads) or ``python -m benchmarks.perf.suite --full`` (the
+acceptance rows: q(s) labelling on more states, the steering trainer at its acceptance config, longer vector and
+engine runs). Ratios are measured side by side in the same run. Speed-ups need idle cores: the page records the
+load average before and after, so a figure taken on a busy machine says so.
+
+* The files run are the ones the page's sections name (:func:`benchmarks.perf.sections.suite_files`).
+* Some sections need an optional piece (:data:`benchmarks.perf.optional.PIECES`: vLLM's CPU build, about 3.5 GB).
+  ``--install`` installs what is missing before the run; without it, those benchmarks skip and their sections say
+  "not measured in this run" with the reason and the command that measures them.
+* The page names the commit its figures come from, so the tree must be clean (``--allow-dirty`` renders anyway and
+  says so on the page).
+* The run's record (context, pytest-benchmark's JSON, every test's outcome) is kept (``--json``; by default under
+  ``runs/perf/``), and ``--from-json FILE`` renders a kept record again without running anything.
 """
 
 from __future__ import annotations
@@ -18,24 +27,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
+from .optional import INSTALL_ENV, PIECES
+from .outcomes import OUTCOMES_ENV
+from .page import Machine, RunContext, SuiteRun, render_page
 from .perf_scale import SCALE_ENV
+from .sections import SECTIONS, suite_files
 
 REPO = Path(__file__).resolve().parents[2]
-SUITE_FILES = [
-    "benchmarks/perf/test_perf_env.py",
-    "benchmarks/perf/test_perf_retrieval.py",
-    "benchmarks/perf/test_perf_vector.py",
-    "benchmarks/perf/test_perf_server.py",
-    "benchmarks/perf/test_perf_pool.py",
-    "benchmarks/perf/test_perf_notes.py",
-    "benchmarks/perf/test_perf_steerer.py",
-    "benchmarks/perf/test_perf_inflight.py",
-]
+#: the libraries whose speed the figures depend on, listed with their versions in the page's header
+VERSIONED = ("numpy", "bm25s", "torch", "transformers", "gymnasium", "fastapi", "uvicorn", "ray")
 
 
-def machine() -> dict[str, Any]:
+def machine() -> Machine:
     cpu = platform.processor() or ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -49,491 +53,128 @@ def machine() -> dict[str, Any]:
     except (ValueError, OSError):
         mem = float("nan")
     versions = {}
-    for module in ("numpy", "bm25s", "torch", "gymnasium", "fastapi", "uvicorn", "ray"):
+    for module in VERSIONED:
         try:
-            versions[module] = __import__(module).__version__
+            versions[module] = str(__import__(module).__version__)
         except Exception:  # noqa: BLE001 - an optional extra missing is just not listed
             pass
-    from benchmarks.harness.provenance import code_version  # the suite's one git helper
-
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gib": round(mem, 1),
-        "python": platform.python_version(),
-        "os": platform.platform(),
-        "versions": versions,
-        "commit": code_version(),
-    }
+    return Machine(cpu, os.cpu_count() or 1, round(mem, 1), platform.platform(), platform.python_version(), versions)
 
 
-def run_suite(scale: str, json_path: Path, select: str | None = None) -> int:
+def commit() -> str:
+    """The tree's code version now (not cached: the run compares its start with its end)."""
+    from benchmarks.harness.provenance import code_version
+
+    code_version.cache_clear()
+    return code_version()
+
+
+def optional_pieces(install: bool) -> dict[str, str]:
+    """Each optional piece's state for the page's header, installing the missing ones when ``install``."""
+    states = {}
+    for piece in PIECES.values():
+        why = piece.missing()
+        if why is None:
+            states[piece.name] = "present"
+        elif not install:
+            states[piece.name] = (
+                f"missing: {why}, and its sections say so (install it with `{piece.install_command}`, or run the "
+                "suite with `--install`)"
+            )
+        else:
+            start = time.perf_counter()
+            try:
+                piece.install()
+                states[piece.name] = f"installed by this run ({(time.perf_counter() - start) / 60:.1f} min)"
+            except Exception as exc:  # noqa: BLE001 - a failed install leaves its sections unmeasured, not the page
+                states[piece.name] = f"install failed ({type(exc).__name__}: {str(exc)[:200]})"
+    return states
+
+
+def run_pytest(scale: str, select: str | None, install: bool, folder: Path) -> tuple[int, dict, dict]:
+    """One pytest run over every suite file; its exit code, pytest-benchmark's JSON and the tests' outcomes."""
+    benchmark_json, outcomes_json = folder / "benchmarks.json", folder / "outcomes.json"
     cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--benchmark-enable",
-        f"--benchmark-json={json_path}",
-        "-o",
-        "addopts=",
-        *SUITE_FILES,
+        *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "benchmarks.perf.outcomes"),
+        *("--benchmark-enable", f"--benchmark-json={benchmark_json}", "-o", "addopts="),
+        *suite_files(),
+        *(("-k", select) if select else ()),
     ]
-    if select:
-        cmd += ["-k", select]
     env = {
         **os.environ,
         SCALE_ENV: scale,
+        OUTCOMES_ENV: str(outcomes_json),
+        INSTALL_ENV: "1" if install else "0",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
-    return subprocess.run(cmd, cwd=REPO, env=env).returncode
+    status = subprocess.run(cmd, cwd=REPO, env=env).returncode
+    benchmarks = json.loads(benchmark_json.read_text()) if benchmark_json.exists() else {"benchmarks": []}
+    outcomes = json.loads(outcomes_json.read_text()) if outcomes_json.exists() else {}
+    return status, benchmarks, outcomes
 
 
-def _by_name(data: dict) -> dict[str, dict]:
-    return {b["name"]: b for b in data.get("benchmarks", [])}
-
-
-def _fmt(value: Any, digits: int = 0) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
-
-
-def render(
-    data: dict, info: dict[str, Any], command: str, load: tuple[list[float], list[float]], seconds: float, scale: str
-) -> str:
-    b = _by_name(data)
-    x = {name: bench.get("extra_info", {}) for name, bench in b.items()}
-    m = info
-    lines = [
-        "# Performance of steer-envs",
-        "",
-        f"Generated by `{command}` ({scale} workloads) in {seconds / 60:.1f} min "
-        f"on {time.strftime('%Y-%m-%d')} at commit "
-        f"`{m['commit']}`. Every figure below comes from this one run; ratios are measured side by side in it.",
-        "",
-        f"**Machine**: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB RAM, {m['os']}, Python {m['python']}; "
-        + ", ".join(f"{k} {v}" for k, v in m["versions"].items())
-        + ".",
-        f"**Load average** (1/5/15 min) before: {' / '.join(f'{v:.2f}' for v in load[0])}; after: "
-        f"{' / '.join(f'{v:.2f}' for v in load[1])}. Speed-ups from more workers need idle cores: with a load above "
-        "the core count, read them as lower bounds.",
-        "",
-    ]
-    if max(load[0][0], load[1][0]) > 0.5 * (m["cores"] or 1):
-        lines += [
-            f"**This run shared the machine with other work (1-minute load up to {max(load[0][0], load[1][0]):.1f} "
-            f"on {m['cores']} cores): the worker speed-ups are not meaningful here. Regenerate on a quiet machine "
-            "with `python -m benchmarks.perf.suite --full`.**",
-            "",
-        ]
-
-    def section(title: str, how: str, header: list[str], rows: list[list[str]], note: str = "") -> None:
-        lines.extend([f"## {title}", "", how, ""])
-        if rows:
-            lines.append("| " + " | ".join(header) + " |")
-            lines.append("|" + "|".join(" --- " if i == 0 else " ---: " for i in range(len(header))) + "|")
-            lines.extend("| " + " | ".join(r) + " |" for r in rows)
-        else:
-            lines.append("*(not measured in this run)*")
-        if note:
-            lines.extend(["", note])
-        lines.append("")
-
-    rows = []
-    for cache in ("cache_off", "cache_on"):
-        e = x.get(f"test_env_steps_per_second_pass_policy[{cache}]")
-        if e:
-            rows.append(
-                [
-                    cache.replace("_", " "),
-                    _fmt(e["steps_per_second"]),
-                    _fmt(e["ms_per_step"], 3),
-                    f"{100 * e['retrieval_share']:.0f} %",
-                    f"{100 * (1 - e['retrieval_share']):.0f} %",
-                    _fmt(e["ms_per_search"], 2),
-                ]
-            )
-    section(
-        "Env step (`SearchSteering-v0`, `sim:default`, pass policy)",
-        "`pytest benchmarks/perf/test_perf_env.py --benchmark-enable`: 3 × 300 steps on the test split.",
-        ["retrieval cache", "steps/s", "ms/step", "share in BM25", "share in simulator + env", "ms per search"],
-        rows,
+def run_suite(args: argparse.Namespace, command: str) -> SuiteRun:
+    scale = "full" if args.full else "quick"
+    load_before, started = os.getloadavg(), time.perf_counter()
+    code = commit()
+    optional = optional_pieces(args.install)
+    with tempfile.TemporaryDirectory(prefix="steer_envs_perf_") as tmp:
+        status, benchmarks, outcomes = run_pytest(scale, args.select, args.install, Path(tmp))
+    context = RunContext(
+        command=command,
+        scale=scale,
+        date=time.strftime("%Y-%m-%d"),
+        commit=code,
+        commit_after=commit(),
+        machine=machine(),
+        load_before=tuple(round(v, 2) for v in load_before),
+        load_after=tuple(round(v, 2) for v in os.getloadavg()),
+        wall_s=round(time.perf_counter() - started, 1),
+        pytest_exit=status,
+        optional=optional,
     )
-    rows = [
-        [
-            f"turn {t}",
-            _fmt(b[f"test_fork_cost[{t}]"]["stats"]["mean"] * 1e6),
-            _fmt(x[f"test_fork_cost[{t}]"]["transcript_chars"]),
-        ]
-        for t in (1, 20)
-        if f"test_fork_cost[{t}]" in b
-    ]
-    section(
-        "`fork()` cost",
-        "`pytest benchmarks/perf/test_perf_env.py -k fork --benchmark-enable`: an executor that never "
-        "stops searching, forked at executor turn 1 and 20.",
-        ["fork at", "µs per fork (mean)", "transcript chars"],
-        rows,
-    )
-    rows = []
-    for backend in ("bm25s", "lucene"):
-        e = x.get(f"test_single_vs_batched[{backend}]")
-        if e:
-            rows.append([backend, _fmt(e["single_qps"]), _fmt(e["batch_qps"]), f"{e['batch_speedup']:.2f}×"])
-    section(
-        "BM25: single vs batched queries, bm25s vs Lucene",
-        "`pytest benchmarks/perf/test_perf_retrieval.py -k single_vs_batched --benchmark-enable`: 64 test questions, "
-        "k=5, one call each vs one `batch_search` (identical hits asserted).",
-        ["backend", "queries/s one by one", "queries/s in one batch", "batch speed-up"],
-        rows,
-    )
-    rows = []
-    for backend in ("bm25s", "lucene"):
-        e = x.get(f"test_envs_stepped_together[{backend}]")
-        if e:
-            rows.append(
-                [
-                    backend,
-                    _fmt(e["one_by_one_steps_per_s"]),
-                    _fmt(e["together_steps_per_s"]),
-                    f"{e['speedup']:.2f}×",
-                    f"{e['mean_batch']:.1f}",
-                ]
-            )
-    section(
-        "Batched retrieval across envs (8 envs, retrieval cache off)",
-        "`pytest benchmarks/perf/test_perf_retrieval.py -k stepped_together --benchmark-enable`: 8 envs stepped one "
-        'after the other vs together with `retriever="batched:<backend>"` and `step_together` (identical '
-        "rewards asserted).",
-        ["backend", "env steps/s one by one", "env steps/s together", "speed-up", "mean queries per retriever call"],
-        rows,
-    )
-    server = x.get("test_retrieval_server_throughput", {})
-    rows = []
-    if server:
-        base = server["servers"][0]["requests_per_s"]
-        rows = [
-            [
-                s["name"],
-                _fmt(s["requests_per_s"]),
-                f"{s['requests_per_s'] / base:.2f}×",
-                _fmt(s["p50_ms"], 1),
-                _fmt(s["p99_ms"], 1),
-                str(s["errors"]),
-            ]
-            for s in server["servers"]
-        ]
-    section(
-        "Retrieval server, 8 concurrent clients",
-        "`python -m benchmarks.perf.retrieval_servers` (also inside the suite): Search-R1 requests (one query, topk 3, "
-        "scores) over keep-alive connections; every server in its own process over the same bm25s index; "
-        'rounds alternate between servers, medians over rounds. "Today\'s server" is the http.server '
-        "implementation checked out from git at the baseline commit.",
-        ["server", "requests/s", "× today", "p50 ms", "p99 ms", "errors"],
-        rows,
-        "The second row isolates the retriever: the baseline server with the current `bm25.py` (same bm25s "
-        "scores, faster top-k selection).",
-    )
-    rows = []
-    for kind, workers in (("local", 1), ("processes", 1), ("processes", 2), ("ray", 1), ("ray", 2)):
-        e = x.get(f"test_q_labelling_throughput[{kind}-{workers}]")
-        if e:
-            rows.append([kind, str(workers), _fmt(e["states_per_minute"]), str(e["states"]), _fmt(e["rollouts"])])
-    local = x.get("test_q_labelling_throughput[local-1]", {}).get("states_per_minute")
-    notes = []
-    for kind in ("processes", "ray"):
-        one = x.get(f"test_q_labelling_throughput[{kind}-1]", {}).get("states_per_minute")
-        two = x.get(f"test_q_labelling_throughput[{kind}-2]", {}).get("states_per_minute")
-        if one and two:
-            notes.append(f"{kind}: 2 workers ÷ 1 worker = {two / one:.2f}×")
-    if local and notes:
-        notes.append(f"local pool: {local:,.0f} states/min")
-    section(
-        "q(s) labelling throughput (G = 4, N = 16)",
-        "`pytest benchmarks/perf/test_perf_pool.py -k labelling --benchmark-enable`: bank states of `sim:default` "
-        "(train split), the untrained steerer's 4 slow samples each, 16 continuations per branch; worker start-up "
-        "excluded; labels asserted equal to the local pool's.",
-        ["pool", "workers", "states/min", "states", "rollouts"],
-        rows,
-        "; ".join(notes),
-    )
-    rows = []
-    for setting in ("sync-1", "sync-2", "async-1", "async-2"):
-        e = x.get(f"test_make_vec_steps_per_second[{setting}]")
-        if e:
-            rows.append([e["mode"], str(e["num_envs"]), _fmt(e["env_steps_per_second"])])
-    ratio = ""
-    one, two = (x.get(f"test_make_vec_steps_per_second[async-{n}]", {}).get("env_steps_per_second") for n in (1, 2))
-    if one and two:
-        ratio = f"async, 2 envs ÷ 1 env = {two / one:.2f}×"
-    section(
-        "`gymnasium.make_vec`",
-        "`pytest benchmarks/perf/test_perf_vector.py --benchmark-enable`: pass actions, test "
-        "split, retrieval cache on.",
-        ["mode", "envs", "env steps/s"],
-        rows,
-        ratio,
-    )
-    rows, by_kind = [], {}
-    for setting in ("concurrent-64", "sync-32", "concurrent-64-answer"):
-        e = x.get(f"test_openai_requests_per_second[{setting}]")
-        if e:
-            by_kind.setdefault(e["vector_env"], e)
-            rows.append(
-                [
-                    {"concurrent": "`ConcurrentVectorEnv` (steer_envs.vector)", "sync": "`SyncVectorEnv`"}[
-                        e["vector_env"]
-                    ],
-                    str(e["num_envs"]),
-                    {"search": "search, answer", "answer": "answer (no search)"}[e.get("reply", "search")],
-                    _fmt(e["requests_per_second"]),
-                    f"{100 * e['share_of_ceiling']:.0f} %",
-                    str(e["peak_in_flight"]),
-                    str(e["new_connections"]),
-                    str(e["requests"]),
-                ]
-            )
-    note = ""
-    if len(by_kind) == 2:
-        c, s_ = by_kind["concurrent"], by_kind["sync"]
-        note = (
-            f"Concurrent at N = 64 ÷ sync at N = 32: {c['requests_per_second'] / s_['requests_per_second']:.0f}× the "
-            f"requests/s. Target: ≥ 80 % of N / latency at N = 64 from one process "
-            f"({'met' if c['share_of_ceiling'] >= 0.8 else 'not met in this run'}: "
-            f"{100 * c['share_of_ceiling']:.0f} %). Client CPU (env step, BM25 search, HTTP) is serial under the "
-            "interpreter lock, so the share falls as the machine's load rises."
-        )
-    section(
-        "Many episodes in flight: `openai:` executors, 100 ms server latency",
-        "`pytest benchmarks/perf/test_perf_vector.py -k openai --benchmark-enable`: SearchSteering-v0 envs (pass "
-        "actions, same-step autoreset, test split) on `openai:` executors against a loopback OpenAI-compatible "
-        "server in its own process that answers every request after 100 ms: episodes of a search then an answer "
-        "(real BM25 searches between the requests), and one-answer episodes (no search: HTTP and env work "
-        "alone); share = requests/s ÷ (N / 0.1 s).",
-        [
-            "vector env",
-            "envs (N)",
-            "episode",
-            "requests/s",
-            "share of N / latency",
-            "peak in flight",
-            "new connections",
-            "requests",
-        ],
-        rows,
-        note,
-    )
-    in_flight_section(section, x)
-    rows = []
-    for setting in ("local-1", "processes-2"):
-        e = x.get(f"test_trainer_wall_time[{setting}]")
-        if e:
-            rows.append([e["pool"], str(e["workers"]), _fmt(e["seconds"], 1), str(e["config"])])
-    t1, t2 = (x.get(f"test_trainer_wall_time[{s}]", {}).get("seconds") for s in ("local-1", "processes-2"))
-    section(
-        "Steering trainer wall time",
-        "`pytest benchmarks/perf/test_perf_pool.py -k trainer --benchmark-enable` "
-        "(`--full`: the acceptance config, the `SteeringConfig` defaults).",
-        ["pool", "workers", "seconds", "config"],
-        rows,
-        (
-            f"Speed-up with 2 workers (wall time with 1 ÷ wall time with 2): {t1 / t2:.2f}×. The quick "
-            "config lasts seconds, so worker start-up (spawning, loading the index) dominates it; the "
-            "acceptance figure is the `--full` one."
-            if scale == "quick"
-            else f"Speed-up with 2 workers (wall time with 1 ÷ wall time with 2): {t1 / t2:.2f}×."
-        )
-        if t1 and t2
-        else "",
-    )
-    rows = [
-        [label, _fmt(b[name]["stats"]["mean"] * 1e3, 3), _fmt(b[name]["stats"]["median"] * 1e3, 3)]
-        for name, label in (
-            ("test_read_an_unseen_note_warm", "unseen note, warm reader"),
-            ("test_read_a_cached_note", "note read before (cache)"),
-            ("test_first_read_in_a_fresh_reader", "first read in a fresh reader (model load)"),
-        )
-        if name in b
-    ]
-    section(
-        "Reading a note (`steer_envs.notes`, MiniLM + probe)",
-        "`pytest benchmarks/perf/test_perf_notes.py --benchmark-enable`: the simulator's reader on notes it has not "
-        "seen (one MiniLM forward each), on a cached note, and cold.",
-        ["read", "ms (mean)", "ms (median)"],
-        rows,
-        "Target: a warm read of a new note under 5 ms.",
-    )
-    from benchmarks.perf.test_perf_steerer import SETTING_IDS
-
-    rows = []
-    for row in SETTING_IDS:
-        fast = x.get(f"test_fast_path_batched_vs_one_at_a_time[{row}]")
-        if fast:
-            rows.append(
-                [
-                    f"fast path: {fast['observations']} observations (mean {fast['prompt_tokens_mean']:.0f} prompt "
-                    "tokens)",
-                    f"{fast['model']} (hidden {fast['hidden_size']}, {fast['layers']} layers)",
-                    str(fast["threads"]),
-                    f"{_fmt(fast['one_at_a_time_s'], 2)} s (one forward each)",
-                    f"{_fmt(fast['batched_s'], 2)} s (batches of {fast['batch_size']})",
-                    f"{fast['speedup']:.2f}×",
-                ]
-            )
-    for row in SETTING_IDS:
-        slow = x.get(f"test_slow_path_generate_vs_token_loop[{row}]")
-        if slow:
-            rows.append(
-                [
-                    f"slow path: G = {slow['G']} samples of {slow['max_think_tokens']} reasoning tokens "
-                    f"({slow['prompt_tokens']}-token prompt)",
-                    f"{slow['model']} (hidden {slow['hidden_size']}, {slow['layers']} layers)",
-                    str(slow["threads"]),
-                    f"{_fmt(slow['token_loop_s'], 2)} s (token loop)",
-                    f"{_fmt(slow['generate_s'], 2)} s (one generate call)",
-                    f"{slow['speedup']:.2f}×",
-                ]
-            )
-    section(
-        "LLM steerer: batched vs one at a time (random Qwen2 models, CPU)",
-        "`pytest benchmarks/perf/test_perf_steerer.py --benchmark-enable`: "
-        "`CausalLMSteerer.fast_scores` on 32 bank-like "
-        "states of `sim:default` vs the former one-forward-per-observation loop (equal z asserted), and "
-        "`_sample_thinks` (generate, `num_return_sequences=8`, the prompt's KV cache computed once) vs 8 runs of "
-        "the former token-at-a-time `_sample_think` loop (copied in the benchmark file).",
-        ["workload", "model", "torch threads", "before", "now", "speed-up"],
-        rows,
-        "Targets (on the tiny model, as the issue sets them): fast path ≥ 4×, slow path ≥ 3×. The tiny model's "
-        "forward pass is dominated by per-call overhead, as a large model's is on a GPU at small batch, so it "
-        "shows what batching removes; the small model is compute-bound on one CPU core, where a padded batch "
-        "costs as much arithmetic as its rows one by one (no gain is expected there). One torch thread is what "
-        "the trainers set on CPU; with two on a loaded machine, contention penalises the many small calls of "
-        "the old paths.",
-    )
-    return "\n".join(lines)
+    return SuiteRun.from_parts(context, benchmarks, outcomes)
 
 
-IN_FLIGHT_RUNS = [
-    "test_eval_rollout_path_in_flight[lognormal-1s]",
-    "test_vector_envs_beside[lognormal-1s-concurrent-256]",
-    "test_vector_envs_beside[lognormal-1s-sync-8]",
-    "test_eval_rollout_path_in_flight[fixed-100ms]",
-    "test_vector_envs_beside[fixed-100ms-concurrent-256]",
-    "test_vector_envs_beside[fixed-100ms-sync-32]",
-    "test_eval_on_the_processes_pool",
-]
+def _command(args: argparse.Namespace) -> str:
+    flags = [" --full" if args.full else "", " --install" if args.install else ""]
+    select = f" -k '{args.select}'" if args.select else ""
+    return "python -m benchmarks.perf.suite" + "".join(flags) + select
 
 
-def in_flight_section(section, x: dict[str, dict]) -> None:
-    """The rows of ``test_perf_inflight.py``: each path's steady requests/s as a share of 256 / mean latency."""
-    rows = []
-    for name in IN_FLIGHT_RUNS:
-        e = x.get(name)
-        if e:
-            rows.append(
-                [
-                    e["latency"],
-                    e["path"],
-                    str(e["in_flight"]),
-                    _fmt(e["requests_per_second"], 1),
-                    f"{100 * e['share_of_ceiling']:.{0 if e['share_of_ceiling'] >= 0.1 else 1}f} %",
-                    _fmt(e["cpu_ms_per_request"], 2),
-                    str(e["peak_in_flight"]),
-                    _fmt(e["window_s"], 1),
-                    _fmt(e["load_1min"], 1),
-                ]
-            )
-    fixed = x.get("test_eval_rollout_path_in_flight[fixed-100ms]", {})
-    lognormal = x.get("test_eval_rollout_path_in_flight[lognormal-1s]", {})
-    notes = []
-    if lognormal:
-        notes.append(
-            f"Target at lognormal latency: the eval path ≥ 90 % of 256 / 1 s "
-            f"({'met' if lognormal['share_of_ceiling'] >= 0.9 else 'not met in this run'}: "
-            f"{100 * lognormal['share_of_ceiling']:.0f} %)."
-        )
-    if fixed:
-        bound = 1e3 / fixed["cpu_ms_per_request"]
-        notes.append(
-            f"Target at 100 ms: ≥ 80 % of 2,560 requests/s "
-            f"({'met' if fixed['share_of_ceiling'] >= 0.8 else 'not met in this run'}: "
-            f"{100 * fixed['share_of_ceiling']:.0f} %); the client's CPU per request, "
-            f"{fixed['cpu_ms_per_request']:.2f} ms under one interpreter lock, bounds one process at "
-            f"about {bound:,.0f} requests/s."
-        )
-    section(
-        "Episodes in flight without a per-step barrier: 256 in flight, lognormal and fixed latency",
-        "`pytest benchmarks/perf/test_perf_inflight.py --benchmark-enable`: `evaluate` (no_supervision, nq test, "
-        "the `auto` pool: a threads pool of one thread per request the backend keeps in flight, here "
-        "`?max_in_flight=256`) beside `make_concurrent_vec` and `SyncVectorEnv` (pass actions, same-step "
-        "autoreset), against a loopback server in its own process (search-then-answer episodes, real BM25 "
-        "between the requests). Requests/s at the server over the steady state (every slot busy), share of "
-        "256 / mean latency; client CPU per request (all threads of the client process).",
-        [
-            "latency",
-            "path",
-            "in flight",
-            "requests/s",
-            "share of 256 / latency",
-            "client CPU ms / request",
-            "peak in flight",
-            "window s",
-            "load (1 min)",
-        ],
-        rows,
-        " ".join(notes),
-    )
-
-
-#: the first line of a section measured outside this suite (the real engine, the servers under attack): such a
-#: section is carried over from the page being replaced, since this run did not measure it
-SEPARATE_MARK = "Measured separately from the rest of this page"
-
-
-def separately_measured_sections(page: Path, rendered: str = "") -> list[str]:
-    """The ``## `` sections of ``page`` that say they were measured outside the suite and whose title ``rendered``
-    (the new page) does not have, verbatim, in page order.
-
-    Why: the suite regenerates the page whole, and those figures (a vLLM server, an attack on the servers) come
-    from their own commands; dropping them on every regeneration would lose measurements nobody reran."""
-    if not page.exists():
-        return []
-    text = page.read_text(encoding="utf-8")
-    chunks = text.split("\n## ")
-    titles = {line for line in rendered.splitlines() if line.startswith("## ")}
-    return [
-        "## " + chunk.rstrip("\n")
-        for chunk in chunks[1:]
-        if SEPARATE_MARK in chunk and "## " + chunk.splitlines()[0] not in titles
-    ]
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.perf.suite", description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the acceptance workloads (the longer run)")
+    parser.add_argument("--install", action="store_true", help="install missing optional pieces (vLLM) first")
+    parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS.md")
+    parser.add_argument("--json", type=Path, default=None, help="keep the run's record here (default: runs/perf/)")
+    parser.add_argument("--from-json", type=Path, default=None, help="render a kept record; run nothing")
+    parser.add_argument("--allow-dirty", action="store_true", help="run on a tree with uncommitted changes")
+    parser.add_argument("-k", dest="select", default=None, help="run only the benchmarks matching (pytest -k)")
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="the acceptance workloads (about 40 minutes)")
-    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"))
-    parser.add_argument("-k", dest="select", default=None, help="run only the benchmarks matching (pytest -k)")
-    args = parser.parse_args(argv)
-    scale = "full" if args.full else "quick"
-    command = (
-        "python -m benchmarks.perf.suite"
-        + (" --full" if args.full else "")
-        + (f" -k '{args.select}'" if args.select else "")
-    )
-    load_before = list(os.getloadavg())
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        json_path = Path(tmp) / "benchmarks.json"
-        status = run_suite(scale, json_path, args.select)
-        if not json_path.exists():
-            print("the benchmark run wrote no results", file=sys.stderr)
-            return status or 1
-        data = json.loads(json_path.read_text())
-    text = render(data, machine(), command, (load_before, list(os.getloadavg())), time.perf_counter() - start, scale)
-    kept = separately_measured_sections(Path(args.out), text)
-    Path(args.out).write_text("\n\n".join([text.rstrip("\n"), *kept]) + "\n", encoding="utf-8")
-    print(f"wrote {args.out} ({'all benchmarks passed' if status == 0 else f'pytest exit code {status}'})")
+    args = parse(argv)
+    if args.from_json:
+        run = SuiteRun.from_json(json.loads(args.from_json.read_text(encoding="utf-8")))
+        args.out.write_text(render_page(run, SECTIONS), encoding="utf-8")
+        print(f"wrote {args.out} from {args.from_json}")
+        return 0
+    if commit().endswith("+dirty") and not args.allow_dirty:
+        print(
+            "the tree has uncommitted changes: commit them (the page names the commit its figures come from), or "
+            "pass --allow-dirty to render anyway",
+            file=sys.stderr,
+        )
+        return 2
+    run = run_suite(args, _command(args))
+    record = args.json or REPO / "runs" / "perf" / f"suite-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(run.to_json(), indent=1), encoding="utf-8")
+    args.out.write_text(render_page(run, SECTIONS), encoding="utf-8")
+    status = run.context.pytest_exit
+    print(f"wrote {args.out} and {record} in {run.context.wall_s / 60:.1f} min (pytest exit code {status})")
     return status
 
 

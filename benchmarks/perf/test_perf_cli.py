@@ -12,11 +12,14 @@ import resource
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field
 
 import pytest
 
 #: the target for ``steer-envs --help``, in seconds of a fresh process (CPU time: the wall time of a free machine)
 HELP_TARGET_S = 2.0
+#: timed processes per command (after one warm-up process)
+HELP_ROUNDS, EVAL_HELP_ROUNDS = 5, 2
 
 
 def _command() -> list[str]:
@@ -29,8 +32,44 @@ def _run(*args: str) -> str:
     return done.stdout
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class CpuMeter:
+    """Runs the command line as :func:`_run` does and keeps each process's CPU seconds (user + system): the wall
+    time of a free machine, which other jobs on a shared machine do not inflate as they inflate the wall time."""
+
+    seconds: list[float] = field(default_factory=list)
+
+    def __call__(self, *args: str) -> str:
+        before = _cpu_seconds()
+        out = _run(*args)
+        self.seconds.append(_cpu_seconds() - before)
+        return out
+
+
+def _timed(benchmark, command: tuple[str, ...], rounds: int, **extra: object) -> str:
+    """``steer-envs COMMAND`` timed over ``rounds`` fresh processes after one warm-up; wall and CPU time recorded."""
+    meter = CpuMeter()
+    out = benchmark.pedantic(meter, args=command, rounds=rounds, iterations=1, warmup_rounds=1)
+    timed = meter.seconds[-rounds:]
+    benchmark.extra_info.update(
+        {
+            "command": " ".join(("steer-envs", *command)),
+            "rounds": rounds,
+            "cpu_s_mean": sum(timed) / len(timed),
+            "cpu_s_min": min(timed),
+            **extra,
+        }
+    )
+    return out
+
+
 def test_top_level_help(benchmark):
-    out = benchmark.pedantic(_run, args=("--help",), rounds=5, iterations=1, warmup_rounds=1)
+    out = _timed(benchmark, ("--help",), HELP_ROUNDS, target_cpu_s=HELP_TARGET_S)
     assert "serve-env" in out and "eval" in out  # core and plugin commands are listed
 
 
@@ -38,10 +77,9 @@ def test_top_level_help_costs_under_the_target_in_cpu_time():
     """The CPU seconds one ``--help`` process spends (user + system): its wall time on a free machine, and a
     measure that other jobs on a shared machine do not inflate as they inflate the wall time."""
     _run("--help")  # warm the file cache and the bytecode
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    _run("--help")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    meter = CpuMeter()
+    meter("--help")
+    (cpu,) = meter.seconds
     assert cpu < HELP_TARGET_S, f"steer-envs --help spent {cpu:.2f} CPU seconds (target < {HELP_TARGET_S} s)"
 
 
@@ -56,5 +94,5 @@ def test_top_level_help_imports_no_command_module():
 
 @pytest.mark.slow
 def test_eval_help(benchmark):
-    out = benchmark.pedantic(_run, args=("eval", "--help"), rounds=2, iterations=1)
+    out = _timed(benchmark, ("eval", "--help"), EVAL_HELP_ROUNDS)
     assert "best_fixed_rule" in out

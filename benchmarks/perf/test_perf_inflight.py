@@ -34,6 +34,8 @@ VECTOR_RUNS = {
     "fixed-100ms": [("concurrent", N, 10), ("sync", 32, 1)],
 }
 MAX_TURNS = 4
+#: the eval path's steady requests/s as a share of N / mean latency, per latency: the acceptance bars
+EVAL_TARGET_SHARE = {"lognormal-1s": 0.9, "fixed-100ms": 0.8}
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +141,17 @@ def test_eval_rollout_path_in_flight(benchmark, servers, latency, tmp_path):
     # more in flight than the pool's former fixed 16 threads (where client CPU binds, as at 100 ms on 2 cores, the
     # requests in flight are what that CPU sustains times the latency, not N)
     assert counts["peak_in_flight"] > 16
-    _record(benchmark, latency, "eval (threads pool)", N, figures, counts, episodes=ran, requests=counts["requests"])
+    _record(
+        benchmark,
+        latency,
+        "eval (threads pool)",
+        N,
+        figures,
+        counts,
+        episodes=ran,
+        requests=counts["requests"],
+        target_share=EVAL_TARGET_SHARE[latency],
+    )
 
 
 def _vector_env(kind: str, n: int, spec: str):

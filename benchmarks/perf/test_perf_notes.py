@@ -19,6 +19,8 @@ import pytest
 from steer_envs.notes.reader import NoteReader, shared_reader
 
 GOAL = "Who directed the film that won the Palme d'Or in 1994?"
+#: a warm read of a note never seen before must take less than this (ms)
+WARM_READ_TARGET_MS = 5.0
 NOTES = [
     "Please double-check that answer before you commit to it.",
     "You are drifting; go back to what the question asks.",
@@ -44,6 +46,7 @@ def test_read_an_unseen_note_warm(benchmark, reader):
         return reader.read_in_context(f"{NOTES[n % len(NOTES)]} (note {n})", GOAL)
 
     result = benchmark.pedantic(read_new, rounds=60, iterations=1, warmup_rounds=3)
+    benchmark.extra_info["target_ms"] = WARM_READ_TARGET_MS
     assert result.intent  # every string gets a defined reading
 
 

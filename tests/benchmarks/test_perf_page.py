@@ -1,45 +1,162 @@
-"""Regenerating BENCHMARKS.md keeps the sections the perf suite does not measure (the real engine, the servers
-under attack): they carry their own command, and a regeneration must not lose figures nobody reran."""
+"""BENCHMARKS.md is rendered from one perf-suite run's record alone: every section from its figures, or with a line
+saying why it was not measured and the command that measures it. Checked on a small synthetic record
+(:mod:`tests.benchmarks.perf_run`), so a renderer change is tested without running a benchmark."""
 
 from __future__ import annotations
 
+import ast
+import json
+import re
 from pathlib import Path
 
-from benchmarks.perf.suite import SEPARATE_MARK, separately_measured_sections
+import pytest
 
-PAGE = """# Performance of steer-envs
+from benchmarks.perf import suite
+from benchmarks.perf.page import SuiteRun, render_page
+from benchmarks.perf.sections import SECTIONS, suite_files
+from tests.benchmarks import perf_run
+from tests.test_docs_vocabulary import HISTORY_DOCS, ISSUE_REFERENCE, OUTSIDE_DOCUMENTS
 
-## Env step
-
-figures of this run
-
-## Real engine
-
-{mark} (the suite does not start vLLM): `pytest benchmarks/perf/test_perf_engine.py`
-
-| a | b |
-
-## In flight
-
-{mark}, an older hand-measured copy of a section the suite now writes
-"""
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_separately_measured_sections_are_kept_and_suite_sections_are_not(tmp_path: Path):
-    page = tmp_path / "BENCHMARKS.md"
-    page.write_text(PAGE.format(mark=SEPARATE_MARK), encoding="utf-8")
-    rendered = "# Performance of steer-envs\n\n## Env step\n\nnew figures\n\n## In flight\n\nnew rows\n"
-    kept = separately_measured_sections(page, rendered)
-    assert [k.splitlines()[0] for k in kept] == ["## Real engine"]
-    assert kept[0].endswith("| a | b |")
+def render(record: dict) -> str:
+    return render_page(SuiteRun.from_json(record), SECTIONS)
 
 
-def test_no_page_yet_keeps_nothing(tmp_path: Path):
-    assert separately_measured_sections(tmp_path / "missing.md", "") == []
+def without(record: dict, *files: str) -> dict:
+    """The record without the benchmarks of ``files`` and their passed outcomes (their tests recorded nothing)."""
+    kept = [b for b in record["benchmarks"] if b["fullname"].split("::")[0] not in files]
+    outcomes = {
+        k: v for k, v in record["outcomes"].items() if k.split("::")[0] not in files or v["outcome"] != "passed"
+    }
+    return {**record, "benchmarks": kept, "outcomes": outcomes}
 
 
-def test_the_shipped_page_marks_the_sections_the_suite_does_not_write():
-    page = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
-    titles = [k.splitlines()[0] for k in separately_measured_sections(page, "")]
-    assert any("real engine" in t for t in titles) and any("hostile load" in t for t in titles)
-    assert any("LoRA adapter" in t for t in titles)
+def section_text(page: str, title: str) -> str:
+    return page.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_section_renders_its_rows_and_its_command_from_the_run():
+    page = render(perf_run.record())
+    for section in SECTIONS:
+        text = section_text(page, section.title)
+        assert text.startswith(f"\n`{section.command()}`: "), section.title
+        assert "\n| " in text and "Not measured" not in text, section.title
+    # figures of the record, as the sections print them
+    for figure in ("| off | 1,577 | 0.634 | 69 %", "| turn 20 | 1,277 | 33,649 |", "| 4.68× |", "0.85×", "1.92×"):
+        assert figure in page
+    for figure in ("| 256 | 261.1 | 102 % |", "| 1,568 | 14.2 s |", "| 1.3e-06 |", "| 1.06× | 0 |", "| 0.41 | 5 |"):
+        assert figure in page
+    assert "Eval path ÷ plain async client (aiohttp): 122 % steady (116 % whole run)" in page
+    assert "vLLM 0.32.0 in eager mode (no graph compilation: the quick scale) serving a tiny random model" in page
+
+
+def test_workload_sizes_targets_and_limits_come_from_the_run():
+    record = perf_run.record()
+    for bench in record["benchmarks"]:
+        if bench["name"] == "test_good_clients_hold_under_hostile_load":
+            bench["extra_info"]["config"]["header_slowloris"] = 77
+            bench["extra_info"]["limits"]["max_depth"] = 41
+            bench["extra_info"]["p99_ratio_limit"] = 2.5
+            bench["extra_info"]["decode_s"] = 0.987
+        if bench["name"] == "test_read_an_unseen_note_warm":
+            bench["extra_info"]["target_ms"] = 2.0
+    page = render(record)
+    for text in ("77 header slowloris", "the 41-level limit", "within 2.5× unloaded", "took 0.99 s to decode"):
+        assert text in page
+    assert "a new note under 2 ms (not met in this run: 3.10 ms)" in page
+
+
+def test_targets_say_whether_the_run_met_them():
+    page = render(perf_run.record())
+    assert "fast path ≥ 4× (not met in this run: 1.27×); slow path ≥ 3× (met: 5.32×)" in page
+    assert "≥ 80 % of N / latency at N = 64 from one process (not met in this run: 56 %)" in page
+    assert "(p99 under attack within 3× unloaded, no good request refused): met on every server" in page
+
+
+def test_a_skipped_benchmark_says_why_and_the_command_that_measures_it():
+    skip = "vLLM is not installed (its CPU build goes under /cache/vllm); install it with `steer-envs vllm install`"
+    node = f"{perf_run.ENGINE}::test_eval_path_against_vllm_vs_async_replay"
+    record = without(perf_run.record({node: {"outcome": "skipped", "reason": skip}}), perf_run.ENGINE)
+    engine = next(s for s in SECTIONS if s.file == perf_run.ENGINE)
+    text = section_text(render(record), engine.title)
+    assert "| " not in text
+    assert (
+        f"*Not measured in this run: skipped: {skip} "
+        "(`python -m pytest benchmarks/perf/test_perf_engine.py --benchmark-enable -q`).*"
+    ) in text
+
+
+def test_a_file_skipped_at_import_and_a_file_left_out_say_so():
+    outcomes = {perf_run.HOSTILE: {"outcome": "skipped", "reason": "could not import 'openenv'"}}
+    page = render(without(perf_run.record(outcomes), perf_run.HOSTILE, perf_run.CLI))
+    assert "*Not measured in this run: skipped: could not import 'openenv' (`python -m pytest" in page
+    assert "*Not measured in this run: benchmarks/perf/test_perf_cli.py was not part of this run (`" in page
+
+
+def test_deselected_tests_and_failed_checks_are_named():
+    node = f"{perf_run.ENV}::test_fork_cost_does_not_grow_with_the_transcript"
+    deselected = {
+        f"{perf_run.NOTES}::{name}": {"outcome": "deselected", "reason": "left out by -k"}
+        for name in (
+            "test_read_an_unseen_note_warm",
+            "test_read_a_cached_note",
+        )
+    }
+    record = perf_run.record({node: {"outcome": "failed", "reason": "AssertionError: 3.1 > 2"}, **deselected})
+    page = render(without(record, perf_run.NOTES))
+    fork = section_text(page, "`fork()` cost")
+    assert "| turn 1 |" in fork  # the figures stay beside the failed check
+    assert "did not pass in this run: `test_fork_cost_does_not_grow_with_the_transcript` failed: AssertionError" in fork
+    assert "*Not measured in this run: deselected: left out by -k (`" in page
+
+
+def test_the_header_names_date_commit_machine_load_tests_and_wall_time():
+    page = render(perf_run.record())
+    head = page.split("\n## ", 1)[0]
+    for text in ("in 12.0 min on 2026-12-05 at commit `abc1234` (a clean tree)", "AMD EPYC, 2 cores, 23.5 GiB RAM"):
+        assert text in head
+    assert "before: 0.20 / 0.30 / 0.40; after: 0.50 / 0.40 / 0.40" in head and "33 passed (pytest exit code 0)" in head
+    assert "shared the machine" not in head
+    dirty = render(perf_run.record(commit="abc1234+dirty", commit_after="abc1234+dirty", load_after=[3.5, 2, 1]))
+    assert "uncommitted changes" in dirty and "1-minute load up to 3.5 on 2 cores" in dirty
+    assert "the tree changed during the run: `def5678`" in render(perf_run.record(commit_after="def5678"))
+
+
+def test_a_kept_record_renders_again_the_same(tmp_path: Path):
+    record = perf_run.record()
+    run = SuiteRun.from_json(record)
+    path, out = tmp_path / "run.json", tmp_path / "BENCHMARKS.md"
+    path.write_text(json.dumps(run.to_json()), encoding="utf-8")
+    assert suite.main(["--from-json", str(path), "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == render_page(run, SECTIONS) == render(record)
+
+
+def test_the_rendered_page_passes_the_vocabulary_checks():
+    for line in render(perf_run.record()).splitlines():
+        for pattern in (HISTORY_DOCS, ISSUE_REFERENCE, OUTSIDE_DOCUMENTS):
+            assert not pattern.search(line), line
+
+
+#: words with digits in them that are names, not figures
+_NAMES = re.compile(r"`[^`]*`|\b[A-Za-z][\w-]*\d\w*\b")
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=[s.title for s in SECTIONS])
+def test_a_sections_own_prose_has_no_figures(section):
+    """Titles and workload descriptions carry no numbers: sizes, targets and limits come from the run."""
+    assert not re.search(r"\d", _NAMES.sub("", section.title + " " + section.about)), section.title
+
+
+def _test_functions(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+
+
+def test_every_perf_benchmark_file_and_test_feeds_a_section():
+    files = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "benchmarks" / "perf").glob("test_perf_*.py"))
+    assert sorted(suite_files()) == files
+    for file in files:
+        reported = {test for section in SECTIONS if section.file == file for test in section.tests}
+        assert _test_functions(ROOT / file) == reported, file

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 #: the context the server enforces: a small model's, so overflows are reachable in a few turns
 ENGINE_CONTEXT = 2048
@@ -43,17 +42,10 @@ def steering_options():
 def adapter_dir(engine_model_dir, tmp_path_factory) -> Path:
     """A LoRA steerer's adapter folder as training writes it (``save_adapter``), its weights moved off peft's zero
     initialisation (an untouched adapter is the identity, which no comparison could tell from a missing one)."""
-    from agents.steering.causal_lm import CausalLMSteerer
+    from agents.steering.served_check import write_perturbed_adapter
 
-    steerer = CausalLMSteerer(steering_options(), model=str(engine_model_dir), lora=True, lora_rank=ADAPTER_RANK)
-    generator = torch.Generator().manual_seed(7)
-    with torch.no_grad():
-        for name, parameter in steerer.lm.named_parameters():
-            if "lora_" in name:
-                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.2)
     folder = tmp_path_factory.mktemp("adapter") / "adapter"
-    steerer.save_adapter(folder)
-    return folder
+    return write_perturbed_adapter(steering_options(), engine_model_dir, folder, ADAPTER_RANK)
 
 
 @pytest.fixture(scope="session")

@@ -6,35 +6,14 @@ from __future__ import annotations
 import json
 import math
 
-import gymnasium as gym
 import pytest
 
-import steer_envs  # noqa: F401  (registers the envs)
 from tests.agents.support import eval_in_subprocess
 
 from .conftest import ADAPTER_NAME, steering_options
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
 BANK_STATES = 50
-
-
-def bank_states(count: int) -> list[dict]:
-    """Decision states as the state bank collects them: the simulated executor's episodes, every decision point."""
-    env = gym.make("steer_envs/SearchSteering-v0", executor="sim:default", benchmarks=["nq", "hotpotqa"], split="train")
-    states: list[dict] = []
-    seed = 0
-    try:
-        while len(states) < count:
-            obs, _ = env.reset(seed=seed)
-            done = False
-            while not done and len(states) < count:
-                states.append(obs)
-                obs, _, terminated, truncated, _ = env.step(0)
-                done = terminated or truncated
-            seed += 1
-    finally:
-        env.close()
-    return states
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +30,10 @@ def adapter_steerer(engine_model_dir, adapter_dir):
 
 
 def test_served_adapter_equals_the_local_peft_model(vllm_server, adapter_steerer):
-    from agents.steering.served_check import check_served_adapter
+    from agents.steering.served_check import check_served_adapter, decision_states
     from steer_envs.llm.registry import make_backend
 
-    states = bank_states(BANK_STATES)
+    states = decision_states(BANK_STATES)
     served = make_backend(vllm_server.spec(ADAPTER_NAME), shared=False)
     check = check_served_adapter(adapter_steerer, served, states, slow_samples=1, seed=0)
     assert check.states == BANK_STATES and check.slow_samples == BANK_STATES and check.slow_tokens > 1000
