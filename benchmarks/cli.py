@@ -233,6 +233,14 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="methods shown beside the rate-matched rows without a knob (e.g. a fixed rule, oracle)",
     )
+    parser.add_argument(
+        "--own-rate-rows",
+        nargs="*",
+        default=[],
+        metavar="NAME",
+        help="methods run at their own rate with --rl's trainer options and --train-seeds, beside the rate-matched "
+        "rows (e.g. planning_rl verification_rl)",
+    )
 
 
 #: the protocol fields a comparison plan (and a headroom ladder) takes, read back with protocol_kwargs by name
@@ -270,6 +278,7 @@ def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
         curves=not args.no_curves,
         spearman_tasks=args.spearman_tasks,
         context_rows=tuple(args.context_rows),
+        own_rate_rows=tuple(args.own_rate_rows),
         progress=not args.no_progress,
         pool=pool_config_from_args(args),
     )

@@ -17,6 +17,12 @@ One executor profile, one pipeline (``steer-envs compare``), resumable at every 
 4. **Curves**: each knob swept around its dev choice (no new choice is made), F1 gain against interventions per
    task on one plot; the fast path's Spearman with measured q(s) on held-out states (within and across tasks).
 
+Beside the rate-matched rows, ``own_rate_rows`` (planning and verification, the steerer's one-decision forms) run at
+their **own rate**: a plan is one intervention and comes at most once per task, so no knob can bring planning to the
+target rate, and setting one on dev would compare another supervisor than the paper's. They are trained with the RL
+steerer's trainer options and training seeds (:func:`own_rate_spec`) and evaluated on the same tasks and seeds, so
+they pair with every other row; they are never marked best among the rate-matched rows.
+
 Output in ``OUT``: ``dev/`` (choices.json, every probe's episodes), ``<split>/`` (the table's episodes),
 ``<split>_curves/``, ``checkpoints/`` (shared by all three), ``comparison.json``, ``comparison.md``,
 ``plots/rate_curves.png``. With ``split=dev`` it is the development loop (the knobs are then chosen and reported on
@@ -28,11 +34,12 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from baselines.options import format_value
 from baselines.registry import MethodContext, get_method, parse_method
 from steer_envs.atomic import atomic_write_text
 from steer_envs.cpu_threads import cpu_thread_default
@@ -49,13 +56,16 @@ from .runner import REFERENCE, evaluate, method_context
 from .setting import setting_card
 from .stats import HierarchicalBootstrap, Interval, MethodSummary, RowRuns, summarize_rows
 from .sweeps import with_option
-from .tables import closing_line, comparison_table, display_name, pairwise_table
+from .tables import HEADROOM, closing_line, comparison_table, display_name, pairwise_table
 
 RL = "steering_rl"
 UNTRAINED = "steering_untrained"
 RULE = "best_fixed_rule"
 #: rows of the main table, in the paper's order (reference, rules, untrained, offline, RL library, RL steering)
 ROW_ORDER = (REFERENCE, "random", RULE, UNTRAINED, "filtered_bc", "sb3_ppo", RL)
+#: the one-decision supervisors a results page shows at their own rate (planning, then verification; untrained
+#: first, as the steering rows are ordered)
+OWN_RATE_ROWS = ("planning_untrained", "planning_rl", "verification_untrained", "verification_rl")
 #: SB3 PPO's default cost grid: with no cost it intervenes ~1.7 times per task on sim:default's dev split, so the
 #: grid starts where the rate begins to fall and reaches costs that stop most interventions
 PPO_COSTS = ("0.03", "0.1", "0.3", "1")
@@ -95,6 +105,9 @@ class ComparisonPlan:
     spearman_tasks: int = 20
     #: methods shown beside the rate-matched rows, as they are (no knob, no training seeds): context, not contenders
     context_rows: tuple[str, ...] = ()
+    #: method names run at their own rate with the RL steerer's trainer options and training seeds (planning,
+    #: verification: :data:`OWN_RATE_ROWS`); shown in the table, never marked best among the rate-matched rows
+    own_rate_rows: tuple[str, ...] = ()
     data_dir: str | None = None
     #: where trained models live (default OUT/checkpoints); another comparison's, to reuse its trained rows
     checkpoints: Path | None = None
@@ -111,6 +124,13 @@ class ComparisonPlan:
             raise SteerEnvsError(f"--rl must be a {RL} spec (e.g. {RL}:config=FILE), got {self.rl!r}")
         if not self.target > 0:
             raise SteerEnvsError(f"--target (interventions per task) must be > 0, got {self.target}")
+        self.own_rate_rows = tuple(self.own_rate_rows)
+        for name in self.own_rate_rows:
+            if parse_method(name).label != name or name in ROW_ORDER:
+                raise SteerEnvsError(
+                    f"--own-rate-rows takes method names without options (their training options are --rl's), "
+                    f"other than the rate-matched rows; got {name!r} (e.g. {' '.join(OWN_RATE_ROWS)})"
+                )
 
     def config(self, split: str, seeds: int, limit: int) -> EvalConfig:
         return EvalConfig(
@@ -252,12 +272,23 @@ class Comparison:
                 f"cost={grid.value} (dev rate {grid.dev_rate:.2f}; costs trained on dev "
                 f"{', '.join(self.ppo_probes)}, grid walk then bisection; seed 0)",
             )
+        rows.update(self.own_rate(p.own_rate_rows))
         for spec in p.context_rows:
             label = parse_method(spec).label
             rows.setdefault(label, Row(label, [label], "– (shown for context)"))
-        order = [name for name in ROW_ORDER if name in rows] + [name for name in rows if name not in ROW_ORDER]
-        self.rows = {name: rows[name] for name in order}
+        self.rows = {name: rows[name] for name in row_order(rows, p.own_rate_rows)}
         return self.rows
+
+    def own_rate(self, names: tuple[str, ...]) -> dict[str, Row]:
+        """The rows of ``names`` at their own rate: each trained (or loaded) once per training seed with the RL
+        steerer's trainer options (:func:`own_rate_labels`), its knob left where the method puts it."""
+        rows = {}
+        for name in names:
+            labels = own_rate_labels(self.plan.rl, name, self.plan.train_seeds)
+            for label in labels:
+                self.train(label)
+            rows[name] = Row(name, labels, own_rate_knob(labels[0]))
+        return rows
 
     def _match_bc(self, budget: int) -> str:
         """Filtered BC's options for ``budget`` env steps: its continuations per proposal are the RL config's N,
@@ -303,22 +334,7 @@ class Comparison:
         self, folder: RunFolder | None = None, rows: dict[str, Row] | None = None
     ) -> tuple[list[MethodSummary], HierarchicalBootstrap]:
         folder = folder or self.report
-        rows = rows or self.rows
-        expected = {(t.id, s) for t in folder.config.tasks() for s in range(folder.config.seeds)}
-        runs = []
-        for row in rows.values():
-            per_label = {}
-            for label in row.labels:
-                records = [
-                    r for r in EpisodeLog(folder.episodes_path(label)).records if (r.task_id, r.seed) in expected
-                ]
-                if {(r.task_id, r.seed) for r in records} != expected:
-                    raise SteerEnvsError(
-                        f"{label!r} has {len(records)}/{len(expected)} episodes in {folder.root}; "
-                        "rerun the command to finish it"
-                    )
-                per_label[label] = records
-            runs.append(RowRuns(row.name, per_label))
+        runs = row_runs(folder, rows or self.rows)
         boot = HierarchicalBootstrap(runs, folder.config.benchmarks)
         return summarize_rows(runs, folder.config.benchmarks, reference=REFERENCE, boot=boot), boot
 
@@ -441,19 +457,34 @@ class Comparison:
             spearman = self._timed("spearman", self.spearman) if p.spearman_tasks else {}
         return self.write(curves, spearman)
 
+    def budget_text(self, row: Row) -> str | None:
+        """A row's *Budget* cell: its measured env steps (mean over training seeds; ``(dev)``: spent choosing on
+        dev), ``0`` for a method that does not learn, None for the reference."""
+        spent = [b.env_steps for b in (self.budget_of(label) for label in row.labels) if b is not None]
+        if spent:
+            return format_steps(_mean(spent)) + (" (dev)" if row.name == RULE else "")
+        if get_method(parse_method(row.labels[0]).name).learns is False and row.name != REFERENCE:
+            return "0"
+        return None
+
+    def row_record(self, row: Row, budget: str | None) -> dict[str, Any]:
+        """What ``comparison.json`` (and a profile's summary) keeps of a row: its labels, knob and budget, and the
+        wall seconds its builds took (mean over training seeds; None for a row nothing was built for)."""
+        seconds = [b.seconds for b in (self.budget_of(label) for label in row.labels) if b is not None]
+        return {
+            "labels": row.labels,
+            "knob": row.knob,
+            "budget": budget,
+            "build_seconds": round(_mean(seconds), 1) if seconds else None,
+        }
+
     def write(self, curves: dict[str, list[dict]], spearman: dict[str, Any]) -> dict[str, Any]:
         from . import plots
 
         p = self.plan
         summaries, boot = self.summaries()
         pairs = {(RL, name): boot.gain(RL, name)[1] for name in self.rows if name != RL}
-        budgets = {}
-        for name, row in self.rows.items():
-            spent = [b.env_steps for b in (self.budget_of(label) for label in row.labels) if b is not None]
-            if spent:
-                budgets[name] = format_steps(_mean(spent)) + (" (dev)" if name == RULE else "")
-            elif get_method(parse_method(row.labels[0]).name).learns is False and name != REFERENCE:
-                budgets[name] = "0"
+        budgets = {name: text for name, row in self.rows.items() if (text := self.budget_text(row)) is not None}
         # say so where a matched budget missed (PPO's 256-step rollouts round a small budget up, for one)
         rl_spent = self._spent(RL)
         for name in ("filtered_bc", "sb3_ppo"):
@@ -468,10 +499,7 @@ class Comparison:
                 k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(p).items() if k not in ("pool", "seconds")
             },
             "card": asdict(card),
-            "rows": {
-                name: {"labels": row.labels, "knob": row.knob, "budget": budgets.get(name)}
-                for name, row in self.rows.items()
-            },
+            "rows": {name: self.row_record(row, budgets.get(name)) for name, row in self.rows.items()},
             "summaries": [_summary_dict(s) for s in summaries],
             "pairwise": [{"a": a, "b": b, **asdict(i)} for (a, b), i in pairs.items()],
             "curves": curves,
@@ -489,7 +517,94 @@ class Comparison:
         return data
 
 
+def row_runs(folder: RunFolder, rows: dict[str, Row]) -> list[RowRuns]:
+    """Each row's episodes on ``folder``'s tasks and seeds, per training seed; a label that has not finished them all
+    is an error (a partial row would pair on fewer tasks than the others)."""
+    expected = {(t.id, s) for t in folder.config.tasks() for s in range(folder.config.seeds)}
+    runs = []
+    for row in rows.values():
+        per_label = {}
+        for label in row.labels:
+            records = [r for r in EpisodeLog(folder.episodes_path(label)).records if (r.task_id, r.seed) in expected]
+            if {(r.task_id, r.seed) for r in records} != expected:
+                raise SteerEnvsError(
+                    f"{label!r} has {len(records)}/{len(expected)} episodes in {folder.root}; "
+                    "rerun the command to finish it"
+                )
+            per_label[label] = records
+        runs.append(RowRuns(row.name, per_label))
+    return runs
+
+
+def row_order(names: Iterable[str], own_rate: Iterable[str]) -> list[str]:
+    """The table's order of the rows ``names``: the rate-matched rows (:data:`ROW_ORDER`), then the rows at their
+    own rate (in ``own_rate``'s order), then the rest (context rows) as given."""
+    names = list(names)
+    first = [name for name in ROW_ORDER if name in names]
+    own = [name for name in own_rate if name in names and name not in first]
+    return [*first, *own, *(name for name in names if name not in first and name not in own)]
+
+
+def own_rate_spec(rl: str, name: str) -> str:
+    """``name`` with the values RL steering's spec ``rl`` has (given or default) of every option ``name`` takes,
+    deploy options (τ) and ``seed`` left out: the same trainer (rounds, states per round, samples, continuations,
+    bank, config) for planning and verification as for RL steering, so the table compares forms of supervision, as
+    the paper does (their own defaults are a smaller budget).
+
+    A one-decision method has as few as one bank state per rollout, where steering has ~3, so RL steering's bank
+    can run out before its ``m x k`` states are drawn (the trainer stops there): ``bank_tasks`` is then raised to
+    ``ceil(m x k / bank_rollouts)``, the smallest bank that always lasts (the extra rollouts are in its measured
+    budget)."""
+    from baselines.steering import RLOptions, steering_config
+
+    options, parsed = get_method(name).options_type(), parse_method(rl)
+    defaults = options()
+    keep = [k for k in options.option_names() if k not in options.deploy_names() | {"seed"}]
+    value = {k: getattr(parsed.options, k) for k in keep if hasattr(parsed.options, k)}
+    given = {k: format_value(v) for k, v in value.items() if k in parsed.given or v != getattr(defaults, k)}
+    spec = _spec(name, given)
+    chosen = parse_method(spec).options
+    if isinstance(chosen, RLOptions):
+        cfg = steering_config(MethodContext(), chosen)
+        needed = math.ceil(cfg.m * cfg.k / cfg.bank_rollouts)
+        if cfg.bank_tasks and cfg.bank_tasks < needed:
+            spec = with_option(spec, "bank_tasks", str(needed))
+    return spec
+
+
+def own_rate_labels(rl: str, name: str, train_seeds: int) -> list[str]:
+    """One label per training seed (a method without a ``seed`` option has one)."""
+    spec = own_rate_spec(rl, name)
+    if "seed" not in get_method(name).options_type().option_names():
+        return [spec]
+    return [with_option(spec, "seed", str(s)) for s in range(train_seeds)]
+
+
+def own_rate_knob(label: str) -> str:
+    """The operating-point cell of a row at its own rate: its knob where the method puts it, not chosen on dev."""
+    parsed = parse_method(label)
+    knob = get_method(parsed.name).rate_knob
+    where = f"{knob}={getattr(parsed.options, knob)} as built, " if knob else ""
+    return f"own rate ({where}not chosen on dev)"
+
+
+def _spec(name: str, options: dict[str, str]) -> str:
+    return parse_method(name + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")).label
+
+
 # -- rendering ------------------------------------------------------------------------------------------------------
+def own_rate_legend(plan: ComparisonPlan) -> str:
+    """The legend's sentence on rows at their own rate ('' without any)."""
+    if not plan.own_rate_rows:
+        return ""
+    names = ", ".join(f"`{name}`" for name in plan.own_rate_rows)
+    return (
+        f" Rows at their **own rate** ({names}; a plan or a rejected answer is one intervention): no knob is set "
+        "on dev, so they are not rate-matched and never marked ★; the trained ones use RL steering's trainer options "
+        "and training seeds, and their *Budget* is their own measured env steps."
+    )
+
+
 def legend(plan: ComparisonPlan, budgets: dict[str, str]) -> str:
     rl_budget = budgets.get(RL, "–")
     return (
@@ -502,7 +617,7 @@ def legend(plan: ComparisonPlan, budgets: dict[str, str]) -> str:
         "interventions and executor turns per task; *Train seeds*: independent training runs averaged in the row; "
         f"*Budget*: env steps the method's training consumed, counterfactual continuations included, measured "
         f"(mean over seeds; RL steering {rl_budget}; filtered BC and SB3 PPO are given RL's budget ±10%; "
-        "`(dev)`: steps spent choosing on dev). ★ marks the highest average F1.\n"
+        "`(dev)`: steps spent choosing on dev). ★ marks the highest average F1." + own_rate_legend(plan) + "\n"
     )
 
 
@@ -533,13 +648,13 @@ def render_comparison(
         "\n",
         legend(p, budgets),
         "\n",
-        comparison_table(summaries, benchmarks, budgets, knobs),
+        comparison_table(summaries, benchmarks, budgets, knobs, not_best=HEADROOM | set(p.own_rate_rows)),
         "\n",
         f"Paired differences between RL steering and every other row ({p.split} split, tasks resampled within "
         "benchmarks, training seeds of both rows resampled):\n\n",
         pairwise_table(ordered),
         "\n",
-        closing_line(summaries, RL, RULE, pairs),
+        closing_line(summaries, RL, RULE, pairs, not_best=HEADROOM | set(p.own_rate_rows)),
     ]
     if curves:
         lines += [

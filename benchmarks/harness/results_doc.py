@@ -12,6 +12,12 @@ without running). The run folders (``--out``) need not outlive the summary: a pr
 its summary committed. Nothing here chooses a value on test: the RL steerer's configuration is a parameter
 (``--rl``), chosen beforehand on dev.
 
+Planning and verification (``--own-rate-rows``, default :data:`~.comparison.OWN_RATE_ROWS`) run beside the
+rate-matched rows at their own rate, trained with ``--rl``'s trainer options and ``--train-seeds``. A summary
+written without them gets them with ``--add-rows NAME ...`` (:mod:`.summary_rows`): only those rows are trained and
+evaluated, on the summary's tasks, seeds and trainer options, paired with its stored episodes; the rest of the
+profile is not rerun and its run folders are not needed.
+
 Usage::
 
     python -m benchmarks.harness.results_doc --profiles sim:default --limit 100 --dev-limit 20 --seeds 3 \\
@@ -19,6 +25,8 @@ Usage::
     python -m benchmarks.harness.results_doc --limit 2 --dev-limit 2 --seeds 1 --train-seeds 2 \\
         --rl steering_rl:G=2,N=2,bank_tasks=16,k=4,m=2 --llm-limit 0 --doc /tmp/results.md \\
         --summaries /tmp/summaries                                                            # a dry run
+    python -m benchmarks.harness.results_doc --profiles sim:default \\
+        --add-rows planning_untrained planning_rl verification_untrained verification_rl     # rows added later
 """
 
 from __future__ import annotations
@@ -35,11 +43,20 @@ from benchmarks.pages.results import FULL, LLM, PAGE, PROFILES, is_dry_run, is_s
 from steer_envs.atomic import atomic_write_text
 from steer_envs.paths import REPO_ROOT
 
-from .comparison import RL, RULE, UNTRAINED, Comparison, ComparisonPlan, Row
+from .comparison import OWN_RATE_ROWS, RL, RULE, UNTRAINED, Comparison, ComparisonPlan, Row
 from .operating import choose_rate
-from .results_summary import LLM_DIR, SUMMARY_FILE, SUMMARY_ROOT, now, record_part, write_profile_summary
+from .results_summary import (
+    LLM_DIR,
+    SUMMARY_FILE,
+    SUMMARY_ROOT,
+    now,
+    read_summaries,
+    record_part,
+    write_profile_summary,
+)
 from .runner import REFERENCE
 from .setting import setting_card
+from .summary_rows import add_rows
 from .sweeps import executor_dirname, with_option
 
 GEMMA_NOTE = template("results_gemma_note")
@@ -124,6 +141,28 @@ def run_profile(args: argparse.Namespace, executor: str) -> Comparison:
     return cmp
 
 
+def add_rows_main(args: argparse.Namespace, doc: Path) -> int:
+    """``--add-rows``: add the rows to each profile's summary (measured profiles only), then rebuild the page."""
+    from steer_envs.rollouts import pool_config_from_args
+
+    root = Path(args.summaries)
+    profiles = args.profiles or [e for e, s in read_summaries(root, PROFILES).items() if s is not None]
+    command, _ = command_and_options(args)
+    local = {
+        "data_dir": getattr(args, "data_dir", None),
+        "progress": not args.no_progress,
+        "pool": pool_config_from_args(args),
+    }
+    for executor in profiles:
+        print(f"\n=== {executor}: adding {' '.join(args.add_rows)}", flush=True)
+        out = Path(args.out) / executor_dirname(executor)
+        dest = add_rows(root, executor, tuple(args.add_rows), out, command, **local)
+        print(f"updated the summary {dest}", flush=True)
+    PAGE.build(args.summaries, doc)
+    print(f"\nwrote {doc}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.cli import _add_protocol, add_compare_arguments
     from steer_envs.rollouts import add_pool_arguments
@@ -141,8 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profiles",
         nargs="+",
-        default=list(PROFILES),
-        help=f"executors, each trained and compared on its own (default {' '.join(PROFILES)})",
+        help=f"executors, each trained and compared on its own (default {' '.join(PROFILES)}; with --add-rows: "
+        "those with a summary)",
+    )
+    parser.add_argument(
+        "--add-rows",
+        nargs="+",
+        metavar="NAME",
+        help="only add these own-rate rows (e.g. planning_rl verification_rl) to each profile's existing summary: "
+        "trained with the summary's --rl and training seeds, evaluated on its tasks and seeds, paired with its stored "
+        "episodes; the other rows are not rerun (the summary's setting is used, not --limit, --seeds, --rl)",
     )
     parser.add_argument(
         "--llm-limit",
@@ -155,13 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-probes", type=int, default=5, help="dev evaluations of its τ bisection (default 5)")
     parser.add_argument("--llm-model", default="hf:gemma-3-270m", help="the LLM steerer's model (hf:... or openai:...)")
     add_compare_arguments(parser)
-    parser.set_defaults(context_rows=list(CONTEXT_ROWS))
+    parser.set_defaults(context_rows=list(CONTEXT_ROWS), own_rate_rows=list(OWN_RATE_ROWS))
     _add_protocol(parser, split="test")
     add_pool_arguments(parser)
     args = parser.parse_args(argv)
     args.argv = argv
     doc = Path(args.doc)
-    comparisons = {executor: run_profile(args, executor) for executor in args.profiles}
+    if args.add_rows:
+        return add_rows_main(args, doc)
+    comparisons = {executor: run_profile(args, executor) for executor in args.profiles or PROFILES}
     if args.llm_limit:
         main_cmp = comparisons.get("sim:default") or next(iter(comparisons.values()))
         print(f"\n=== zero-shot LLM steerer ({args.llm_model})", flush=True)

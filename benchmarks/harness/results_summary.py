@@ -14,7 +14,8 @@ results generator (:mod:`.results_doc`) writes its summary into the repository (
 * ``rate_curves.png``: the rate-curve plot.
 
 The page builder (:mod:`benchmarks.pages.results`) reads only these files, so ``steer-envs report results`` rebuilds
-the page without any run folder.
+the page without any run folder. Rows measured later are added to both files by :mod:`.summary_rows` (paired with
+the stored episodes, whose (task id, seed index) is what pairs them).
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ from typing import Any
 from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.paths import REPO_ROOT
 
-from .comparison import RULE, Comparison, _summary_dict
+from .comparison import RULE, Comparison, Row, _summary_dict
 from .provenance import read_runs
 from .records import EpisodeLog
+from .runfolder import RunFolder
 from .runner import REFERENCE
+from .stats import HierarchicalBootstrap
 from .sweeps import executor_dirname
 
 #: where the committed summaries live, one folder per profile (``steer-envs report results`` reads them here)
@@ -94,22 +97,30 @@ def _json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def episodes_bytes(cmp: Comparison) -> tuple[bytes, int]:
-    """The report split's episodes of every row as gzip'd JSONL (deterministic bytes: no timestamp in the header)."""
-    folder = cmp.report
+def episode_lines(folder: RunFolder, rows: dict[str, Row]) -> list[dict[str, Any]]:
+    """``folder``'s episodes of every row on its tasks and seeds, one dict per episode (:data:`EPISODE_FIELDS`)."""
     expected = {(t.id, s) for t in folder.config.tasks() for s in range(folder.config.seeds)}
     lines = []
-    for row in cmp.rows.values():
+    for row in rows.values():
         for label in row.labels:
             for r in EpisodeLog(folder.episodes_path(label)).records:
                 if (r.task_id, r.seed) in expected:
-                    lines.append(
-                        json.dumps({"row": row.name, "label": label, **{k: getattr(r, k) for k in EPISODE_FIELDS}})
-                    )
+                    lines.append({"row": row.name, "label": label, **{k: getattr(r, k) for k in EPISODE_FIELDS}})
+    return lines
+
+
+def gzip_lines(lines: list[dict[str, Any]]) -> bytes:
+    """gzip'd JSONL with deterministic bytes (no timestamp in the header)."""
     buf = io.BytesIO()
     with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as gz:
-        gz.write(("\n".join(lines) + "\n").encode("utf-8"))
-    return buf.getvalue(), len(lines)
+        gz.write(("\n".join(json.dumps(line) for line in lines) + "\n").encode("utf-8"))
+    return buf.getvalue()
+
+
+def episodes_bytes(cmp: Comparison) -> tuple[bytes, int]:
+    """The report split's episodes of every row as gzip'd JSONL."""
+    lines = episode_lines(cmp.report, cmp.rows)
+    return gzip_lines(lines), len(lines)
 
 
 def read_episodes(path: Path) -> list[dict[str, Any]]:
@@ -117,14 +128,20 @@ def read_episodes(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+def against(names: list[str], boot: HierarchicalBootstrap) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every row against no supervision and against the best fixed rule (paired, training seeds of both rows
+    resampled): the summary's ``vs_none`` and ``vs_rule``."""
+    vs_none = [{"a": n, "b": REFERENCE, **asdict(boot.gain(n, REFERENCE)[1])} for n in names if n != REFERENCE]
+    vs_rule = [{"a": n, "b": RULE, **asdict(boot.gain(n, RULE)[1])} for n in names if RULE in names and n != RULE]
+    return vs_none, vs_rule
+
+
 def write_profile_summary(cmp: Comparison, root: Path, command: str, options: dict[str, Any]) -> Path:
     """Write ``root/<profile>/`` from a finished comparison (its ``comparison.json`` and run folders)."""
     p = cmp.plan
     data = json.loads((p.out / "comparison.json").read_text(encoding="utf-8"))
     summaries, boot = cmp.summaries()
-    names = [s.method for s in summaries]
-    vs_none = [{"a": n, "b": REFERENCE, **asdict(boot.gain(n, REFERENCE)[1])} for n in names if n != REFERENCE]
-    vs_rule = [{"a": n, "b": RULE, **asdict(boot.gain(n, RULE)[1])} for n in names if RULE in names and n != RULE]
+    vs_none, vs_rule = against([s.method for s in summaries], boot)
     rule_dir = cmp.dev.checkpoint_dir(cmp.rows[RULE].labels[0]) if RULE in cmp.rows else None
     dest = profile_dir(root, p.executor)
     dest.mkdir(parents=True, exist_ok=True)

@@ -122,19 +122,28 @@ def _ci(interval: Interval | None, digits: int = 1) -> str:
     return f"{interval.mean:+.{digits}f} [{interval.low:+.{digits}f}, {interval.high:+.{digits}f}]"
 
 
-def best_row(summaries: Sequence[MethodSummary]) -> MethodSummary | None:
-    """The row with the highest average F1 among those compared with the reference (headroom rows excluded)."""
-    rows = [s for s in summaries if s.avg_gain is not None and s.method.split(":", 1)[0] not in HEADROOM]
+def _method(summary: MethodSummary) -> str:
+    return summary.method.split(":", 1)[0]
+
+
+def best_row(summaries: Sequence[MethodSummary], not_best: frozenset[str] = HEADROOM) -> MethodSummary | None:
+    """The row with the highest average F1 among those compared with the reference, rows of ``not_best`` excluded
+    (headroom; in a rate-matched comparison also the rows at their own rate, which are at another operating point)."""
+    rows = [s for s in summaries if s.avg_gain is not None and _method(s) not in not_best]
     return max(rows, key=lambda s: s.avg_f1) if rows else None
 
 
 def comparison_table(
-    summaries: Sequence[MethodSummary], benchmarks: Sequence[str], budgets: dict[str, str], knobs: dict[str, str]
+    summaries: Sequence[MethodSummary],
+    benchmarks: Sequence[str],
+    budgets: dict[str, str],
+    knobs: dict[str, str],
+    not_best: frozenset[str] = HEADROOM,
 ) -> str:
     """Rows: methods (training seeds averaged); columns: F1 per benchmark, the macro average, its paired gain over
     no supervision with a 95% interval, interventions and executor turns per task, seeds, training budget, the
-    operating point chosen on dev. The best row is marked ★ (highest average F1)."""
-    best = best_row(summaries)
+    operating point chosen on dev. The best row (:func:`best_row`) is marked ★ (highest average F1)."""
+    best = best_row(summaries, not_best)
     failed = any_failed(summaries)
     head = [
         "Method",
@@ -184,14 +193,20 @@ def pairwise_table(pairs: Sequence[tuple[str, str, Interval]]) -> str:
 
 
 def closing_line(
-    summaries: Sequence[MethodSummary], main: str, rule: str | None, pairs: dict[tuple[str, str], Interval]
+    summaries: Sequence[MethodSummary],
+    main: str,
+    rule: str | None,
+    pairs: dict[tuple[str, str], Interval],
+    not_best: frozenset[str] = HEADROOM,
 ) -> str:
-    """One sentence: which row won, and whether ``main`` (the RL steerer) beats the best fixed rule."""
-    best = best_row(summaries)
+    """One sentence: which row won (rows of ``not_best`` excluded: :func:`best_row`), and whether ``main`` (the RL
+    steerer) beats the best fixed rule."""
+    best = best_row(summaries, not_best)
     if best is None:
         return "**Verdict:** no method was compared with no supervision.\n"
+    among = " of the rate-matched rows" if any(_method(s) in not_best - HEADROOM for s in summaries) else ""
     text = (
-        f"**Verdict:** {display_name(best.method)} has the highest average F1 ({best.avg_f1:.1f}, "
+        f"**Verdict:** {display_name(best.method)} has the highest average F1{among} ({best.avg_f1:.1f}, "
         f"{_ci(best.avg_gain)} over no supervision at {best.interventions_per_task:.2f} interventions/task)"
     )
     if main in {s.method for s in summaries} and best.method != main:

@@ -15,7 +15,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.comparison import RL, RULE, ComparisonPlan, render_comparison, summary_from_dict
+from baselines.registry import parse_method
+from benchmarks.harness.comparison import (
+    OWN_RATE_ROWS,
+    RL,
+    RULE,
+    ComparisonPlan,
+    render_comparison,
+    summary_from_dict,
+)
 from benchmarks.harness.results_summary import SUMMARY_ROOT, profile_dir, read_llm, read_summaries
 from benchmarks.harness.runner import REFERENCE
 from benchmarks.harness.setting import SettingCard
@@ -156,10 +164,21 @@ def _minute(stamp: str) -> str:
     return stamp[:16].replace("T", " ") or "–"
 
 
+def added_block(summary: dict[str, Any]) -> list[str]:
+    """The commands that added rows to the summary later (:mod:`benchmarks.harness.summary_rows`), one per addition."""
+    return [
+        f"Rows added to this summary later ({', '.join(f'`{name}`' for name in added['rows'])}; trained and "
+        "evaluated on its tasks and seeds, paired with its stored episodes):\n\n"
+        f"```bash\n{shown_command(added['command'], summary['executor'])}\n```\n\n"
+        for added in summary.get("added") or []
+    ]
+
+
 def run_block(summary: dict[str, Any]) -> str:
-    """How the profile was measured: the command, the subset, and the wall time of each part of the run."""
+    """How the profile was measured: the command (and those that added rows later), the subset, and the wall time of
+    each part of the run."""
     opts = _opts(summary)
-    lines = [f"```bash\n{shown_command(summary['command'], summary['executor'])}\n```\n\n"]
+    lines = [f"```bash\n{shown_command(summary['command'], summary['executor'])}\n```\n\n", *added_block(summary)]
     if is_subset(opts) and not is_dry_run(opts):
         lines.append(template("results_subset", limit=opts.limit))
     parts = summary.get("parts") or []
@@ -200,6 +219,75 @@ SUBHEADINGS = (
 )
 
 
+def trainer_options(label: str) -> str:
+    """A trained row's training options as its label writes them (``seed`` and deploy options left out)."""
+    given = parse_method(parse_method(label).training_label).given
+    return ",".join(f"{k}={v}" for k, v in given.items() if k != "seed") or "defaults"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def own_rate_budgets(summary: dict[str, Any]) -> str:
+    """RL steering's training budget and, beside it, each trained own-rate row's (measured env steps, the trainer
+    options, the training seeds and, where the summary has it, the wall time of one training seed)."""
+    cells = []
+    for name in (RL, *OWN_RATE_ROWS):
+        row = summary["rows"].get(name)
+        if row is None or row.get("budget") in (None, "0"):
+            continue
+        minutes = f", {_duration(row['build_seconds'])} per seed" if row.get("build_seconds") else ""
+        seeds = f"{len(row['labels'])} training seed(s)"
+        cells.append(f"{display_name(name)} {row['budget']} (`{trainer_options(row['labels'][0])}`, {seeds}{minutes})")
+    if not cells:
+        return ""
+    return (
+        "Training budgets (env steps, counterfactual continuations included, measured; mean over training seeds): "
+        + "; ".join(cells)
+        + ".\n"
+    )
+
+
+def own_rate_verdicts(summary: dict[str, Any]) -> str:
+    """Per own-rate row: its gain over no supervision at its rate, and RL steering minus it (paired)."""
+    by_name = {s["method"]: s for s in summary["summaries"]}
+    none = {p["a"]: Interval(p["mean"], p["low"], p["high"]) for p in summary["vs_none"]}
+    rl = {p["b"]: Interval(p["mean"], p["low"], p["high"]) for p in summary["pairwise"] if p["a"] == RL}
+    lines = []
+    for name in OWN_RATE_ROWS:
+        if name not in by_name:
+            continue
+        text = (
+            f"- {display_name(name)}: {_ci(none.get(name), 2)} F1 over no supervision at "
+            f"{by_name[name]['interventions_per_task']:.2f} interventions/task"
+        )
+        if name in rl:
+            text += f"; {display_name(RL)} − {display_name(name)}: {_ci(rl[name], 2)}"
+        lines.append(text + ".")
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def add_rows_command(executor: str, names: list[str]) -> str:
+    return f"{GENERATOR} --profiles {executor} --add-rows {' '.join(names)}"
+
+
+def own_rate_section(summary: dict[str, Any]) -> str:
+    """Planning and verification on this profile: what their rows mean and cost, or the command that adds them."""
+    executor = summary["executor"]
+    present = [name for name in OWN_RATE_ROWS if name in summary["rows"]]
+    missing = [name for name in OWN_RATE_ROWS if name not in summary["rows"]]
+    paragraphs = []
+    if present:
+        paragraphs += [template("results_own_rate"), own_rate_budgets(summary), own_rate_verdicts(summary)]
+    if missing:
+        names = ", ".join(f"`{name}`" for name in missing)
+        command = add_rows_command(executor, missing)
+        paragraphs.append(template("results_own_rate_not_measured", names=names, command=command))
+    heading = f"\n### Planning and verification at their own rate (`{executor}`)\n\n"
+    return heading + "\n".join(p for p in paragraphs if p)
+
+
 def profile_markdown(summary: dict[str, Any], doc: Path, root: Path) -> str:
     text = comparison_markdown(summary, doc, root)
     for old, new in SUBHEADINGS:
@@ -218,6 +306,7 @@ def profile_markdown(summary: dict[str, Any], doc: Path, root: Path) -> str:
             "Each row minus the reference, paired on the same tasks and seeds (tasks resampled within benchmarks, "
             "training seeds of both rows resampled; F1 x100).\n\n",
             against_table(summary),
+            own_rate_section(summary),
         ]
     )
 

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from benchmarks.harness.comparison import OWN_RATE_ROWS
 from benchmarks.harness.results_summary import EPISODES_FILE, SUMMARY_FILE, SUMMARY_ROOT, read_episodes
 from benchmarks.pages import get_page
 from benchmarks.pages.results import PROFILES
@@ -35,10 +36,12 @@ def test_results_page_is_rebuilt_from_the_summaries_alone(tmp_path):
     assert sum(f.stat().st_size for f in (root / "sim_default").iterdir()) < 2_000_000
     assert summary["card"]["commits"] and summary["parts"] and summary["dev"]["choices"]
     assert summary["dev"]["best_fixed_rule"]["chosen"] and "choose on dev + train" in summary["seconds"]
+    assert list(summary["rows"])[-5:] == [*OWN_RATE_ROWS, "oracle"]  # a fresh run has planning and verification
     # the page holds the rows, the intervals against no supervision and against the best fixed rule
     for name in ("No supervision", "Random (p chosen on dev)", "Best fixed rule (chosen on dev)", "RL steering"):
         assert f"| {name}" in page or f"| **★ {name}" in page
     assert "### Paired against no supervision and the best fixed rule (`sim:default`)" in page
+    assert "| Planning, RL |" in page and "Not measured on this profile yet" not in page
     pair = next(p for p in summary["vs_rule"] if p["a"] == "steering_rl")
     assert f"{pair['mean']:+.2f} [{pair['low']:+.2f}, {pair['high']:+.2f}]" in page
     assert "> **Dry run**" in page and "--summaries" not in page and str(tmp_path) not in page
