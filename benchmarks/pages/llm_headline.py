@@ -8,6 +8,7 @@ repository (``docs/data/llm_headline/``), ``--out OUT`` from a run folder.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,40 @@ def timings_section(report: dict[str, Any]) -> str:
     )
 
 
+def _quote(text: str) -> str:
+    """``text`` as a markdown block quote wrapped at the pages' width."""
+    lines = textwrap.wrap(text, width=116, break_long_words=False, break_on_hyphens=False)
+    return "".join(f"> {line}\n" for line in lines)
+
+
+def box(report: dict[str, Any]) -> str:
+    """What the page shows and what it does not, from the run's own setting card (the model, the tasks, the
+    training budget), so a run at another scale gets its own."""
+    card, train = report["card"], report["card"]["train"]
+    tasks, seeds, target = sum(card["tasks"].values()), card["seeds"], card["target_interventions_per_task"]
+    simulated = card["executor"].startswith("sim:")
+    shows = (
+        f"**What this page shows.** `{card['model']}` as a zero-shot steerer against the same model trained by the "
+        f"suite's steering trainer (a LoRA adapter, one training seed), both served by vLLM and gated to about "
+        f"{target:g} intervention{'' if target == 1 else 's'} per task with τ chosen on dev, and no "
+        f"supervision, on the same {tasks} {card['split']} tasks x {seeds} "
+        f"evaluation seed{'' if seeds == 1 else 's'} of the {'simulated ' if simulated else ''}executor "
+        f"`{card['executor']}`: paired "
+        "intervals, and what the served steerers decided."
+    )
+    limits = (
+        "**What it does not show.** Whether the paper's gains reproduce: "
+        + ("the executor is simulated, not an LLM; " if simulated else "")
+        + f"the trainer ran {train['m']} rounds of {train['k']} states; and at {tasks} test tasks "
+        "a difference inside the intervals is no difference."
+    )
+    return _quote(shows) + ">\n" + _quote(limits) + "\n"
+
+
+def intro(report: dict[str, Any]) -> str:
+    return template("llm_headline_intro", box=box(report))
+
+
 def reading_section(report: dict[str, Any]) -> str:
     return template("llm_headline_reading")
 
@@ -213,7 +248,7 @@ SECTIONS = (
 
 
 def render_report(report: dict[str, Any]) -> str:
-    return template("llm_headline_intro") + "".join(section(report) for section in SECTIONS)
+    return intro(report) + "".join(section(report) for section in SECTIONS)
 
 
 PAGE = Page(
@@ -223,7 +258,7 @@ PAGE = Page(
     out=REPO_SUMMARY,
     load=load,
     sections=(
-        Section("intro", lambda ctx: template("llm_headline_intro")),
+        Section("intro", lambda ctx: intro(ctx.data["report"])),
         *(Section(f.__name__.removesuffix("_section"), lambda ctx, f=f: f(ctx.data["report"])) for f in SECTIONS),
     ),
 )
