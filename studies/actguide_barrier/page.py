@@ -285,7 +285,7 @@ def section_selection(s: dict) -> list[str]:
         "Candidates for the arm that stands for the method: "
         + ", ".join(NAMES[n] for n in names)
         + f", each at the equal budget with {seeds} training seeds. The rule (`studies/actguide_barrier/selection.py`"
-        ", fixed in code before the pipeline ran) chooses {sel['criterion']}. It reads only dev "
+        f", fixed in code before the pipeline ran) chooses {sel['criterion']}. It reads only dev "
         f"evaluations: the family's {dev_fam[chosen]['tasks']} dev tasks and {dev_real[chosen]['tasks']} dev tasks of "
         f"the real benchmarks (macro mean), unguided, {plan['eval_rollouts']} rollouts per task and training seed.",
         "",
