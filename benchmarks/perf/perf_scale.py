@@ -30,7 +30,7 @@ SCALES = {
         server_requests=100,
         server_rounds=3,
         trainer_config=dict(m=3, k=32, bank_tasks=120),
-        engine_episodes=256,
+        engine_episodes=400,
         engine_eager=True,
     ),
     "full": Scale(
