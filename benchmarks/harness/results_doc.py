@@ -35,6 +35,7 @@ import argparse
 import json
 import shlex
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -74,6 +75,18 @@ def profile_plan(args: argparse.Namespace, executor: str) -> ComparisonPlan:
     return compare_plan(args, Path(args.out) / executor_dirname(executor), executor=executor)
 
 
+def llm_spec(args: argparse.Namespace) -> str:
+    """The zero-shot method spec: ``--llm-model`` plus each ``--llm-options`` ``key=value`` (e.g. a served
+    steerer's ``prompt_chars``, ``think_tokens``, ``name_choice``)."""
+    spec = with_option(LLM, "model", args.llm_model)
+    for item in filter(None, (args.llm_options or "").split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--llm-options: {item!r} is not key=value (e.g. think_tokens=24,name_choice=choice)")
+        spec = with_option(spec, key.strip(), value.strip())
+    return spec
+
+
 def llm_section_data(args: argparse.Namespace, main: Comparison) -> dict:
     """Run the prompted LLM steerer next to the main rows, on the first ``llm_limit`` test tasks per benchmark, and
     return the numbers the page's LLM section shows (also written to ``SUMMARIES/llm/summary.json``)."""
@@ -91,8 +104,10 @@ def llm_section_data(args: argparse.Namespace, main: Comparison) -> dict:
         checkpoints=main.checkpoints,
     )
     cmp = Comparison(llm_plan)
-    llm = with_option(LLM, "model", args.llm_model)
+    llm = llm_spec(args)
+    started = time.monotonic()
     choice = choose_rate(cmp.dev, llm, p.target, p.tolerance, args.llm_probes, progress=p.progress)
+    dev_seconds = time.monotonic() - started
     rows = {name: main.rows[name] for name in (REFERENCE, RULE, UNTRAINED, RL) if name in main.rows}
     rows[LLM] = Row(
         LLM,
@@ -100,12 +115,14 @@ def llm_section_data(args: argparse.Namespace, main: Comparison) -> dict:
         f"tau={choice.value} (dev rate {choice.dev_rate:.2f} on {args.llm_dev_limit} dev tasks per benchmark)",
     )
     cmp.rows = rows
+    started = time.monotonic()
     cmp.evaluate_rows()
+    seconds = time.monotonic() - started
     summaries, boot = cmp.summaries()
     pairs = {(LLM, name): boot.gain(LLM, name)[1] for name in rows if name != LLM}
     card = setting_card(cmp.report, p.train_seeds, (cmp.dev,))
     data = llm_data(
-        args.llm_model,
+        llm,
         args.llm_limit,
         args.llm_dev_limit,
         card,
@@ -113,6 +130,8 @@ def llm_section_data(args: argparse.Namespace, main: Comparison) -> dict:
         pairs,
         {name: row.knob for name, row in rows.items()},
         cmp.report.config.benchmarks,
+        {"dev (choose tau)": round(dev_seconds, 1), "test (every row)": round(seconds, 1)},
+        command_and_options(args)[0],
     )
     (Path(args.summaries) / LLM_DIR).mkdir(parents=True, exist_ok=True)
     atomic_write_text(Path(args.summaries) / LLM_DIR / SUMMARY_FILE, json.dumps(data, indent=2) + "\n")
@@ -201,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-dev-limit", type=int, default=2, help="dev tasks per benchmark to set its τ (default 2)")
     parser.add_argument("--llm-probes", type=int, default=5, help="dev evaluations of its τ bisection (default 5)")
     parser.add_argument("--llm-model", default="hf:gemma-3-270m", help="the LLM steerer's model (hf:... or openai:...)")
+    parser.add_argument(
+        "--llm-options",
+        default="",
+        help="more options of the zero-shot steerer, key=value,... (served: prompt_chars, think_tokens, name_choice)",
+    )
     add_compare_arguments(parser)
     parser.set_defaults(context_rows=list(CONTEXT_ROWS), own_rate_rows=list(OWN_RATE_ROWS))
     _add_protocol(parser, split="test")

@@ -339,18 +339,32 @@ def llm_verdict(summaries: list[MethodSummary], pairs: dict[tuple[str, str], Int
     return text + ".\n"
 
 
+def llm_model_name(spec: str) -> tuple[str, bool]:
+    """The zero-shot spec's model as a reader names it, and whether it is served (``openai:<name>@<url>``)."""
+    from baselines.registry import parse_method
+
+    model = str(parse_method(spec).given.get("model", "hf:gemma-3-270m"))
+    if model.startswith("openai:"):
+        return model.removeprefix("openai:").split("@", 1)[0], True
+    return model.removeprefix("hf:"), False
+
+
 def llm_markdown(data: dict[str, Any]) -> str:
     """The zero-shot LLM section from its summary (``docs/results/main/llm/summary.json``)."""
     summaries = [summary_from_dict(s) for s in data["summaries"]]
     pairs = {(p["a"], p["b"]): Interval(p["mean"], p["low"], p["high"]) for p in data["pairwise"]}
+    name, served = llm_model_name(data["model"])
+    seconds = data.get("seconds", {})
+    timing = "; ".join(f"{part} {value / 60:.1f} min" for part, value in seconds.items())
     return "".join(
         [
-            f"## Zero-shot steering with a prompted LLM ({data['model']})\n\n",
+            f"## Zero-shot steering with a prompted LLM ({name})\n\n",
             card_from_dict(data["card"]).markdown(),
             "\n",
             template(
                 "results_llm",
-                gemma_note=template("results_gemma_note"),
+                how=template("results_llm_served") if served else template("results_gemma_note"),
+                spec=data["model"],
                 llm_limit=data["llm_limit"],
                 llm_dev_limit=data["llm_dev_limit"],
             ),
@@ -359,6 +373,8 @@ def llm_markdown(data: dict[str, Any]) -> str:
             pairwise_table([(a, b, i) for (a, b), i in pairs.items()]),
             "\n",
             llm_verdict(summaries, pairs),
+            f"\nWall time: {timing}.\n" if timing else "",
+            f"\n```bash\n{data['command']}\n```\n" if data.get("command") else "",
         ]
     )
 
@@ -372,8 +388,11 @@ def llm_data(
     pairs: dict[tuple[str, str], Interval],
     knobs: dict[str, str],
     benchmarks,
+    seconds: dict[str, float],
+    command: str,
 ) -> dict[str, Any]:
-    """What the LLM section's summary holds (written by the generator, read by :func:`llm_markdown`)."""
+    """What the LLM section's summary holds (written by the generator, read by :func:`llm_markdown`): ``model`` is
+    the zero-shot method's spec; ``seconds`` the wall time of each part."""
     from benchmarks.harness.comparison import _summary_dict
 
     return {
@@ -385,6 +404,8 @@ def llm_data(
         "pairwise": [{"a": a, "b": b, **asdict(i)} for (a, b), i in pairs.items()],
         "knobs": knobs,
         "benchmarks": list(benchmarks),
+        "seconds": seconds,
+        "command": command,
     }
 
 
