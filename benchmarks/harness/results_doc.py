@@ -182,6 +182,31 @@ def add_rows_main(args: argparse.Namespace, doc: Path) -> int:
     return 0
 
 
+def transfer_main(args: argparse.Namespace, doc: Path) -> int:
+    """``--transfer SOURCE``: the source's RL steerers on every other summarised profile, then rebuild the page."""
+    from steer_envs.rollouts import pool_config_from_args
+
+    from .summary_transfer import add_transfer
+
+    root = Path(args.summaries)
+    if not args.transfer_from:
+        raise SystemExit(
+            "--transfer needs --transfer-from: the source profile's run folder (OUT/<profile> of the results_doc run "
+            "that measured it), whose checkpoints hold the trained steerers"
+        )
+    targets = args.profiles or [e for e, s in read_summaries(root, PROFILES).items() if s is not None]
+    command, _ = command_and_options(args)
+    local = {"data_dir": getattr(args, "data_dir", None), "progress": not args.no_progress}
+    local["pool"] = pool_config_from_args(args)
+    dest = add_transfer(
+        root, args.transfer, targets, Path(args.transfer_from), Path(args.out) / "transfer", command, **local
+    )
+    print(f"updated the transfer summary {dest}", flush=True)
+    PAGE.build(args.summaries, doc)
+    print(f"\nwrote {doc}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.cli import _add_protocol, add_compare_arguments
     from steer_envs.rollouts import add_pool_arguments
@@ -211,6 +236,17 @@ def main(argv: list[str] | None = None) -> int:
         "episodes; the other rows are not rerun (the summary's setting is used, not --limit, --seeds, --rl)",
     )
     parser.add_argument(
+        "--transfer",
+        metavar="SOURCE",
+        help="only measure transfer: SOURCE's RL steerers (its summary's training seeds and dev-chosen τ), unchanged, "
+        "on every other profile with a summary (or --profiles), paired with that profile's stored rows",
+    )
+    parser.add_argument(
+        "--transfer-from",
+        metavar="RUN_FOLDER",
+        help="with --transfer: SOURCE's run folder (OUT/<profile> of the run that measured it), for its checkpoints",
+    )
+    parser.add_argument(
         "--llm-limit",
         type=int,
         default=20,
@@ -234,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = Path(args.doc)
     if args.add_rows:
         return add_rows_main(args, doc)
+    if args.transfer:
+        return transfer_main(args, doc)
     comparisons = {executor: run_profile(args, executor) for executor in args.profiles or PROFILES}
     if args.llm_limit:
         main_cmp = comparisons.get("sim:default") or next(iter(comparisons.values()))

@@ -95,8 +95,10 @@ def measure_command(executor: str, measured: list[dict[str, Any]]) -> str:
 
 
 def load(out: Path) -> dict[str, Any]:
+    from benchmarks.harness.summary_transfer import read_transfer
+
     summaries = read_summaries(out, PROFILES)
-    return {"profiles": summaries, "llm": read_llm(out), "root": out}
+    return {"profiles": summaries, "llm": read_llm(out), "transfer": read_transfer(out), "root": out}
 
 
 # -- sections ----------------------------------------------------------------------------------------------------
@@ -341,8 +343,6 @@ def llm_verdict(summaries: list[MethodSummary], pairs: dict[tuple[str, str], Int
 
 def llm_model_name(spec: str) -> tuple[str, bool]:
     """The zero-shot spec's model as a reader names it, and whether it is served (``openai:<name>@<url>``)."""
-    from baselines.registry import parse_method
-
     model = str(parse_method(spec).given.get("model", "hf:gemma-3-270m"))
     if model.startswith("openai:"):
         return model.removeprefix("openai:").split("@", 1)[0], True
@@ -374,7 +374,7 @@ def llm_markdown(data: dict[str, Any]) -> str:
             "\n",
             llm_verdict(summaries, pairs),
             f"\nWall time: {timing}.\n" if timing else "",
-            f"\n```bash\n{data['command']}\n```\n" if data.get("command") else "",
+            f"\n```bash\n{shown_command(data['command'])}\n```\n" if data.get("command") else "",
         ]
     )
 
@@ -419,6 +419,55 @@ def _llm(ctx: PageContext) -> str:
     )
 
 
+def _interval(d: dict[str, Any]) -> str:
+    return f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+
+
+def transfer_markdown(data: dict[str, Any]) -> str:
+    """The transfer section from its summary (``docs/results/main/transfer/summary.json``)."""
+    from benchmarks.harness.summary_transfer import TRANSFERRED
+
+    lines = [
+        "| Trained on | Evaluated on | F1 | Δ vs no supervision [95% CI] | Δ vs best fixed rule [95% CI] | "
+        "Δ vs RL steering trained on it [95% CI] | Int./task (its own RL) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    commits: list[str] = []
+    minutes = 0.0
+    for cell in data["cells"]:
+        rows = {s["method"]: s for s in cell["summaries"]}
+        pairs = {p["b"]: p for p in cell["pairwise"]}
+        moved, own = rows[TRANSFERRED], rows[RL]
+        lines.append(
+            f"| `{cell['source']}` | `{cell['target']}` | {moved['avg_f1']:.2f} | {_interval(pairs[REFERENCE])} | "
+            f"{_interval(pairs[RULE])} | {_interval(pairs[RL])} | "
+            f"{moved['interventions_per_task']:.2f} ({own['interventions_per_task']:.2f}) |"
+        )
+        commits += [c for c in cell["commits"] if c not in commits]
+        minutes += cell["part"]["seconds"] / 60
+    card = (
+        "*Setting: each row on the evaluated profile's test tasks and evaluation seeds (the setting card of its "
+        "comparison above), paired with its stored episodes; the steerers are the training profile's RL steering row "
+        "(each training seed with the τ chosen on the training profile's dev split, nothing re-tuned); "
+        f"commit(s) {', '.join(f'`{c}`' for c in commits)}.*"
+    )
+    commands = "\n".join(shown_command(c) for c in data["commands"])
+    return (
+        "## Transfer across profiles\n\n"
+        + card
+        + "\n\n"
+        + template("results_transfer_measured")
+        + "\n".join(lines)
+        + f"\n\nWall time: {minutes:.1f} min of evaluation in all.\n\n```bash\n{commands}\n```\n\n"
+    )
+
+
+def _transfer(ctx: PageContext) -> str:
+    if ctx.data["transfer"] and ctx.data["transfer"]["cells"]:
+        return transfer_markdown(ctx.data["transfer"])
+    return template("results_transfer")
+
+
 PAGE = Page(
     name="results",
     help="the rate-matched comparison on each profile and the zero-shot LLM steerer, from docs/results/main",
@@ -430,7 +479,7 @@ PAGE = Page(
         _protocol,
         _profiles,
         _llm,
-        template_section("transfer", "results_transfer"),
+        _transfer,
         template_section("executors", "results_executors"),
     ),
 )
