@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.results_summary import read_summaries
 from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.sim import load_profile
 
@@ -59,7 +60,8 @@ def load(out: Path) -> dict[str, Any]:
         }
     if not levels:
         raise SteerEnvsError(f"{out} holds no level folder ({', '.join(LEVELS)})")
-    return {"levels": levels}
+    comparisons = read_summaries(out, tuple(f"sim:{level}" for level in LEVELS))
+    return {"levels": levels, "comparisons": {e.removeprefix("sim:"): s for e, s in comparisons.items()}, "out": out}
 
 
 def _ci(iv: dict | None) -> str:
@@ -160,8 +162,38 @@ def _level(level: str, data: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+#: the main comparison's setting, on a drift level (planning and verification left out: they do not read drift)
+ALGORITHMS_COMMAND = (
+    "python -m benchmarks.harness.results_doc --profiles sim:{level} --limit 100 --dev-limit 20 --seeds 3 "
+    "--train-seeds 3 --rl steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 --spearman-tasks 10 --no-curves "
+    "--own-rate-rows --llm-limit 0 --summaries docs/results/drift --doc runs/drift_main.md\n"
+    "steer-envs report results_drift   # rebuilds this page with the level's summary"
+)
+
+
+def _algorithms(level: str, ctx: PageContext) -> str:
+    """The main harness's rate-matched comparison on the level, from its summary (``docs/results/drift/sim_<level>/``),
+    headings one level down; or the command that measures it."""
+    from .results import profile_markdown
+
+    summary = ctx.data["comparisons"].get(level)
+    heading = f"### The algorithms on `sim:{level}`\n\n"
+    if summary is None:
+        return (
+            heading
+            + "Not measured yet on this level. The main page's rate-matched comparison (3 training x 3 evaluation "
+            "seeds, every knob chosen on dev) measures it:\n\n```bash\n"
+            + ALGORITHMS_COMMAND.format(level=level)
+            + "\n```\n\n"
+        )
+    text = profile_markdown(summary, ctx.doc, ctx.data["out"])
+    text = text.replace("\n### ", "\n#### ")
+    body = text.partition("\n\n")[2]  # the comparison's own heading gives way to this section's
+    return heading + body + "\n"
+
+
 def _levels(ctx: PageContext) -> str:
-    return "".join(_level(level, data) for level, data in ctx.data["levels"].items())
+    return "".join(_level(level, data) + _algorithms(level, ctx) for level, data in ctx.data["levels"].items())
 
 
 PAGE = Page(
