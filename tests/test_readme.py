@@ -139,9 +139,8 @@ def test_the_gpu_training_config_is_a_valid_steering_config(tmp_path):
     from agents.steering.causal_lm import CausalLMSteerer
     from agents.steering.config import SteeringConfig
 
-    toml = re.search(r"cat > steer-llm.toml <<'TOML'\n(.*?)\nTOML\n", README, re.S).group(1)
-    (tmp_path / "steer-llm.toml").write_text(toml, encoding="utf-8")
-    config = SteeringConfig.load(tmp_path / "steer-llm.toml")
+    assert "--config docs/configs/steer-llm.toml" in block_after(README, "## On a GPU node", "bash")
+    config = SteeringConfig.load(ROOT / "docs" / "configs" / "steer-llm.toml")
     assert (config.backbone, config.device, config.mixed_precision) == ("causal_lm", "auto", "bf16")
     accepted = set(inspect.signature(CausalLMSteerer.__init__).parameters)
     assert set(config.backbone_args) <= accepted, set(config.backbone_args) - accepted
