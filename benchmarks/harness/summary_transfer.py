@@ -41,8 +41,6 @@ TRANSFER_DIR = "transfer"
 TRANSFERRED = "transferred"
 #: the target's stored rows every cell is paired with
 PAIRED_WITH = (REFERENCE, RULE, RL)
-#: the trainer's file that marks a finished model (agents.steering.trainer.MODEL_FILE)
-MODEL_FILE = "model.pt"
 
 
 def read_transfer(root: Path) -> dict[str, Any] | None:
@@ -53,12 +51,21 @@ def read_transfer(root: Path) -> dict[str, Any] | None:
 def source_labels(source: StoredProfile, checkpoints: Path, probe: Comparison) -> list[str]:
     """The source's RL labels (one per training seed, τ chosen on its dev), each with a finished model in
     ``checkpoints``; refused otherwise (evaluating it would train a new steerer on the target)."""
+    from agents.steering.trainer import CONFIG_FILE, MODEL_FILE
+
     labels = list(source.summary["rows"][RL]["labels"])
     missing = []
     for label in labels:
         folder = probe.dev.checkpoint_dir(parse_method(label).training_label)
         if not (folder / MODEL_FILE).is_file():
             missing.append(str(folder))
+            continue
+        trained_on = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))["config"]["executor"]
+        if trained_on != source.summary["executor"]:
+            raise SteerEnvsError(
+                f"{folder} holds a steerer trained on {trained_on}, not on {source.summary['executor']}: "
+                "--transfer-from must be the source profile's own run folder"
+            )
     if missing:
         raise SteerEnvsError(
             f"no finished model for {len(missing)} of the source's RL labels under {checkpoints} (e.g. {missing[0]}): "
