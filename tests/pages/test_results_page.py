@@ -71,11 +71,14 @@ def test_the_committed_page_is_what_the_committed_summaries_give(tmp_path):
 
 
 def test_every_committed_summary_was_measured_by_committed_code_of_this_branch():
-    for executor in PROFILES:
-        path = SUMMARY_ROOT / executor.replace(":", "_") / SUMMARY_FILE
+    from benchmarks.harness.results_summary import LLM_DIR
+
+    cards = {e: SUMMARY_ROOT / e.replace(":", "_") / SUMMARY_FILE for e in PROFILES}
+    cards["zero-shot LLM"] = SUMMARY_ROOT / LLM_DIR / SUMMARY_FILE
+    for name, path in cards.items():
         if not path.is_file():
             continue
         for commit in json.loads(path.read_text(encoding="utf-8"))["card"]["commits"]:
-            assert "dirty" not in commit and commit != "unknown", f"{executor}: {commit}"
+            assert "dirty" not in commit and commit != "unknown", f"{name}: {commit}"
             ancestor = subprocess.run(["git", "-C", str(REPO_ROOT), "merge-base", "--is-ancestor", commit, "HEAD"])
-            assert ancestor.returncode == 0, f"{executor}: {commit} is not an ancestor of HEAD"
+            assert ancestor.returncode == 0, f"{name}: {commit} is not an ancestor of HEAD"
