@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -150,6 +151,10 @@ class LadderConfig:
         data.pop("workers")
         data["benchmarks"], data["rungs"] = list(self.benchmarks), list(self.rungs)
         return data
+
+
+#: the train decisions' fork-measured gains are saved in this many parts as they finish
+GAIN_PARTS = 40
 
 
 def _pairs(cfg: EvalConfig) -> list[tuple[Any, int, int]]:
@@ -337,12 +342,28 @@ class Ladder:
         start = time.perf_counter()
         cfg = self.config
         items = [(task.id, seed) for task, seed, _ in _pairs(cfg.eval_config("train", cfg.train_tasks, 1))]
-        measured = self._map(_gains_chunk, (), items)
-        X, G = [x for x, _ in measured], [g for _, g in measured]
+        parts = self.out / "train_gains.parts"  # one file per finished part: a killed run resumes
+        parts.mkdir(exist_ok=True)
+        X, G = [], []
+        for i, chunk in enumerate(_chunks(items, GAIN_PARTS)):
+            part = parts / f"{i:03d}-{len(chunk)}.npz"
+            if not part.is_file():
+                measured = self._map(_gains_chunk, (), chunk)
+                empty = np.zeros((0, 0), dtype=np.float32)
+                np.savez_compressed(
+                    part,
+                    X=np.stack([x for x, _ in measured]).astype(np.float32) if measured else empty,
+                    G=np.stack([g for _, g in measured]).astype(np.float32) if measured else empty,
+                )
+                self.log(f"  train: part {i + 1} of {GAIN_PARTS} measured ({len(measured)} decisions)")
+            data = np.load(part)
+            X += list(data["X"])
+            G += list(data["G"])
         if not X:
             raise SteerEnvsError("headroom: no train decision could be measured (every fork failed on a service)")
         X_arr, G_arr = np.stack(X).astype(np.float32), np.stack(G).astype(np.float32)
         np.savez_compressed(path, X=X_arr, G=G_arr)
+        shutil.rmtree(parts)
         self._timed("train: fork-measured gains", start)
         self.log(f"  train: {len(X_arr)} decisions measured, mean best gain {100 * G_arr.max(axis=1).mean():+.2f}")
         return X_arr, G_arr

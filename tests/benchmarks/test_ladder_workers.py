@@ -59,3 +59,35 @@ def test_workers_give_the_same_ladder_as_one_process(tmp_path):
         lines = [(d / "episodes" / f"{rung}.jsonl").read_text(encoding="utf-8").splitlines() for d in (one, two)]
         keys = [sorted((r["task_id"], r["seed"], r["f1"]) for r in map(json.loads, ls)) for ls in lines]
         assert keys[0] == keys[1] and len(keys[0]) == 8
+
+
+def test_a_run_killed_while_measuring_train_gains_resumes_from_its_finished_parts(tmp_path, monkeypatch):
+    from benchmarks.harness import ladder as ladder_module
+
+    full, killed = tmp_path / "full", tmp_path / "killed"
+    rungs = ["--rungs", "none", "learnable_ceiling"]
+    assert main(["headroom", *ARGV[: ARGV.index("--rungs")], *rungs, "--out", str(full)]) == 0
+    calls = []
+    real = ladder_module.Ladder.measure_gains
+
+    def dies_on_the_third_part(self, items):
+        calls.append(len(items))
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the machine went away
+        return real(self, items)
+
+    monkeypatch.setattr(ladder_module, "GAIN_PARTS", 4)
+    monkeypatch.setattr(ladder_module.Ladder, "measure_gains", dies_on_the_third_part)
+    argv = ["headroom", *ARGV[: ARGV.index("--rungs")], *rungs, "--out", str(killed)]
+    try:
+        main(argv)
+    except KeyboardInterrupt:
+        pass
+    assert len(list((killed / "train_gains.parts").glob("*.npz"))) == 2 and not (killed / "train_gains.npz").exists()
+    calls.clear()
+    monkeypatch.setattr(ladder_module.Ladder, "measure_gains", lambda self, items: calls.append(1) or real(self, items))
+    assert main(argv) == 0
+    assert len(calls) == 1  # 6 train items in parts of 2: only the third part, the one that had not finished
+    ga, gb = np.load(full / "train_gains.npz"), np.load(killed / "train_gains.npz")
+    assert np.array_equal(ga["X"], gb["X"]) and np.array_equal(ga["G"], gb["G"])
+    assert not (killed / "train_gains.parts").exists()
