@@ -20,6 +20,12 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 CLI_DOC = ROOT / "docs" / "cli.md"
 
 
+def test_readme_is_a_front_page_of_about_200_lines_with_the_headline_near_the_top():
+    lines = README.splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move reference material to docs/"
+    assert lines.index("## Headline: the papers' claims and the suite's figures") < 40
+
+
 def test_readme_opens_with_the_two_commands_and_ci_runs_the_same_tests():
     first_block = re.search(r"```bash\n(.*?)```", README, re.S).group(1)
     commands = [line for line in first_block.splitlines() if line and not line.startswith("#")]
