@@ -1,0 +1,57 @@
+"""Every commit a results page names (its setting cards, its "measured at" lines) is a clean commit of this branch's
+history: a number whose code cannot be checked out, or that came from uncommitted edits, cannot be reproduced.
+
+Pages measured before this rule held are listed in :data:`NOT_YET_CLEAN` with what remeasures them; a listed page
+that has become clean fails here until it is taken off the list, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from steer_envs.paths import REPO_ROOT
+
+DOCS = REPO_ROOT / "docs"
+PAGES = sorted(p.name for p in DOCS.glob("results*.md")) + ["steering_learning.md", "../BENCHMARKS.md"]
+#: a short commit id in a code span, as the setting cards write it (``abc1234`` or ``abc1234+dirty``)
+COMMIT = re.compile(r"`([0-9a-f]{7})(\+dirty)?`")
+#: page -> the run that would make it clean (its tables come from dirty trees or commits no longer in the history)
+NOT_YET_CLEAN = {
+    "results_drift.md": "the level ladders: steer-envs headroom --executor sim:driftN ... (the page's commands)",
+    "results_llm_headline.md": "python -m benchmarks.llm_headline (the page's command)",
+    "results_reader.md": "python -m studies.reader_auc.run (the study's command)",
+    "results_testbed.md": "section 7's ladders: steer-envs headroom for each profile (the page's command)",
+    "results_actguide_regions.md": "an archived study: its code is at 7762b23",
+    "results_actguide_regions_train.md": "an archived study: its code is at 7762b23",
+}
+
+
+def is_ancestor(commit: str) -> bool:
+    run = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "merge-base", "--is-ancestor", commit, "HEAD"], capture_output=True
+    )
+    return run.returncode == 0
+
+
+def unclean_commits(page: str) -> list[str]:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    found = sorted(set(COMMIT.findall(text)))
+    return [c + d for c, d in found if d or not is_ancestor(c)]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_commit_a_page_names_is_a_clean_commit_of_this_history(page):
+    bad = unclean_commits(page)
+    if page in NOT_YET_CLEAN:
+        assert bad, f"{page} is clean now: take it off NOT_YET_CLEAN"
+    else:
+        assert not bad, f"{page} names {bad}: remeasure from a clean commit of this branch"
+
+
+def test_the_check_can_fail(tmp_path, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.DOCS", tmp_path)
+    (tmp_path / "page.md").write_text("*Setting: commit `abc1234+dirty`; commit `0000000`.*", encoding="utf-8")
+    assert unclean_commits("page.md") == ["0000000", "abc1234+dirty"]
