@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.results_summary import read_summaries
+from benchmarks.harness.summary_transfer import read_transfer
 from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.sim import load_profile
 
@@ -61,7 +62,12 @@ def load(out: Path) -> dict[str, Any]:
     if not levels:
         raise SteerEnvsError(f"{out} holds no level folder ({', '.join(LEVELS)})")
     comparisons = read_summaries(out, tuple(f"sim:{level}" for level in LEVELS))
-    return {"levels": levels, "comparisons": {e.removeprefix("sim:"): s for e, s in comparisons.items()}, "out": out}
+    return {
+        "levels": levels,
+        "comparisons": {e.removeprefix("sim:"): s for e, s in comparisons.items()},
+        "transfer": read_transfer(out),
+        "out": out,
+    }
 
 
 def _ci(iv: dict | None) -> str:
@@ -192,6 +198,17 @@ def _algorithms(level: str, ctx: PageContext) -> str:
     return heading + body + "\n"
 
 
+def _transfer(ctx: PageContext) -> str:
+    """Steerers trained on one level (or on ``sim:default``) deployed unchanged on another, from
+    ``docs/results/drift/transfer/`` (``results_doc --transfer``); nothing when it is not measured."""
+    from .results import transfer_markdown
+
+    data = ctx.data["transfer"]
+    if not data or not data["cells"]:
+        return ""
+    return transfer_markdown(data).replace("## Transfer across profiles", "## Transfer across levels and profiles", 1)
+
+
 def _levels(ctx: PageContext) -> str:
     return "".join(_level(level, data) + _algorithms(level, ctx) for level, data in ctx.data["levels"].items())
 
@@ -202,7 +219,9 @@ PAGE = Page(
     doc="docs/results_drift.md",
     out="docs/results/drift",
     load=load,
-    sections=page_sections(template_section("intro", "drift_intro"), _levels, template_section("weak", "drift_weak")),
+    sections=page_sections(
+        template_section("intro", "drift_intro"), _levels, _transfer, template_section("weak", "drift_weak")
+    ),
 )
 
 __all__ = ["LEVELS", "PAGE", "ladder_table", "load", "reading"]

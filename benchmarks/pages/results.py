@@ -446,8 +446,8 @@ def transfer_markdown(data: dict[str, Any]) -> str:
         commits += [c for c in cell["commits"] if c not in commits]
         minutes += cell["part"]["seconds"] / 60
     card = (
-        "*Setting: each row on the evaluated profile's test tasks and evaluation seeds (the setting card of its "
-        "comparison above), paired with its stored episodes; the steerers are the training profile's RL steering row "
+        "*Setting: each row on the evaluated profile's test tasks and evaluation seeds (those of its comparison and "
+        "its setting card), paired with its stored episodes; the steerers are the training profile's RL steering row "
         "(each training seed with the τ chosen on the training profile's dev split, nothing re-tuned); "
         f"commit(s) {', '.join(f'`{c}`' for c in commits)}.*"
     )
