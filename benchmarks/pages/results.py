@@ -308,8 +308,25 @@ def profile_markdown(summary: dict[str, Any], doc: Path, root: Path) -> str:
             "Each row minus the reference, paired on the same tasks and seeds (tasks resampled within benchmarks, "
             "training seeds of both rows resampled; F1 x100).\n\n",
             against_table(summary),
+            seed_ranking_section(summary, root),
             own_rate_section(summary),
         ]
+    )
+
+
+def seed_ranking_section(summary: dict[str, Any], root: Path) -> str:
+    """The rate-matched rows ranked once per training seed, from the summary's stored episodes."""
+    from benchmarks.harness.results_summary import EPISODES_FILE, read_episodes
+    from benchmarks.harness.seed_ranking import ranking_markdown, seed_rankings
+
+    path = profile_dir(root, summary["executor"]) / EPISODES_FILE
+    if RL not in summary["rows"] or not path.is_file():
+        return ""
+    rankings = seed_rankings(summary, read_episodes(path))
+    return (
+        f"\n### Ranking per training seed (`{summary['executor']}`)\n\n"
+        "The rate-matched rows ranked with each training seed's run of every learned row (a fixed row's one run in "
+        "each), on the same tasks and evaluation seeds:\n\n" + ranking_markdown(rankings, RL)
     )
 
 
