@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -45,11 +46,20 @@ from steer_envs.atomic import atomic_write_text
 
 HERE = Path(__file__).resolve().parent
 EXECUTOR = "sim:drift2"
+
+
+def _twice_rounds(rl: str) -> dict[str, str]:
+    from agents.steering.config import SteeringConfig
+    from baselines.registry import parse_method
+
+    return {"m": str(2 * int(parse_method(rl).given.get("m", SteeringConfig.m)))}
+
+
 #: variant -> the options it sets on the comparison's ``--rl`` (a path is relative to the repository root)
-VARIANTS: dict[str, dict[str, str]] = {
-    "paper": {},
-    "rank_any": {"config": "studies/drift_diagnosis/rank_any.toml"},
-    "twice_rounds": {"m": "60"},
+VARIANTS: dict[str, Callable[[str], dict[str, str]]] = {
+    "paper": lambda rl: {},
+    "rank_any": lambda rl: {"config": "studies/drift_diagnosis/rank_any.toml"},
+    "twice_rounds": _twice_rounds,
 }
 #: the rows of the comparison each tested variant is paired with
 PAIRED_WITH = (REFERENCE, RULE, RL, "sb3_ppo")
@@ -58,7 +68,7 @@ SUMMARY = "diagnosis.json"
 
 def variant_spec(rl: str, variant: str) -> str:
     spec = rl
-    for key, value in VARIANTS[variant].items():
+    for key, value in VARIANTS[variant](rl).items():
         spec = with_option(spec, key, value)
     return spec
 
