@@ -19,7 +19,7 @@ from benchmarks.harness.summary_transfer import read_transfer
 from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.sim import load_profile
 
-from .builder import Page, PageContext, page_sections, template_section
+from .builder import Page, PageContext, page_sections, template, template_section
 
 LEVELS: tuple[str, ...] = ("drift1", "drift2", "drift3")
 #: the rungs the page reads (in this order), with their labels
@@ -66,8 +66,13 @@ def load(out: Path) -> dict[str, Any]:
         "levels": levels,
         "comparisons": {e.removeprefix("sim:"): s for e, s in comparisons.items()},
         "transfer": read_transfer(out),
+        "diagnosis": _optional_json(out / "diagnosis" / "diagnosis.json"),
         "out": out,
     }
+
+
+def _optional_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def _ci(iv: dict | None) -> str:
@@ -198,6 +203,64 @@ def _algorithms(level: str, ctx: PageContext) -> str:
     return heading + body + "\n"
 
 
+#: what each diagnosis variant changes (studies/drift_diagnosis/run.py's VARIANTS)
+VARIANT_TEXT = {
+    "paper": "nothing: the comparison's RL steerer",
+    "rank_any": "the fast path's ranking loss on pairs of states of any task, not only of the same task",
+    "twice_rounds": "twice the training rounds",
+}
+
+
+def diagnosis_markdown(data: dict[str, Any]) -> str:
+    """The dev ablations of the paper's trainer and, when one beats it on dev, its test pairs."""
+    from benchmarks.harness.tables import display_name
+
+    lines = [
+        "| Variant | What it changes | Dev gain over none [95% CI] | Dev int./task | Fast path's Spearman with q(s), "
+        "within / across tasks (dev) | Minutes |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    commits = []
+    for name, rec in data["variants"].items():
+        dev, rho = rec["dev"], rec["spearman_dev"]
+        lines.append(
+            f"| `{name}` | {VARIANT_TEXT.get(name, name)} | {_ci2(dev['avg_gain'])} | "
+            f"{dev['interventions_per_task']:.2f} | {rho['within']:+.3f} / {rho['across']:+.3f} | "
+            f"{rec['seconds'] / 60:.1f} |"
+        )
+        commits += [rec["commit"]] if rec["commit"] not in commits else []
+    parts = [
+        f"### Where RL steering loses its margin on `{data['executor']}` (ablations chosen on dev)\n\n",
+        f"*Setting: the comparison's dev split and RL trainer options; each variant's training seeds rate-matched "
+        f"on dev to ~1 intervention per task; commit(s) {', '.join(f'`{c}`' for c in commits)}.*\n\n",
+        template("drift_diagnosis"),
+        "\n".join(lines) + "\n\n",
+        f"Dev rule (fixed before the test run): {data['rule']}. Chosen: `{data['chosen']}`.\n\n",
+    ]
+    test = data.get("test")
+    if test:
+        rows = ["| Comparison (A − B) | ΔF1 [95% CI] |", "|---|---:|"]
+        for pair in test["pairwise"]:
+            rows.append(f"| `{pair['a']}` − {display_name(pair['b'])} | {_ci2(pair)} |")
+        parts.append(
+            f"On test (the comparison's tasks and seeds, paired with its stored rows; commit `{test['commit']}`, "
+            f"{test['seconds'] / 60:.1f} min):\n\n" + "\n".join(rows) + "\n\n"
+        )
+    else:
+        parts.append("No variant beat the paper's trainer on dev, so none was run on test.\n\n")
+    parts.append(f"```bash\n{data['command']}\n```\n\n")
+    return "".join(parts)
+
+
+def _ci2(iv: dict[str, float]) -> str:
+    return f"{iv['mean']:+.2f} [{iv['low']:+.2f}, {iv['high']:+.2f}]"
+
+
+def _diagnosis(level: str, ctx: PageContext) -> str:
+    data = ctx.data["diagnosis"]
+    return diagnosis_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
+
+
 def _transfer(ctx: PageContext) -> str:
     """Steerers trained on one level (or on ``sim:default``) deployed unchanged on another, from
     ``docs/results/drift/transfer/`` (``results_doc --transfer``); nothing when it is not measured."""
@@ -210,7 +273,8 @@ def _transfer(ctx: PageContext) -> str:
 
 
 def _levels(ctx: PageContext) -> str:
-    return "".join(_level(level, data) + _algorithms(level, ctx) for level, data in ctx.data["levels"].items())
+    levels = ctx.data["levels"].items()
+    return "".join(_level(level, data) + _algorithms(level, ctx) + _diagnosis(level, ctx) for level, data in levels)
 
 
 PAGE = Page(

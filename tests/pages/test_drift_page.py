@@ -100,3 +100,32 @@ def test_a_missing_summary_is_named(tmp_path):
     (tmp_path / "drift2" / "run.json").write_text("{}")
     with pytest.raises(SteerEnvsError, match="drift2/ladder.json is missing"):
         get_page("results_drift").build(tmp_path, tmp_path / "page.md")
+
+
+def _variant(name: str, gain: float) -> dict:
+    interval = {"mean": gain, "low": gain - 1, "high": gain + 1}
+    return {
+        "variant": name,
+        "dev": {"avg_gain": interval, "interventions_per_task": 1.0},
+        "spearman_dev": {"within": 0.1, "across": 0.2},
+        "seconds": 60.0,
+        "commit": "abc1234",
+    }
+
+
+def test_the_diagnosis_shows_every_variant_the_rule_and_the_test_only_when_a_variant_won_on_dev():
+    from benchmarks.pages.drift import diagnosis_markdown
+
+    data = {
+        "executor": "sim:drift2",
+        "variants": {"paper": _variant("paper", 0.5), "rank_any": _variant("rank_any", 2.0)},
+        "rule": "the highest dev gain",
+        "chosen": "paper",
+        "command": "python -m studies.drift_diagnosis.run --test",
+    }
+    text = diagnosis_markdown(data)
+    assert "| `rank_any` | the fast path's ranking loss" in text and "+2.00 [+1.00, +3.00]" in text
+    assert "Chosen: `paper`" in text and "none was run on test" in text and "commit(s) `abc1234`" in text
+    pair = {"a": "rank_any", "b": "best_fixed_rule", "mean": 1.5, "low": 0.5, "high": 2.5}
+    data |= {"chosen": "rank_any", "test": {"pairwise": [pair], "commit": "abc1234", "seconds": 30.0}}
+    assert "| `rank_any` − Best fixed rule (chosen on dev) | +1.50 [+0.50, +2.50] |" in diagnosis_markdown(data)
