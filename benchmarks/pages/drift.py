@@ -215,6 +215,8 @@ def diagnosis_markdown(data: dict[str, Any]) -> str:
     """The dev ablations of the paper's trainer and, when one beats it on dev, its test pairs."""
     from benchmarks.harness.tables import display_name
 
+    from .results import interval_text
+
     lines = [
         "| Variant | What it changes | Dev gain over none [95% CI] | Dev int./task | Fast path's Spearman with q(s), "
         "within / across tasks (dev) | Minutes |",
@@ -224,7 +226,7 @@ def diagnosis_markdown(data: dict[str, Any]) -> str:
     for name, rec in data["variants"].items():
         dev, rho = rec["dev"], rec["spearman_dev"]
         lines.append(
-            f"| `{name}` | {VARIANT_TEXT.get(name, name)} | {_ci2(dev['avg_gain'])} | "
+            f"| `{name}` | {VARIANT_TEXT.get(name, name)} | {interval_text(dev['avg_gain'])} | "
             f"{dev['interventions_per_task']:.2f} | {rho['within']:+.3f} / {rho['across']:+.3f} | "
             f"{rec['seconds'] / 60:.1f} |"
         )
@@ -241,7 +243,7 @@ def diagnosis_markdown(data: dict[str, Any]) -> str:
     if test:
         rows = ["| Comparison (A − B) | ΔF1 [95% CI] |", "|---|---:|"]
         for pair in test["pairwise"]:
-            rows.append(f"| `{pair['a']}` − {display_name(pair['b'])} | {_ci2(pair)} |")
+            rows.append(f"| `{pair['a']}` − {display_name(pair['b'])} | {interval_text(pair)} |")
         parts.append(
             f"On test (the comparison's tasks and seeds, paired with its stored rows; commit `{test['commit']}`, "
             f"{test['seconds'] / 60:.1f} min):\n\n" + "\n".join(rows) + "\n\n"
@@ -250,10 +252,6 @@ def diagnosis_markdown(data: dict[str, Any]) -> str:
         parts.append("No variant beat the paper's trainer on dev, so none was run on test.\n\n")
     parts.append(f"```bash\n{data['command']}\n```\n\n")
     return "".join(parts)
-
-
-def _ci2(iv: dict[str, float]) -> str:
-    return f"{iv['mean']:+.2f} [{iv['low']:+.2f}, {iv['high']:+.2f}]"
 
 
 def _diagnosis(level: str, ctx: PageContext) -> str:

@@ -436,7 +436,8 @@ def _llm(ctx: PageContext) -> str:
     )
 
 
-def _interval(d: dict[str, Any]) -> str:
+def interval_text(d: dict[str, Any]) -> str:
+    """A stored interval (``mean``, ``low``, ``high``) as the tables write it: ``+1.23 [+0.45, +2.01]``."""
     return f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
 
 
@@ -456,8 +457,8 @@ def transfer_markdown(data: dict[str, Any]) -> str:
         pairs = {p["b"]: p for p in cell["pairwise"]}
         moved, own = rows[TRANSFERRED], rows[RL]
         lines.append(
-            f"| `{cell['source']}` | `{cell['target']}` | {moved['avg_f1']:.2f} | {_interval(pairs[REFERENCE])} | "
-            f"{_interval(pairs[RULE])} | {_interval(pairs[RL])} | "
+            f"| `{cell['source']}` | `{cell['target']}` | {moved['avg_f1']:.2f} | {interval_text(pairs[REFERENCE])} | "
+            f"{interval_text(pairs[RULE])} | {interval_text(pairs[RL])} | "
             f"{moved['interventions_per_task']:.2f} ({own['interventions_per_task']:.2f}) |"
         )
         commits += [c for c in cell["commits"] if c not in commits]
