@@ -250,7 +250,9 @@ def diagnosis_markdown(data: dict[str, Any]) -> str:
         )
     else:
         parts.append("No variant beat the paper's trainer on dev, so none was run on test.\n\n")
-    parts.append(f"```bash\n{data['command']}\n```\n\n")
+    from .results import shown_command
+
+    parts.append(f"```bash\n{shown_command(data['command'])}\n```\n\n")
     return "".join(parts)
 
 

@@ -45,7 +45,7 @@ MEASURE = (
 )
 GENERATOR = "python -m benchmarks.harness.results_doc"
 #: options that only say where files go on the machine that ran it (left out of the commands the page shows)
-LOCAL_OPTIONS = ("--out", "--doc", "--summaries")
+LOCAL_OPTIONS = ("--out", "--doc", "--summaries", "--checkpoints")
 
 
 def is_dry_run(args: Any) -> bool:
