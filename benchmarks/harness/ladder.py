@@ -344,8 +344,9 @@ class Ladder:
         items = [(task.id, seed) for task, seed, _ in _pairs(cfg.eval_config("train", cfg.train_tasks, 1))]
         parts = self.out / "train_gains.parts"  # one file per finished part: a killed run resumes
         parts.mkdir(exist_ok=True)
+        chunks = _chunks(items, GAIN_PARTS)
         X, G = [], []
-        for i, chunk in enumerate(_chunks(items, GAIN_PARTS)):
+        for i, chunk in enumerate(chunks):
             part = parts / f"{i:03d}-{len(chunk)}.npz"
             if not part.is_file():
                 measured = self._map(_gains_chunk, (), chunk)
@@ -355,13 +356,14 @@ class Ladder:
                     X=np.stack([x for x, _ in measured]).astype(np.float32) if measured else empty,
                     G=np.stack([g for _, g in measured]).astype(np.float32) if measured else empty,
                 )
-                self.log(f"  train: part {i + 1} of {GAIN_PARTS} measured ({len(measured)} decisions)")
+                self.log(f"  train: part {i + 1} of {len(chunks)} measured ({len(measured)} decisions)")
             data = np.load(part)
-            X += list(data["X"])
-            G += list(data["G"])
+            if len(data["X"]):
+                X.append(data["X"])
+                G.append(data["G"])
         if not X:
             raise SteerEnvsError("headroom: no train decision could be measured (every fork failed on a service)")
-        X_arr, G_arr = np.stack(X).astype(np.float32), np.stack(G).astype(np.float32)
+        X_arr, G_arr = np.concatenate(X), np.concatenate(G)
         np.savez_compressed(path, X=X_arr, G=G_arr)
         shutil.rmtree(parts)
         self._timed("train: fork-measured gains", start)
