@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -414,33 +414,11 @@ class Comparison:
         """The fast path's Spearman with measured q(s) on held-out states of the report split, per training seed."""
         import numpy as np
 
-        from agents.steering.evaluate import fast_path_spearman
-        from agents.steering.rollouts import make_steering_env
-        from agents.steering.trainer import load_model
-        from baselines.steering import steering_config
-
         p = self.plan
         cpu_thread_default()
-        tasks = self.report.config.tasks()
-        per_bench: dict[str, list[str]] = {}
-        for t in tasks:
-            if len(per_bench.setdefault(t.benchmark, [])) < p.spearman_tasks:
-                per_bench[t.benchmark].append(t.id)
-        ids = [t for v in per_bench.values() for t in v]
-        env = make_steering_env(
-            p.executor, p.split, action_mode="discrete", data_dir=p.data_dir, max_turns=p.max_turns, task_ids=ids
-        )
-        out: dict[str, Any] = {"tasks": len(ids), "split": p.split, "seeds": []}
-        try:
-            for label in self.rows[RL].labels:
-                parsed = parse_method(label)
-                cfg = steering_config(MethodContext(), parsed.options)
-                steerer, _ = load_model(self.dev.checkpoint_dir(parsed.training_label))
-                result = fast_path_spearman(env, steerer, ids, G=cfg.G, N=cfg.N, seed=11, pool=self.pool)
-                out["seeds"].append({"label": label, **result})
-                self.log(f"[spearman] {label}: across {result['across']:.3f}, within {result['within']:.3f}")
-        finally:
-            env.close()
+        out: dict[str, Any] = {"split": p.split}
+        labels = self.rows[RL].labels
+        out.update(spearman_per_label(self.report, self.dev, labels, p.spearman_tasks, self.pool, self.log))
         for key in ("across", "within"):
             values = [s[key] for s in out["seeds"] if not math.isnan(s[key])]
             out[key] = float(np.mean(values)) if values else float("nan")
@@ -515,6 +493,45 @@ class Comparison:
         text = render(self, summaries, pairs, budgets, knobs, card, curves, spearman, plot)
         atomic_write_text(p.out / "comparison.md", text)
         return data
+
+
+def spearman_per_label(
+    folder: RunFolder,
+    trained: RunFolder,
+    labels: Sequence[str],
+    tasks_per_benchmark: int,
+    pool: Any = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """The fast path's Spearman with measured q(s) (within and across tasks) of each trained steerer ``labels`` (its
+    model in ``trained``'s checkpoints), on the states of the first ``tasks_per_benchmark`` tasks of each benchmark
+    of ``folder``'s split: ``{"tasks": n, "seeds": [{"label": ..., "within": ..., "across": ...}, ...]}``."""
+    from agents.steering.evaluate import fast_path_spearman
+    from agents.steering.rollouts import make_steering_env
+    from agents.steering.trainer import load_model
+    from baselines.steering import steering_config
+
+    cfg = folder.config
+    per_bench: dict[str, list[str]] = {}
+    for t in cfg.tasks():
+        if len(per_bench.setdefault(t.benchmark, [])) < tasks_per_benchmark:
+            per_bench[t.benchmark].append(t.id)
+    ids = [t for v in per_bench.values() for t in v]
+    env = make_steering_env(
+        cfg.executor, cfg.split, action_mode="discrete", data_dir=cfg.data_dir, max_turns=cfg.max_turns, task_ids=ids
+    )
+    out: dict[str, Any] = {"tasks": len(ids), "seeds": []}
+    try:
+        for label in labels:
+            parsed = parse_method(label)
+            steer_cfg = steering_config(MethodContext(), parsed.options)
+            steerer, _ = load_model(trained.checkpoint_dir(parsed.training_label))
+            result = fast_path_spearman(env, steerer, ids, G=steer_cfg.G, N=steer_cfg.N, seed=11, pool=pool)
+            out["seeds"].append({"label": label, **result})
+            log(f"[spearman] {label}: across {result['across']:.3f}, within {result['within']:.3f}")
+    finally:
+        env.close()
+    return out
 
 
 def row_runs(folder: RunFolder, rows: dict[str, Row]) -> list[RowRuns]:

@@ -35,7 +35,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.comparison import RL, RULE, Comparison, Row, _summary_dict, row_runs
+from benchmarks.harness.comparison import RL, RULE, Comparison, Row, _summary_dict, row_runs, spearman_per_label
 from benchmarks.harness.provenance import code_version
 from benchmarks.harness.results_summary import machine, now
 from benchmarks.harness.runner import REFERENCE, evaluate
@@ -82,35 +82,14 @@ def comparison(stored: StoredProfile, out: Path, rl: str, checkpoints: str | Non
 
 
 def spearman_on_dev(cmp: Comparison, labels: list[str], tasks_per_benchmark: int) -> dict[str, float]:
-    """The fast path's Spearman with measured q(s), within and across tasks, on the first dev tasks."""
+    """The fast path's Spearman with measured q(s), within and across tasks, on the first dev tasks (mean over
+    ``labels``)."""
     import numpy as np
 
-    from agents.steering.evaluate import fast_path_spearman
-    from agents.steering.rollouts import make_steering_env
-    from agents.steering.trainer import load_model
-    from baselines.registry import MethodContext, parse_method
-    from baselines.steering import steering_config
-
-    p = cmp.plan
-    per_bench: dict[str, list[str]] = {}
-    for t in cmp.dev.config.tasks():
-        if len(per_bench.setdefault(t.benchmark, [])) < tasks_per_benchmark:
-            per_bench[t.benchmark].append(t.id)
-    ids = [t for v in per_bench.values() for t in v]
-    env = make_steering_env(p.executor, "dev", action_mode="discrete", max_turns=p.max_turns, task_ids=ids)
-
-    within, across = [], []
-    try:
-        for label in labels:
-            parsed = parse_method(label)
-            cfg = steering_config(MethodContext(), parsed.options)
-            steerer, _ = load_model(cmp.dev.checkpoint_dir(parsed.training_label))
-            result = fast_path_spearman(env, steerer, ids, G=cfg.G, N=cfg.N, seed=11)
-            within.append(result["within"])
-            across.append(result["across"])
-    finally:
-        env.close()
-    return {"within": float(np.nanmean(within)), "across": float(np.nanmean(across)), "tasks": len(ids)}
+    result = spearman_per_label(cmp.dev, cmp.dev, labels, tasks_per_benchmark, log=lambda _: None)
+    within = [s["within"] for s in result["seeds"]]
+    across = [s["across"] for s in result["seeds"]]
+    return {"within": float(np.nanmean(within)), "across": float(np.nanmean(across)), "tasks": result["tasks"]}
 
 
 def run_variant(stored: StoredProfile, variant: str, out: Path, checkpoints: str | None) -> dict[str, Any]:
