@@ -20,7 +20,6 @@ PAGES = sorted(p.name for p in DOCS.glob("results*.md")) + ["steering_learning.m
 COMMIT = re.compile(r"`([0-9a-f]{7})(\+dirty)?`")
 #: page -> the run that would make it clean (its tables come from dirty trees or commits no longer in the history)
 NOT_YET_CLEAN = {
-    "results_drift.md": "the level ladders: steer-envs headroom --executor sim:driftN ... (the page's commands)",
     "results_llm_headline.md": "python -m benchmarks.llm_headline (the page's command)",
     "results_reader.md": "python -m studies.reader_auc.run (the study's command)",
     "results_testbed.md": "section 7's ladders: steer-envs headroom for each profile (the page's command)",
