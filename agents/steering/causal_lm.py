@@ -39,6 +39,7 @@ import torch
 
 from steer_envs.errors import SteerEnvsError
 from steer_envs.extras import import_extra
+from steer_envs.llm.offline import LOCAL_LOAD
 
 from .context_fit import ContextStats, fit_observation
 from .interventions import InterventionOption, argument_candidates
@@ -238,10 +239,10 @@ class CausalLMSteerer(Steerer):
         )
         lm = AutoModelForCausalLM.from_pretrained(
             folder,
-            local_files_only=True,
             quantization_config=quant,
             dtype=dtype,
             device_map={"": torch.device(device).index or 0},
+            **LOCAL_LOAD,
         )
         lm = prepare_model_for_kbit_training(
             lm,

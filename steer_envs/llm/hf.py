@@ -34,10 +34,7 @@ from .base import (
     logsumexp,
     truncate_at_stop,
 )
-
-# Never reach for a model hub: every model comes from a local folder or a pip package.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from .offline import LOCAL_LOAD
 
 #: how many tokens back the stop-string check decodes (stop strings are short)
 _STOP_WINDOW = 24
@@ -128,9 +125,7 @@ class HFBackend:
         self.device = device
         self.max_batch = max_batch
         self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        self.model = AutoModelForCausalLM.from_pretrained(
-            folder, local_files_only=True, dtype=getattr(torch, dtype)
-        ).to(device)
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **LOCAL_LOAD).to(device)
         self.model.eval()
         self.tokenizer.padding_side = "left"
         self.tokenizer.truncation_side = "left"

@@ -21,9 +21,7 @@ from typing import Any
 
 from ..errors import SteerEnvsError
 from ..paths import cache_dir
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from .offline import LOCAL_LOAD
 
 COMPLETE_MARKER = "CONVERTED"
 #: where converted models go when set (else ``cache_dir("models")``): lets test runs with an isolated cache
@@ -98,7 +96,7 @@ def _convert_gguf_once(gguf_file: Path, out_dir: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(
-        gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32, local_files_only=True
+        gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32, **LOCAL_LOAD
     )
     # The de-quantised weights are plain tensors; drop the GGUF quantizer so save_pretrained accepts the model.
     model.hf_quantizer = None

@@ -19,6 +19,12 @@ def test_backend_runs_offline():
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
 
 
+def test_a_loaded_model_is_not_kernelized_from_the_hub(tiny_backend):
+    # transformers kernelizes every model it loads when the `kernels` package is installed, fetching kernels from the
+    # hub (offline, that fails at load on a GPU); the backend must run torch's own layers
+    assert tiny_backend.model.use_kernels is False
+
+
 def test_tiny_builder_is_deterministic(tmp_path, tiny_model_dir):
     again = build_tiny_causal_lm(tmp_path / "again")
     assert (again / "model.safetensors").read_bytes() == (tiny_model_dir / "model.safetensors").read_bytes()
