@@ -525,16 +525,37 @@ def check_vllm(plan: CheckPlan, work: Path) -> dict[str, Any]:
 
 
 # -- the run -----------------------------------------------------------------------------------------------------
-def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def run_check(
+    plan: CheckPlan,
+    out: Path,
+    only: tuple[str, ...] = (),
+    skip: tuple[str, ...] = (),
+    command: str = "python -m benchmarks.gpu_check",
+) -> dict[str, Any]:
+    """Every section in turn; the JSON is written after each, with what the page's GPU section names (the command,
+    the commit, the date, the machine), so a kept ``gpu_check.json`` is the record it renders."""
+    import datetime
+    import os
+    import platform
+
     import torch
+    import transformers
 
     from steer_envs.atomic import atomic_write_text
 
+    from .harness.provenance import code_version
+
     out.mkdir(parents=True, exist_ok=True)
+    device_name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
     results: dict[str, Any] = {
+        "command": command,
+        "commit": code_version(),
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{device_name}, {os.cpu_count()} CPU cores; Python {platform.python_version()}, torch "
+        f"{torch.__version__}, transformers {transformers.__version__}",
         "plan": asdict(plan),
         "torch": torch.__version__,
-        "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "device_name": device_name,
     }
     sections: list[tuple[str, Callable[[Path], dict[str, Any]]]] = [
         *(
@@ -561,26 +582,17 @@ def run_check(plan: CheckPlan, out: Path, only: tuple[str, ...] = (), skip: tupl
 
 
 def markdown(results: dict[str, Any]) -> str:
-    """The BENCHMARKS.md rows of a run."""
+    """The run's rows, as BENCHMARKS.md's GPU section shows them once the JSON is kept as its record."""
+    from .perf.gpu_section import failed_sections, figure_rows
+
     rows = [
         f"GPU check on {results['device_name']} (torch {results['torch']})",
         "",
         "| section | figure | value |",
         "| --- | --- | --- |",
+        *(f"| {section} | {figure} | {value} |" for section, figure, value in figure_rows(results)),
     ]
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for key, inner in value.items():
-                if key not in ("traceback", "shape"):
-                    walk(f"{prefix}.{key}" if prefix else key, inner)
-        else:
-            section, _, figure = prefix.partition(".")
-            rows.append(f"| {section} | {figure} | {value} |")
-
-    for name, value in results.items():
-        if name not in ("plan", "torch", "device_name"):
-            walk(name, value)
+    rows += [f"\n{name} failed: {reason}" for name, reason in failed_sections(results).items()]
     return "\n".join(rows) + "\n"
 
 
@@ -609,8 +621,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    command = " ".join(["python -m benchmarks.gpu_check", *(argv if argv is not None else sys.argv[1:])])
     results = run_check(
-        CheckPlan.smoke() if args.smoke else CheckPlan.gpu(), args.out, tuple(args.only), tuple(args.skip)
+        CheckPlan.smoke() if args.smoke else CheckPlan.gpu(), args.out, tuple(args.only), tuple(args.skip), command
     )
     print(markdown(results))
     failed = [name for name, value in results.items() if isinstance(value, dict) and "error" in value]

@@ -12,8 +12,11 @@ load average before and after, so a figure taken on a busy machine says so.
   "not measured in this run" with the reason and the command that measures them.
 * The page names the commit its figures come from, so the tree must be clean (``--allow-dirty`` renders anyway and
   says so on the page).
-* The run's record (context, pytest-benchmark's JSON, every test's outcome) is kept (``--json``; by default under
-  ``runs/perf/``), and ``--from-json FILE`` renders a kept record again without running anything.
+* The run's record (context, pytest-benchmark's JSON, every test's outcome) is kept (``--json``; by default
+  ``docs/results/perf/suite.json``, committed with the page so it rebuilds from the repository alone), and
+  ``--from-json FILE`` renders a kept record again without running anything.
+* The page's last section is the kept GPU check (``docs/results/perf/gpu_check.json``, written by
+  ``python -m benchmarks.gpu_check`` on a GPU machine; :mod:`benchmarks.perf.gpu_section`), dated on its own.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .gpu_section import read_gpu_record
 from .optional import INSTALL_ENV, PIECES
 from .outcomes import OUTCOMES_ENV
 from .page import Machine, RunContext, SuiteRun, render_page
@@ -36,6 +40,8 @@ from .sections import SECTIONS, suite_files
 
 REPO = Path(__file__).resolve().parents[2]
 #: the libraries whose speed the figures depend on, listed with their versions in the page's header
+#: where the run's record is kept: beside the GPU record, committed with the page it renders
+SUITE_RECORD = REPO / "docs" / "results" / "perf" / "suite.json"
 VERSIONED = ("numpy", "bm25s", "torch", "transformers", "gymnasium", "fastapi", "uvicorn", "ray")
 
 
@@ -147,7 +153,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--full", action="store_true", help="the acceptance workloads (the longer run)")
     parser.add_argument("--install", action="store_true", help="install missing optional pieces (vLLM) first")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS.md")
-    parser.add_argument("--json", type=Path, default=None, help="keep the run's record here (default: runs/perf/)")
+    parser.add_argument(
+        "--json", type=Path, default=None, help="keep the run's record here (default: docs/results/perf/suite.json)"
+    )
     parser.add_argument("--from-json", type=Path, default=None, help="render a kept record; run nothing")
     parser.add_argument("--allow-dirty", action="store_true", help="run on a tree with uncommitted changes")
     parser.add_argument("-k", dest="select", default=None, help="run only the benchmarks matching (pytest -k)")
@@ -158,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args.from_json:
         run = SuiteRun.from_json(json.loads(args.from_json.read_text(encoding="utf-8")))
-        args.out.write_text(render_page(run, SECTIONS), encoding="utf-8")
+        args.out.write_text(render_page(run, SECTIONS, read_gpu_record()), encoding="utf-8")
         print(f"wrote {args.out} from {args.from_json}")
         return 0
     if commit().endswith("+dirty") and not args.allow_dirty:
@@ -169,10 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     run = run_suite(args, _command(args))
-    record = args.json or REPO / "runs" / "perf" / f"suite-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    record = args.json or SUITE_RECORD
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(run.to_json(), indent=1), encoding="utf-8")
-    args.out.write_text(render_page(run, SECTIONS), encoding="utf-8")
+    args.out.write_text(render_page(run, SECTIONS, read_gpu_record()), encoding="utf-8")
     status = run.context.pytest_exit
     print(f"wrote {args.out} and {record} in {run.context.wall_s / 60:.1f} min (pytest exit code {status})")
     return status

@@ -23,6 +23,7 @@ def test_smoke_plan_runs_every_section_and_writes_its_figures(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert results["command"].startswith("python -m benchmarks.gpu_check --smoke") and results["commit"]
     plan = CheckPlan.smoke()
     for name in (*(f"steerer_{s}" for s in plan.steerer_shapes), "actguide", "vector"):
         assert "error" not in results[name], results[name]

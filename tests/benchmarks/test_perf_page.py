@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.perf import suite
+from benchmarks.perf.gpu_section import read_gpu_record
 from benchmarks.perf.page import SuiteRun, render_page
 from benchmarks.perf.sections import SECTIONS, suite_files
 from tests.benchmarks import perf_run
@@ -130,7 +131,44 @@ def test_a_kept_record_renders_again_the_same(tmp_path: Path):
     path, out = tmp_path / "run.json", tmp_path / "BENCHMARKS.md"
     path.write_text(json.dumps(run.to_json()), encoding="utf-8")
     assert suite.main(["--from-json", str(path), "--out", str(out)]) == 0
-    assert out.read_text(encoding="utf-8") == render_page(run, SECTIONS) == render(record)
+    assert out.read_text(encoding="utf-8") == render_page(run, SECTIONS, read_gpu_record())
+    assert render_page(run, SECTIONS) == render(record)
+
+
+def gpu_record() -> dict:
+    return {
+        "command": "python -m benchmarks.gpu_check --skip vllm",
+        "commit": "abc1234",
+        "date": "2026-12-06",
+        "machine": "one H200, 16 CPU cores",
+        "torch": "2.11.0+cu130",
+        "device_name": "NVIDIA H200",
+        "plan": {"G": 8},
+        "steerer_0.5b": {
+            "shape": {"hidden_size": 896},
+            "fast_path_batching_speedup": 7.7,
+            "training": {"iterations_per_min": 2.12},
+        },
+        "steerer_8b": {"error": "SteerEnvsError: a missing piece\nsecond line", "traceback": "..."},
+        "vector": {"requests_per_s": 194.7},
+    }
+
+
+def test_the_kept_gpu_check_is_the_last_section_dated_on_its_own_with_every_figure_and_every_failure():
+    page = render_page(SuiteRun.from_json(perf_run.record()), SECTIONS, gpu_record())
+    assert "but the last section's, the GPU check, kept from its own run" in page.split("\n## ", 1)[0]
+    gpu = section_text(page, "GPU check (its own run)")
+    assert "`python -m benchmarks.gpu_check --skip vllm` on 2026-12-06 at commit `abc1234`: one H200" in gpu
+    for row in (
+        "| steerer_0.5b | fast_path_batching_speedup | 7.7 |",
+        "| steerer_0.5b | training.iterations_per_min | 2.12 |",
+        "| vector | requests_per_s | 194.7 |",
+    ):
+        assert row in gpu
+    assert "hidden_size" not in gpu and "| G |" not in gpu  # the shape and the plan describe, they are not figures
+    assert "Not measured in this run: `steerer_8b`: SteerEnvsError: a missing piece." in gpu
+    assert page.rstrip().endswith(gpu.rstrip())
+    assert "GPU check" not in render_page(SuiteRun.from_json(perf_run.record()), SECTIONS)
 
 
 def test_the_rendered_page_passes_the_vocabulary_checks():
