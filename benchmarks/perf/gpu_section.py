@@ -15,7 +15,7 @@ from typing import Any
 
 GPU_RECORD = Path(__file__).resolve().parents[2] / "docs" / "results" / "perf" / "gpu_check.json"
 #: the record's keys that describe the run rather than a section of it
-RUN_KEYS = ("plan", "torch", "device_name", "command", "commit", "date", "machine")
+RUN_KEYS = ("plan", "torch", "device_name", "command", "commit", "date", "machine", "notes")
 
 
 def figure_rows(results: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
@@ -59,6 +59,7 @@ def gpu_section_lines(record: Mapping[str, Any]) -> list[str]:
         "| --- | --- | ---: |",
         *(f"| {section} | {figure} | {value} |" for section, figure, value in figure_rows(record)),
     ]
+    lines += [f"\n{note}" for note in record.get("notes", ())]
     failed = failed_sections(record)
     if failed:
         lines += ["", "Not measured in this run: " + "; ".join(f"`{k}`: {v}" for k, v in failed.items()) + "."]
