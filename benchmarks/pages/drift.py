@@ -20,26 +20,9 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.sim import load_profile
 
 from .builder import Page, PageContext, page_sections, template, template_section
+from .ladders import ladder_block, ladder_table, read_ladder, read_text, reading
 
 LEVELS: tuple[str, ...] = ("drift1", "drift2", "drift3")
-#: the rungs the page reads (in this order), with their labels
-LABELS: dict[str, str] = {
-    "none": "none",
-    "random": "random",
-    "best_fixed_rule": "best fixed rule",
-    "learnable_ceiling": "learnable ceiling",
-    "learnable_ceiling_free": "learnable ceiling (free rate)",
-    "lookahead_planner": "lookahead planner",
-    "oracle": "oracle",
-}
-
-
-def _read(path: Path) -> str:
-    if not path.is_file():
-        raise SteerEnvsError(
-            f"{path} is missing: run the level's command of docs/results_drift.md and copy its summary"
-        )
-    return path.read_text(encoding="utf-8")
 
 
 def load(out: Path) -> dict[str, Any]:
@@ -48,13 +31,10 @@ def load(out: Path) -> dict[str, Any]:
         folder = out / level
         if not folder.is_dir():
             continue
-        has_ladder = (folder / "ladder.json").is_file() or (folder / "run.json").is_file()
         levels[level] = {
-            "ladder": json.loads(_read(folder / "ladder.json")) if has_ladder else None,
-            "setting": _read(folder / "ladder.md").splitlines()[0] if has_ladder else "",
-            "run": json.loads(_read(folder / "run.json")) if has_ladder else {},
-            "leak": _read(folder / "leak.md") if (folder / "leak.md").is_file() else None,
-            "leak_run": json.loads(_read(folder / "leak_run.json")) if (folder / "leak.md").is_file() else None,
+            **(read_ladder(folder) or {"ladder": None, "setting": "", "run": {}}),
+            "leak": read_text(folder / "leak.md") if (folder / "leak.md").is_file() else None,
+            "leak_run": json.loads(read_text(folder / "leak_run.json")) if (folder / "leak.md").is_file() else None,
             "subsets": {
                 p.parent.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*/ladder.json"))
             },
@@ -75,64 +55,6 @@ def _optional_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def _ci(iv: dict | None) -> str:
-    return "" if not iv else f"{iv['mean']:+.1f} [{iv['low']:+.1f}, {iv['high']:+.1f}]"
-
-
-def ladder_table(ladder: dict[str, Any]) -> str:
-    choices = ladder["choices"]
-    lines = [
-        "| rung | F1 | gain vs none [95% CI] | vs best fixed rule [95% CI] | int./task | turns/task |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in ladder["rows"]:
-        label = LABELS.get(row["rung"], row["rung"])
-        if row["rung"] == "best_fixed_rule" and "best_fixed_rule" in choices:
-            label += f" (`{choices['best_fixed_rule']['option']}@{choices['best_fixed_rule']['at']}`)"
-        if row["rung"].startswith("learnable_ceiling") and row["rung"] in choices:
-            c = choices[row["rung"]]
-            label += f" ({c['learner']}, thr {c['threshold']:.3f})"
-        lines.append(
-            f"| {label} | {row['f1']:.1f} | {_ci(row.get('gain'))} | {_ci(row.get('vs_best_fixed_rule'))} | "
-            f"{row['interventions_per_task']:.2f} | {row['turns_per_task']:.2f} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def reading(ladder: dict[str, Any]) -> str:
-    """The level's verdict from its own rows: learnable ceiling vs the best fixed rule, and the oracle above it."""
-    rows = {r["rung"]: r for r in ladder["rows"]}
-    ceiling, oracle = rows.get("learnable_ceiling"), rows.get("oracle")
-    if ceiling is None or "vs_best_fixed_rule" not in ceiling:
-        return ""
-    iv = ceiling["vs_best_fixed_rule"]
-    met = iv["mean"] >= 5 and iv["low"] > 0
-    text = (
-        f"Learnable ceiling − best fixed rule = {_ci(iv)} F1 "
-        f"({'met' if met else 'not met'}: ≥ +5 with the interval above 0)"
-    )
-    if oracle is not None:
-        text += f"; oracle {oracle['f1']:.1f} vs learnable ceiling {ceiling['f1']:.1f} F1"
-    return text + ".\n"
-
-
-def _scale(ladder: dict[str, Any], run: dict[str, Any]) -> str:
-    cfg, rows = ladder["config"], {r["rung"]: r for r in ladder["rows"]}
-    episodes = int(run.get("test_episodes", 0))
-    return (
-        f"Scale: {episodes} paired test episodes per rung ({cfg['limit']} tasks per benchmark or all, "
-        f"{cfg['seeds']} seeds); dev choices on {cfg['dev_limit']} dev tasks per benchmark x {cfg['dev_seeds']} "
-        + (
-            f"seed; learnable ceiling fitted on {ladder['choices']['train_decisions']} train decisions "
-            f"({cfg['train_tasks']} train tasks per benchmark or all, {cfg['train_forks']} forks per option, the "
-            f"same seeds for every option)"
-            if "train_decisions" in ladder["choices"]
-            else "seed"
-        )
-        + f"; rungs recorded: {', '.join(r for r in rows)}.\n"
-    )
-
-
 def _leak(data: dict[str, Any]) -> str:
     if not data["leak"]:
         return ""
@@ -148,19 +70,9 @@ def _level(level: str, data: dict[str, Any]) -> str:
         f"drift hazard {profile.hazard_base:g} + {profile.hazard_growth:g} x turn (times a per-episode propensity), "
         f"recovery without a note {profile.drift_recover:g}, compliance {profile.compliance:g}.\n\n"
     )
-    ladder, run = data["ladder"], data["run"]
-    if ladder is None:
+    if data["ladder"] is None:
         return card + "No headroom ladder is recorded for this level.\n\n" + _leak(data)
-    wall = sum(float(v) for v in ladder.get("timings_s", {}).values())
-    parts = [
-        card,
-        "```bash\n" + run["command"] + "\n```\n\n",
-        data["setting"] + "\n\n",
-        _scale(ladder, run) + "\n",
-        ladder_table(ladder) + "\n",
-        reading(ladder) + "\n",
-        f"Wall time of the rungs: {wall / 60:.1f} min ({run.get('machine', 'the shared 2-core machine')}).\n\n",
-    ]
+    parts = [card, ladder_block(data)]
     for name, sub in data["subsets"].items():
         sub_cfg = sub["config"]
         parts.append(
@@ -288,4 +200,4 @@ PAGE = Page(
     ),
 )
 
-__all__ = ["LEVELS", "PAGE", "ladder_table", "load", "reading"]
+__all__ = ["LEVELS", "PAGE", "load"]

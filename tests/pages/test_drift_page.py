@@ -8,7 +8,7 @@ import json
 import pytest
 
 from benchmarks.pages import get_page
-from benchmarks.pages.drift import reading
+from benchmarks.pages.ladders import reading
 from steer_envs.errors import SteerEnvsError
 
 
