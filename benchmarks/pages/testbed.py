@@ -21,10 +21,15 @@ from benchmarks.harness.runner import complete_methods, reference_of, table_head
 from benchmarks.harness.stats import MethodSummary, summarize
 from benchmarks.harness.tables import results_table
 from steer_envs.errors import SteerEnvsError
+from steer_envs.paths import REPO_ROOT
 
 from .builder import Page, PageContext, page_sections, template, template_section
+from .ladders import headroom_overview, ladder_block, read_ladder
 
 HEADROOM = "headroom_test"
+#: the committed ladder of each shipped profile (section 7), as ``steer-envs headroom`` wrote it plus its run.json
+LADDERS = REPO_ROOT / "docs" / "results" / "testbed"
+PROFILES: tuple[str, ...] = ("default", "loopy", "r1searcher", "r1searcher_llama", "strong", "weak")
 SENSITIVITY = "sensitivity"
 
 
@@ -48,7 +53,32 @@ def load(out: Path) -> dict[str, Any]:
         "folder": folder,
         "summaries": headroom_summaries(folder),
         "sensitivity": sensitivity.read_text(encoding="utf-8") if sensitivity.is_file() else None,
+        "ladders": read_ladders(),
     }
+
+
+def read_ladders(root: Path = LADDERS) -> dict[str, dict[str, Any]]:
+    """Each shipped profile's committed ladder (``docs/results/testbed/<profile>/``), in :data:`PROFILES` order."""
+    found = {p: read_ladder(root / p) for p in PROFILES}
+    return {f"sim:{p}": data for p, data in found.items() if data is not None}
+
+
+def ladders_markdown(ladders: dict[str, dict[str, Any]]) -> str:
+    """Section 7: the method, the profiles side by side, then each profile's ladder."""
+    parts = ["## 7. The headroom ladder of every profile (test)\n\n", template("testbed_ladder")]
+    if not ladders:
+        return "".join(parts) + "*No ladder is committed under docs/results/testbed/.*\n\n"
+    parts.append(headroom_overview(ladders) + "\n")
+    missing = [f"`sim:{p}`" for p in PROFILES if f"sim:{p}" not in ladders]
+    if missing:
+        parts.append(f"Not measured at this scale yet: {', '.join(missing)}.\n\n")
+    for name, data in ladders.items():
+        parts += [f"### `{name}`\n\n", ladder_block(data)]
+    return "".join(parts) + template("testbed_ladder_limits")
+
+
+def _ladders(ctx: PageContext) -> str:
+    return ladders_markdown(ctx.data["ladders"])
 
 
 def _by_method(summaries: list[MethodSummary], name: str) -> MethodSummary | None:
@@ -100,7 +130,7 @@ PAGE = Page(
         _headroom,
         _sensitivity,
         template_section("reader", "testbed_reader"),
-        template_section("ladder", "testbed_ladder"),
+        _ladders,
         template_section("weak", "testbed_weak"),
     ),
 )

@@ -1,0 +1,34 @@
+"""docs/results_testbed.md section 7 is rendered from committed ladder folders (``docs/results/testbed/<profile>/``,
+what ``steer-envs headroom`` wrote plus its run.json), the same way the drift page renders its levels."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from benchmarks.pages.ladders import headroom_overview, interval
+from benchmarks.pages.testbed import ladders_markdown, read_ladders
+from steer_envs.paths import REPO_ROOT
+
+DRIFT3 = REPO_ROOT / "docs" / "results" / "drift" / "drift3"
+
+
+def test_section_seven_shows_every_committed_profile_side_by_side_and_names_the_missing_ones(tmp_path):
+    shutil.copytree(DRIFT3, tmp_path / "loopy")  # any committed ladder folder has the shape
+    ladders = read_ladders(tmp_path)
+    assert list(ladders) == ["sim:loopy"]
+    text = ladders_markdown(ladders)
+    ladder = json.loads((DRIFT3 / "ladder.json").read_text(encoding="utf-8"))
+    rows = {r["rung"]: r for r in ladder["rows"]}
+    overview = headroom_overview(ladders)
+    assert f"| `sim:loopy` | {rows['none']['f1']:.1f} | {interval(rows['best_fixed_rule']['gain'])} |" in overview
+    assert interval(rows["learnable_ceiling"]["vs_best_fixed_rule"]) in overview
+    assert "Not measured at this scale yet: `sim:default`, `sim:r1searcher`" in text
+    run = json.loads((DRIFT3 / "run.json").read_text(encoding="utf-8"))
+    assert run["command"] in text and "Dev choices: best fixed rule `" in text
+    assert "### `sim:loopy`" in text and "What limits these numbers" in text
+
+
+def test_without_a_committed_ladder_the_section_says_so(tmp_path):
+    assert read_ladders(tmp_path) == {}
+    assert "No ladder is committed" in ladders_markdown({})
