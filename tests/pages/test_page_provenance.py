@@ -22,7 +22,6 @@ COMMIT = re.compile(r"`([0-9a-f]{7})(\+dirty)?`")
 NOT_YET_CLEAN = {
     "results_llm_headline.md": "python -m benchmarks.llm_headline (the page's command)",
     "results_reader.md": "python -m studies.reader_auc.run (the study's command)",
-    "results_testbed.md": "section 7's ladders: steer-envs headroom for each profile (the page's command)",
     "results_actguide_regions.md": "an archived study: its code is at 7762b23",
     "results_actguide_regions_train.md": "an archived study: its code is at 7762b23",
 }
