@@ -20,7 +20,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.sim import load_profile
 
 from .builder import Page, PageContext, page_sections, template, template_section
-from .ladders import ladder_block, ladder_table, read_ladder, read_text, reading
+from .ladders import interval, ladder_block, ladder_table, read_ladder, read_text, reading
 
 LEVELS: tuple[str, ...] = ("drift1", "drift2", "drift3")
 
@@ -94,6 +94,36 @@ ALGORITHMS_COMMAND = (
 )
 
 
+def placement_markdown(ladder: dict[str, Any], summary: dict[str, Any]) -> str:
+    """Each compared row's gain over none placed on the ladder's scale from its best fixed rule (0) to its learnable
+    ceiling (1): where a learner lies between what a rule gets and what an observer could get."""
+    from benchmarks.harness.tables import display_name
+
+    rows = {r["rung"]: r for r in ladder["rows"]}
+    rule, ceiling = rows.get("best_fixed_rule"), rows.get("learnable_ceiling")
+    if not rule or not ceiling or "gain" not in rule or "gain" not in ceiling:
+        return ""
+    g_rule, g_ceiling = rule["gain"]["mean"], ceiling["gain"]["mean"]
+    lines = [
+        "| Row | Gain vs none [95% CI] | Place (ladder's best fixed rule = 0, learnable ceiling = 1) |",
+        "|---|---:|---:|",
+        f"| ladder: best fixed rule | {interval(rule['gain'])} | 0 |",
+        f"| ladder: learnable ceiling | {interval(ceiling['gain'])} | 1 |",
+    ]
+    for pair in summary["vs_none"]:
+        if pair["a"] in ("oracle", "random"):
+            continue
+        place = (pair["mean"] - g_rule) / (g_ceiling - g_rule) if g_ceiling != g_rule else float("nan")
+        lines.append(f"| {display_name(pair['a'])} | {interval(pair)} | {place:+.2f} |")
+    return (
+        "**Each row's place between the rule and the ceiling.** The comparison's gains over none on the ladder's scale "
+        "(each gain on its own tasks: the comparison's first 100 test tasks per benchmark, the ladder's first 150, "
+        "the same evaluation seeds; the ladder's rule is not rate-matched, the comparison's rows are):\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+    )
+
+
 def _algorithms(level: str, ctx: PageContext) -> str:
     """The main harness's rate-matched comparison on the level, from its summary (``docs/results/drift/sim_<level>/``),
     headings one level down; or the command that measures it."""
@@ -112,7 +142,8 @@ def _algorithms(level: str, ctx: PageContext) -> str:
     text = profile_markdown(summary, ctx.doc, ctx.data["out"])
     text = text.replace("\n### ", "\n#### ")
     body = text.partition("\n\n")[2]  # the comparison's own heading gives way to this section's
-    return heading + body + "\n"
+    ladder = ctx.data["levels"].get(level, {}).get("ladder")
+    return heading + body + "\n" + (placement_markdown(ladder, summary) if ladder else "")
 
 
 #: what each diagnosis variant changes (studies/drift_diagnosis/run.py's VARIANTS)

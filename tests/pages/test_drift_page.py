@@ -129,3 +129,24 @@ def test_the_diagnosis_shows_every_variant_the_rule_and_the_test_only_when_a_var
     pair = {"a": "rank_any", "b": "best_fixed_rule", "mean": 1.5, "low": 0.5, "high": 2.5}
     data |= {"chosen": "rank_any", "test": {"pairwise": [pair], "commit": "abc1234", "seconds": 30.0}}
     assert "| `rank_any` − Best fixed rule (chosen on dev) | +1.50 [+0.50, +2.50] |" in diagnosis_markdown(data)
+
+
+def test_each_compared_row_is_placed_between_the_ladders_rule_and_its_ceiling():
+    from benchmarks.pages.drift import placement_markdown
+
+    ladder = {
+        "rows": [
+            {"rung": "none"},
+            {"rung": "best_fixed_rule", "gain": _iv(2.0, 1.0, 3.0)},
+            {"rung": "learnable_ceiling", "gain": _iv(12.0, 10.0, 14.0)},
+        ]
+    }
+    summary = {
+        "vs_none": [
+            {"a": "steering_rl", "b": "no_supervision", **_iv(7.0, 5.0, 9.0)},
+            {"a": "oracle", "b": "no_supervision", **_iv(20.0, 18.0, 22.0)},
+        ]
+    }
+    text = placement_markdown(ladder, summary)
+    assert "| +7.0 [+5.0, +9.0] | +0.50 |" in text and "+20.0" not in text
+    assert placement_markdown({"rows": [{"rung": "none"}]}, summary) == ""
