@@ -59,6 +59,13 @@ class RunContext:
         return cls(**fields)
 
 
+def _without_raw_timings(benchmark: Mapping[str, Any]) -> dict[str, Any]:
+    """A benchmark's entry without pytest-benchmark's per-round timings (``stats.data``): the page renders the
+    summary statistics only, and the raw rounds would make the committed record megabytes."""
+    stats = {k: v for k, v in benchmark.get("stats", {}).items() if k != "data"}
+    return {**benchmark, "stats": stats}
+
+
 @dataclass(frozen=True)
 class SuiteRun:
     """One run: its context, pytest-benchmark's entries (by node id) and every test's outcome (by node id; a file
@@ -70,7 +77,7 @@ class SuiteRun:
 
     @classmethod
     def from_parts(cls, context: RunContext, benchmark_json: Mapping[str, Any], outcomes: Mapping[str, Any]):
-        benchmarks = {b["fullname"]: b for b in benchmark_json.get("benchmarks", [])}
+        benchmarks = {b["fullname"]: _without_raw_timings(b) for b in benchmark_json.get("benchmarks", [])}
         return cls(context, benchmarks, {k: Outcome(**v) for k, v in outcomes.items()})
 
     @classmethod

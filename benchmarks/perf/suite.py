@@ -39,9 +39,9 @@ from .perf_scale import SCALE_ENV
 from .sections import SECTIONS, suite_files
 
 REPO = Path(__file__).resolve().parents[2]
-#: the libraries whose speed the figures depend on, listed with their versions in the page's header
 #: where the run's record is kept: beside the GPU record, committed with the page it renders
 SUITE_RECORD = REPO / "docs" / "results" / "perf" / "suite.json"
+#: the libraries whose speed the figures depend on, listed with their versions in the page's header
 VERSIONED = ("numpy", "bm25s", "torch", "transformers", "gymnasium", "fastapi", "uvicorn", "ray")
 
 

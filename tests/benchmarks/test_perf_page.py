@@ -198,3 +198,11 @@ def test_every_perf_benchmark_file_and_test_feeds_a_section():
     for file in files:
         reported = {test for section in SECTIONS if section.file == file for test in section.tests}
         assert _test_functions(ROOT / file) == reported, file
+
+
+def test_the_committed_page_is_the_render_of_its_committed_records():
+    # the page rebuilds from the repository alone (`python -m benchmarks.perf.suite --from-json SUITE_RECORD`)
+    record = json.loads(suite.SUITE_RECORD.read_text(encoding="utf-8"))
+    page = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert page == render_page(SuiteRun.from_json(record), SECTIONS, read_gpu_record())
+    assert all("data" not in b["stats"] for b in record["benchmarks"])  # raw rounds are not kept
