@@ -480,6 +480,39 @@ def transfer_markdown(data: dict[str, Any]) -> str:
     )
 
 
+#: the drift family's levels, read from ``docs/results/drift`` (beside this page's summaries) when it is there
+DRIFT_LEVELS = ("drift1", "drift2", "drift3")
+
+
+def drift_markdown(drift_root: Path) -> str:
+    """The synthetic drift family at a glance: per level, the ladder's learnable ceiling and the compared algorithms
+    against the best fixed rule, from the drift page's committed summaries (nothing when none is there)."""
+    from .ladders import read_ladder
+
+    rows = []
+    for level in DRIFT_LEVELS:
+        data = read_ladder(drift_root / level) if (drift_root / level).is_dir() else None
+        summary = read_summaries(drift_root, (f"sim:{level}",))[f"sim:{level}"]
+        if data is None or summary is None:
+            continue
+        ceiling = next(r for r in data["ladder"]["rows"] if r["rung"] == "learnable_ceiling")
+        vs_rule = {pair["a"]: pair for pair in summary["vs_rule"]}
+        cells = [interval_text(vs_rule[m]) if m in vs_rule else "–" for m in ("steering_rl", "sb3_ppo")]
+        rows.append(f"| `sim:{level}` | {interval_text(ceiling['vs_best_fixed_rule'])} | {cells[0]} | {cells[1]} |")
+    if not rows:
+        return ""
+    return (
+        "## The synthetic drift family\n\n"
+        + template("results_drift")
+        + "| Level | Learnable ceiling − best fixed rule (ladder) | RL steering − best fixed rule | "
+        "SB3 PPO − best fixed rule |\n|---|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+    )
+
+
+def _drift(ctx: PageContext) -> str:
+    return drift_markdown(Path(ctx.data["root"]).parent / "drift")
+
+
 def _transfer(ctx: PageContext) -> str:
     if ctx.data["transfer"] and ctx.data["transfer"]["cells"]:
         return transfer_markdown(ctx.data["transfer"])
@@ -498,6 +531,7 @@ PAGE = Page(
         _profiles,
         _llm,
         _transfer,
+        _drift,
         template_section("executors", "results_executors"),
     ),
 )

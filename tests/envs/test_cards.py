@@ -80,3 +80,13 @@ def test_an_id_registered_later_gets_its_card_from_the_same_command(tmp_path, sh
 def test_cards_check_command(capsys, shared_data_dir):
     assert main(["cards", "--check", "--out", str(CARDS)]) == 0
     assert "up to date" in capsys.readouterr().out
+
+
+def test_a_card_lists_every_shipped_simulated_executor_with_its_own_words():
+    from steer_envs.envs.cards import build_card
+    from steer_envs.executors.sim.profile import load_profile, shipped_profiles
+
+    card = build_card("steer_envs/SearchSteering-v0")
+    for name in shipped_profiles():
+        assert f"| `sim:{name}` | {load_profile(name).description} |" in card
+    assert "| `sim:drift2` | Synthetic (not calibrated to recordings)" in card

@@ -82,3 +82,18 @@ def test_every_committed_summary_was_measured_by_committed_code_of_this_branch()
             assert "dirty" not in commit and commit != "unknown", f"{name}: {commit}"
             ancestor = subprocess.run(["git", "-C", str(REPO_ROOT), "merge-base", "--is-ancestor", commit, "HEAD"])
             assert ancestor.returncode == 0, f"{name}: {commit} is not an ancestor of HEAD"
+
+
+def test_the_drift_family_section_reads_each_levels_ladder_and_comparison(tmp_path):
+    import json
+
+    from benchmarks.pages.results import drift_markdown
+    from steer_envs.paths import REPO_ROOT
+
+    drift = REPO_ROOT / "docs" / "results" / "drift"
+    text = drift_markdown(drift)
+    ladder = json.loads((drift / "drift1" / "ladder.json").read_text(encoding="utf-8"))
+    ceiling = next(r for r in ladder["rows"] if r["rung"] == "learnable_ceiling")["vs_best_fixed_rule"]
+    assert f"| `sim:drift1` | {ceiling['mean']:+.2f} [{ceiling['low']:+.2f}, {ceiling['high']:+.2f}] |" in text
+    assert "`sim:drift3`" in text and "**synthetic**" in text
+    assert drift_markdown(tmp_path) == ""  # no drift folder beside the summaries: no section
