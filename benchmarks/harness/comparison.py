@@ -412,17 +412,11 @@ class Comparison:
 
     def spearman(self) -> dict[str, Any]:
         """The fast path's Spearman with measured q(s) on held-out states of the report split, per training seed."""
-        import numpy as np
-
         p = self.plan
         cpu_thread_default()
-        out: dict[str, Any] = {"split": p.split}
         labels = self.rows[RL].labels
-        out.update(spearman_per_label(self.report, self.dev, labels, p.spearman_tasks, self.pool, self.log))
-        for key in ("across", "within"):
-            values = [s[key] for s in out["seeds"] if not math.isnan(s[key])]
-            out[key] = float(np.mean(values)) if values else float("nan")
-        return out
+        measured = spearman_per_label(self.report, self.dev, labels, p.spearman_tasks, self.pool, self.log)
+        return {"split": p.split, **measured}
 
     # -- the whole pipeline ---------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -505,7 +499,10 @@ def spearman_per_label(
 ) -> dict[str, Any]:
     """The fast path's Spearman with measured q(s) (within and across tasks) of each trained steerer ``labels`` (its
     model in ``trained``'s checkpoints), on the states of the first ``tasks_per_benchmark`` tasks of each benchmark
-    of ``folder``'s split: ``{"tasks": n, "seeds": [{"label": ..., "within": ..., "across": ...}, ...]}``."""
+    of ``folder``'s split: ``{"tasks": n, "seeds": [{"label": ..., "within": ..., "across": ...}, ...], "within": mean,
+    "across": mean}`` (each mean over the labels whose value is a number; NaN when none is)."""
+    import numpy as np
+
     from agents.steering.evaluate import fast_path_spearman
     from agents.steering.rollouts import make_steering_env
     from agents.steering.trainer import load_model
@@ -531,6 +528,9 @@ def spearman_per_label(
             log(f"[spearman] {label}: across {result['across']:.3f}, within {result['within']:.3f}")
     finally:
         env.close()
+    for key in ("across", "within"):
+        values = [s[key] for s in out["seeds"] if not math.isnan(s[key])]
+        out[key] = float(np.mean(values)) if values else float("nan")
     return out
 
 
