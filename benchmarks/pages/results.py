@@ -480,18 +480,15 @@ def transfer_markdown(data: dict[str, Any]) -> str:
     )
 
 
-#: the drift family's levels, read from ``docs/results/drift`` (beside this page's summaries) when it is there
-DRIFT_LEVELS = ("drift1", "drift2", "drift3")
-
-
 def drift_markdown(drift_root: Path) -> str:
     """The synthetic drift family at a glance: per level, the ladder's learnable ceiling and the compared algorithms
     against the best fixed rule, from the drift page's committed summaries (nothing when none is there)."""
+    from .drift import LEVELS
     from .ladders import read_ladder
 
     rows = []
-    for level in DRIFT_LEVELS:
-        data = read_ladder(drift_root / level) if (drift_root / level).is_dir() else None
+    for level in LEVELS:
+        data = read_ladder(drift_root / level)
         summary = read_summaries(drift_root, (f"sim:{level}",))[f"sim:{level}"]
         if data is None or summary is None:
             continue
