@@ -10,6 +10,7 @@ that measures it, so the page never shows a number that no summary holds. ``stee
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from dataclasses import asdict
 from pathlib import Path
@@ -486,7 +487,7 @@ def drift_markdown(drift_root: Path) -> str:
     from .drift import LEVELS
     from .ladders import read_ladder
 
-    rows = []
+    rows, commits = [], []
     for level in LEVELS:
         data = read_ladder(drift_root / level)
         summary = read_summaries(drift_root, (f"sim:{level}",))[f"sim:{level}"]
@@ -496,13 +497,18 @@ def drift_markdown(drift_root: Path) -> str:
         vs_rule = {pair["a"]: pair for pair in summary["vs_rule"]}
         cells = [interval_text(vs_rule[m]) if m in vs_rule else "–" for m in ("steering_rl", "sb3_ppo")]
         rows.append(f"| `sim:{level}` | {interval_text(ceiling['vs_best_fixed_rule'])} | {cells[0]} | {cells[1]} |")
+        ladder_commits = re.findall(r"commit `([0-9a-f]{7}(?:\+dirty)?)`", data["setting"])
+        commits += [*ladder_commits, *summary["card"]["commits"]]
     if not rows:
         return ""
+    shown = ", ".join(f"`{c}`" for c in dict.fromkeys(commits))
     return (
         "## The synthetic drift family\n\n"
         + template("results_drift")
         + "| Level | Learnable ceiling − best fixed rule (ladder) | RL steering − best fixed rule | "
-        "SB3 PPO − best fixed rule |\n|---|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+        "SB3 PPO − best fixed rule |\n|---|---:|---:|---:|\n" + "\n".join(rows) + "\n\n"
+        "*Setting: each level's ladder card and comparison card on results_drift.md (split **test**; the ladder's "
+        f"choices and the comparison's knobs made on dev); commits {shown}.*\n"
     )
 
 

@@ -86,6 +86,7 @@ def test_every_committed_summary_was_measured_by_committed_code_of_this_branch()
 
 def test_the_drift_family_section_reads_each_levels_ladder_and_comparison(tmp_path):
     import json
+    import re
 
     from benchmarks.pages.results import drift_markdown
     from steer_envs.paths import REPO_ROOT
@@ -94,6 +95,9 @@ def test_the_drift_family_section_reads_each_levels_ladder_and_comparison(tmp_pa
     text = drift_markdown(drift)
     ladder = json.loads((drift / "drift1" / "ladder.json").read_text(encoding="utf-8"))
     ceiling = next(r for r in ladder["rows"] if r["rung"] == "learnable_ceiling")["vs_best_fixed_rule"]
+    setting = (drift / "drift1" / "ladder.md").read_text(encoding="utf-8").splitlines()[0]
+    ladder_commit = re.search(r"commit `([0-9a-f]{7})`", setting).group(1)
     assert f"| `sim:drift1` | {ceiling['mean']:+.2f} [{ceiling['low']:+.2f}, {ceiling['high']:+.2f}] |" in text
     assert "`sim:drift3`" in text and "**synthetic**" in text
+    assert f"`{ladder_commit}`" in text.split("*Setting:", 1)[1]  # the table's card names its ladders' commits
     assert drift_markdown(tmp_path) == ""  # no drift folder beside the summaries: no section
