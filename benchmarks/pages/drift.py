@@ -20,14 +20,12 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.sim import load_profile
 
 from .builder import Page, PageContext, page_sections, template, template_section
-from .ladders import interval, ladder_block, ladder_table, read_ladder, read_text, reading
-
-LEVELS: tuple[str, ...] = ("drift1", "drift2", "drift3")
+from .ladders import DRIFT_LEVELS, interval, ladder_block, ladder_table, read_ladder, read_text, reading
 
 
 def load(out: Path) -> dict[str, Any]:
     levels = {}
-    for level in LEVELS:
+    for level in DRIFT_LEVELS:
         folder = out / level
         if not folder.is_dir():
             continue
@@ -40,8 +38,8 @@ def load(out: Path) -> dict[str, Any]:
             },
         }
     if not levels:
-        raise SteerEnvsError(f"{out} holds no level folder ({', '.join(LEVELS)})")
-    comparisons = read_summaries(out, tuple(f"sim:{level}" for level in LEVELS))
+        raise SteerEnvsError(f"{out} holds no level folder ({', '.join(DRIFT_LEVELS)})")
+    comparisons = read_summaries(out, tuple(f"sim:{level}" for level in DRIFT_LEVELS))
     return {
         "levels": levels,
         "comparisons": {e.removeprefix("sim:"): s for e, s in comparisons.items()},
@@ -231,4 +229,4 @@ PAGE = Page(
     ),
 )
 
-__all__ = ["LEVELS", "PAGE", "load"]
+__all__ = ["PAGE", "load"]

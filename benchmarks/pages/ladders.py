@@ -15,6 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from steer_envs.errors import SteerEnvsError
+from steer_envs.executors.sim import load_profile
+from steer_envs.executors.sim.profile import shipped_profiles
+
+#: the synthetic drift family's levels: the shipped profiles that run the ``kinds`` dynamics (drift of a kind an
+#: observer can read); the drift page shows one ladder per level and the main results page a row per level
+DRIFT_LEVELS: tuple[str, ...] = tuple(name for name in shipped_profiles() if load_profile(name).dynamics == "kinds")
 
 #: the rungs' labels on the pages
 LABELS: dict[str, str] = {

@@ -484,11 +484,10 @@ def transfer_markdown(data: dict[str, Any]) -> str:
 def drift_markdown(drift_root: Path) -> str:
     """The synthetic drift family at a glance: per level, the ladder's learnable ceiling and the compared algorithms
     against the best fixed rule, from the drift page's committed summaries (nothing when none is there)."""
-    from .drift import LEVELS
-    from .ladders import read_ladder
+    from .ladders import DRIFT_LEVELS, read_ladder
 
     rows, commits = [], []
-    for level in LEVELS:
+    for level in DRIFT_LEVELS:
         data = read_ladder(drift_root / level)
         summary = read_summaries(drift_root, (f"sim:{level}",))[f"sim:{level}"]
         if data is None or summary is None:
