@@ -216,7 +216,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-budget-match",
         action="store_true",
-        help="keep filtered BC and SB3 PPO at their defaults instead of RL's measured budget",
+        help="leave filtered BC and SB3 PPO out (otherwise each is trained at RL's measured budget and compared)",
     )
     parser.add_argument("--curve-seeds", type=int, default=1, help="seeds per task for the rate curves (default 1)")
     parser.add_argument("--no-curves", action="store_true", help="skip the rate curves")
