@@ -20,7 +20,6 @@ PAGES = sorted(p.name for p in DOCS.glob("results*.md")) + ["steering_learning.m
 COMMIT = re.compile(r"`([0-9a-f]{7})(\+dirty)?`")
 #: page -> the run that would make it clean (its tables come from dirty trees or commits no longer in the history)
 NOT_YET_CLEAN = {
-    "results_reader.md": "python -m studies.reader_auc.run (the study's command)",
     "results_actguide_regions.md": "an archived study: its code is at 7762b23",
     "results_actguide_regions_train.md": "an archived study: its code is at 7762b23",
 }
