@@ -173,25 +173,34 @@ def build_seconds(st: StoredProfile, name: str) -> str:
 
 
 def profile_choice() -> str:
-    """Each calibrated profile's ladder: the learnable ceiling and the lookahead planner against the best fixed
-    rule, and how long its unsupervised episodes are."""
+    """Each calibrated profile's ladder (the learnable ceiling and the lookahead planner against the best fixed
+    rule, and how long its unsupervised episodes are), and which profile leads on each count."""
     lines = [
         "| Profile | executor turns / task (none) | learnable ceiling − best fixed rule | "
         "lookahead planner − best fixed rule | test episodes |",
         "|---|---:|---:|---:|---:|",
     ]
+    turns, ceiling = {}, {}
     for folder in sorted(p for p in TESTBED.iterdir() if p.is_dir()):
         data = read_ladder(folder)
         if data is None:
             continue
         rows = {r["rung"]: r for r in data["ladder"]["rows"]}
+        name = f"`sim:{folder.name}`"
+        turns[name] = rows["none"]["turns_per_task"]
+        ceiling[name] = rows["learnable_ceiling"]["vs_best_fixed_rule"]["mean"]
         lines.append(
-            f"| `sim:{folder.name}` | {rows['none']['turns_per_task']:.2f} | "
+            f"| {name} | {turns[name]:.2f} | "
             f"{interval(rows['learnable_ceiling'].get('vs_best_fixed_rule'))} | "
             f"{interval(rows['lookahead_planner'].get('vs_best_fixed_rule'))} | "
             f"{data['run'].get('test_episodes', '–')} |"
         )
-    return "\n".join(lines) + "\n"
+    lead = (
+        f"The longest unsupervised episodes are {max(turns, key=turns.get)}'s; the learnable ceiling stands "
+        f"furthest above the best fixed rule on {max(ceiling, key=ceiling.get)}. Each calibrated profile's headroom "
+        "ladder ([results_testbed.md](results_testbed.md) section 7, from `docs/results/testbed/`):\n\n"
+    )
+    return lead + "\n".join(lines) + "\n"
 
 
 def box(plan: dict[str, Any], card: dict[str, Any]) -> str:
@@ -247,12 +256,7 @@ def render(results: Path = RESULTS) -> str:
         "[studies/reader_rl](../studies/reader_rl/README.md)); measured by `python -m studies.reader_rl.run --out "
         "RUNS` (resumable). Rows, choices and intervals are the main harness's (`steer-envs compare`).\n"
     )
-    out.append(
-        "## The profiles\n\n"
-        "`sim:loopy` is the calibrated profile with the longest unsupervised episodes; `sim:weak` the one whose "
-        "learnable ceiling stands furthest above the best fixed rule. Each profile's headroom ladder "
-        "([results_testbed.md](results_testbed.md) section 7, from `docs/results/testbed/`):\n\n" + profile_choice()
-    )
+    out.append("## The profiles\n\n" + profile_choice())
     out.append(
         "## What was run\n\n"
         f"The reader's configuration is [`{READER_CONFIG}`](results_reader.toml): the steerer's defaults plus the "
