@@ -19,10 +19,7 @@ PAGES = sorted(p.name for p in DOCS.glob("results*.md")) + ["steering_learning.m
 #: a short commit id in a code span, as the setting cards write it (``abc1234`` or ``abc1234+dirty``)
 COMMIT = re.compile(r"`([0-9a-f]{7})(\+dirty)?`")
 #: page -> the run that would make it clean (its tables come from dirty trees or commits no longer in the history)
-NOT_YET_CLEAN = {
-    "results_actguide_regions.md": "an archived study: its code is at 7762b23",
-    "results_actguide_regions_train.md": "an archived study: its code is at 7762b23",
-}
+NOT_YET_CLEAN: dict[str, str] = {}
 
 
 def is_ancestor(commit: str) -> bool:
