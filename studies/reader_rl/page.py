@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,22 +76,35 @@ def spec(run: str) -> RunSpec:
     return next(r for r in RUNS if r.name == run)
 
 
-def stored(results: Path, run: str) -> StoredProfile:
-    return StoredProfile.read(results / run, spec(run).executor)
+@dataclass
+class Results:
+    """The study's committed results folder; each run's summary and episodes are read once per page build (every
+    table and line of the page reads them)."""
+
+    root: Path
+    _stored: dict[str, StoredProfile] = field(default_factory=dict)
+    _study: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def stored(self, run: str) -> StoredProfile:
+        if run not in self._stored:
+            self._stored[run] = StoredProfile.read(self.root / run, spec(run).executor)
+        return self._stored[run]
+
+    def study(self, run: str) -> dict[str, Any]:
+        if run not in self._study:
+            text = (self.stored(run).folder / STUDY_FILE).read_text(encoding="utf-8")
+            self._study[run] = json.loads(text)
+        return self._study[run]
 
 
-def study(results: Path, run: str) -> dict[str, Any]:
-    return json.loads((stored(results, run).folder / STUDY_FILE).read_text(encoding="utf-8"))
-
-
-def joint(results: Path, parts: Sequence[Part]) -> Joint:
+def joint(results: Results, parts: Sequence[Part]) -> Joint:
     rows: list[RowRuns] = []
     knobs: dict[str, str] = {}
     budgets: dict[str, str] = {}
     commits: list[str] = []
-    first = stored(results, parts[0].run)
+    first = results.stored(parts[0].run)
     for part in parts:
-        st = stored(results, part.run)
+        st = results.stored(part.run)
         runs = st.runs()
         for name, shown in part.rows.items():
             if name not in runs:
@@ -149,16 +162,16 @@ def seconds(summary: dict[str, Any]) -> float:
     return sum(sum(p["seconds"].values()) for p in summary["parts"])
 
 
-def dev_line(results: Path, run: str, row: str, shown: str) -> str:
-    scores = study(results, run)["dev"][row]
+def dev_line(results: Results, run: str, row: str, shown: str) -> str:
+    scores = results.study(run)["dev"][row]
     f1s = ", ".join(f"{s['f1']:.1f}" for s in scores)
     rates = ", ".join(f"{s['rate']:.2f}" for s in scores)
     return f"{shown} {f1s} (training seeds 0-{len(scores) - 1}; dev rate {rates})"
 
 
-def q_line(results: Path, run: str) -> str:
+def q_line(results: Results, run: str) -> str:
     """The mean measured q(s) of the states each round selected, first round -> last, per training seed."""
-    logs = study(results, run)["training"]
+    logs = results.study(run)["training"]
     parts = []
     for rounds in logs.values():
         qs = [r["mean_q"] for r in rounds if "mean_q" in r]
@@ -220,7 +233,8 @@ def box(plan: dict[str, Any], card: dict[str, Any]) -> str:
     )
 
 
-def render(results: Path = RESULTS) -> str:
+def render(root: Path = RESULTS) -> str:
+    results = Results(root)
     loopy = joint(results, pair_parts("loopy_reader", "loopy_noreader"))
     weak = joint(results, pair_parts("weak_reader", "weak_noreader"))
     double = joint(
@@ -230,9 +244,9 @@ def render(results: Path = RESULTS) -> str:
             Part("loopy_reader", {UNTRAINED: READER_UNTRAINED, RL: READER_RL}),
         ],
     )
-    la, lb = stored(results, "loopy_reader"), stored(results, "loopy_noreader")
-    wa, wb = stored(results, "weak_reader"), stored(results, "weak_noreader")
-    d2 = stored(results, "loopy_reader_2x")
+    la, lb = results.stored("loopy_reader"), results.stored("loopy_noreader")
+    wa, wb = results.stored("weak_reader"), results.stored("weak_noreader")
+    d2 = results.stored("loopy_reader_2x")
     rl_rule = loopy.gain(READER_RL, RULE)
     met = rl_rule.low > 0
     rule_name, rule_f1, none_f1 = rule_dev(la.summary)
@@ -267,7 +281,7 @@ def render(results: Path = RESULTS) -> str:
         "left out (`--no-budget-match --no-curves --spearman-tasks 0`). A run without the reader links its "
         "reader run's `dev/`, `test/` and `checkpoints/`, so the rows both have (no supervision, random, the best "
         "fixed rule, the context row) are the same episodes. Each run's command:\n\n```bash\n"
-        + "\n".join(stored(results, r.name).summary["command"] for r in RUNS)
+        + "\n".join(results.stored(r.name).summary["command"] for r in RUNS)
         + "\n```\n"
     )
     out.append(
@@ -367,4 +381,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["PAGE", "main", "render"]
+__all__ = ["PAGE", "Results", "main", "render"]

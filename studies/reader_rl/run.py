@@ -26,6 +26,7 @@ from benchmarks.cli import compare_plan
 from benchmarks.harness.comparison import RL, UNTRAINED, Comparison
 from benchmarks.harness.records import EpisodeLog
 from benchmarks.harness.results_summary import now, record_part, write_profile_summary
+from benchmarks.harness.stats import macro_mean
 from steer_envs.atomic import atomic_write_text
 from steer_envs.cli.main import build_parser
 
@@ -117,10 +118,7 @@ def dev_scores(cmp: Comparison) -> dict[str, list[dict]]:
         scores = []
         for label in cmp.rows[name].labels:
             records = EpisodeLog(cmp.dev.episodes_path(label)).records
-            by: dict[str, list[float]] = {}
-            for r in records:
-                by.setdefault(r.benchmark, []).append(r.f1)
-            f1 = 100 * sum(sum(v) / len(v) for v in by.values()) / len(by)
+            f1 = 100 * macro_mean(records, cmp.dev.config.benchmarks)
             rate = sum(r.interventions for r in records) / len(records)
             scores.append({"label": label, "f1": round(f1, 2), "rate": round(rate, 3)})
         out[name] = scores

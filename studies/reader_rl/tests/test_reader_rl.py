@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from studies.reader_rl.page import PAGE, READER_RL, RULE, joint, main, pair_parts, render
+from studies.reader_rl.page import PAGE, READER_RL, RULE, Results, joint, main, pair_parts, render
 from studies.reader_rl.run import RUNS, STUDY_FILE
 from studies.reader_rl.run import main as run_main
 
@@ -37,7 +37,7 @@ def test_quick_study_summaries_and_page(tmp_path, monkeypatch):
     assert study["training"] and all(rounds for rounds in study["training"].values())
     assert [s["rate"] >= 0 for s in study["dev"]["steering_rl"]] == [True, True]
 
-    table = joint(results, pair_parts("loopy_reader", "loopy_noreader"))
+    table = joint(Results(results), pair_parts("loopy_reader", "loopy_noreader"))
     assert {READER_RL, "RL steering", RULE, "no_supervision"} <= set(table.names)
     iv = table.gain(READER_RL, RULE)
     assert iv.low <= iv.mean <= iv.high
