@@ -10,6 +10,7 @@ the setting, with the commit) and ``choices.json``; the folder committed under `
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,12 @@ def read_ladder(folder: Path) -> dict[str, Any] | None:
         "setting": read_text(folder / "ladder.md").splitlines()[0],
         "run": json.loads(read_text(folder / "run.json")),
     }
+
+
+def setting_commits(setting: str) -> list[str]:
+    """The commits a ladder's setting line names (``ladder.md``'s first line), in order: what a table built from
+    several ladders states on its own card."""
+    return re.findall(r"commit `([0-9a-f]{7}(?:\+dirty)?)`", setting)
 
 
 def interval(iv: Mapping[str, float] | None) -> str:

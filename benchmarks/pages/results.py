@@ -10,7 +10,6 @@ that measures it, so the page never shows a number that no summary holds. ``stee
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from dataclasses import asdict
 from pathlib import Path
@@ -484,7 +483,7 @@ def transfer_markdown(data: dict[str, Any]) -> str:
 def drift_markdown(drift_root: Path) -> str:
     """The synthetic drift family at a glance: per level, the ladder's learnable ceiling and the compared algorithms
     against the best fixed rule, from the drift page's committed summaries (nothing when none is there)."""
-    from .ladders import DRIFT_LEVELS, read_ladder
+    from .ladders import DRIFT_LEVELS, read_ladder, setting_commits
 
     rows, commits = [], []
     for level in DRIFT_LEVELS:
@@ -496,8 +495,7 @@ def drift_markdown(drift_root: Path) -> str:
         vs_rule = {pair["a"]: pair for pair in summary["vs_rule"]}
         cells = [interval_text(vs_rule[m]) if m in vs_rule else "–" for m in ("steering_rl", "sb3_ppo")]
         rows.append(f"| `sim:{level}` | {interval_text(ceiling['vs_best_fixed_rule'])} | {cells[0]} | {cells[1]} |")
-        ladder_commits = re.findall(r"commit `([0-9a-f]{7}(?:\+dirty)?)`", data["setting"])
-        commits += [*ladder_commits, *summary["card"]["commits"]]
+        commits += [*setting_commits(data["setting"]), *summary["card"]["commits"]]
     if not rows:
         return ""
     shown = ", ".join(f"`{c}`" for c in dict.fromkeys(commits))

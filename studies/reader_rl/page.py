@@ -20,7 +20,7 @@ from benchmarks.harness.runner import REFERENCE
 from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns, summarize_rows
 from benchmarks.harness.summary_rows import StoredProfile
 from benchmarks.harness.tables import comparison_table, pairwise_table
-from benchmarks.pages.ladders import interval, read_ladder
+from benchmarks.pages.ladders import interval, read_ladder, setting_commits
 from benchmarks.pages.results import card_from_dict
 from steer_envs.paths import REPO_ROOT
 
@@ -193,7 +193,7 @@ def profile_choice() -> str:
         "lookahead planner − best fixed rule | test episodes |",
         "|---|---:|---:|---:|---:|",
     ]
-    turns, ceiling = {}, {}
+    turns, ceiling, commits, episodes = {}, {}, [], set()
     for folder in sorted(p for p in TESTBED.iterdir() if p.is_dir()):
         data = read_ladder(folder)
         if data is None:
@@ -202,6 +202,8 @@ def profile_choice() -> str:
         name = f"`sim:{folder.name}`"
         turns[name] = rows["none"]["turns_per_task"]
         ceiling[name] = rows["learnable_ceiling"]["vs_best_fixed_rule"]["mean"]
+        commits += [c for c in setting_commits(data["setting"]) if c not in commits]
+        episodes.add(data["run"].get("test_episodes", "–"))
         lines.append(
             f"| {name} | {turns[name]:.2f} | "
             f"{interval(rows['learnable_ceiling'].get('vs_best_fixed_rule'))} | "
@@ -213,7 +215,12 @@ def profile_choice() -> str:
         f"furthest above the best fixed rule on {max(ceiling, key=ceiling.get)}. Each calibrated profile's headroom "
         "ladder ([results_testbed.md](results_testbed.md) section 7, from `docs/results/testbed/`):\n\n"
     )
-    return lead + "\n".join(lines) + "\n"
+    card = (
+        "*Setting: each profile's ladder card in results_testbed.md section 7 (split **test**, "
+        f"{', '.join(map(str, sorted(episodes, key=str)))} paired test episodes per rung; the rule and thresholds "
+        f"chosen on dev, the ceiling fitted on train); commits {', '.join(f'`{c}`' for c in commits)}.*\n\n"
+    )
+    return lead + card + "\n".join(lines) + "\n"
 
 
 def box(plan: dict[str, Any], card: dict[str, Any]) -> str:
