@@ -4,7 +4,8 @@ the peak.
 
 Why enforced here: a single test that loads a model twice or keeps a vocabulary-sized logits tensor per token
 can take the suite past what a small CI machine has (the causal-LM steerer's training test once took 13 GB). The
-budget is ``$STEER_ENVS_TEST_MEMORY_BUDGET_GB`` (default 4); a run above it fails with the test to look at.
+budget is ``$STEER_ENVS_TEST_MEMORY_BUDGET_GB`` (default 4); a run above it fails with the test to look at. The
+summary states the margin; ``$STEER_ENVS_TEST_MEMORY_REPORT`` names a JSON file that receives every test's peak.
 
 An inference engine a test starts (a vLLM server, :data:`steer_envs.llm.vllm_engine.ENGINE_PIDS`) is a model
 server, not the suite: its process tree is measured apart and reported beside the suite's peak, outside the budget."""
@@ -20,6 +21,7 @@ BUDGET_ENV = "STEER_ENVS_TEST_MEMORY_BUDGET_GB"
 #: the command line of an inference engine's server (steer_envs.llm.vllm_engine.SERVER_MODULE, not imported here)
 ENGINE_MODULE = "vllm.entrypoints.openai.api_server"
 DEFAULT_BUDGET_GB = 4.0
+REPORT_ENV = "STEER_ENVS_TEST_MEMORY_REPORT"
 
 
 class MemoryBudget:
@@ -112,7 +114,7 @@ class MemoryBudget:
         gb = self.peak / 1e9
         terminalreporter.write_line(
             f"peak memory of the test processes: {gb:.2f} GB (during {_short(self.peak_test)}); "
-            f"budget {self.budget_gb:g} GB"
+            f"budget {self.budget_gb:g} GB, margin {self.budget_gb - gb:+.2f} GB ({1 - gb / self.budget_gb:.0%})"
         )
         if self.engine_peak:
             terminalreporter.write_line(
@@ -140,6 +142,13 @@ class MemoryBudget:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         self._stop.set()
+        report = os.environ.get(REPORT_ENV)
+        if report:  # every test's peak, to compare two runs test by test (what varies, and by how much)
+            import json
+
+            record = {"budget_gb": self.budget_gb, "peak": self.peak, "peak_test": self.peak_test}
+            with open(report, "w", encoding="utf-8") as out:
+                json.dump({**record, "tests": self.test_peaks}, out, indent=0)
         if self.peak / 1e9 > self.budget_gb and session.exitstatus == 0:
             session.exitstatus = 1
 

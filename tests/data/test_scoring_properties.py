@@ -1,13 +1,12 @@
 """Properties of the metrics and the protocol parser over arbitrary text (hypothesis)."""
 
-import time
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steer_envs.data.scoring import METRICS, asearcher_normalize, f1, squad_f1
 from steer_envs.executors.protocol import parse_action
 from tests.hostile import hostile_text, megabyte_text
+from tests.timing import cpu_seconds_under
 
 text = st.text(max_size=60)
 
@@ -39,7 +38,7 @@ def test_parser_never_crashes_and_classifies(segment):
         assert action.query and action.query == action.query.strip()
 
 
-@settings(max_examples=300, deadline=1000)
+@settings(max_examples=300)
 @given(hostile_text, st.lists(hostile_text, min_size=1, max_size=3))
 def test_scorers_give_a_score_in_unit_interval_on_hostile_text(prediction, golds):
     for metric in METRICS.values():
@@ -50,7 +49,6 @@ def test_scorers_give_a_score_in_unit_interval_on_hostile_text(prediction, golds
 @settings(max_examples=6, deadline=None)
 @given(megabyte_text)
 def test_scorers_take_a_megabyte_answer_in_bounded_time(prediction):
-    start = time.perf_counter()
-    for metric in METRICS.values():
-        assert 0.0 <= metric(prediction, ["Paris", prediction[:50]]) <= 1.0
-    assert time.perf_counter() - start < 20
+    with cpu_seconds_under(20, typical_s=1.0):  # about 3.4 s for all 6 examples
+        for metric in METRICS.values():
+            assert 0.0 <= metric(prediction, ["Paris", prediction[:50]]) <= 1.0

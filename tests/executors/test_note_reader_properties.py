@@ -5,14 +5,13 @@ Written against the public function that maps a note to an intent (``steer_envs.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 
 from steer_envs.notes import Reading, get_intent_set, read_note
 from steer_envs.notes.reader import MIN_SIMILARITY, NoteReader, shared_reader
 from tests.hostile import hostile_text, megabyte_text
+from tests.timing import cpu_seconds_under
 
 INTENTS = set(get_intent_set("searcher").names) | {"none"}
 _SECOND_READER = NoteReader("searcher")
@@ -41,7 +40,7 @@ def _check(note: str) -> Reading:
     return reading
 
 
-@settings(max_examples=60, deadline=3000)
+@settings(max_examples=60)
 @given(hostile_text)
 def test_any_note_gets_a_defined_reading_and_the_same_one_twice(note):
     # a second reader computes the reading again (the shared reader would answer from its cache)
@@ -51,6 +50,5 @@ def test_any_note_gets_a_defined_reading_and_the_same_one_twice(note):
 @settings(max_examples=3, deadline=None)
 @given(megabyte_text)
 def test_a_megabyte_note_is_read_quickly(note):
-    start = time.perf_counter()
-    _check(note)
-    assert time.perf_counter() - start < 20
+    with cpu_seconds_under(20, typical_s=0.1):
+        _check(note)

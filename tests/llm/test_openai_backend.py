@@ -3,7 +3,6 @@ and against servers that time out, fail with HTTP 500 or 404, or reply with malf
 
 import json
 import math
-import time
 import urllib.error
 import urllib.request
 
@@ -14,6 +13,7 @@ from steer_envs.llm import GenerationConfig, LLMBackendError, make_backend
 from steer_envs.llm.openai_client import OpenAIBackend, OpenAIBackendError, OpenAIOptions, parse_openai_arg
 from steer_envs.llm.openai_server import OpenAICompatibleServer
 from tests.llm.support import FaultServer
+from tests.timing import wall_seconds_under
 
 PROMPTS = ["Question: who wrote the novel?\n", "<think> I need to search. </think> <search>", "The river"]
 FAST_RETRY = dict(timeout=0.3, max_retries=2, backoff=0.01, max_backoff=0.02)
@@ -119,15 +119,13 @@ def test_server_answers_bad_requests_with_openai_style_errors(tiny_server):
 def test_faults_are_retried_then_fail_with_a_clear_error(mode, reason, delay):
     with FaultServer(mode, delay=delay) as server:
         backend = make_backend(f"openai:m@{server.base_url}", shared=False, **FAST_RETRY)
-        start = time.perf_counter()
-        with pytest.raises(OpenAIBackendError) as info:
+        with wall_seconds_under(20, typical_s=1.0), pytest.raises(OpenAIBackendError) as info:
             backend.generate(["hello"], GenerationConfig(max_new_tokens=4))
         message = str(info.value)
         assert isinstance(info.value, LLMBackendError) and isinstance(info.value, SteerEnvsError)
         assert server.base_url in message and reason in message and "3 attempt" in message
         assert server.posts == 3
         assert backend.stats.retries == 2 and backend.stats.failures == 1
-        assert time.perf_counter() - start < 10
 
 
 def test_client_errors_are_not_retried():

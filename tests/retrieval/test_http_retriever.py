@@ -13,6 +13,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.retrieval import Retriever, make_retriever
 from steer_envs.retrieval.http_client import HttpRetriever, RetrievalServiceError, parse_http_spec
 from steer_envs.retrieval.server import ServerConfig, start_server
+from tests.timing import wall_seconds_under
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +121,11 @@ def test_faults_are_retried_then_reported_with_the_url(mode, expected):
     server = FaultyServer(mode, delay=0.6)
     try:
         retriever = make_retriever(f"http:{server.url}?timeout=0.2&retries=2&backoff=0.01", shared=False)
-        start = time.perf_counter()
-        with pytest.raises(RetrievalServiceError) as info:
+        with wall_seconds_under(20, typical_s=0.8), pytest.raises(RetrievalServiceError) as info:
             retriever.search("anything", 3)
         message = str(info.value)
         assert server.url in message and "after 3 attempt(s)" in message and expected in message
         assert server.requests == 3  # the first try and two retries
-        assert time.perf_counter() - start < 5
     finally:
         server.close()
 

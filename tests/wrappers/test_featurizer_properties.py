@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steer_envs.wrappers import TextFeaturizer
 from tests.hostile import hostile_text, megabyte_text
+from tests.timing import cpu_seconds_under
 
 FEATURIZER = TextFeaturizer(buckets=64)
 
 
-@settings(max_examples=200, deadline=1000)
+@settings(max_examples=200)
 @given(hostile_text, hostile_text, st.integers(0, 50), st.integers(0, 50))
 def test_any_text_gives_a_bounded_vector(goal, transcript, turn, interventions):
     vec = FEATURIZER(goal, transcript, turn, interventions)
@@ -25,6 +24,5 @@ def test_any_text_gives_a_bounded_vector(goal, transcript, turn, interventions):
 @settings(max_examples=4, deadline=None)
 @given(megabyte_text)
 def test_a_megabyte_transcript_is_featurized_in_bounded_time(transcript):
-    start = time.perf_counter()
-    assert FEATURIZER("goal", transcript, 3, 1).shape == (FEATURIZER.size,)
-    assert time.perf_counter() - start < 20
+    with cpu_seconds_under(20, typical_s=0.2):
+        assert FEATURIZER("goal", transcript, 3, 1).shape == (FEATURIZER.size,)
