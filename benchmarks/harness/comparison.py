@@ -132,6 +132,13 @@ class ComparisonPlan:
                     f"other than the rate-matched rows; got {name!r} (e.g. {' '.join(OWN_RATE_ROWS)})"
                 )
 
+    def not_contenders(self) -> frozenset[str]:
+        """Rows that never take the ★ or the closing verdict: headroom, rows at their own rate (another operating
+        point) and context rows (no knob searched on dev, one training seed), unless a context row repeats a
+        rate-matched row's name, which then stays that row."""
+        context = {parse_method(spec).label for spec in self.context_rows} - set(ROW_ORDER)
+        return HEADROOM | frozenset(self.own_rate_rows) | frozenset(context)
+
     def config(self, split: str, seeds: int, limit: int) -> EvalConfig:
         return EvalConfig(
             executor=self.executor,
@@ -665,13 +672,13 @@ def render_comparison(
         "\n",
         legend(p, budgets),
         "\n",
-        comparison_table(summaries, benchmarks, budgets, knobs, not_best=HEADROOM | set(p.own_rate_rows)),
+        comparison_table(summaries, benchmarks, budgets, knobs, not_best=p.not_contenders()),
         "\n",
         f"Paired differences between RL steering and every other row ({p.split} split, tasks resampled within "
         "benchmarks, training seeds of both rows resampled):\n\n",
         pairwise_table(ordered),
         "\n",
-        closing_line(summaries, RL, RULE, pairs, not_best=HEADROOM | set(p.own_rate_rows)),
+        closing_line(summaries, RL, RULE, pairs, not_best=p.not_contenders()),
     ]
     if curves:
         lines += [

@@ -126,10 +126,17 @@ def _method(summary: MethodSummary) -> str:
     return summary.method.split(":", 1)[0]
 
 
+def _excluded(summary: MethodSummary, not_best: frozenset[str]) -> bool:
+    """``not_best`` names a row by its method name (every ``oracle`` row) or by its whole label (one context row
+    such as ``fixed_rule:at=1,option=refocus``, which leaves the other rows of that method in)."""
+    return summary.method in not_best or _method(summary) in not_best
+
+
 def best_row(summaries: Sequence[MethodSummary], not_best: frozenset[str] = HEADROOM) -> MethodSummary | None:
     """The row with the highest average F1 among those compared with the reference, rows of ``not_best`` excluded
-    (headroom; in a rate-matched comparison also the rows at their own rate, which are at another operating point)."""
-    rows = [s for s in summaries if s.avg_gain is not None and _method(s) not in not_best]
+    (headroom; in a rate-matched comparison also the rows at their own rate, which are at another operating point,
+    and the context rows, which are not contenders)."""
+    rows = [s for s in summaries if s.avg_gain is not None and not _excluded(s, not_best)]
     return max(rows, key=lambda s: s.avg_f1) if rows else None
 
 
@@ -204,7 +211,7 @@ def closing_line(
     best = best_row(summaries, not_best)
     if best is None:
         return "**Verdict:** no method was compared with no supervision.\n"
-    among = " of the rate-matched rows" if any(_method(s) in not_best - HEADROOM for s in summaries) else ""
+    among = " of the rate-matched rows" if any(_excluded(s, not_best - HEADROOM) for s in summaries) else ""
     text = (
         f"**Verdict:** {display_name(best.method)} has the highest average F1{among} ({best.avg_f1:.1f}, "
         f"{_ci(best.avg_gain)} over no supervision at {best.interventions_per_task:.2f} interventions/task)"

@@ -237,3 +237,27 @@ def test_the_oracle_is_headroom_never_the_best_row_and_labels_read_with_their_op
     assert [line for line in table.splitlines() if "★" in line][0].startswith("| **★ RL steering")
     assert display_name("fixed_rule:at=1,option=verify") == "Fixed rule (at=1,option=verify)"
     assert display_name("steering_rl") == "RL steering (the paper's trainer)" and display_name("x:y=1") == "x:y=1"
+
+
+def test_a_context_row_never_takes_the_star_or_the_verdict(tmp_path):
+    """A context row runs as given (no knob on dev, one training seed): it is shown, never the comparison's winner,
+    even with the highest F1; a context row that repeats a rate-matched row's name stays that row."""
+    from benchmarks.harness.comparison import ComparisonPlan
+    from benchmarks.harness.tables import best_row
+
+    plan = ComparisonPlan(tmp_path, context_rows=("fixed_rule:option=refocus,at=1", "no_supervision"))
+    benches = ["nq", "musique"] * 10
+    rows = [
+        _runs("no_supervision", [[0.4] * 20], benches),
+        _runs("fixed_rule:at=1,option=refocus", [[0.9] * 20], benches),  # a row carries the method's label
+        _runs("steering_rl", [[0.5] * 20], benches),
+    ]
+    summaries = summarize_rows(rows, ["nq", "musique"])
+    assert best_row(summaries).method == "fixed_rule:at=1,option=refocus"  # without the plan's exclusions
+    assert "fixed_rule:at=1,option=refocus" in plan.not_contenders()  # the label as rows carry it
+    assert best_row(summaries, plan.not_contenders()).method == "steering_rl"
+    assert "no_supervision" not in plan.not_contenders() and "oracle" in plan.not_contenders()
+    table = comparison_table(summaries, ["nq", "musique"], {}, {}, not_best=plan.not_contenders())
+    assert [line for line in table.splitlines() if "★" in line][0].startswith("| **★ RL steering")
+    verdict = closing_line(summaries, "steering_rl", None, {}, not_best=plan.not_contenders())
+    assert verdict.startswith("**Verdict:** RL steering")
