@@ -33,7 +33,6 @@ import subprocess
 import sys
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -259,8 +258,9 @@ def _get_json(url: str, key: str) -> Any:
         return None
 
 
-def port_holders(host: str, port: int) -> dict[int, str]:
-    """The processes listening on ``port`` (pid -> command line), as far as this user may see them."""
+def port_holders(port: int) -> dict[int, str]:
+    """The processes listening on ``port`` on any local address (pid -> command line), as far as this user may see
+    them."""
     import psutil
 
     holders: dict[int, str] = {}
@@ -294,7 +294,7 @@ def check_port_free(host: str, port: int) -> None:
         except OSError:
             pass
     raise VLLMEngineError(
-        f"port {port} on {host} is already in use by {describe_holders(port_holders(host, port))}; "
+        f"port {port} on {host} is already in use by {describe_holders(port_holders(port))}; "
         f"stop that process or choose another --port"
     )
 
@@ -447,7 +447,7 @@ class VLLMServer:
         """The port's listener is the server's process or one of its children: another server that took the port
         between the check and the start would answer ``/v1/models`` too, while this one dies on "Address already in
         use". Where the listeners cannot be read (no permission), the answer is taken as ours."""
-        holders = port_holders(self.options.host, self.port)  # type: ignore[arg-type]
+        holders = port_holders(self.port)  # type: ignore[arg-type]
         if not holders or self.process is None:
             return True
         import psutil
@@ -561,22 +561,19 @@ def stop_detached(port: int, timeout: float = 30.0) -> str:
     if not _alive(pid):
         found = f"{what} was not running (it had exited); its record is removed"
     else:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, sig)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and _alive(pid):
-                time.sleep(0.5)
-            if _alive(pid):
-                os.killpg(pid, signal.SIGKILL)
-                deadline = time.monotonic() + timeout
-                while time.monotonic() < deadline and _alive(pid):
-                    time.sleep(0.1)
-        if _alive(pid):
+                time.sleep(0.2)
+            if not _alive(pid):
+                break
+        else:
             raise VLLMEngineError(f"{what} is still running after SIGTERM and SIGKILL; its record is kept")
         found = f"stopped {what}"
     record.unlink(missing_ok=True)
-    host = urllib.parse.urlsplit(info["url"]).hostname or "127.0.0.1"
-    others = port_holders(host, port)
+    others = port_holders(port)
     if others:
         found += f"; port {port} is still held by another process: {describe_holders(others)}"
     return found
