@@ -7,6 +7,11 @@ can take the suite past what a small CI machine has (the causal-LM steerer's tra
 budget is ``$STEER_ENVS_TEST_MEMORY_BUDGET_GB`` (default 4); a run above it fails with the test to look at. The
 summary states the margin; ``$STEER_ENVS_TEST_MEMORY_REPORT`` names a JSON file that receives every test's peak.
 
+Between two test modules the freed memory goes back to the system (:func:`release_freed_memory`). Why: one
+process runs ~1,300 tests, and glibc keeps the heap pages of freed tensors (mostly a few MB each: below its
+dynamic mmap threshold once a larger block was freed) for reuse, so without it the process carried ~1.5 GB of
+free heap from earlier modules into every later test's peak, an amount that changed with timing from run to run.
+
 An inference engine a test starts (a vLLM server, :data:`steer_envs.llm.vllm_engine.ENGINE_PIDS`) is a model
 server, not the suite: its process tree is measured apart and reported beside the suite's peak, outside the budget."""
 
@@ -102,6 +107,12 @@ class MemoryBudget:
             if engines > self.engine_peak:
                 self.engine_peak, self.engine_peak_test = engines, test
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        yield  # after the test's fixtures (and, at a module's end, the module's) are torn down
+        if nextitem is None or nextitem.path != item.path:
+            release_freed_memory()
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item) -> None:
         own = self.process.memory_info().rss
@@ -151,6 +162,21 @@ class MemoryBudget:
                 json.dump({**record, "tests": self.test_peaks}, out, indent=0)
         if self.peak / 1e9 > self.budget_gb and session.exitstatus == 0:
             session.exitstatus = 1
+
+
+def release_freed_memory() -> None:
+    """Collect unreachable objects, then ask glibc to return its free heap pages (``malloc_trim``) to the system.
+    A no-op for the allocator where the C library is not glibc."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+        pass
 
 
 def register(config) -> None:

@@ -7,13 +7,13 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.blocks import block_after, run_script, script_env
+from tests.timing import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -99,17 +99,13 @@ def test_trl_quick_start_runs_as_written(tmp_path):
     assert len(rewards) == 2 and all(0.0 <= r <= 1.0 for r in rewards)
 
 
-def _wait_for_health(url: str, server: subprocess.Popen, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert server.poll() is None, server.communicate()[1][-3000:]
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError(f"serve-env was not ready at {url} within {timeout} s")
+def _healthy(url: str, server: subprocess.Popen) -> bool:
+    assert server.poll() is None, server.communicate()[1][-3000:]
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
 
 
 @pytest.mark.slow
@@ -127,7 +123,8 @@ def test_serve_env_block_answers_the_question_it_reset_to(tmp_path):
         command, cwd=tmp_path, env=script_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
-        _wait_for_health(f"http://127.0.0.1:{port}", server)
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _healthy(url, server), 300, 5, f"serve-env answering at {url}", poll_s=1)
         code = client.rsplit("\n'", 1)[0].replace("8001", port)
         out = run_script(code, tmp_path, timeout=300).stdout.split()
         assert out == ["1.0", "True"], out  # "# 1.0 True: the gold answer"

@@ -12,7 +12,7 @@ what the waiting adds up to."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 #: a bound is at least this many times the measured typical time
@@ -44,3 +44,20 @@ def wall_seconds_under(bound_s: float, typical_s: float) -> Iterator[None]:
     yield
     used = time.monotonic() - start
     assert used < bound_s, f"took {used:.2f} s, bound {bound_s} s (typical {typical_s} s)"
+
+
+def wait_until(
+    condition: Callable[[], object], bound_s: float, typical_s: float, what: str, poll_s: float = 0.05
+) -> float:
+    """Poll ``condition`` until it returns something true, for at most ``bound_s`` seconds of wall time; returns the
+    seconds waited. For readiness (a server that starts in the test, a run reaching a checkpoint): ``typical_s`` is
+    how long it takes on the quiet reference machine, and the bound's margin over it covers a machine that other
+    jobs keep busy. ``condition`` may raise to fail at once (the process it waits for exited)."""
+    _check_margin(bound_s, typical_s)
+    start = time.monotonic()
+    while not condition():
+        waited = time.monotonic() - start
+        if waited > bound_s:
+            raise AssertionError(f"{what}: not within {bound_s} s (typical {typical_s} s)")
+        time.sleep(poll_s)
+    return time.monotonic() - start

@@ -4,7 +4,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ from agents.steering.interventions import argument_candidates, options_from_cata
 from agents.steering.trainer import CHECKPOINT_FILE, LOG_FILE, SteeringTrainer, load_model
 from steer_envs.envs.catalogue import STEERING
 from steer_envs.errors import SteerEnvsError
+from tests.timing import wait_until
 
 TINY = dict(m=2, k=8, G=4, N=2, bank_tasks=16, benchmarks=["nq", "hotpotqa"], eps_sel=0.5)
 
@@ -168,11 +168,9 @@ def test_cli_run_killed_mid_round_resumes_and_finishes(tmp_path):
         "--no-progress",
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.time() + 240
-    while time.time() < deadline:  # wait for round 1's log line: a checkpoint exists, round 2 is running
-        if (out / LOG_FILE).exists() and len((out / LOG_FILE).read_text().splitlines()) >= 1:
-            break
-        time.sleep(0.05)
+    # wait for round 1's log line: a checkpoint exists, round 2 is running
+    log = out / LOG_FILE
+    wait_until(lambda: log.exists() and len(log.read_text().splitlines()) >= 1, 300, 21, "round 1's log line")
     proc.kill()
     proc.wait()
     done_before = load_checkpoint(out / CHECKPOINT_FILE)

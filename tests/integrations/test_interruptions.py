@@ -11,7 +11,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from agents.steering.trainer import CHECKPOINT_FILE, CONFIG_FILE, LOG_FILE, MODE
 from benchmarks.harness.records import EpisodeLog
 from benchmarks.harness.runner import KILL_AFTER_ENV
 from steer_envs.atomic import KILL_DURING_WRITE_ENV
+from tests.timing import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -62,13 +62,14 @@ def _train_args(out: Path, cfg: Path) -> list[str]:
     return ["train", "steering", "--executor", "sim:default", "--out", str(out), "--config", str(cfg), "--no-progress"]
 
 
-def _wait_for(predicate, proc: subprocess.Popen, timeout: float = 300) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("the run ended (or timed out) before the point where it was to be interrupted")
+def _wait_for(predicate, proc: subprocess.Popen, typical_s: float, bound_s: float = 300) -> None:
+    """Wait until ``predicate()`` holds in the running ``proc``: the point where the test interrupts it."""
+
+    def reached() -> bool:
+        assert proc.poll() is None, "the run ended before the point where it was to be interrupted"
+        return bool(predicate())
+
+    wait_until(reached, bound_s, typical_s, "the point where the run is to be interrupted")
 
 
 def _resume_command(stderr: str) -> list[str]:
@@ -128,7 +129,7 @@ def test_interrupted_training_says_how_to_resume_and_the_resumed_run_equals_an_u
     proc = subprocess.Popen(
         _cli(_train_args(out, tiny_config)), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    _wait_for(lambda: len(read_jsonl(out / LOG_FILE)) >= 1, proc)  # round 0 checkpointed, round 1 running
+    _wait_for(lambda: len(read_jsonl(out / LOG_FILE)) >= 1, proc, 5.5)  # round 0 checkpointed, round 1 running
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
@@ -205,7 +206,9 @@ def test_interrupted_eval_says_how_to_resume_and_ends_with_the_same_table(tmp_pa
     )
     episodes = out / "episodes"
     _wait_for(
-        lambda: episodes.exists() and sum(len(p.read_text().splitlines()) for p in episodes.glob("*.jsonl")) >= 3, proc
+        lambda: episodes.exists() and sum(len(p.read_text().splitlines()) for p in episodes.glob("*.jsonl")) >= 3,
+        proc,
+        1.2,
     )
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 
@@ -23,6 +22,7 @@ psutil = pytest.importorskip("psutil")
 pytestmark = pytest.mark.slow  # each server process takes 20-70 s to start on 2 busy cores (OpenEnv's imports)
 
 from steer_envs.integrations.openenv import SteerEnvClient  # noqa: E402
+from tests.timing import wait_until  # noqa: E402
 
 KEY = "test-key-123"
 NOTE = "Verify the evidence: re-read the retrieved documents."
@@ -264,10 +264,8 @@ def test_idle_sessions_expire_and_sessions_are_bounded():
         _http(url + "/sessions", "POST", {}, key=None)
         status, body = _http(url + "/sessions", "POST", {}, key=None)
         assert status == 429 and "all 2 sessions are in use" in body["detail"]
-        deadline = time.monotonic() + 30
-        while _http(f"{url}/sessions/{a}/state", key=None)[0] == 200:
-            assert time.monotonic() < deadline, "the idle session was never closed"
-            time.sleep(0.5)
+        closed = lambda: _http(f"{url}/sessions/{a}/state", key=None)[0] != 200  # noqa: E731
+        wait_until(closed, 60, 5, "the idle session closed", poll_s=0.5)
         status, body = _http(f"{url}/sessions/{a}/state", key=None)
         assert status == 404 and "idled longer than 1 s" in body["detail"]
     finally:
