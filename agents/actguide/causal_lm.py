@@ -182,8 +182,12 @@ class CausalLMLearner:
     def state_dict(self):
         return self.model.state_dict()
 
-    def load_state_dict(self, state) -> None:
-        self.model.load_state_dict(state)
+    def load_state_dict(self, state, assign: bool = False) -> None:
+        """``assign=True`` takes ``state``'s tensors as the weights instead of copying them (see
+        :func:`~agents.actguide.trainer.load_learner`); the output layer is then tied to the embedding again."""
+        self.model.load_state_dict(state, assign=assign)
+        if assign:
+            self.model.tie_weights()
 
     def frozen(self) -> CausalLMLearner:
         """An independent, untrainable copy with the current weights (the KL reference). It is copied in memory

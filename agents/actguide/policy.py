@@ -149,5 +149,5 @@ class AdmissibleLearner:
     def state_dict(self):
         return self.network.state_dict()
 
-    def load_state_dict(self, state):
-        self.network.load_state_dict(state)
+    def load_state_dict(self, state, assign: bool = False):
+        self.network.load_state_dict(state, assign=assign)
