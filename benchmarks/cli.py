@@ -4,6 +4,7 @@ page), ``steer-envs demo``."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from steer_envs.cli.common import add_data_dir, add_protocol_arguments, protocol_kwargs
@@ -84,7 +85,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     from steer_envs.errors import SteerEnvsError
 
     from .harness.runfolder import RunFolder
-    from .harness.runner import evaluate_all
+    from .harness.runner import evaluate_all, nothing_scored
 
     if args.list_methods:
         print(methods_help())
@@ -93,9 +94,13 @@ def _run_eval(args: argparse.Namespace) -> int:
         raise SteerEnvsError("eval needs --method M [M ...] and --out RUN_DIR (or --list-methods)")
     specs = [parse_method(s).label for s in args.method]  # validate every name before any work
     folder = RunFolder(args.out, _config(args))
-    _, _, table = evaluate_all(folder, specs, progress=not args.no_progress, pool=pool_config_from_args(args))
+    _, summaries, table = evaluate_all(folder, specs, progress=not args.no_progress, pool=pool_config_from_args(args))
     print(table)
     print(f"run folder: {folder.root} (episodes/, metrics.json, table.md)")
+    why = nothing_scored(folder, summaries)
+    if why:
+        print(f"steer-envs eval: {why}", file=sys.stderr)
+        return 1
     return 0
 
 

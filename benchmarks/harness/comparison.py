@@ -848,17 +848,21 @@ def _summary_dict(s: MethodSummary) -> dict:
         "labels": s.labels,
         "train_seeds": s.n_train_seeds,
         "f1": s.f1,
-        "avg_f1": s.avg_f1,
+        "avg_f1": s.avg_f1 if s.scored else None,  # nothing scored: null (read back as NaN), never 0
         "gain": {b: interval(i) for b, i in s.gain.items()},
         "avg_gain": interval(s.avg_gain),
-        "interventions_per_task": s.interventions_per_task,
-        "turns_per_task": s.turns_per_task,
+        "interventions_per_task": s.interventions_per_task if s.scored else None,
+        "turns_per_task": s.turns_per_task if s.scored else None,
         "gain_per_intervention": s.gain_per_intervention,
         "n_tasks": s.n_tasks,
         "n_seeds": s.n_seeds,
         "failed": s.failed,
         "dropped_pairs": s.dropped_pairs,
     }
+
+
+def _number(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 def summary_from_dict(d: dict) -> MethodSummary:
@@ -872,9 +876,9 @@ def summary_from_dict(d: dict) -> MethodSummary:
         n_tasks=d["n_tasks"],
         n_seeds=d["n_seeds"],
         f1=d["f1"],
-        avg_f1=d["avg_f1"],
-        interventions_per_task=d["interventions_per_task"],
-        turns_per_task=d["turns_per_task"],
+        avg_f1=_number(d["avg_f1"]),
+        interventions_per_task=_number(d["interventions_per_task"]),
+        turns_per_task=_number(d["turns_per_task"]),
         gain={b: interval(i) for b, i in d["gain"].items()},
         avg_gain=interval(d["avg_gain"]),
         gain_per_intervention=d["gain_per_intervention"],

@@ -250,6 +250,22 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     return summaries, header + table + notes
 
 
+def nothing_scored(folder: RunFolder, summaries: Sequence[MethodSummary]) -> str | None:
+    """Why an eval scored no task at all, or None when it scored one: every (task, seed) pair of the table had a
+    failed episode (a service failure is not an outcome, so there is no F1 to print). Names how many episodes
+    failed and the first failure's message, which says what to fix."""
+    if not summaries or any(s.scored for s in summaries):
+        return None
+    failed = [r for records in complete_methods(folder)[0].values() for r in records if r.failed]
+    if not failed:
+        return None
+    first = failed[0]
+    return (
+        f"no task was scored: {len(failed)} episode(s) failed and a failure is not an outcome, so there is no F1. "
+        f"The first failure ({first.method}, task {first.task_id}, seed {first.seed}): {first.failure}"
+    )
+
+
 def table_header(cfg: EvalConfig) -> str:
     return (
         f"Executor `{cfg.executor}`, split `{cfg.split}`, {len(cfg.tasks())} tasks x {cfg.seeds} seed(s), "
@@ -300,16 +316,19 @@ def _summary_json(s: MethodSummary) -> dict:
     def interval(i):
         return None if i is None else {"mean": i.mean, "low": i.low, "high": i.high}
 
+    def scored(value: float) -> float | None:  # nothing scored: null, never NaN or 0
+        return value if s.scored else None
+
     return {
         "method": s.method,
         "n_tasks": s.n_tasks,
         "n_seeds": s.n_seeds,
         "f1": s.f1,
-        "avg_f1": s.avg_f1,
+        "avg_f1": scored(s.avg_f1),
         "em": s.em,
-        "avg_em": s.avg_em,
-        "interventions_per_task": s.interventions_per_task,
-        "turns_per_task": s.turns_per_task,
+        "avg_em": scored(s.avg_em),
+        "interventions_per_task": scored(s.interventions_per_task),
+        "turns_per_task": scored(s.turns_per_task),
         "gain": {b: interval(i) for b, i in s.gain.items()},
         "avg_gain": interval(s.avg_gain),
         "gain_per_intervention": s.gain_per_intervention,

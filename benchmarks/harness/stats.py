@@ -69,6 +69,12 @@ class MethodSummary:
     dropped_pairs: int = 0  # (task, seed) pairs left out of every row: some row failed there
     context_truncations: int = 0  # kept episodes the agent's context overflow ended (scored, F1 0)
 
+    @property
+    def scored(self) -> bool:
+        """Whether any task was scored: a row whose every (task, seed) pair failed (here or in another row) has no
+        F1 at all (``avg_f1`` is NaN and tables show a dash), never an F1 of 0."""
+        return self.n_tasks > 0
+
 
 def _keys(records: Sequence[EpisodeRecord]) -> set[tuple[str, int]]:
     return {(r.task_id, r.seed) for r in records}
@@ -261,6 +267,24 @@ def summarize(
     )
 
 
+def _unscored(row: RowRuns, failed: int, dropped: int) -> MethodSummary:
+    nan = float("nan")
+    return MethodSummary(
+        method=row.name,
+        n_tasks=0,
+        n_seeds=0,
+        f1={},
+        avg_f1=nan,
+        avg_em=nan,
+        interventions_per_task=nan,
+        turns_per_task=nan,
+        n_train_seeds=len(row.runs),
+        labels=list(row.runs),
+        failed=failed,
+        dropped_pairs=dropped,
+    )
+
+
 def summarize_rows(
     rows: Sequence[RowRuns],
     benchmarks: Sequence[str],
@@ -278,6 +302,9 @@ def summarize_rows(
     out = []
     for row in rows:
         records = row.records()
+        if not records:  # nothing scored: no F1, no gain (a failure is not an outcome)
+            out.append(_unscored(row, failed[row.name], len(dropped)))
+            continue
         f1, avg_f1 = boot.point(row.name)
         em, avg_em = ems.point(row.name) if ems else ({}, 0.0)
         n = len(records)

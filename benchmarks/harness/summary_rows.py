@@ -217,7 +217,9 @@ def changed_rows(before: dict[str, Any], after: dict[str, Any], tolerance: float
         if o is None:
             continue
         gains = (o["avg_gain"] or {}).get("mean", 0.0), (s["avg_gain"] or {}).get("mean", 0.0)
-        if abs(o["avg_f1"] - s["avg_f1"]) > tolerance or abs(gains[0] - gains[1]) > tolerance:
+        f1s = o["avg_f1"], s["avg_f1"]  # None: nothing scored
+        f1_moved = (f1s[0] is None) != (f1s[1] is None) or (None not in f1s and abs(f1s[0] - f1s[1]) > tolerance)
+        if f1_moved or abs(gains[0] - gains[1]) > tolerance:
             moved.append(s["method"])
     return moved
 

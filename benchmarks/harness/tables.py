@@ -4,6 +4,7 @@ gain against no supervision with its 95% interval."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from .stats import Interval, MethodSummary
@@ -23,6 +24,11 @@ def _gain(interval: Interval | None) -> str:
     if interval is None:
         return ""
     return f" ({interval.mean:+.1f} [{interval.low:+.1f}, {interval.high:+.1f}])"
+
+
+def _number(value: float, digits: int) -> str:
+    """A table cell: a dash where nothing was scored (NaN), never a number for it."""
+    return "–" if math.isnan(value) else f"{value:.{digits}f}"
 
 
 def any_failed(summaries: Sequence[MethodSummary]) -> bool:
@@ -55,9 +61,12 @@ def results_table(summaries: Sequence[MethodSummary], benchmarks: Sequence[str],
         for b in benchmarks:
             value = s.f1.get(b)
             cells.append("–" if value is None else f"{value:.1f}" + (_gain(s.gain.get(b)) if with_intervals else ""))
-        cells.append(f"**{s.avg_f1:.1f}**" + (_gain(s.avg_gain) if with_intervals else ""))
-        cells.append(f"{s.interventions_per_task:.2f}")
-        cells.append(f"{s.turns_per_task:.2f}")
+        if s.scored:
+            cells.append(f"**{s.avg_f1:.1f}**" + (_gain(s.avg_gain) if with_intervals else ""))
+        else:
+            cells.append("–")
+        cells.append(_number(s.interventions_per_task, 2))
+        cells.append(_number(s.turns_per_task, 2))
         if failed:
             cells.append(str(s.failed))
         lines.append("| " + " | ".join(cells) + " |")
@@ -74,8 +83,8 @@ def gain_table(summaries: Sequence[MethodSummary], title: str = "Method") -> str
         gain = "–" if s.avg_gain is None else f"{s.avg_gain.mean:+.2f} [{s.avg_gain.low:+.2f}, {s.avg_gain.high:+.2f}]"
         gpi = "–" if s.gain_per_intervention is None else f"{s.gain_per_intervention:+.2f}"
         lines.append(
-            f"| {s.method} | {s.avg_f1:.2f} | {gain} | {s.interventions_per_task:.2f} | "
-            f"{gpi} | {s.turns_per_task:.2f} |"
+            f"| {s.method} | {_number(s.avg_f1, 2)} | {gain} | {_number(s.interventions_per_task, 2)} | "
+            f"{gpi} | {_number(s.turns_per_task, 2)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -170,11 +179,11 @@ def comparison_table(
         name = display_name(s.method)
         cells = [f"**★ {name}**" if mark else name]
         cells += ["–" if s.f1.get(b) is None else f"{s.f1[b]:.1f}" for b in benchmarks]
-        cells.append(f"**{s.avg_f1:.1f}**" if mark else f"{s.avg_f1:.1f}")
+        cells.append(f"**{s.avg_f1:.1f}**" if mark else _number(s.avg_f1, 1))
         cells.append(_ci(s.avg_gain))
         cells += [
-            f"{s.interventions_per_task:.2f}",
-            f"{s.turns_per_task:.2f}",
+            _number(s.interventions_per_task, 2),
+            _number(s.turns_per_task, 2),
             *([str(s.failed)] if failed else []),
             str(s.n_train_seeds),
             budgets.get(s.method, "–"),

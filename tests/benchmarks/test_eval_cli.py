@@ -122,3 +122,30 @@ def test_unknown_method_option_lists_the_valid_ones(tmp_path, capsys):
     code = main(["eval", "--method", "random:rate=3", "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 2 and "no option 'rate'" in err and "p (default" in err
+
+
+def test_an_eval_that_scores_no_task_exits_non_zero_prints_no_f1_and_says_why(tmp_path):
+    """A down model server: every episode fails. A failure is not an outcome, so the table has no F1 (a dash, and
+    null in metrics.json, never 0.0), the command exits 1 and names the first failure; the episodes are recorded."""
+    from steer_envs.llm.vllm_engine import free_port
+
+    port = free_port()  # nothing listens there: every request is refused
+    executor = f"openai:m@http://127.0.0.1:{port}/v1?timeout=2&max_retries=1&backoff=0.01&max_backoff=0.02"
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "steer_envs.cli.main", "eval", "--executor", executor, "--method", "no_supervision"]
+        + ["drift_rule", "--out", str(out), "--benchmarks", "nq", "--split", "dev", "--limit", "2", "--seeds", "1"]
+        + ["--max-turns", "2", "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "no task was scored: 4 episode(s) failed" in proc.stderr
+    assert f"127.0.0.1:{port}" in proc.stderr.split("The first failure", 1)[1]  # the failure names the server
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| no_supervision", "| drift_rule"))]
+    assert len(rows) == 2 and all(row.split("|")[2:6] == [" – "] * 4 for row in rows), rows  # nq, avg, int., turns
+    metrics = json.loads((out / "metrics.json").read_text())["methods"]
+    assert [(m["n_tasks"], m["avg_f1"], m["failed"]) for m in metrics] == [(0, None, 2), (0, None, 2)]
+    for label in ("no_supervision", "drift_rule"):
+        assert len(_lines(out, label)) == 2 and all(json.loads(x)["failed"] for x in _lines(out, label))

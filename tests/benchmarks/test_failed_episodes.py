@@ -74,3 +74,29 @@ def test_a_table_without_failures_is_unchanged():
     table = results_table(summaries, BENCHMARKS)
     assert "Failed" not in table and table.splitlines()[0].endswith("| Turns/task |")
     assert all(s.failed == 0 and s.dropped_pairs == 0 for s in summaries)
+
+
+def test_rows_with_nothing_scored_have_no_f1_anywhere():
+    """Every pair failed in one row, so no row scores a task: no F1 in the tables (dashes), null in the stored
+    comparison and NaN when read back, never 0.0; no row can take the star."""
+    import json
+    import math
+
+    from benchmarks.harness.comparison import _summary_dict, summary_from_dict
+    from benchmarks.harness.summary_rows import changed_rows
+
+    by_method = {
+        "no_supervision": _records("no_supervision", REF, failed=set(PAIRS)),
+        "drift_rule": _records("drift_rule", GOOD),
+    }
+    summaries = summarize(by_method, BENCHMARKS, resamples=50)
+    assert [(s.scored, s.n_tasks, s.avg_gain, s.failed) for s in summaries] == [
+        (False, 0, None, len(PAIRS)),
+        (False, 0, None, 0),
+    ]
+    rows = [line for line in results_table(summaries, BENCHMARKS).splitlines() if line.startswith("| no_sup")]
+    assert rows[0].split("|")[2:7] == [" – "] * 5  # nq, hotpotqa, avg F1, int./task, turns/task
+    assert "0.0" not in comparison_table(summaries, BENCHMARKS, {}, {}).split("Failed episodes")[0]
+    stored = [json.loads(json.dumps(_summary_dict(s), allow_nan=False)) for s in summaries]
+    assert stored[0]["avg_f1"] is None and math.isnan(summary_from_dict(stored[0]).avg_f1)
+    assert changed_rows({"summaries": stored}, {"summaries": stored}) == []
