@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataFormatError
-from .failures import episode_failed
+from .errors import DataFormatError, ServiceError
+from .failures import episode_failed, failure_source
 from .llm.base import ContextOverflowError
 
 #: 2**31 - 1: every derived seed is a non-negative int32 (what ``gymnasium``'s ``reset(seed=...)`` and torch take)
@@ -177,7 +177,12 @@ def play_episode(env: Any, policy: Any, seed: int, task_id: str | None = None) -
     ``bind(env)``; it is called once per episode, before the first action. A policy that *is* the searching agent
     (GuidedSearch-v0's learner) and raises :class:`~steer_envs.llm.base.ContextOverflowError` because its prompt
     outgrew its model's context ends the episode through the env's ``truncate_for_context``: a scored truncation,
-    not a crash (envs without that method re-raise: a supervisor's overflow is not the episode's outcome)."""
+    not a crash (envs without that method re-raise: a supervisor's overflow is not the episode's outcome).
+
+    A policy whose own service fails after its retries (a served steerer's model server dies mid-run: a
+    :class:`~steer_envs.errors.ServiceError`) ends the episode as a *failure*, as the env does when its executor's
+    server fails: ``info`` gets ``failure`` (prefixed ``"policy: "``) and ``failure_source``, so the harness records
+    the episode, counts it, and leaves it out of every mean; the run goes on to the next episode."""
     options = {"task_id": task_id} if task_id is not None else None
     observation, info = env.reset(seed=seed, options=options)
     policy.reset(seed)
@@ -195,6 +200,9 @@ def play_episode(env: Any, policy: Any, seed: int, task_id: str | None = None) -
                 raise
             observation, reward, terminated, truncated, info = end(str(exc))
             total += float(reward)
+            break
+        except ServiceError as exc:  # the policy's own server failed after its retries: no outcome
+            info = {**info, "failure": f"policy: {exc}", "failure_source": failure_source(exc)}
             break
         observation, reward, terminated, truncated, info = env.step(action)
         total += float(reward)

@@ -34,7 +34,7 @@ from typing import Any
 from ..data.records import Task
 from ..errors import SteerEnvsError
 from ..llm.base import Generation, GenerationConfig, LLMBackend, LLMBackendError
-from ..llm.registry import make_backend
+from ..llm.registry import make_backend, split_spec_options
 from ..retrieval.base import Retriever
 from .base import Executor, ExecutorContext, Intervention, TurnResult
 from .chat import CHAT_TEMPLATE_MODES, ChatFormat, resolve_chat_format
@@ -218,31 +218,6 @@ def closing_tag(gen: Generation) -> str:
 
 
 # -- spec parsing and factories -------------------------------------------------------------------------------
-def _coerce(value: str) -> Any:
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    return value
-
-
-def split_spec_options(arg: str) -> tuple[str, dict[str, Any]]:
-    """``"gemma-3-270m?max_new_tokens=48&template=few-shot"`` -> ``("gemma-3-270m", {...})``."""
-    target, sep, query = arg.partition("?")
-    options: dict[str, Any] = {}
-    if sep:
-        for pair in filter(None, query.split("&")):
-            key, eq, value = pair.partition("=")
-            if not eq or not key:
-                raise SteerEnvsError(f"executor option {pair!r} must look like key=value (in {arg!r})")
-            options[key] = _coerce(value)
-    return target, options
-
-
 def _build(kind: str, arg: str, ctx: ExecutorContext) -> LLMSearchExecutor:
     target, spec_options = split_spec_options(arg)
     base_name = target.partition("@")[0] if kind == "openai" else target
@@ -288,5 +263,4 @@ __all__ = [
     "make_hf_executor",
     "make_llamacpp_executor",
     "make_openai_executor",
-    "split_spec_options",
 ]

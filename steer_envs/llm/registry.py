@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import SteerEnvsError
 from ..registry import LazyRegistry
 from .base import LLMBackend
 
@@ -36,13 +37,42 @@ def parse_backend_spec(spec: str) -> tuple[str, str]:
     return BACKENDS.parse(spec)
 
 
+def _coerce(value: str) -> Any:
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def split_spec_options(arg: str) -> tuple[str, dict[str, Any]]:
+    """``"gemma-3-270m?max_new_tokens=48&template=few-shot"`` -> ``("gemma-3-270m", {...})``."""
+    target, sep, query = arg.partition("?")
+    options: dict[str, Any] = {}
+    if sep:
+        for pair in filter(None, query.split("&")):
+            key, eq, value = pair.partition("=")
+            if not eq or not key:
+                raise SteerEnvsError(f"spec option {pair!r} must look like key=value (in {arg!r})")
+            options[key] = _coerce(value)
+    return target, options
+
+
 def make_backend(spec: str, shared: bool = True, **options: Any) -> LLMBackend:
     """Build (or reuse, with ``shared=True``) the backend ``spec`` names, e.g. ``make_backend("hf:gemma-3-270m")``.
 
-    ``options`` go to the backend (``OpenAIOptions`` fields for ``openai:``, ``device``/``dtype`` for ``hf:``).
+    ``options`` go to the backend (``OpenAIOptions`` fields for ``openai:``, ``device``/``dtype`` for ``hf:``); the
+    spec may carry them too, after ``?`` (``openai:m@http://127.0.0.1:8000/v1?timeout=30&max_retries=2``), and a
+    keyword wins over the spec.
     """
     kind, arg = parse_backend_spec(spec)
-    key = (spec, json.dumps(options, sort_keys=True, default=str))
+    arg, spec_options = split_spec_options(arg)  # ``openai:m@URL?timeout=30``: options in the spec, as executors take
+    options = {**spec_options, **options}
+    key = (f"{kind}:{arg}", json.dumps(options, sort_keys=True, default=str))
     with _LOCK:
         if shared and key in _INSTANCES:
             return _INSTANCES[key]

@@ -78,8 +78,7 @@ def in_flight_of(executor: str | None) -> int | None:
     no such bound (no executor, a backend in this process, a plugin's kind, a spec that does not parse)."""
     if not executor:
         return None
-    from ..executors.llm_search import split_spec_options
-    from ..llm.registry import BACKENDS, in_flight_bound
+    from ..llm.registry import BACKENDS, in_flight_bound, split_spec_options
 
     target, options = split_spec_options(executor)
     if target.partition(":")[0] not in BACKENDS:

@@ -246,3 +246,49 @@ def test_eval_cli_runs_steering_zero_shot_against_served_gemma(tmp_path):
     assert sum(e["interventions"] for e in episodes) <= len(slow)  # only a slow sample can intervene
     assert served >= decisions + len(slow)  # every decision went over HTTP to the served model
     assert [m["method"] for m in json.loads((out / "metrics.json").read_text())["methods"]] == [label]
+
+
+# -- a server that dies mid-eval --------------------------------------------------------------------------------
+def test_a_served_steerer_whose_server_dies_mid_eval_leaves_its_failures_recorded(tiny_backend, tmp_path):
+    """The steerer's server stops after the first episode: that episode keeps its outcome, every later one ends as
+    a recorded failure naming the steerer's server (not an F1 of 0, not a crash), and the run folder resumes with
+    nothing left to run."""
+    import threading
+
+    from benchmarks.harness.config import EvalConfig
+    from benchmarks.harness.runfolder import RunFolder
+    from benchmarks.harness.runner import evaluate, write_summary
+
+    server = OpenAICompatibleServer(tiny_backend, model_name="tiny").__enter__()
+    fail_fast = "timeout=2&max_retries=1&backoff=0.01&max_backoff=0.02"
+    spec = f"steering_zero_shot:model={server.spec}?{fail_fast},tau=0.05,prompt_chars=2000,think_tokens=8"
+    config = EvalConfig(executor="sim:default", benchmarks=("nq",), split="dev", limit=4, seeds=1, max_turns=2)
+    folder = RunFolder(tmp_path / "run", config)
+    first_done = threading.Event()
+    log_lines: list[str] = []
+    episodes = folder.root / "episodes"
+
+    def stop_after_the_first_episode():
+        while not (episodes.is_dir() and any(p.read_text().strip() for p in episodes.glob("*.jsonl"))):
+            if first_done.wait(0.01):
+                return
+        server.stop()
+
+    watcher = threading.Thread(target=stop_after_the_first_episode, daemon=True)
+    watcher.start()
+    try:
+        outcome = evaluate(folder, spec, progress=False, log=log_lines.append)
+    finally:
+        first_done.set()
+        server.stop()
+    records = outcome.records
+    assert len(records) == 4 and not records[0].failed and records[0].decisions >= 1
+    failed = [r for r in records if r.failed]
+    assert failed and all(
+        r.failure.startswith(f"policy: {server.spec}: POST {server.base_url}/completions failed after 2 attempt")
+        for r in failed
+    )
+    (summary,), _ = write_summary(folder, resamples=50)
+    assert summary.failed == len(failed) and summary.n_tasks == 4 - len(failed)
+    again = evaluate(folder, spec, progress=False, log=log_lines.append)
+    assert again.ran == 0 and len(again.records) == 4  # resumed: every episode kept, nothing redone

@@ -7,12 +7,13 @@ import steer_envs  # noqa: F401 - registers the envs
 from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError, UnknownNameError
 from steer_envs.executors.base import ExecutorContext, Intervention
-from steer_envs.executors.llm_search import LLMSearchExecutor, closing_tag, split_spec_options
+from steer_envs.executors.llm_search import LLMSearchExecutor, closing_tag
 from steer_envs.executors.prompts import get_prompt_template
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY
 from steer_envs.executors.registry import is_deterministic, make_executor
 from steer_envs.llm.base import Generation
 from steer_envs.llm.openai_server import OpenAICompatibleServer
+from steer_envs.llm.registry import split_spec_options
 from tests.llm.support import FaultServer, ScriptedBackend
 
 SEARCH = "<think> I should look this up. </think>\n<search> capital of france </search> trailing text never seen"
