@@ -116,12 +116,20 @@ def _configure_report(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", help="PAGE only: the page's run folder(s) (default: the one its generator writes)")
     parser.add_argument("--doc", help="PAGE only: where to write the page (default: docs/PAGE.md)")
+    parser.add_argument(
+        "--actions",
+        action="store_true",
+        help="RUN_DIR only: print what each method did (share of episodes taking each action at each decision); "
+        "writes nothing",
+    )
 
 
 def _run_report(args: argparse.Namespace) -> int:
     from steer_envs.errors import SteerEnvsError
 
+    from .harness.actions import folder_actions
     from .harness.report import write_report
+    from .harness.runfolder import RunFolder
     from .pages import get_page, page_names
 
     if args.run_dir in page_names() and not Path(args.run_dir).is_dir():
@@ -132,6 +140,9 @@ def _run_report(args: argparse.Namespace) -> int:
         raise SteerEnvsError(
             f"--out/--doc go with a results page ({', '.join(page_names())}); {args.run_dir!r} is read as a run folder"
         )
+    if args.actions:
+        print(folder_actions(RunFolder(args.run_dir)))
+        return 0
     path = write_report(args.run_dir)
     print(path.read_text(encoding="utf-8"))
     print(f"wrote {path} and plots in {path.parent / 'plots'}")

@@ -66,6 +66,9 @@ class EpisodeRecord:
     #: ``"context"`` when the agent outgrew its model's context (``info["truncation"]``): a scored outcome (F1 0)
     #: that stays in every mean, unlike ``failed``; the summaries count these episodes
     truncation: str | None = None
+    #: each decision's action, compactly (``info["action"]``: ``"pass"``, a note's name, ``"note: <text>"``), so a
+    #: reader sees what the policy did (``steer-envs report actions RUN``); empty for envs that do not say
+    actions: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -76,7 +79,10 @@ class EpisodeRecord:
     def from_dict(data: dict) -> EpisodeRecord:
         """A record from one parsed JSONL line; unknown keys are ignored (lines written by a newer version)."""
         names = {f.name for f in fields(EpisodeRecord)}
-        return EpisodeRecord(**{k: v for k, v in data.items() if k in names})
+        kept = {k: v for k, v in data.items() if k in names}
+        if "actions" in kept:
+            kept["actions"] = tuple(kept["actions"])  # a JSON list; records compare equal to fresh ones
+        return EpisodeRecord(**kept)
 
     def to_line(self) -> str:
         """The record's line in an episode log (with its newline). The one serialisation: sorted keys, every
@@ -170,8 +176,11 @@ def read_records(paths: Iterable[str | os.PathLike]) -> list[EpisodeRecord]:
     return out
 
 
-def play_episode(env: Any, policy: Any, seed: int, task_id: str | None = None) -> tuple[float, int, dict]:
-    """The bare episode loop: ``(return, decisions, final info)``. Env and policy are reset with the same seed.
+def play_episode(
+    env: Any, policy: Any, seed: int, task_id: str | None = None, actions: list[str] | None = None
+) -> tuple[float, int, dict]:
+    """The bare episode loop: ``(return, decisions, final info)``. Env and policy are reset with the same seed;
+    ``actions``, when given, receives each step's ``info["action"]`` (envs that say what a step did).
 
     A policy that must look ahead in the environment itself (the lookahead oracle forks it) declares
     ``bind(env)``; it is called once per episode, before the first action. A policy that *is* the searching agent
@@ -207,6 +216,8 @@ def play_episode(env: Any, policy: Any, seed: int, task_id: str | None = None) -
         observation, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         decisions += 1
+        if actions is not None and "action" in info:
+            actions.append(str(info["action"]))
     return total, decisions, info
 
 
@@ -224,7 +235,8 @@ def run_episode(
     (default: ``seed``). Env and policy share ``seed``, so two methods run on the same ``(task_id, seed)`` see the
     same executor randomness up to their first diverging action (paired comparisons)."""
     start = time.perf_counter()
-    total, decisions, info = play_episode(env, policy, seed, task_id)
+    actions: list[str] = []
+    total, decisions, info = play_episode(env, policy, seed, task_id, actions)
     return EpisodeRecord(
         method=str(policy.name) if method is None else method,
         task_id=str(info.get("task_id", "")) if task_id is None else task_id,
@@ -242,6 +254,7 @@ def run_episode(
         failure=info.get("failure"),
         failed=episode_failed(info),
         truncation=info.get("truncation"),
+        actions=tuple(actions),
     )
 
 

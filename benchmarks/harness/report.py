@@ -10,6 +10,7 @@ from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
 
 from . import plots
+from .actions import folder_actions
 from .runfolder import RunFolder, label_filename
 from .runner import incomplete_notes, table_header, write_summary
 from .stats import MethodSummary
@@ -70,6 +71,7 @@ def write_report(run_dir: str | Path) -> Path:
         )
         if path is not None:
             images.append((f"training curves ({log.stem.rsplit('-', 1)[0]})", path))
+    parts.append("\n" + folder_actions(folder))
     if images:
         parts.append("\n## Plots\n")
         parts.extend(f"\n**{title}**\n\n![{title}](plots/{path.name})\n" for title, path in images)

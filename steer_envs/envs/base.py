@@ -136,6 +136,21 @@ class EnvConfig(SearchTaskConfig):
             raise SteerEnvsError(f"decision_every must be a positive integer, got {self.decision_every!r}")
 
 
+#: the longest free-text note an ``info["action"]`` (and an episode record) keeps
+ACTION_LABEL_CHARS = 120
+
+
+def action_label(template: InterventionTemplate | None, text: str | None) -> str:
+    """What one decision did, compactly, for ``info["action"]`` and the episode records: ``"pass"``, the note's
+    catalogue name (discrete actions), or ``"note: <text>"`` for a free-text note (whitespace folded, cut to
+    :data:`ACTION_LABEL_CHARS`). Why: counts of interventions cannot show that a learner collapsed to one note."""
+    if template is not None:
+        return template.name
+    if text is None:
+        return "pass"
+    return "note: " + " ".join(text.split())[:ACTION_LABEL_CHARS]
+
+
 class SearchEnv(SearchTaskEnv):
     """Base class of the supervision envs; see the module docstring. ``kind`` names the catalogue in
     :data:`CATALOGUES`. What every search-task env shares (tasks, reset, scoring, render, forking, close) lives in
@@ -165,6 +180,8 @@ class SearchEnv(SearchTaskEnv):
         "tokens": "tokens the executor generated (words, for simulated and replayed executors)",
         "answer": "the executor's answer (None until it answers)",
         "privileged": "simulator ground truth (drift label, hop progress): for analysis only, never for acting",
+        "action": "what this step did: `pass`, the note's catalogue name, or `note: <text>` for a free-text note "
+        "(whitespace folded, first 120 characters); episode records keep one per decision (every step after reset)",
         "f1": "token F1 of the answer (final step)",
         "em": "exact match of the answer (final step)",
         "score": "the reward metric's value (final step)",
@@ -222,6 +239,7 @@ class SearchEnv(SearchTaskEnv):
         self.task: Task | None = None
         self.interventions = 0
         self._decisions = 0
+        self._action: str | None = None  # what the last step did, compactly (info["action"])
         self._failure_reported = False
 
     # -- tasks (reloaded after unpickling instead of being copied: SearchTaskEnv.tasks) ------------------------
@@ -285,6 +303,8 @@ class SearchEnv(SearchTaskEnv):
             "answer": ex.answer,
             "privileged": ex.privileged(),
         }
+        if self._action is not None:
+            info["action"] = self._action
         if final:
             info.update(self._scores(ex.answer, task.golden_answers))
             if ex.failure:
@@ -303,6 +323,7 @@ class SearchEnv(SearchTaskEnv):
         self.executor.reset(task, seed=episode_seed)
         self.interventions = 0
         self._decisions = 0
+        self._action = None
         self._failure_reported = False
         self._after_reset()
 
@@ -312,6 +333,7 @@ class SearchEnv(SearchTaskEnv):
         if self._failure_reported or (self._finished() and not self._end_pending()):  # an early end is final too
             raise SteerEnvsError("the episode has ended; call reset() to start another")
         template, text = self._decode(action)
+        self._action = action_label(template, text)
         self._decisions += 1
         count_step()  # the budget meter (steer_envs.meter): forks and pool workers count too
         if self._failure_pending():  # a service failed before this decision (during reset): nothing to act on
@@ -413,6 +435,7 @@ class SearchEnv(SearchTaskEnv):
         self.task = state["task"]
         self.interventions = state["interventions"]
         self._decisions = state["decisions"]
+        self._action = None
         self.executor.set_state(state["executor"])
         self._failure_reported = state.get("failure_reported", False)
 

@@ -149,3 +149,27 @@ def test_an_eval_that_scores_no_task_exits_non_zero_prints_no_f1_and_says_why(tm
     assert [(m["n_tasks"], m["avg_f1"], m["failed"]) for m in metrics] == [(0, None, 2), (0, None, 2)]
     for label in ("no_supervision", "drift_rule"):
         assert len(_lines(out, label)) == 2 and all(json.loads(x)["failed"] for x in _lines(out, label))
+
+
+def test_episode_records_hold_each_decision_and_report_actions_shows_them(tmp_path, capsys):
+    """Every record keeps one action per decision (``pass`` or a note's name); ``report RUN --actions`` prints,
+    per method, the share of episodes taking each action at each decision, and report.md holds the same."""
+    out = tmp_path / "run"
+    proc = _eval(out, methods=["no_supervision", "random:p=0.5"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for label in ("no_supervision", "random:p=0.5"):
+        records = [json.loads(line) for line in _lines(out, label)]
+        assert records and all(len(r["actions"]) == r["decisions"] >= 1 for r in records)
+        notes = [a for r in records for a in r["actions"] if a != "pass"]
+        assert sum(r["interventions"] for r in records) == len(notes)  # a non-pass decision is an intervention
+    assert {a for line in _lines(out, "no_supervision") for a in json.loads(line)["actions"]} == {"pass"}
+    assert main(["report", str(out), "--actions"]) == 0
+    printed = capsys.readouterr().out
+    section = printed.split("### `random:p=0.5`", 1)[1]
+    head, _, first = section.strip().splitlines()[2:5]
+    assert "`pass`" in head and first.startswith("| 1 | 16 |")  # 16 episodes took a first decision
+    names = [cell.strip(" `") for cell in head.split("|")[3:-1]]
+    assert any(name != "pass" for name in names)  # its notes are columns
+    assert not (out / "report.md").exists()  # --actions writes nothing
+    assert main(["report", str(out)]) == 0
+    assert "### `random:p=0.5`" in (out / "report.md").read_text()
