@@ -153,11 +153,31 @@ class ComparisonPlan:
 
 @dataclass
 class Row:
-    """A table row: its name and one label per training seed (each label's knob already chosen on dev)."""
+    """A table row: its name and one label per training seed (each label's knob already chosen on dev).
+    ``matched``: every seed's dev search ended within the rate tolerance of the target (rows without a rate knob:
+    True); a row that is not matched runs at another operating point, so it never takes the ★ or the verdict."""
 
     name: str
     labels: list[str]
     knob: str = "–"
+    matched: bool = True
+
+
+def rate_matched(choices, target: float, tolerance: float) -> bool:
+    """Whether every dev choice's rate is within ``tolerance`` of ``target`` (the search may end without one:
+    its probes ran out, or the knob's range cannot reach the target)."""
+    return all(abs(c.dev_rate - target) <= tolerance for c in choices)
+
+
+def not_matched_note(names) -> str:
+    """The line under the table naming the rows whose dev search missed the rate (''  when none)."""
+    if not names:
+        return ""
+    listed = ", ".join(f"`{name}`" for name in names)
+    return (
+        f"\n*Not matched in rate: {listed} (the dev search ended outside the tolerance of the target; see the "
+        "operating point): shown, but not a contender for the ★ or the verdict.*\n"
+    )
 
 
 class Comparison:
@@ -240,13 +260,12 @@ class Comparison:
         p = self.plan
         rows: dict[str, Row] = {REFERENCE: Row(REFERENCE, [REFERENCE])}
         rl = [self._choose(self._seeded(p.rl, s)) for s in range(p.train_seeds)]
-        rows[RL] = Row(RL, [c.label for c in rl], _knob_text(rl))
+        rows[RL] = self._knob_row(RL, rl)
         config = parse_method(p.rl).options.config
         untrained = UNTRAINED + (f":config={config}" if config else "")
         chosen = [self._choose(self._seeded(untrained, s)) for s in range(p.train_seeds)]
-        rows[UNTRAINED] = Row(UNTRAINED, [c.label for c in chosen], _knob_text(chosen))
-        rnd = self._choose("random")
-        rows["random"] = Row("random", [rnd.label], _knob_text([rnd]))
+        rows[UNTRAINED] = self._knob_row(UNTRAINED, chosen)
+        rows["random"] = self._knob_row("random", [self._choose("random")])
         rule = self.rule_spec()
         self.train(rule)
         rows[RULE] = Row(RULE, [rule], _rule_text(self.dev.checkpoint_dir(rule)))
@@ -254,7 +273,7 @@ class Comparison:
         if p.match_budgets and budget:
             bc_spec = self._match_bc(int(budget))
             chosen = [self._choose(self._seeded(bc_spec, s)) for s in range(p.train_seeds)]
-            rows["filtered_bc"] = Row("filtered_bc", [c.label for c in chosen], _knob_text(chosen))
+            rows["filtered_bc"] = self._knob_row("filtered_bc", chosen)
             ppo = f"sb3_ppo:timesteps={int(budget)}"
             grid = choose_cost(
                 self.dev,
@@ -278,6 +297,7 @@ class Comparison:
                 labels,
                 f"cost={grid.value} (dev rate {grid.dev_rate:.2f}; costs trained on dev "
                 f"{', '.join(self.ppo_probes)}, grid walk then bisection; seed 0)",
+                matched=rate_matched([grid], p.target, p.ppo_tolerance),
             )
         rows.update(self.own_rate(p.own_rate_rows))
         for spec in p.context_rows:
@@ -285,6 +305,17 @@ class Comparison:
             rows.setdefault(label, Row(label, [label], "– (shown for context)"))
         self.rows = {name: rows[name] for name in row_order(rows, p.own_rate_rows)}
         return self.rows
+
+    def _knob_row(self, name: str, choices) -> Row:
+        return Row(
+            name,
+            [c.label for c in choices],
+            _knob_text(choices),
+            rate_matched(choices, self.plan.target, self.plan.tolerance),
+        )
+
+    def not_matched(self) -> list[str]:
+        return [name for name, row in self.rows.items() if not row.matched]
 
     def own_rate(self, names: tuple[str, ...]) -> dict[str, Row]:
         """The rows of ``names`` at their own rate: each trained (or loaded) once per training seed with the RL
@@ -453,6 +484,7 @@ class Comparison:
         return {
             "labels": row.labels,
             "knob": row.knob,
+            "matched": row.matched,
             "budget": budget,
             "build_seconds": round(_mean(seconds), 1) if seconds else None,
         }
@@ -641,7 +673,8 @@ def legend(plan: ComparisonPlan, budgets: dict[str, str]) -> str:
         "interventions and executor turns per task; *Train seeds*: independent training runs averaged in the row; "
         f"*Budget*: env steps the method's training consumed, counterfactual continuations included, measured "
         f"(mean over seeds; RL steering {rl_budget}; filtered BC and SB3 PPO are given RL's budget ±10%; "
-        "`(dev)`: steps spent choosing on dev). ★ marks the highest average F1." + own_rate_legend(plan) + "\n"
+        "`(dev)`: steps spent choosing on dev). ★ marks the highest average F1 among the rows matched in rate (the "
+        "dev search ended within its tolerance of the target)." + own_rate_legend(plan) + "\n"
     )
 
 
@@ -657,28 +690,43 @@ def render(cmp: Comparison, summaries, pairs, budgets, knobs, card, curves, spea
         curves,
         spearman,
         None if plot is None else plot.relative_to(cmp.plan.out),
+        not_matched=cmp.not_matched(),
     )
 
 
 def render_comparison(
-    p: ComparisonPlan, benchmarks, summaries, pairs, budgets, knobs, card, curves, spearman, plot: Path | str | None
+    p: ComparisonPlan,
+    benchmarks,
+    summaries,
+    pairs,
+    budgets,
+    knobs,
+    card,
+    curves,
+    spearman,
+    plot: Path | str | None,
+    not_matched: Sequence[str] = (),
 ) -> str:
     """The comparison's markdown from its numbers (what ``comparison.json`` holds): ``steer-envs compare`` writes
-    it as ``comparison.md`` and the results page (:mod:`benchmarks.pages.results`) renders it back from the JSON."""
+    it as ``comparison.md`` and the results page (:mod:`benchmarks.pages.results`) renders it back from the JSON.
+    ``not_matched``: rows whose dev search missed the rate; with the plan's non-contenders, they never take the ★
+    or the verdict."""
     ordered = [(a, b, i) for (a, b), i in pairs.items()]
+    not_best = p.not_contenders() | frozenset(not_matched)
     lines = [
         f"## Rate-matched comparison on `{p.executor}`, {p.split} split\n\n",
         card.markdown(),
         "\n",
         legend(p, budgets),
         "\n",
-        comparison_table(summaries, benchmarks, budgets, knobs, not_best=p.not_contenders()),
+        comparison_table(summaries, benchmarks, budgets, knobs, not_best=not_best),
+        not_matched_note(not_matched),
         "\n",
         f"Paired differences between RL steering and every other row ({p.split} split, tasks resampled within "
         "benchmarks, training seeds of both rows resampled):\n\n",
         pairwise_table(ordered),
         "\n",
-        closing_line(summaries, RL, RULE, pairs, not_best=p.not_contenders()),
+        closing_line(summaries, RL, RULE, pairs, not_best=not_best),
     ]
     if curves:
         lines += [

@@ -151,6 +151,7 @@ def comparison_markdown(summary: dict[str, Any], doc: Path, root: Path) -> str:
         summary.get("curves") or {},
         summary.get("spearman") or {},
         plot,
+        not_matched=[name for name, row in summary["rows"].items() if row.get("matched") is False],
     )
 
 

@@ -261,3 +261,38 @@ def test_a_context_row_never_takes_the_star_or_the_verdict(tmp_path):
     assert [line for line in table.splitlines() if "★" in line][0].startswith("| **★ RL steering")
     verdict = closing_line(summaries, "steering_rl", None, {}, not_best=plan.not_contenders())
     assert verdict.startswith("**Verdict:** RL steering")
+
+
+def test_a_row_whose_dev_search_missed_the_rate_never_takes_the_star_or_the_verdict(tmp_path):
+    """SB3 PPO with the highest F1, but its dev search ended at 1.63 interventions per task against a target of 1
+    (tolerance 0.1): not matched, so the ★ and the verdict go to the best matched row, and a line names it."""
+    from types import SimpleNamespace
+
+    from benchmarks.harness.comparison import ComparisonPlan, Row, rate_matched, render_comparison
+    from benchmarks.harness.operating import KnobChoice
+    from benchmarks.harness.stats import Interval
+
+    def choice(rate):
+        return KnobChoice("sb3_ppo", "cost", "0.05", rate, 1.0, "sb3_ppo:cost=0.05")
+
+    assert rate_matched([choice(1.08)], 1.0, 0.1) and not rate_matched([choice(1.08), choice(1.63)], 1.0, 0.1)
+    assert Row("sb3_ppo", ["sb3_ppo:cost=0.05"]).matched  # a row without a rate knob is matched
+    plan = ComparisonPlan(tmp_path)
+    benches = ["nq", "musique"] * 10
+    rows = [
+        _runs("no_supervision", [[0.4] * 20], benches),
+        _runs("sb3_ppo", [[0.9] * 20], benches),
+        _runs("steering_rl", [[0.5] * 20], benches),
+    ]
+    summaries = summarize_rows(rows, ["nq", "musique"])
+    pairs = {("steering_rl", "sb3_ppo"): Interval(-40.0, -41.0, -39.0)}
+    card = SimpleNamespace(markdown=lambda: "card\n")  # the setting card is not what this test reads
+    text = render_comparison(plan, ["nq", "musique"], summaries, pairs, {}, {}, card, {}, {}, None, ["sb3_ppo"])
+    starred = [line for line in text.splitlines() if "★" in line and line.startswith("|")]
+    assert len(starred) == 1 and "RL steering" in starred[0]
+    assert "*Not matched in rate: `sb3_ppo`" in text
+    assert "**Verdict:** RL steering" in text
+    unmatched_free = render_comparison(plan, ["nq", "musique"], summaries, pairs, {}, {}, card, {}, {}, None)
+    assert [line for line in unmatched_free.splitlines() if "★" in line and line.startswith("|")][0].startswith(
+        "| **★ SB3 PPO"
+    )
