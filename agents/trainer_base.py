@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import sys
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -229,6 +230,18 @@ def check_run_version(saved: Mapping[str, Any], path: str | Path, what: str = "r
         f"fingerprints and checkpoints may differ between these versions). Start a new run folder (another --out), "
         f"or reinstall the version that wrote it ({again}) to finish or use this run."
     )
+
+
+def weights_digest(params: Sequence[torch.Tensor]) -> str:
+    """A SHA-256 of the trainable weights' bytes: a run compares the digest it ends with to the one it started with
+    (kept in its checkpoint, so a resumed run compares with the true start) to say when training changed nothing,
+    e.g. a LoRA adapter whose B matrices never left their zero start (it equals its base)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for p in params:
+        digest.update(p.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def read_run_config(path: str | Path) -> dict[str, Any]:
@@ -525,6 +538,12 @@ class TrainerBase:
         if self.num_processes > 1:
             self.accelerator.wait_for_everyone()
         return self.folder.read_log()
+
+    def warn(self, message: str) -> None:
+        """A degenerate outcome said out loud (on stderr, once: the main process), beside its record in the run
+        folder's log: a run that changed nothing must not look like one that learned."""
+        if self.is_main_process:
+            print(f"steer-envs train: warning: {message}", file=sys.stderr, flush=True)
 
     def progress_bar(self, total: int, desc: str, initial: int = 0) -> Progress:
         return Progress(self.progress and self.is_main_process, total, desc, initial)

@@ -36,7 +36,15 @@ from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import load_tasks
 from steer_envs.errors import SteerEnvsError
 
-from ..trainer_base import CONFIG_FILE, LOG_FILE, VERSION_KEY, Progress, TrainerBase, check_run_version
+from ..trainer_base import (
+    CONFIG_FILE,
+    LOG_FILE,
+    VERSION_KEY,
+    Progress,
+    TrainerBase,
+    check_run_version,
+    weights_digest,
+)
 from .backbones import build_steerer
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import SteeringConfig
@@ -83,6 +91,8 @@ class TrainResult:
     rounds: int
     wall_s: float
     log: list[dict[str, Any]]
+    #: whether training moved the weights from where they started (None: a run resumed from an older checkpoint)
+    weights_changed: bool | None = None
 
 
 def _noop(*_args, **_kwargs) -> None:
@@ -152,6 +162,8 @@ class SteeringTrainer(TrainerBase):
         #: where bank rollouts and q(s) continuations run (a PoolConfig, a RolloutPool, or None = this process);
         #: not part of the config fingerprint: every pool gives the same run
         self.pool = pool
+        #: the trainable weights' digest when the run started (:func:`weights_digest`), kept in the checkpoint
+        self._initial_weights: str | None = None
 
     # -- building blocks ------------------------------------------------------------------------------------
     def _build_env(self):
@@ -232,8 +244,10 @@ class SteeringTrainer(TrainerBase):
             generator.set_state(ckpt["torch_generator"])
             torch.set_rng_state(ckpt["torch_global"])
             elapsed_before = ckpt.get("wall_s", 0.0)
+            self._initial_weights = ckpt.get("initial_weights")  # None in a checkpoint written before it was kept
             folder.resume_log(first_round)  # drop a log row of a round that never checkpointed
         else:
+            self._initial_weights = weights_digest(params)
             folder.start_log()
             # each task rolled out bank_rollouts times (seeds differ): its states, from every rollout, are the
             # "states of the same task" the ranking loss compares
@@ -260,9 +274,18 @@ class SteeringTrainer(TrainerBase):
             rounds_bar.update(1, loss=f"{record['loss']:.3f}", q=f"{record['mean_q']:.3f}")
             self.on_round_end(round_index, record)
         rounds_bar.close()
+        changed = None if self._initial_weights is None else weights_digest(params) != self._initial_weights
+        if changed is False:
+            self.warn(
+                f"the trained steerer's weights equal its starting weights after {c.m} round(s) (a LoRA adapter "
+                "that equals its base): every round's GRPO advantages were zero and it had no ranking pairs "
+                "(see adv_zero_frac and rank_pairs in the log); raise G, N or k, or train longer"
+            )
         if self.is_main_process:
-            save_model(steerer, self.run_dir / MODEL_FILE, c.tau, {"config": c.to_dict(), "rounds": c.m})
-        return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, self.finished_log())
+            extra = {"config": c.to_dict(), "rounds": c.m, "weights_changed": changed}
+            save_model(steerer, self.run_dir / MODEL_FILE, c.tau, extra)
+        log = self.finished_log()
+        return TrainResult(self.run_dir, c.m, elapsed_before + time.time() - start, log, changed)
 
     def _checkpoint(self, steerer, optimizer, bank, next_round, rng, generator, wall_s) -> None:
         if not self.is_main_process:  # every process holds the same state; one writes it
@@ -279,6 +302,7 @@ class SteeringTrainer(TrainerBase):
                 "torch_global": torch.get_rng_state(),
                 "fingerprint": self.config.fingerprint(),
                 "wall_s": wall_s,
+                "initial_weights": self._initial_weights,
             },
         )
         save_model(
@@ -455,6 +479,11 @@ class SteeringTrainer(TrainerBase):
         steerer.train()
         first, grad_norm = self._update(steerer, optimizer, learn, old_logp, rank_states, pairs, len(measured))
         steerer.eval()
+        if not learn and not pairs:
+            self.warn(
+                f"round {round_index} changed nothing: every GRPO advantage was zero (all {c.G} slow-path samples of "
+                f"each of its {len(measured)} measured state(s) scored alike) and there were no ranking pairs"
+            )
 
         adv_arr = np.asarray(advantages_all) if advantages_all else np.zeros(1)
         p_all = np.array([gate_probability(float(z), c.tau) for z in z_all])
@@ -462,6 +491,7 @@ class SteeringTrainer(TrainerBase):
             "round": round_index,
             **first,
             "rank_pairs": len(pairs),
+            "grpo_groups": len(learn),  # states whose samples' advantages were not all zero: GRPO's learning signal
             "states": len(picked),
             "mean_q": float(np.mean(qs)) if qs else 0.0,
             "mean_priority_selected": float(np.mean([bank[i].priority for i in picked])),

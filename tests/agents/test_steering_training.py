@@ -86,8 +86,22 @@ def test_training_round_end_to_end_changes_only_steerer_and_logs(tmp_path):
         n for (n, a), (_, b) in zip(steerer.named_parameters(), fresh.named_parameters()) if not torch.equal(a, b)
     ]
     assert changed, "training must move the steerer's parameters"
+    assert result.weights_changed is True and payload["extra"]["weights_changed"] is True
+    assert all(r["grpo_groups"] >= 0 for r in result.log) and any(r["grpo_groups"] > 0 for r in result.log)
     lines = (tmp_path / "run" / LOG_FILE).read_text().splitlines()
     assert [json.loads(x)["round"] for x in lines] == [0, 1]
+
+
+def test_a_run_that_changes_nothing_says_so_and_records_it(tmp_path, capsys):
+    """One slow-path sample per state (G=1) makes every GRPO advantage zero, and one state (k=1) gives no ranking
+    pairs: the weights end where they started. The trainer warns for the round and for the run, and records it (the
+    log's grpo_groups, the model's weights_changed), instead of a steerer that looks trained."""
+    result = SteeringTrainer(_cfg(m=1, k=1, G=1), tmp_path / "run").run()
+    (row,) = result.log
+    assert row["adv_zero_frac"] == 1.0 and row["grpo_groups"] == 0 and row["rank_pairs"] == 0
+    assert result.weights_changed is False and load_model(tmp_path / "run")[1]["extra"]["weights_changed"] is False
+    err = capsys.readouterr().err
+    assert "round 0 changed nothing" in err and "weights equal its starting weights after 1 round" in err
 
 
 def test_gradients_reach_fast_and_slow_heads(one_round_run):
