@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import shlex
 import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -82,3 +85,29 @@ def commits_of(root: str | Path) -> list[str]:
         if entry.commit not in seen:
             seen.append(entry.commit)
     return seen
+
+
+#: what stands for the folder a recorded command's run folders lived in (a machine path means nothing elsewhere)
+RUNS_PLACEHOLDER = "RUNS"
+
+
+def portable_command(prefix: str, argv: Sequence[str]) -> str:
+    """``prefix`` and ``argv`` as a command a summary records: a path inside the repository relative to it, any
+    other absolute path under :data:`RUNS_PLACEHOLDER` (relative to the folder the command's paths share), so a
+    committed summary names no machine's folders. ``--flag=/path`` words are rewritten the same way."""
+    words = [list(w.partition("=")) if w.startswith("--") and "=" in w else ["", "", w] for w in argv]
+    outside = [w[2] for w in words if Path(w[2]).is_absolute() and not Path(w[2]).resolve().is_relative_to(REPO_ROOT)]
+    base = None
+    if outside:
+        common = Path(os.path.commonpath(outside))
+        base = common.parent if str(common) in outside else common
+
+    def shown(value: str) -> str:
+        path = Path(value)
+        if not path.is_absolute():
+            return value
+        if path.resolve().is_relative_to(REPO_ROOT):
+            return str(path.resolve().relative_to(REPO_ROOT))
+        return f"{RUNS_PLACEHOLDER}/{path.relative_to(base)}" if base is not None else value
+
+    return " ".join([prefix, *(shlex.quote(flag + eq + shown(value)) for flag, eq, value in words)])

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from dataclasses import replace
@@ -46,6 +45,7 @@ from steer_envs.paths import REPO_ROOT
 
 from .comparison import OWN_RATE_ROWS, RL, RULE, UNTRAINED, Comparison, ComparisonPlan, Row
 from .operating import choose_rate
+from .provenance import portable_command
 from .results_summary import (
     LLM_DIR,
     SUMMARY_FILE,
@@ -139,8 +139,8 @@ def llm_section_data(args: argparse.Namespace, main: Comparison) -> dict:
 
 
 def command_and_options(args: argparse.Namespace) -> tuple[str, dict]:
-    """The command a summary records (as typed) and the options the page states."""
-    command = "python -m benchmarks.harness.results_doc " + " ".join(shlex.quote(a) for a in args.argv)
+    """The command a summary records (as typed, machine folders as ``RUNS/...``) and the options the page states."""
+    command = portable_command("python -m benchmarks.harness.results_doc", args.argv)
     options = {k: getattr(args, k) for k in ("seeds", "train_seeds", "split", "limit", "llm_limit", "target", "rl")}
     return command, options
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.comparison import RL, RULE, Comparison, Row, _summary_dict, row_runs, spearman_per_label
-from benchmarks.harness.provenance import code_version
+from benchmarks.harness.provenance import code_version, portable_command
 from benchmarks.harness.results_summary import machine, now
 from benchmarks.harness.runner import REFERENCE, evaluate
 from benchmarks.harness.stats import HierarchicalBootstrap, summarize_rows
@@ -156,7 +156,6 @@ def run_test(stored: StoredProfile, out: Path, checkpoints: str | None, summarie
 
 
 def main(argv: list[str] | None = None) -> int:
-    import shlex
     import sys
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -175,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         gain = record["dev"]["avg_gain"]
         print(f"{variant}: dev gain {gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]", flush=True)
     if args.test:
-        command = "python -m studies.drift_diagnosis.run " + shlex.join(argv)
+        command = portable_command("python -m studies.drift_diagnosis.run", argv)
         print(f"wrote {run_test(stored, out, args.checkpoints, Path(args.summaries), command)}")
     return 0
 

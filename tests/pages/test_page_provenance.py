@@ -48,3 +48,49 @@ def test_the_check_can_fail(tmp_path, monkeypatch):
     monkeypatch.setattr(f"{__name__}.DOCS", tmp_path)
     (tmp_path / "page.md").write_text("*Setting: commit `abc1234+dirty`; commit `0000000`.*", encoding="utf-8")
     assert unclean_commits("page.md") == ["0000000", "abc1234+dirty"]
+
+
+#: an absolute path of some machine inside a committed JSON string (not a URL's path: ``http://h:1/v1`` is preceded
+#: by a word character)
+MACHINE_PATH = re.compile(r"(?<![\w:/.~])/(?:[\w.-]+/)+[\w.-]*")
+
+
+def machine_paths(text: str) -> list[str]:
+    import json
+
+    found: list[str] = []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            found.extend(MACHINE_PATH.findall(value))
+
+    walk(json.loads(text))
+    return found
+
+
+def test_committed_json_names_no_machine_folder():
+    """Summaries record the commands that made them; a folder of the machine they ran on means nothing to a
+    reader (``benchmarks.harness.provenance.portable_command`` writes ``RUNS/...`` instead)."""
+    listed = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "*.json"], capture_output=True, text=True)
+    bad = {
+        name: paths[:3]
+        for name in listed.stdout.split()
+        if (paths := machine_paths((REPO_ROOT / name).read_text(encoding="utf-8")))
+    }
+    assert not bad, f"absolute paths in committed JSON: {bad}"
+
+
+def test_recorded_commands_are_portable_and_the_path_check_can_fail():
+    from benchmarks.harness.provenance import portable_command
+
+    argv = ["--out", "/srv/me/runs/a", "--checkpoints=/srv/me/runs/b/ckpt", "--config", str(REPO_ROOT / "docs/x.toml")]
+    command = portable_command("python -m tool", argv)
+    assert command == "python -m tool --out RUNS/a --checkpoints=RUNS/b/ckpt --config docs/x.toml"
+    assert machine_paths('{"command": "run --out /srv/me/runs/a"}') == ["/srv/me/runs/a"]
+    assert machine_paths('{"url": "http://127.0.0.1:8000/v1", "rel": "runs/a"}') == []
