@@ -57,6 +57,7 @@ from .setting import setting_card
 from .stats import HierarchicalBootstrap, Interval, MethodSummary, RowRuns, summarize_rows
 from .sweeps import with_option
 from .tables import HEADROOM, closing_line, comparison_table, display_name, pairwise_table
+from .verdicts import NOT_SHOWN, verdict
 
 RL = "steering_rl"
 UNTRAINED = "steering_untrained"
@@ -768,18 +769,24 @@ def curve_table(curves: dict[str, list[dict]]) -> str:
 
 
 def shape_line(points: list[dict]) -> str:
-    """Whether RL steering's gain per intervention is highest at its lowest frequency (the paper's shape)."""
+    """Whether RL steering's gain per intervention is highest at its lowest frequency (the paper's shape), read by
+    the one verdict rule (:mod:`.verdicts`): the shape is *reproduced* only when the lowest-frequency point is the
+    best and its gain's interval excludes 0; a best point whose gain could be 0 shows nothing."""
     usable = [pt for pt in points if pt["rate"] > 0.01 and pt["gain_per_intervention"] is not None]
     if len(usable) < 2:
         return ""
     lowest = min(usable, key=lambda pt: pt["rate"])
     best = max(usable, key=lambda pt: pt["gain_per_intervention"])
-    holds = best is lowest
+    # no interval on a difference of gains per intervention exists here, so the shape is never read as reversed
+    outcome = verdict(Interval(**lowest["gain"])) if best is lowest else NOT_SHOWN
+    gain = lowest["gain"]
     return (
-        f"\nGain per intervention of RL steering is {'highest' if holds else 'not highest'} at its lowest "
-        f"frequency ({lowest['rate']:.2f}/task: {lowest['gain_per_intervention']:+.2f} F1 per intervention; "
-        f"best {best['gain_per_intervention']:+.2f} at {best['rate']:.2f}/task): the paper's shape "
-        f"{'holds' if holds else 'does not hold'}.\n"
+        f"\nGain per intervention of RL steering is {'highest' if best is lowest else 'not highest'} at its lowest "
+        f"frequency ({lowest['rate']:.2f}/task: {lowest['gain_per_intervention']:+.2f} F1 per intervention, gain "
+        f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]; best {best['gain_per_intervention']:+.2f} "
+        f"at {best['rate']:.2f}/task). The paper's shape: **{outcome}**"
+        + (" (the gain's interval at that point contains 0)" if outcome == NOT_SHOWN else "")
+        + ".\n"
     )
 
 

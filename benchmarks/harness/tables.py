@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 
 from .stats import Interval, MethodSummary
+from .verdicts import PAIRED_WORDS, verdict
 
 BENCHMARK_TITLES = {
     "nq": "NQ",
@@ -229,6 +230,7 @@ def closing_line(
         text += f"; {display_name(main)} does not"
     if rule is not None and (main, rule) in pairs:
         gap = pairs[(main, rule)]
-        verdict = "beats" if gap.low > 0 else "loses to" if gap.high < 0 else "does not significantly beat"
-        text += f". {display_name(main)} {verdict} the best fixed rule ({_ci(gap, 2)} F1, paired 95% CI)"
+        text += (
+            f". {display_name(main)} {PAIRED_WORDS[verdict(gap)]} the best fixed rule ({_ci(gap, 2)} F1, paired 95% CI)"
+        )
     return text + ".\n"
