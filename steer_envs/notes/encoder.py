@@ -13,8 +13,11 @@ in every process. Vectors of texts already seen come from a bounded in-memory ca
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +83,34 @@ class MiniLMEncoder:
     def encode_many(self, texts: list[str]) -> np.ndarray:
         return np.stack([self.encode(t) for t in texts]) if texts else np.zeros((0, self.dim), dtype=np.float32)
 
+    def encode_stored(self, texts: Sequence[str]) -> np.ndarray:
+        """:meth:`encode_many` of a fixed list of texts (an intent set's prototypes), kept on disk under
+        ``$STEER_ENVS_CACHE/notes`` so a new process reads them instead of encoding them again: a note reader's
+        first reading used to spend its first seconds (a minute on a busy 2-core machine) encoding the same 143
+        prototypes in every process. The file is keyed by the weights, this module's code and the texts, so a
+        change to any of them encodes afresh; a file that does not load is replaced."""
+        from ..atomic import atomic_write_bytes
+        from ..paths import cache_dir
+
+        texts = [str(t) for t in texts]
+        path = cache_dir("notes") / f"vectors-{self._stored_key(texts)}.npy"
+        if path.is_file():
+            try:
+                stored = np.load(path, allow_pickle=False)
+                if stored.shape == (len(texts), self.dim) and stored.dtype == np.float32:
+                    return stored
+            except (OSError, ValueError):
+                pass  # torn or foreign: encode again and replace it
+        vectors = self.encode_many(texts)
+        atomic_write_bytes(path, lambda fh: np.save(fh, vectors, allow_pickle=False))
+        return vectors
+
+    def _stored_key(self, texts: list[str]) -> str:
+        digest = hashlib.sha256(_weights_fingerprint(str(self.model_dir)).encode())
+        digest.update(Path(__file__).read_bytes())  # the forward pass as this version computes it
+        digest.update(json.dumps(texts).encode())
+        return digest.hexdigest()[:16]
+
     def _forward(self, text: str) -> np.ndarray:
         import torch
         import torch.nn.functional as F
@@ -118,6 +149,13 @@ class MiniLMEncoder:
             pooled = x.mean(dim=0)
             pooled = pooled / pooled.norm().clamp_min(1e-12)
         return pooled.numpy().astype(np.float32)
+
+
+@functools.lru_cache(maxsize=4)
+def _weights_fingerprint(model_dir: str) -> str:
+    from ..paths import file_fingerprint
+
+    return file_fingerprint(Path(model_dir) / "model.safetensors")
 
 
 _SHARED: list[MiniLMEncoder] = []

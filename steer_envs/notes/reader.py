@@ -115,12 +115,12 @@ class NoteReader:
                 return
             from sklearn.linear_model import LogisticRegression
 
-            vectors, labels = [], []
+            sentences, labels = [], []
             for spec in self.intent_set.intents:
                 for sentence in spec.prototypes:
-                    vectors.append(self.encoder.encode(sentence))
+                    sentences.append(sentence)
                     labels.append(spec.name)
-            prototypes = np.stack(vectors)
+            prototypes = self.encoder.encode_stored(sentences)  # from the disk cache after the first process
             probe = LogisticRegression(C=PROBE_C, max_iter=5000).fit(prototypes, labels)
             self._prototypes = prototypes
             self._probe = probe  # assigned last: a reader that sees the probe sees the prototypes too

@@ -165,3 +165,29 @@ def test_threads_reading_a_fresh_reader_at_once_all_get_readings():
     assert errors == []
     assert sorted(intents) == list(range(n)) and all(len(v) == 10 for v in intents.values())
     assert fresh.read("search for item 0 0") is fresh.read("search for item 0 0")
+
+
+def test_a_new_process_reads_the_prototypes_from_disk_and_reads_notes_alike(tmp_path, monkeypatch):
+    """The prototypes' vectors are encoded once and kept under the cache: a second reader (as in a new process:
+    a fresh encoder, nothing in memory) encodes none of them and gives identical readings; a torn file is
+    encoded afresh and replaced."""
+    monkeypatch.setenv("STEER_ENVS_CACHE", str(tmp_path))
+    prototypes = sum(len(spec.prototypes) for spec in SEARCHER.intents)
+    notes = ["Stop searching and answer now.", "look up the director of Jaws", "why?"]
+
+    def counted_reader() -> tuple[NoteReader, list[str]]:
+        encoder, calls = MiniLMEncoder(), []
+        forward = encoder._forward
+        monkeypatch.setattr(encoder, "_forward", lambda text: calls.append(text) or forward(text))
+        return NoteReader("searcher", encoder=encoder), calls
+
+    first, calls = counted_reader()
+    readings = [first.read(n) for n in notes]
+    assert len(calls) >= prototypes and len(list((tmp_path / "notes").glob("vectors-*.npy"))) == 1
+    second, calls = counted_reader()
+    assert [second.read(n) for n in notes] == readings and len(calls) <= 2 * len(notes)  # the notes, not 143
+    (stored,) = (tmp_path / "notes").glob("vectors-*.npy")
+    stored.write_bytes(stored.read_bytes()[:100])  # torn
+    third, calls = counted_reader()
+    assert [third.read(n) for n in notes] == readings and len(calls) >= prototypes
+    assert np.load(stored).shape == (prototypes, MiniLMEncoder.dim)  # replaced
