@@ -278,8 +278,8 @@ class SteeringTrainer(TrainerBase):
         if changed is False:
             self.warn(
                 f"the trained steerer's weights equal its starting weights after {c.m} round(s) (a LoRA adapter "
-                "that equals its base): every round's GRPO advantages were zero and it had no ranking pairs "
-                "(see adv_zero_frac and rank_pairs in the log); raise G, N or k, or train longer"
+                "that equals its base); usually every round's GRPO advantages were zero and it had no ranking pairs "
+                "(see grpo_groups and rank_pairs in the log): raise G, N or k, or train longer"
             )
         if self.is_main_process:
             extra = {"config": c.to_dict(), "rounds": c.m, "weights_changed": changed}
