@@ -9,6 +9,7 @@ The cache key is the package's published checksum, so a new package version conv
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import os
 import shutil
@@ -119,6 +120,27 @@ def gemma_model_dir() -> Path:
     final = model_cache_dir() / f"gemma-3-270m-{key}"
     if (final / COMPLETE_MARKER).is_file():
         return final
+    with _conversion_lock(final):
+        if (final / COMPLETE_MARKER).is_file():  # another process converted it while this one waited
+            return final
+        return _convert_gemma_into(final)
+
+
+@contextmanager
+def _conversion_lock(final: Path) -> Iterator[None]:
+    """One conversion of a model at a time, across processes.
+
+    Why: a conversion assembles the GGUF file, reads it three times and deletes it when done; a second process
+    converting beside it found the file gone between its reads and failed (and both held 3.4 GB meanwhile)."""
+    with open(final.parent / f".{final.name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _convert_gemma_into(final: Path) -> Path:
     gguf_file = gemma_gguf_path()
     print(
         f"converting the packaged Gemma 3 270M to a transformers folder in {final} "
@@ -130,7 +152,7 @@ def gemma_model_dir() -> Path:
     try:
         _convert_gguf(gguf_file, staging)
         (staging / COMPLETE_MARKER).write_text(f"converted from {gguf_file.name}\n")
-        if final.exists():  # a concurrent process finished first, or an interrupted earlier attempt
+        if final.exists():  # an interrupted earlier attempt
             if (final / COMPLETE_MARKER).is_file():
                 return final
             shutil.rmtree(final, ignore_errors=True)

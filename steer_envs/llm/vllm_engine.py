@@ -494,15 +494,9 @@ class VLLMServer:
         if process is None:
             return
         ENGINE_PIDS.discard(process.pid)
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        if process.poll() is None or _group_alive(process.pid):
+            _end_group(process.pid, timeout)
+        process.wait()
 
     def kill(self) -> None:
         """SIGKILL now (a server dying mid-run, for fault tests)."""
@@ -558,18 +552,10 @@ def stop_detached(port: int, timeout: float = 30.0) -> str:
     info = json.loads(record.read_text())
     pid = int(info["pid"])
     what = f"{info['model']} at {info['url']} (pid {pid})"
-    if not _alive(pid):
+    if not _alive(pid) and not _group_alive(pid):
         found = f"{what} was not running (it had exited); its record is removed"
     else:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, sig)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and _alive(pid):
-                time.sleep(0.2)
-            if not _alive(pid):
-                break
-        else:
+        if not _end_group(pid, timeout):
             raise VLLMEngineError(f"{what} is still running after SIGTERM and SIGKILL; its record is kept")
         found = f"stopped {what}"
     record.unlink(missing_ok=True)
@@ -577,6 +563,41 @@ def stop_detached(port: int, timeout: float = 30.0) -> str:
     if others:
         found += f"; port {port} is still held by another process: {describe_holders(others)}"
     return found
+
+
+def _end_group(pgid: int, timeout: float) -> bool:
+    """SIGTERM to the process group ``pgid``, SIGKILL after ``timeout`` seconds; True once no process of it runs.
+
+    Why the group and not the leader: vLLM's engine core is a forked child with the server's own command line, and
+    it can outlive the API server by a few seconds. A stop that returned when the leader exited left a process on
+    the port's command line behind; the next ``serve`` on that port, or a check for leftovers, then saw it."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and (_alive(pgid) or _group_alive(pgid)):
+            time.sleep(0.2)
+        if not _alive(pgid) and not _group_alive(pgid):
+            return True
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group ``pgid`` still runs (a zombie counts as gone). Reads ``/proc``; where there
+    is none, whether the group can still be signalled."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # state ppid pgrp ... after the command's name
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+    return False
 
 
 def _alive(pid: int) -> bool:

@@ -58,3 +58,34 @@ def test_one_metadata_parse_shares_the_reader_of_a_file_inside_the_block_only(tm
     with pytest.raises(RuntimeError), _one_metadata_parse():
         raise RuntimeError("a failed conversion")
     assert gguf.GGUFReader is original  # restored on failure too
+
+
+def test_two_first_loads_at_once_convert_once(tmp_path, monkeypatch):
+    """Two processes (here two threads, each with its own lock handle) asking for the model before it is converted:
+    the second waits for the first and reads its folder, instead of converting beside it."""
+    import threading
+    import time
+
+    from steer_envs.llm import packaged
+
+    monkeypatch.setenv("STEER_ENVS_MODEL_CACHE", str(tmp_path))
+    running, conversions = [], []
+
+    def convert(final):
+        running.append(final)
+        assert len(running) == 1, "two conversions ran at once"
+        time.sleep(0.3)
+        final.mkdir()
+        (final / COMPLETE_MARKER).write_text("converted\n")
+        conversions.append(final)
+        running.remove(final)
+        return final
+
+    monkeypatch.setattr(packaged, "_convert_gemma_into", convert)
+    folders = []
+    threads = [threading.Thread(target=lambda: folders.append(gemma_model_dir())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(conversions) == 1 and folders == [conversions[0]] * 2

@@ -67,3 +67,54 @@ def test_stop_stops_a_live_server_and_names_another_holder_of_the_port(tmp_path,
     finally:
         live.kill()
         live.wait()
+
+
+# A server's leader that exits at once on SIGTERM, and a forked child (vLLM's engine core has the server's command
+# line) that takes a second to finish after it: the shape that left a process behind when stop waited for the leader.
+_LINGERING_CHILD = """
+import os, signal, sys, time
+if os.fork() == 0:
+    signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1.0), os._exit(0)))
+    while True:
+        time.sleep(0.05)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                state_and_pgrp = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(state_and_pgrp[2]) == pgid and state_and_pgrp[0] != "Z":
+                members.append(int(pid))
+    return members
+
+
+@pytest.mark.parametrize("stop_with", ["stop_detached", "server.stop"])
+def test_stop_returns_only_when_every_process_of_the_server_is_gone(tmp_path, monkeypatch, stop_with):
+    monkeypatch.setenv("STEER_ENVS_CACHE", str(tmp_path))
+    live = subprocess.Popen(
+        [sys.executable, "-c", _LINGERING_CHILD], start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert live.stdout.readline().strip() == "ready"
+        assert len(_group_members(live.pid)) == 2
+        if stop_with == "stop_detached":
+            _record(8198, live.pid)
+            assert stop_detached(8198, timeout=10).startswith("stopped")
+        else:
+            (tmp_path / "config.json").write_text("{}")
+            server = VLLMServer(VLLMServeOptions(model=str(tmp_path), port=8198, device="cpu"))
+            server.process = live
+            server.stop(timeout=10)
+        assert _group_members(live.pid) == []  # the lingering child too, not only the leader
+    finally:
+        for pid in _group_members(live.pid):
+            os.kill(pid, 9)
+        live.kill()
+        live.wait()
