@@ -24,7 +24,7 @@ import os
 import time
 import zlib
 from collections.abc import Iterable
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy as np
 from .errors import DataFormatError, ServiceError
 from .failures import episode_failed, failure_source
 from .llm.base import ContextOverflowError
+from .policy_counters import counter_change, policy_counters
 
 #: 2**31 - 1: every derived seed is a non-negative int32 (what ``gymnasium``'s ``reset(seed=...)`` and torch take)
 _SEED_MOD = 2**31 - 1
@@ -69,6 +70,9 @@ class EpisodeRecord:
     #: each decision's action, compactly (``info["action"]``: ``"pass"``, a note's name, ``"note: <text>"``), so a
     #: reader sees what the policy did (``steer-envs report actions RUN``); empty for envs that do not say
     actions: tuple[str, ...] = ()
+    #: what the policy counted during this episode that the outcome does not show (``policy.counters()``'s change:
+    #: unparseable outputs, elided prompts, ...; :mod:`steer_envs.policy_counters`); empty when nothing happened
+    counters: dict[str, int] = field(default_factory=dict, hash=False)
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -93,7 +97,9 @@ class EpisodeRecord:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(EpisodeRecord))
-_REQUIRED = tuple(f.name for f in fields(EpisodeRecord) if f.default is MISSING)  # the fields without a default
+_REQUIRED = tuple(  # the fields without a default
+    f.name for f in fields(EpisodeRecord) if f.default is MISSING and f.default_factory is MISSING
+)
 
 
 def parse_episode_line(line: bytes | str, path: str | os.PathLike, lineno: int) -> EpisodeRecord:
@@ -236,7 +242,9 @@ def run_episode(
     same executor randomness up to their first diverging action (paired comparisons)."""
     start = time.perf_counter()
     actions: list[str] = []
+    before = policy_counters(policy)
     total, decisions, info = play_episode(env, policy, seed, task_id, actions)
+    counters = counter_change(before, policy_counters(policy))
     return EpisodeRecord(
         method=str(policy.name) if method is None else method,
         task_id=str(info.get("task_id", "")) if task_id is None else task_id,
@@ -255,6 +263,7 @@ def run_episode(
         failed=episode_failed(info),
         truncation=info.get("truncation"),
         actions=tuple(actions),
+        counters=counters,
     )
 
 

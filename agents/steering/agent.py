@@ -52,6 +52,10 @@ class SteeringAgent:
         self.rng = np.random.default_rng([base, 0x5EE7])
         self.generator = torch.Generator().manual_seed(int(self.rng.integers(2**31)))
 
+    def counters(self) -> dict[str, int]:
+        """The steerer's counters (the harness stores each episode's change in its record)."""
+        return self.steerer.counters()
+
     def priority(self, observation: Any) -> float:
         with torch.no_grad():
             return priority(float(self.steerer.fast_scores([observation])[0]))

@@ -41,7 +41,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.extras import import_extra
 from steer_envs.llm.offline import LOCAL_LOAD
 
-from .context_fit import ContextStats, fit_observation
+from .context_fit import ContextStats, GoalDoesNotFitError, fit_observation
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
@@ -284,6 +284,10 @@ class CausalLMSteerer(Steerer):
     def device(self) -> torch.device:
         return next(self.lm.parameters()).device
 
+    def counters(self) -> dict[str, int]:
+        """How its prompts were fitted to the context (:class:`~.context_fit.ContextStats`)."""
+        return self.context_stats.as_dict()
+
     def build_spec(self) -> dict[str, Any]:
         return {
             "model": self.model_spec,
@@ -376,7 +380,7 @@ class CausalLMSteerer(Steerer):
         kept, the oldest turns elided behind a marker; tokens counted with this tokenizer) + ``suffix``."""
         tail = self._ids(suffix)
         bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
-        room = max(16, self.prompt_budget - len(tail) - len(bos))
+        room = self.prompt_budget - len(tail) - len(bos)
         seen: dict[str, list[int]] = {}  # each candidate text is tokenised once
 
         def ids(text: str) -> list[int]:
@@ -384,9 +388,27 @@ class CausalLMSteerer(Steerer):
                 seen[text] = self._ids(text)
             return seen[text]
 
-        fitted = fit_observation(observation, lambda text: len(ids(text)) <= room)
+        try:
+            fitted = fit_observation(observation, lambda text: len(ids(text)) <= room)
+        except GoalDoesNotFitError as exc:
+            raise self._goal_does_not_fit(exc, len(ids(exc.text)) + len(tail) + len(bos)) from None
         self.context_stats.record(fitted)
         return bos + ids(fitted.text) + tail
+
+    def _goal_does_not_fit(self, exc: GoalDoesNotFitError, prompt_tokens: int) -> GoalDoesNotFitError:
+        """The refusal, with the numbers: the smallest prompt (goal, counters, question) and the context it needs."""
+        generated = self.max_think_tokens + GRAMMAR_RESERVE
+        limit = f"max_prompt_tokens {self.max_prompt_tokens}"
+        if self.context_length is not None:
+            limit += f", the model's context {self.context_length} less {generated} generated"
+        return GoalDoesNotFitError(
+            exc.text,
+            exc.elided_turns,
+            f"the steerer cannot read this episode's goal: the goal with its counters and question take "
+            f"{prompt_tokens} tokens, and a prompt may have {self.prompt_budget} ({limit}). The goal is never cut; "
+            f"use a model whose context holds at least {prompt_tokens + generated} tokens (and max_prompt_tokens "
+            f">= {prompt_tokens}), or fewer think tokens",
+        )
 
     def _pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``input_ids``, ``attention_mask`` and ``position_ids`` (0 at each row's first real token) on the model's

@@ -8,8 +8,10 @@ their prompts here, so they elide the same way:
 * the goal, the counters and the question always stay (they say what is being supervised and what to answer);
 * whole **turns** are elided from the oldest on (the latest turns are what a supervision decision is about), and a
   visible marker (:data:`ELISION_MARKER`) says how many, so the model knows the transcript is not the whole story;
-* only when the latest turn alone does not fit is its start cut too (the marker then ends in ``...``); only when
-  not even the goal fits is the text cut at the end (a goal of thousands of tokens, never seen in the suite).
+* only when the latest turn alone does not fit is its start cut too (the marker then ends in ``...``);
+* the goal is never cut: when not even the goal, the counters and the marker fit, :class:`GoalDoesNotFitError`
+  carries that text, so the caller can say how large a context it needs (a supervisor that cannot read the goal
+  is not supervising it).
 
 What "fits" means is the caller's: the local causal-LM steerer counts tokens with its tokenizer
 (:class:`~agents.steering.causal_lm.CausalLMSteerer`), the served one estimates them from characters against the
@@ -25,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY
 
 #: what stands where elided turns were (``{n}``: how many; ``{s}``: the plural's "s")
@@ -123,8 +126,19 @@ def fit_observation(observation: Any, fits: Callable[[str], bool]) -> FittedText
     bare = _render(observation, elision_marker(len(turns)) if turns else "")  # the goal and the marker only
     if fits(bare):
         return FittedText(bare, len(turns))
-    size = _largest(1, len(bare), lambda c: fits(bare[:c]))  # the goal itself is too long: its end is cut
-    return FittedText(bare[: max(size, 1)], len(turns), cut=True)
+    raise GoalDoesNotFitError(bare, len(turns))
+
+
+class GoalDoesNotFitError(SteerEnvsError):
+    """Not even the goal (with the counters and the elision marker) fits the prompt's room. ``text`` is the smallest
+    observation text a prompt may hold; callers measure it and name the context they need."""
+
+    def __init__(self, text: str, elided_turns: int = 0, message: str | None = None) -> None:
+        self.text = text
+        self.elided_turns = elided_turns
+        super().__init__(
+            message or f"the steerer's prompt has no room for the goal ({len(text)} characters with the counters)"
+        )
 
 
 @dataclass
@@ -151,4 +165,12 @@ class ContextStats:
         return dict(vars(self))
 
 
-__all__ = ["ELISION_MARKER", "ContextStats", "FittedText", "elision_marker", "fit_observation", "split_turns"]
+__all__ = [
+    "ELISION_MARKER",
+    "ContextStats",
+    "FittedText",
+    "GoalDoesNotFitError",
+    "elision_marker",
+    "fit_observation",
+    "split_turns",
+]

@@ -51,7 +51,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.llm.base import ContextOverflowError, context_length_of
 
 from .causal_lm import FAST_QUESTION, GRAMMAR_HEAD, PASS_NAME, SLOW_INSTRUCTION, THINK_END
-from .context_fit import ContextStats, fit_observation
+from .context_fit import ContextStats, FittedText, GoalDoesNotFitError, fit_observation
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
@@ -267,6 +267,11 @@ class ServedSteerer(Steerer):
         super().__setstate__(state)
         self._log_lock = threading.Lock()
 
+    def counters(self) -> dict[str, int]:
+        """Its requests, parse failures and top-k misses (:class:`ServedStats`) and how its prompts were fitted
+        (:class:`~.context_fit.ContextStats`)."""
+        return {**self.stats.as_dict(), **self.context_stats.as_dict()}
+
     def build_spec(self) -> dict[str, Any]:
         return {
             "model": self.model_spec,
@@ -318,7 +323,12 @@ class ServedSteerer(Steerer):
         """Observation text fitted to :meth:`prompt_budget` (:func:`~.context_fit.fit_observation`: the goal kept,
         the oldest turns elided behind a marker) + ``suffix``."""
         room = self.prompt_budget(reserve) - len(suffix)
-        fitted = fit_observation(observation, lambda text: len(text) <= room)
+        try:
+            fitted = fit_observation(observation, lambda text: len(text) <= room)
+        except GoalDoesNotFitError as exc:
+            # the budget is an estimate in characters: the goal goes whole and the server, which counts tokens,
+            # decides (a refusal refits, then falls back, both counted); the goal is never cut
+            fitted = FittedText(exc.text, exc.elided_turns)
         self.context_stats.record(fitted)
         return fitted.text + suffix
 

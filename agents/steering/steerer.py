@@ -62,6 +62,12 @@ class Steerer(nn.Module, ABC):
         #: sample one, nor give its log-probability gradient (it would be noise into the shared encoder)
         self.choose_arguments = True
 
+    def counters(self) -> dict[str, int]:
+        """Cumulative counts of what this steerer did that a decision's outcome does not show (prompts fitted to
+        the context, unparseable outputs; :mod:`steer_envs.policy_counters`). None here; backbones that fit prompts
+        or parse text override it."""
+        return {}
+
     def set_action_mode(self, action_mode: str) -> None:
         """Adapt the slow path to the environment's action mode (see :attr:`choose_arguments`)."""
         self.choose_arguments = action_mode != "discrete"

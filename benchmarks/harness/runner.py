@@ -21,6 +21,7 @@ from baselines.registry import MethodContext, get_method, parse_method
 from steer_envs.atomic import atomic_write_text
 from steer_envs.episodes import EpisodeLog, EpisodeRecord, episode_seed, run_episode
 from steer_envs.errors import SteerEnvsError
+from steer_envs.policy_counters import counter_notes, sum_counters
 from steer_envs.rollouts import (
     GivenState,
     Job,
@@ -239,11 +240,17 @@ def write_summary(folder: RunFolder, resamples: int = 2000) -> tuple[list[Method
     )
     table = results_table(summaries, benchmarks)
     header = table_header(cfg)
-    notes = incomplete_notes(folder, partial) + context_notes(summaries) + same_split_notes(folder, summaries)
+    counters = {label: sum_counters(r.counters for r in records) for label, records in complete.items()}
+    notes = (
+        incomplete_notes(folder, partial)
+        + context_notes(summaries)
+        + counter_notes({s.method: counters.get(s.method, {}) for s in summaries})
+        + same_split_notes(folder, summaries)
+    )
     atomic_write_text(folder.root / "table.md", header + table + notes)
     metrics = {
         "config": folder.config.to_json(),
-        "methods": [_summary_json(s) for s in summaries],
+        "methods": [{**_summary_json(s), "counters": counters.get(s.method, {})} for s in summaries],
         "incomplete": partial,
     }
     atomic_write_text(folder.root / "metrics.json", json.dumps(metrics, indent=2) + "\n")

@@ -292,3 +292,28 @@ def test_a_served_steerer_whose_server_dies_mid_eval_leaves_its_failures_recorde
     assert summary.failed == len(failed) and summary.n_tasks == 4 - len(failed)
     again = evaluate(folder, spec, progress=False, log=log_lines.append)
     assert again.ran == 0 and len(again.records) == 4  # resumed: every episode kept, nothing redone
+
+
+# -- what the F1 does not show ------------------------------------------------------------------------------------
+def test_unparseable_slow_outputs_are_said_under_the_table_and_counted_in_the_run_folder(tmp_path):
+    """A served model that never writes the grammar: every slow-path sample is read as a pass. ``steer-envs eval``
+    says so under its table (console and ``table.md``), ``metrics.json`` counts them, and each episode record keeps
+    its own counts (so a resumed run adds up the same)."""
+    from benchmarks.harness.runfolder import label_filename
+    from tests.llm.support import ScriptedBackend
+
+    backend = ScriptedBackend(["I would rather not say."])  # reasoning without a line, and a line with no name
+    out = tmp_path / "run"
+    with OpenAICompatibleServer(backend, model_name="scripted") as server:
+        spec = f"steering_zero_shot:model=openai:scripted@{server.base_url},tau=0.05,think_tokens=8"
+        proc = eval_in_subprocess(out, [spec], benchmark="nq", limit=2, max_turns=2, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [method] = json.loads((out / "metrics.json").read_text())["methods"]
+    counters = method["counters"]
+    assert counters["slow_samples"] >= 1 and counters["parse_failures"] == counters["slow_samples"]
+    said = f"{counters['parse_failures']} of {counters['slow_samples']} slow-path outputs held no valid intervention"
+    assert said in proc.stdout and said in (out / "table.md").read_text()
+    lines = (out / "episodes" / f"{label_filename(method['method'])}.jsonl").read_text().splitlines()
+    per_episode = [json.loads(line)["counters"] for line in lines]
+    assert sum(c.get("parse_failures", 0) for c in per_episode) == counters["parse_failures"]
+    assert sum(c.get("fast_scores", 0) for c in per_episode) == counters["fast_scores"] >= 2

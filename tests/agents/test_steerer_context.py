@@ -55,6 +55,35 @@ def test_turns_split_losslessly_and_the_latest_survive():
     assert fit_observation(obs, lambda text: True) == FittedText(fit_observation(obs, lambda t: True).text)
 
 
+def test_the_goal_is_never_cut():
+    """Below the room the goal needs, fitting refuses and hands back the whole goal (callers say what they need)."""
+    from agents.steering.context_fit import GoalDoesNotFitError
+
+    obs = long_observation(12)
+    with pytest.raises(GoalDoesNotFitError) as caught:
+        fit_observation(obs, lambda text: len(text) <= 30)
+    assert caught.value.text.startswith("Goal: Who directed the film Jaws?") and caught.value.elided_turns == 14
+    assert fit_observation(obs, lambda text: len(text) <= len(caught.value.text)).text == caught.value.text
+
+
+def test_a_causal_lm_steerer_too_small_for_the_goal_refuses_with_the_context_it_needs(tmp_path):
+    from agents.steering.context_fit import GoalDoesNotFitError
+    from steer_envs.llm.tiny import build_tiny_causal_lm
+
+    folder = build_tiny_causal_lm(tmp_path / "lm", max_positions=160)
+    steerer = CausalLMSteerer(options_from_catalogue(STEERING), model=str(folder), max_think_tokens=6)
+    assert steerer.prompt_budget == 160 - 6 - 64
+    obs = long_observation()
+    with pytest.raises(GoalDoesNotFitError, match=r"at least (\d+) tokens") as caught:
+        steerer.fast_scores([obs])
+    needed = int(str(caught.value).split("at least ")[1].split()[0])
+    assert needed > 160 and "The goal is never cut" in str(caught.value)
+    big = build_tiny_causal_lm(tmp_path / "big", max_positions=needed)
+    fits = CausalLMSteerer(options_from_catalogue(STEERING), model=str(big), max_think_tokens=6)
+    text = fits.tokenizer.decode(fits.fast_prompt_ids(obs))  # the number named is enough: the goal whole
+    assert "Who directed the film Jaws?" in text and MARKER in text
+
+
 @pytest.fixture(scope="module")
 def server_2048(tiny_backend):
     with OpenAICompatibleServer(tiny_backend, model_name="tiny", max_model_len=2048) as server:
