@@ -178,12 +178,19 @@ class OpenAIBackend:
             return value
 
     def _listed_context_length(self) -> int | None:
+        """The context the server lists for this model; an adapter's entry (vLLM lists a LoRA module without a
+        ``max_model_len``, naming its base model as ``parent``) reads its base model's."""
         entries = self._model_entries()
-        entry = next((m for m in entries if m.get("id") == self.model), entries[0] if len(entries) == 1 else None)
-        for key in CONTEXT_KEYS:
-            value = (entry or {}).get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
+        by_id = {m.get("id"): m for m in entries}
+        entry = by_id.get(self.model, entries[0] if len(entries) == 1 else None)
+        seen: set[str] = set()
+        while entry is not None and entry.get("id") not in seen:
+            seen.add(entry.get("id"))
+            for key in CONTEXT_KEYS:
+                value = entry.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    return value
+            entry = by_id.get(entry.get("parent"))
         return None
 
     # -- HTTP ----------------------------------------------------------------------------------------------

@@ -123,3 +123,43 @@ def test_openai_context_is_none_when_unlisted_or_unreachable():
     assert gone.context_length is None and context_length_of(object()) is None
     with pytest.raises(Exception, match="max_model_len must be a positive number"):
         OpenAIOptions(max_model_len=0)
+
+
+def test_an_adapter_listed_without_a_context_reads_its_base_models():
+    """vLLM lists a LoRA module with ``parent`` (its base model) and no ``max_model_len``: the adapter's client
+    reads the base model's context, so its first request is fitted, not refused."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    listing = {
+        "object": "list",
+        "data": [
+            {"id": "base", "object": "model", "max_model_len": 512},
+            {"id": "adapter", "object": "model", "parent": "base"},
+            {"id": "orphan", "object": "model", "parent": "nowhere"},
+        ],
+    }
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(listing).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        assert load_openai_backend(f"adapter@{url}", timeout=5).context_length == 512
+        assert load_openai_backend(f"base@{url}", timeout=5).context_length == 512
+        assert load_openai_backend(f"orphan@{url}", timeout=5).context_length is None
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
