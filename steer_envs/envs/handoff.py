@@ -77,6 +77,8 @@ class HandoffSteeringEnv(SearchEnv):
     """Steer a five-role pipeline at every hand-off: pass, attach a note for the receiver, or reject the message."""
 
     kind = "handoff"
+    #: its executor is the simulated pipeline: ``sim:<pipeline profile>`` (the env cards list those profiles)
+    simulator = "pipeline"
     reward_doc = (
         "Terminal: the score of the summarizer's final answer against the golden answers under `metric` (F1 "
         "by default; 0 when the pipeline answers 'insufficient evidence' or never answers). Each intervention "

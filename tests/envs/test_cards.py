@@ -90,3 +90,21 @@ def test_a_card_lists_every_shipped_simulated_executor_with_its_own_words():
     for name in shipped_profiles():
         assert f"| `sim:{name}` | {load_profile(name).description} |" in card
     assert "| `sim:drift2` | Synthetic (not calibrated to recordings)" in card
+
+
+def test_the_handoff_card_lists_the_pipeline_profiles_it_takes_and_not_the_searchers(shared_data_dir):
+    """The hand-off env runs the simulated pipeline: its card lists the pipeline's profiles (each makes the env), and
+    a searcher profile, listed on the search envs' cards, is refused by it."""
+    import re
+
+    from steer_envs.errors import SteerEnvsError
+    from steer_envs.executors.pipeline import load_pipeline_profile, shipped_profiles
+
+    card = build_card("steer_envs/HandoffSteering-v0")
+    listed = re.findall(r"^\| `sim:([a-z0-9_]+)` \|", card.split("## Shipped simulated executors")[-1], re.M)
+    assert listed == shipped_profiles() and "`sim:drift1`" not in card
+    for name in listed:
+        assert f"| `sim:{name}` | {load_pipeline_profile(name).description} |" in card
+        gym.make("steer_envs/HandoffSteering-v0", executor=f"sim:{name}", split="dev").close()
+    with pytest.raises(SteerEnvsError, match="pipeline profile"):
+        gym.make("steer_envs/HandoffSteering-v0", executor="sim:drift1", split="dev")
