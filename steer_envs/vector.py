@@ -209,11 +209,26 @@ def default_max_in_flight(num_envs: int, executor: str | None) -> int:
     return num_envs if is_io_bound(executor) else 1
 
 
-def _executor_of(env_id: str, kwargs: dict[str, Any]) -> str | None:
-    if "executor" in kwargs:
-        return kwargs["executor"]
-    spec = gym.spec(env_id)
-    return (spec.kwargs or {}).get("executor")
+def max_in_flight_for(env_id: str, num_envs: int, kwargs: dict[str, Any]) -> int:
+    """:func:`default_max_in_flight` for ``gymnasium.make(env_id, **kwargs)``'s executor (the id's default when
+    ``kwargs`` names none)."""
+    executor = kwargs.get("executor", (gym.spec(env_id).kwargs or {}).get("executor"))
+    return default_max_in_flight(num_envs, executor)
+
+
+def env_factory(
+    env_id: str, wrappers: Sequence[Callable[[gym.Env], gym.Env]], kwargs: dict[str, Any]
+) -> Callable[[], gym.Env]:
+    """A function making ``gymnasium.make(env_id, **kwargs)`` wrapped by ``wrappers`` in order (one per sub-env)."""
+    import steer_envs  # noqa: F401  (registers the ids)
+
+    def make_one() -> gym.Env:
+        env = gym.make(env_id, **kwargs)
+        for wrapper in wrappers:
+            env = wrapper(env)
+        return env
+
+    return make_one
 
 
 def make_concurrent_vec(
@@ -229,19 +244,13 @@ def make_concurrent_vec(
     :class:`ConcurrentVectorEnv`; ``max_in_flight=None`` picks by executor kind (:func:`default_max_in_flight`)."""
     if not isinstance(num_envs, int) or num_envs < 1:
         raise SteerEnvsError(f"num_envs must be a positive integer, got {num_envs!r}")
-    import steer_envs  # noqa: F401  (registers the ids)
-
     if max_in_flight is None:
-        max_in_flight = default_max_in_flight(num_envs, _executor_of(env_id, kwargs))
-
-    def make_one() -> gym.Env:
-        env = gym.make(env_id, **kwargs)
-        for wrapper in wrappers:
-            env = wrapper(env)
-        return env
-
+        max_in_flight = max_in_flight_for(env_id, num_envs, kwargs)
     return ConcurrentVectorEnv(
-        [make_one] * num_envs, max_in_flight=max_in_flight, copy=copy, autoreset_mode=autoreset_mode
+        [env_factory(env_id, wrappers, kwargs)] * num_envs,
+        max_in_flight=max_in_flight,
+        copy=copy,
+        autoreset_mode=autoreset_mode,
     )
 
 
@@ -268,4 +277,11 @@ class VectorEntryPoint:
         )
 
 
-__all__ = ["ConcurrentVectorEnv", "VectorEntryPoint", "default_max_in_flight", "make_concurrent_vec"]
+__all__ = [
+    "ConcurrentVectorEnv",
+    "VectorEntryPoint",
+    "default_max_in_flight",
+    "env_factory",
+    "make_concurrent_vec",
+    "max_in_flight_for",
+]

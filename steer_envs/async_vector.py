@@ -1,0 +1,295 @@
+"""EnvPool-style asynchronous vector env: ``send`` actions to some envs, ``recv`` whichever envs are ready.
+
+Why: a vector ``step`` returns when the slowest of its N sub-envs has. With a served executor every sub-env's step
+is a generation request, and generation latencies differ by an order of magnitude between requests, so a
+synchronous step waits for the slowest draw of N and leaves every early env idle until then
+(:class:`~steer_envs.vector.ConcurrentVectorEnv` reached 15 % of N / latency at N = 256 under lognormal latency).
+EnvPool's asynchronous mode, which cleanrl's async PPO trains with, removes the barrier: ``num_envs`` envs run,
+``recv()`` returns the first ``batch_size`` that finished (with their ``env_id``), the learner acts on those alone
+and ``send(actions, env_ids)`` puts them back to work while the others are still waiting on their replies.
+
+The protocol (as EnvPool's):
+
+* ``async_reset(seed=None)`` starts every env's reset (``seed + i`` for env ``i``); ``recv()`` then returns their
+  first observations, ``batch_size`` at a time (reward 0, flags false);
+* ``send(actions, env_ids)`` steps those envs (an env may be sent to only when it is not in flight);
+  ``recv() -> (obs, rewards, terminations, truncations, infos)`` blocks until ``batch_size`` envs are ready and
+  returns them in the order they finished; ``infos["env_id"]`` says whose they are;
+* autoreset is Gymnasium's ``NEXT_STEP`` mode: the step after an env's episode ended resets it (its action is
+  ignored; reward 0, flags false, the new episode's first observation), so a learner never calls reset mid-run;
+* ``reset()`` and ``step(actions)`` are the synchronous vector API (every env, in env order); ``step`` needs
+  ``batch_size == num_envs`` and then returns exactly what :class:`gymnasium.vector.SyncVectorEnv` returns.
+
+Each env's trajectory depends only on its seed and the actions sent to it, never on the order replies arrive in, so
+a seeded run of a deterministic executor (``sim:``) is reproducible env by env. The envs step on a pool of
+``max_in_flight`` threads of this process (one interpreter, one corpus and index, one model backend and its
+keep-alive connections): for a served executor the work is waiting on sockets, which threads do without
+contention. ``max_in_flight=None`` keeps every env in flight for I/O-bound executors (``openai:``) and steps one at
+a time for CPU-bound ones (``sim:``, ``hf:``), where threads would only contend for the interpreter lock.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import types
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+
+from .errors import SteerEnvsError
+from .vector import env_factory, max_in_flight_for
+
+#: what one env's call gives back: (obs, reward, terminated, truncated, info)
+_Result = tuple[Any, float, bool, bool, dict]
+
+
+class AsyncPoolEnv(VectorEnv):
+    """``num_envs`` envs; ``recv()`` returns the first ``batch_size`` of them ready (see the module docstring).
+
+    ``observation_space`` / ``action_space`` are batched to ``batch_size`` (what ``recv`` returns and ``send``
+    takes); ``reset()`` returns all ``num_envs`` envs. A sub-env that raises makes the ``recv`` that collects it
+    raise that exception; the other results of that batch are kept for the next ``recv``, and the failed env is no
+    longer in flight (reset it with ``async_reset`` or close the pool)."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        batch_size: int | None = None,
+        max_in_flight: int | None = None,
+    ) -> None:
+        if not env_fns:
+            raise SteerEnvsError("AsyncPoolEnv needs at least one env function")
+        self.num_envs = len(env_fns)
+        self.batch_size = self.num_envs if batch_size is None else batch_size
+        if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= self.num_envs:
+            raise SteerEnvsError(
+                f"batch_size must be an integer from 1 to num_envs={self.num_envs} (how many ready envs each recv() "
+                f"returns), got {batch_size!r}"
+            )
+        if max_in_flight is not None and (not isinstance(max_in_flight, int) or max_in_flight < 1):
+            raise SteerEnvsError(
+                f"max_in_flight must be a positive integer (or None: one per env), got {max_in_flight!r}"
+            )
+        self.envs = [fn() for fn in env_fns]
+        first = self.envs[0]
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.batch_size)
+        self.action_space = batch_space(self.single_action_space, self.batch_size)
+        self.metadata = {**dict(first.metadata), "autoreset_mode": AutoresetMode.NEXT_STEP}
+        self.render_mode = first.render_mode
+        self.spec = first.spec
+        self.max_in_flight = min(self.num_envs, max_in_flight or self.num_envs)
+        self._threads = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="steer-pool")
+        self._ready: queue.SimpleQueue[tuple[int, _Result | BaseException]] = queue.SimpleQueue()
+        self._kept: deque[tuple[int, _Result]] = deque()  # results of a batch a failure interrupted
+        self._in_flight = np.zeros(self.num_envs, dtype=np.bool_)
+        self._needs_reset = np.ones(self.num_envs, dtype=np.bool_)  # NEXT_STEP: reset on the next send
+        self._lock = threading.Lock()
+        self.closed = False
+
+    # -- the asynchronous API ---------------------------------------------------------------------------------
+    def async_reset(
+        self, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> None:
+        """Start every env's reset (``seed + i`` for env ``i``, or one seed per env); ``recv()`` returns them."""
+        seeds = self._seeds(seed)
+        self._check_idle(range(self.num_envs), "async_reset")
+        for i in range(self.num_envs):
+            self._submit(i, lambda i=i: self._reset_one(i, seeds[i], options))
+
+    def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
+        """Step the envs ``env_ids`` (default: all) with ``actions`` (one per id, in the same order; batched as
+        ``action_space`` is, or any sequence). An env whose episode ended is reset instead (NEXT_STEP)."""
+        ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in np.asarray(env_ids).reshape(-1)]
+        per_env = self._unbatch(actions, len(ids))
+        if len(set(ids)) != len(ids) or any(not 0 <= i < self.num_envs for i in ids):
+            raise SteerEnvsError(f"env_ids must be distinct ids in [0, {self.num_envs}), got {ids}")
+        self._check_idle(ids, "send")
+        for i, action in zip(ids, per_env):
+            self._submit(i, lambda i=i, action=action: self._step_one(i, action))
+
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The first ``batch_size`` envs ready: ``(obs, rewards, terminations, truncations, infos)``, in the order
+        they finished; ``infos["env_id"]`` their ids. Blocks until that many are ready."""
+        if self.batch_size > int(self._in_flight.sum()) + len(self._kept):
+            raise SteerEnvsError(
+                f"recv() waits for {self.batch_size} envs, but only {int(self._in_flight.sum()) + len(self._kept)} are "
+                "in flight: send() actions to the ids the last recv() returned first (or async_reset())"
+            )
+        batch = [self._kept.popleft() for _ in range(min(self.batch_size, len(self._kept)))]
+        while len(batch) < self.batch_size:
+            i, result = self._received()
+            if isinstance(result, BaseException):  # this env failed: the others of the batch wait for the next recv
+                self._kept.extendleft(reversed(batch))
+                raise result
+            batch.append((i, result))
+        return self._assemble(batch)
+
+    @property
+    def in_flight(self) -> list[int]:
+        """The ids of the envs sent to (or resetting) whose results ``recv`` has not returned yet."""
+        with self._lock:
+            return [int(i) for i in np.flatnonzero(self._in_flight)]
+
+    # -- the synchronous vector API ---------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every env and return all ``num_envs`` first observations in env order (Gymnasium's ``reset``)."""
+        self.async_reset(seed, options)
+        done = self._collect(self.num_envs)
+        obs, _, _, _, infos = self._assemble(sorted(done, key=lambda item: item[0]))
+        return obs, infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Every env, in env order (``send`` to all, then every result): SyncVectorEnv's ``step`` under NEXT_STEP
+        autoreset. Needs ``batch_size == num_envs``."""
+        if self.batch_size != self.num_envs:
+            raise SteerEnvsError(
+                f"step() returns every env, so it needs batch_size == num_envs ({self.batch_size} != {self.num_envs}); "
+                "use send(actions, env_ids) and recv()"
+            )
+        self.send(actions)
+        return self._assemble(sorted(self._collect(self.num_envs), key=lambda item: item[0]))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._threads.shutdown(wait=True, cancel_futures=True)
+        for env in self.envs:
+            env.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"AsyncPoolEnv(num_envs={self.num_envs}, batch_size={self.batch_size}, max_in_flight={self.max_in_flight})"
+        )
+
+    # -- internals ------------------------------------------------------------------------------------------
+    def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, int):
+            return [seed + i for i in range(self.num_envs)]
+        seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise SteerEnvsError(f"a list of seeds needs one per env ({self.num_envs}), got {len(seeds)}")
+        return seeds
+
+    def _check_idle(self, ids: Sequence[int] | range, what: str) -> None:
+        busy = [i for i in ids if self._in_flight[i]]
+        if busy or (what == "async_reset" and self._kept):
+            raise SteerEnvsError(
+                f"{what}() on env(s) still in flight: {busy or 'results not yet received'}; recv() them first"
+            )
+
+    def _submit(self, i: int, call: Callable[[], _Result]) -> None:
+        with self._lock:
+            self._in_flight[i] = True
+
+        def run() -> None:
+            try:
+                self._ready.put((i, call()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the recv() that collects this env
+                self._ready.put((i, exc))
+
+        self._threads.submit(run)
+
+    def _reset_one(self, i: int, seed: int | None, options: dict[str, Any] | None) -> _Result:
+        obs, info = self.envs[i].reset(seed=seed, options=options)
+        self._needs_reset[i] = False
+        return obs, 0.0, False, False, info
+
+    def _step_one(self, i: int, action: Any) -> _Result:
+        if self._needs_reset[i]:
+            return self._reset_one(i, None, None)
+        obs, reward, terminated, truncated, info = self.envs[i].step(action)
+        self._needs_reset[i] = bool(terminated or truncated)
+        return obs, float(reward), bool(terminated), bool(truncated), info
+
+    def _received(self) -> tuple[int, _Result | BaseException]:
+        """The next env to finish (blocking); it is no longer in flight, and one that failed will reset."""
+        i, result = self._ready.get()
+        with self._lock:
+            self._in_flight[i] = False
+        if isinstance(result, BaseException):
+            self._needs_reset[i] = True
+        return i, result
+
+    def _collect(self, n: int) -> list[tuple[int, _Result]]:
+        """``n`` results for a synchronous call; the first failure is raised once all ``n`` have arrived, so no env
+        of the call is left in flight."""
+        done: list[tuple[int, _Result]] = []
+        error: BaseException | None = None
+        for _ in range(n):
+            i, result = self._received()
+            if isinstance(result, BaseException):
+                error = error or result
+            else:
+                done.append((i, result))
+        if error is not None:
+            raise error
+        return done
+
+    def _unbatch(self, actions: Any, n: int) -> list[Any]:
+        if isinstance(actions, dict):
+            keys = list(actions)
+            return [{k: actions[k][j] for k in keys} for j in range(n)]
+        per_env = list(actions) if not isinstance(actions, np.ndarray) else [actions[j] for j in range(len(actions))]
+        if len(per_env) != n:
+            raise SteerEnvsError(f"send() got {len(per_env)} actions for {n} env ids (one action per id)")
+        return per_env
+
+    def _assemble(self, batch: list[tuple[int, _Result]]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        n = len(batch)
+        obs = concatenate(
+            self.single_observation_space,
+            [r[0] for _, r in batch],
+            create_empty_array(self.single_observation_space, n),
+        )
+        rewards = np.array([r[1] for _, r in batch], dtype=np.float64)
+        terminations = np.array([r[2] for _, r in batch], dtype=np.bool_)
+        truncations = np.array([r[3] for _, r in batch], dtype=np.bool_)
+        infos = _batched_infos([r[4] for _, r in batch])
+        infos["env_id"] = np.array([i for i, _ in batch], dtype=np.int32)
+        return obs, rewards, terminations, truncations, infos
+
+
+def _batched_infos(infos: list[dict[str, Any]]) -> dict[str, Any]:
+    """The infos of ``len(infos)`` envs batched by Gymnasium's own rule (``VectorEnv._add_info``: a value array and
+    a ``_key`` mask per key), for a batch that is not every env of a vector env."""
+    holder = types.SimpleNamespace(num_envs=len(infos))
+    holder._add_info = VectorEnv._add_info.__get__(holder)  # its recursion into dict values calls self._add_info
+    out: dict[str, Any] = {}
+    for j, info in enumerate(infos):
+        out = holder._add_info(out, info, j)
+    return out
+
+
+def make_async_pool(
+    env_id: str,
+    num_envs: int,
+    batch_size: int | None = None,
+    max_in_flight: int | None = None,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+    **kwargs: Any,
+) -> AsyncPoolEnv:
+    """``num_envs`` copies of ``gymnasium.make(env_id, **kwargs)`` (each wrapped by ``wrappers``, in order) in an
+    :class:`AsyncPoolEnv` returning ``batch_size`` envs per ``recv()`` (default: all of them).
+    ``max_in_flight=None`` picks by executor kind (every env for ``openai:``, one for ``sim:`` / ``hf:``)."""
+    if not isinstance(num_envs, int) or num_envs < 1:
+        raise SteerEnvsError(f"num_envs must be a positive integer, got {num_envs!r}")
+    if max_in_flight is None:
+        max_in_flight = max_in_flight_for(env_id, num_envs, kwargs)
+    make_one = env_factory(env_id, wrappers, kwargs)
+    return AsyncPoolEnv([make_one] * num_envs, batch_size=batch_size, max_in_flight=max_in_flight)
+
+
+__all__ = ["AsyncPoolEnv", "make_async_pool"]
