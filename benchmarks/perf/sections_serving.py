@@ -24,9 +24,11 @@ MIB = 1 << 20
 #: the rows of test_perf_inflight.py in page order: each latency's eval path, then the vector envs beside it
 IN_FLIGHT_RUNS = (
     "test_eval_rollout_path_in_flight[lognormal-1s]",
+    "test_async_pool_in_flight[lognormal-1s]",
     "test_vector_envs_beside[lognormal-1s-concurrent-256]",
     "test_vector_envs_beside[lognormal-1s-sync-8]",
     "test_eval_rollout_path_in_flight[fixed-100ms]",
+    "test_async_pool_in_flight[fixed-100ms]",
     "test_vector_envs_beside[fixed-100ms-concurrent-256]",
     "test_vector_envs_beside[fixed-100ms-sync-32]",
     "test_eval_on_the_processes_pool",
@@ -59,8 +61,9 @@ def _in_flight_targets(found: list[dict[str, Any]]) -> list[str]:
     for e in found:
         if e.get("target_share") is None:
             continue
+        who = "the async pool" if e["path"].startswith("AsyncPoolEnv") else "the eval path"
         notes.append(
-            f"Target at {latency_label(e)}: the eval path ≥ {pct(e['target_share'])} of {e['in_flight']} / latency "
+            f"Target at {latency_label(e)}: {who} ≥ {pct(e['target_share'])} of {e['in_flight']} / latency "
             f"({met(e['share_of_ceiling'] >= e['target_share'])}: {pct(e['share_of_ceiling'])})."
         )
         if not e["cv"]:

@@ -211,6 +211,58 @@ def test_vector_envs_beside(benchmark, servers, latency, kind, num_envs, steps):
     )
 
 
+#: the async pool's envs returned per recv(): a few, so that few envs wait on the learner at any moment (at most
+#: about 2 x batch of the N are out of the server's hands), per latency, with the env results to collect
+ASYNC_BATCH = 8
+ASYNC_RESULTS = {"lognormal-1s": 3000, "fixed-100ms": 12000}
+#: the async pool's steady requests/s as a share of N / mean latency: the acceptance bars
+ASYNC_TARGET_SHARE = {"lognormal-1s": 0.9, "fixed-100ms": 0.8}
+
+
+def _async_cycles(pool, results: int) -> int:
+    """recv() the ready envs and send them straight back (action 0, a pass) until ``results`` env results came."""
+    got = 0
+    while got < results:
+        *_, info = pool.recv()
+        ids = info["env_id"]
+        pool.send(np.zeros(len(ids), dtype=np.int64), ids)
+        got += len(ids)
+    return got
+
+
+@pytest.mark.parametrize("latency", list(LATENCIES))
+def test_async_pool_in_flight(benchmark, servers, latency):
+    """The EnvPool-style async vector env (steer_envs.async_vector): N envs, the first few ready returned per
+    recv() and sent straight back, so no env waits for another's reply."""
+    from steer_envs.async_vector import make_async_pool
+
+    server = servers[latency]
+    kw = dict(executor=f"{server.spec}?max_in_flight={N}", split="test", max_turns=MAX_TURNS)
+    pool = make_async_pool(STEERING_ENV, N, batch_size=ASYNC_BATCH, **kw)
+    try:
+        pool.async_reset(seed=0)
+        _async_cycles(pool, 2 * N)  # connections, BM25 index, tasks
+        server.counters(reset=True)
+        with Sampler(server) as sampler:
+            got = benchmark.pedantic(_async_cycles, args=(pool, ASYNC_RESULTS[latency]), rounds=1, iterations=1)
+        counts = server.counters()
+    finally:
+        pool.close()
+    figures = sampler.steady(N, int(counts["requests"] - N))
+    assert got >= ASYNC_RESULTS[latency] and figures["window_s"] > 1.0
+    _record(
+        benchmark,
+        latency,
+        f"AsyncPoolEnv (batch {ASYNC_BATCH})",
+        N,
+        figures,
+        counts,
+        results=got,
+        requests=counts["requests"],
+        target_share=ASYNC_TARGET_SHARE[latency],
+    )
+
+
 def test_eval_on_the_processes_pool(benchmark, servers, tmp_path):
     """``--pool processes``: a worker process runs one episode at a time, so its in-flight count is its worker
     count (2 here, one per core), whatever the server could take."""
