@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 
 from .data.records import Task
 from .errors import SteerEnvsError
-from .executors.base import Executor, ExecutorContext, ExecutorError, Intervention, TurnResult
+from .executors.base import TURN_KINDS, Executor, ExecutorContext, ExecutorError, Intervention, TurnResult
 
-TURN_KINDS = ("search", "answer", "invalid", "failed", "message")
 NOTE = Intervention("note", "Verify the evidence before answering.")
 
 

@@ -71,6 +71,23 @@ def test_an_llm_executor_passes_with_determinism_skipped(shared_data_dir):
     assert "determinism" in report.skipped and "state round trip" in report.passed
 
 
+class Overflows(Toy):
+    """Its model's context fills after the first search: the base class turns that into an ``overflow`` turn."""
+
+    def _turn(self) -> TurnResult:
+        from steer_envs.llm.base import ContextOverflowError
+
+        if self.stats.turns >= 1:
+            raise ContextOverflowError("the prompt has 600 tokens; the model's context is 512")
+        return super()._turn()
+
+
+def test_an_executor_that_outgrows_its_context_passes():
+    """An overflow is an outcome (a scored truncation), one of the turn kinds the checker accepts."""
+    report = check_executor(Overflows, TASKS)
+    assert "protocol" in report.passed and "interventions" in report.passed
+
+
 class BadKind(Toy):
     def _turn(self):
         return TurnResult("thinking", "hmm")  # type: ignore[arg-type]

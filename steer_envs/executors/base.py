@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..data.records import Task
 from ..errors import ServiceError, SteerEnvsError
@@ -39,6 +39,11 @@ class Intervention:
             raise SteerEnvsError(f"intervention kind must be 'note' or 'reject', got {self.kind!r}")
 
 
+#: what kind of turn an executor took (``TurnResult.kind``); :data:`TURN_KINDS` is the same list at run time
+TurnKind = Literal["search", "answer", "invalid", "failed", "message", "overflow"]
+TURN_KINDS: tuple[str, ...] = get_args(TurnKind)
+
+
 @dataclass(frozen=True)
 class TurnResult:
     """What one executor turn produced. ``segment`` is the generated text, ``observation`` what the
@@ -46,7 +51,7 @@ class TurnResult:
     turn that neither searched nor answered (a pipeline role's hand-off). ``overflow``: the prompt no longer fits the
     model's context, so the episode ends without an answer (``error`` says by how much)."""
 
-    kind: Literal["search", "answer", "invalid", "failed", "message", "overflow"]
+    kind: TurnKind
     segment: str
     observation: str = ""
     query: str | None = None
