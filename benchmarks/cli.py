@@ -494,8 +494,8 @@ def register_commands() -> None:
     register_command(
         Command(
             "report",
-            "write report.md and PNG plots for a run folder, or rebuild a results page "
-            "(results, results_actguide, results_handoff, results_testbed) from its run folders",
+            "write report.md and PNG plots for a run folder, or rebuild a results page from its run folders "
+            "(`report --help` lists the pages)",
             _configure_report,
             _run_report,
         )
