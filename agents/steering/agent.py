@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from steer_envs.envs.task_env import ACTION_MODES
 from steer_envs.errors import SteerEnvsError
 
 from .gate import check_tau, gate_decision, gate_probability, priority
 from .steerer import SlowSample, Steerer
-
-ACTION_MODES = ("discrete", "text")
 
 
 class SteeringAgent:

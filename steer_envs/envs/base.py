@@ -25,9 +25,8 @@ from ..failures import CONTEXT_TRUNCATION
 from ..meter import count_step
 from .catalogue import CATALOGUES, InterventionTemplate
 from .spaces import AnyText, discrete_index
-from .task_env import SearchTaskEnv
+from .task_env import ACTION_MODES, SearchTaskEnv
 
-ACTION_MODES = ("discrete", "text")
 MAX_GOAL_CHARS = 2000
 MAX_ACTION_CHARS = 1 << 20  # the action *space* bound; longer strings are accepted too (see _action_text)
 _Config = TypeVar("_Config", bound="SearchTaskConfig")

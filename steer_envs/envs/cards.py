@@ -26,13 +26,13 @@ import gymnasium as gym
 import numpy as np
 
 from .registration import NAMESPACE
+from .task_env import ACTION_MODES
 
 SAMPLE_SEED = 0
 SAMPLE_MAX_STEPS = 40
 SNIPPET_CHARS = 700
 #: options the sample episode is played with when the env accepts them (dev split: never the test split)
 SAMPLE_OPTIONS: dict[str, Any] = {"split": "dev"}
-ACTION_MODES = ("discrete", "text")
 
 VERSIONING = """The suffix `-v0` versions the env's *behaviour*: the observations, rewards and episode ends that a seed,
 the options and the data produce. A change that alters them (a simulator change, a new reward term, a different

@@ -32,10 +32,10 @@ from ..executors.pipeline.roles import SIM_ROLES, entities
 from .base import MAX_GOAL_CHARS
 from .handoff import MAX_MESSAGE_CHARS, HandoffSteeringEnv
 from .spaces import AnyText
+from .task_env import ACTION_MODES
 
 STEERER = "steerer"
 AGENTS: tuple[str, ...] = ROLES + (STEERER,)
-ROLE_ACTION_MODES = ("discrete", "text")
 READER_CANDIDATES = 8
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
 
@@ -132,8 +132,8 @@ class HandoffPipelineAEC(AECEnv):
         unknown = [a for a in learning if a not in AGENTS]
         if unknown or not learning:
             raise SteerEnvsError(f"learning must name one or more of {', '.join(AGENTS)}; got {list(learning)!r}")
-        if role_action_mode not in ROLE_ACTION_MODES:
-            raise SteerEnvsError(f"role_action_mode must be one of {ROLE_ACTION_MODES}, got {role_action_mode!r}")
+        if role_action_mode not in ACTION_MODES:
+            raise SteerEnvsError(f"role_action_mode must be one of {ACTION_MODES}, got {role_action_mode!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise SteerEnvsError(
                 f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"

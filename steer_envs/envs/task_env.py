@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, get_args
 
 import gymnasium as gym
 import numpy as np
@@ -52,7 +52,9 @@ class TaskOptions(Protocol):
     def split(self) -> str: ...
 
 
-ACTION_MODES = ("discrete", "text")
+#: how an env takes its actions: an index into its catalogue, or text
+ActionMode = Literal["discrete", "text"]
+ACTION_MODES: tuple[str, ...] = get_args(ActionMode)
 #: the range episode seeds are drawn from (the env's RNG gives one per reset)
 EPISODE_SEED_BOUND = 2**31 - 1
 _Env = TypeVar("_Env", bound="SearchTaskEnv")
@@ -273,4 +275,4 @@ class SearchTaskEnv(gym.Env):
         """Release what the env holds (executor, retriever, clients)."""
 
 
-__all__ = ["ACTION_MODES", "EPISODE_SEED_BOUND", "SearchTaskEnv"]
+__all__ = ["ACTION_MODES", "EPISODE_SEED_BOUND", "ActionMode", "SearchTaskEnv"]
