@@ -64,13 +64,13 @@ from typing import Any
 import torch
 
 from steer_envs import __version__
+from steer_envs.atomic import atomic_write_json
 from steer_envs.errors import SteerEnvsError
 
 from .configio import UNHASHED_FIELDS
 from .steering.checkpoint import (
     append_jsonl,
     atomic_torch_save,
-    atomic_write_json,
     load_checkpoint,
     read_jsonl,
     save_checkpoint,
@@ -320,7 +320,7 @@ class RunFolder:
                 )
         elif self.writer:
             atomic_write_json(
-                {"fingerprint": fingerprint, VERSION_KEY: __version__, "config": self.config.to_dict()}, config_path
+                config_path, {"fingerprint": fingerprint, VERSION_KEY: __version__, "config": self.config.to_dict()}
             )
         return resume and has_checkpoint
 
@@ -360,7 +360,7 @@ class RunFolder:
 
     def write_json(self, name: str, obj: Any) -> None:
         if self.writer:
-            atomic_write_json(obj, self.path / name)
+            atomic_write_json(self.path / name, obj)
 
     def read_json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text())

@@ -44,11 +44,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from steer_envs.atomic import atomic_write_json
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.errors import SteerEnvsError
 
 from ..grpo import baseline_advantages, clipped_surrogate_terms, group_advantages, kl_k3, shaped_weight
-from ..steering.checkpoint import atomic_torch_save, atomic_write_json
+from ..steering.checkpoint import atomic_torch_save
 from ..trainer_base import CONFIG_FILE, LOG_FILE, TrainerBase
 from .config import ActGuideConfig
 from .learners import build_learner, frozen_copy
@@ -94,6 +95,7 @@ def save_learner(learner, config: ActGuideConfig, run_dir: Path, extra: dict[str
     """Weights (tensors only) plus a JSON card that rebuilds the learner (:func:`load_learner`)."""
     atomic_torch_save(learner.state_dict(), run_dir / MODEL_FILE)
     atomic_write_json(
+        run_dir / MODEL_META,
         {
             "learner": config.learner,
             "learner_args": config.learner_args,
@@ -101,7 +103,6 @@ def save_learner(learner, config: ActGuideConfig, run_dir: Path, extra: dict[str
             "config": config.to_dict(),
             **(extra or {}),
         },
-        run_dir / MODEL_META,
     )
 
 

@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from steer_envs.atomic import atomic_write_bytes
-from steer_envs.atomic import atomic_write_json as write_json
 from steer_envs.checkpoints import load_checkpoint, save_checkpoint
 
 __all__ = [
     "append_jsonl",
     "atomic_torch_save",
     "atomic_write_bytes",
-    "atomic_write_json",
     "load_checkpoint",
     "read_jsonl",
     "save_checkpoint",
@@ -34,10 +32,6 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
     import torch
 
     atomic_write_bytes(path, lambda fh: torch.save(obj, fh))
-
-
-def atomic_write_json(obj: Any, path: Path) -> None:
-    write_json(path, obj)
 
 
 def append_jsonl(record: dict[str, Any], path: Path) -> None:
