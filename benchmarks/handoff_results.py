@@ -46,13 +46,12 @@ import numpy as np
 from steer_envs.atomic import atomic_write_text
 from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
-from steer_envs.episodes import episode_seed
+from steer_envs.episodes import EpisodeLog, EpisodeRecord, episode_seed
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 from steer_envs.ids import HANDOFF_ENV
 
 from .harness.config import EvalConfig
-from .harness.records import EpisodeLog, EpisodeRecord
 from .harness.runfolder import RunFolder
 from .harness.runner import evaluate
 from .harness.setting import setting_card

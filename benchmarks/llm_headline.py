@@ -300,9 +300,9 @@ def dev_logs(dev_folder) -> dict[str, Any]:
     and its decision log, keyed by the label without τ."""
     from baselines.registry import parse_method
     from baselines.steering import DECISION_LOG
+    from steer_envs.episodes import EpisodeLog
 
     from .harness.operating import without_option
-    from .harness.records import EpisodeLog
 
     out: dict[str, Any] = {}
     for label in dev_folder.methods():
@@ -337,7 +337,8 @@ def build_report(
     dev_folder=None,
 ) -> dict[str, Any]:
     """Rows whose test episodes are complete, their paired intervals, the card and the wall times."""
-    from .harness.records import EpisodeLog
+    from steer_envs.episodes import EpisodeLog
+
     from .harness.setting import setting_card
     from .harness.stats import HierarchicalBootstrap, RowRuns
 
@@ -427,11 +428,11 @@ def run(
 ) -> dict[str, Any]:
     """Every part, resuming what a previous invocation finished; the report (written to ``OUT``, to ``summary`` and
     as the page, to ``doc``, after every part)."""
+    from steer_envs.episodes import EpisodeLog
     from steer_envs.llm.vllm_engine import VLLMServeOptions, VLLMServer
     from steer_envs.rollouts import PoolConfig
 
     from .harness.operating import cached_choice, choose_rate, without_option
-    from .harness.records import EpisodeLog
     from .harness.runfolder import RunFolder
     from .harness.runner import evaluate
 

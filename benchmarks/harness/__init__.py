@@ -2,7 +2,7 @@
 paper-style tables with paired 95% intervals, sweeps, plots and a report.
 
 Modules, one job each: :mod:`.config` (what a run is), :mod:`.runfolder` (where it lives, refusal of a
-different config), :mod:`.records` (one JSONL line per finished episode, resume), :mod:`.stats` (paired
+different config; the episode records themselves are :mod:`steer_envs.episodes`), :mod:`.stats` (paired
 bootstrap), :mod:`.tables` (markdown), :mod:`.runner` (episodes), :mod:`.sweeps`, :mod:`.plots`,
 :mod:`.report`, :mod:`.demo`; :mod:`.setting` (the one setting card), :mod:`.provenance` (the one git helper).
 

@@ -44,13 +44,13 @@ from baselines.registry import MethodContext, get_method, parse_method
 from steer_envs.atomic import atomic_write_text
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import BENCHMARKS
+from steer_envs.episodes import EpisodeLog
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import using_pool
 
 from .budget import Budget, build_measured, format_steps
 from .config import EvalConfig
 from .operating import KnobChoice, _save_choice, cached_choice, choose_rate, interventions_per_task, without_option
-from .records import EpisodeLog
 from .runfolder import RunFolder
 from .runner import REFERENCE, evaluate, method_context
 from .setting import setting_card

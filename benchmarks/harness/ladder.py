@@ -67,13 +67,12 @@ from baselines.oracle import Oracle
 from baselines.registry import STEERING_ENV
 from baselines.simple import PASS, NoSupervision, RandomIntervention
 from steer_envs.data import BENCHMARKS
-from steer_envs.episodes import episode_seed, play_episode
+from steer_envs.episodes import EpisodeLog, EpisodeRecord, episode_seed, play_episode
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 
 from .config import EvalConfig
 from .provenance import code_version
-from .records import EpisodeLog, EpisodeRecord
 from .runner import run_episode
 from .setting import RETRIEVER, TOPK, corpus_card, executor_hash
 from .stats import HierarchicalBootstrap, RowRuns

@@ -25,9 +25,9 @@ from typing import Any
 
 from baselines.registry import MethodSpec, get_method, parse_method
 from steer_envs.atomic import atomic_write_json
+from steer_envs.episodes import EpisodeLog
 from steer_envs.errors import SteerEnvsError
 
-from .records import EpisodeLog
 from .runfolder import RunFolder
 from .runner import evaluate
 from .sweeps import with_option

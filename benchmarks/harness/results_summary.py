@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from steer_envs.atomic import atomic_write_bytes, atomic_write_text
+from steer_envs.episodes import EpisodeLog
 from steer_envs.paths import REPO_ROOT
 
 from .comparison import RULE, Comparison, Row, _summary_dict
 from .provenance import read_runs
-from .records import EpisodeLog
 from .runfolder import RunFolder
 from .runner import REFERENCE
 from .stats import HierarchicalBootstrap

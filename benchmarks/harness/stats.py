@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from steer_envs.episodes import EpisodeRecord
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import CONTEXT_TRUNCATION
-
-from .records import EpisodeRecord
 
 
 class PairingError(SteerEnvsError):

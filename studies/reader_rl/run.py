@@ -24,11 +24,11 @@ from pathlib import Path
 from baselines.registry import parse_method
 from benchmarks.cli import compare_plan
 from benchmarks.harness.comparison import RL, UNTRAINED, Comparison
-from benchmarks.harness.records import EpisodeLog
 from benchmarks.harness.results_summary import now, record_part, write_profile_summary
 from benchmarks.harness.stats import macro_mean
 from steer_envs.atomic import atomic_write_text
 from steer_envs.cli.main import build_parser
+from steer_envs.episodes import EpisodeLog
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: the reader's configuration: SteeringConfig's defaults plus the answerability reader's four features

@@ -9,9 +9,9 @@ import pytest
 from baselines.handoff import HANDOFF_ENV, OPEN_GATE_TAU, TAU_FILE
 from baselines.registry import get_method, parse_method
 from benchmarks.harness.config import EvalConfig
-from benchmarks.harness.records import EpisodeLog
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate, write_summary
+from steer_envs.episodes import EpisodeLog
 
 TINY = "m=1,k=4,G=2,N=1,bank_tasks=3,dev_tasks=1"
 

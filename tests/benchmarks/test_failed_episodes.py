@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.harness.records import EpisodeRecord
 from benchmarks.harness.stats import macro_mean, paired_gain, summarize
 from benchmarks.harness.tables import comparison_table, results_table
+from steer_envs.episodes import EpisodeRecord
 
 BENCHMARKS = ["nq", "hotpotqa"]
 

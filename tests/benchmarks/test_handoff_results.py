@@ -7,8 +7,8 @@ import numpy as np
 from benchmarks.handoff_results import RESAMPLES, calibrate, row_runs
 from benchmarks.handoff_results import render as render_results
 from benchmarks.harness.config import EvalConfig
-from benchmarks.harness.records import EpisodeRecord
 from benchmarks.harness.stats import HierarchicalBootstrap
+from steer_envs.episodes import EpisodeRecord
 from steer_envs.executors.pipeline import ROLES
 
 

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 
 from benchmarks.harness.config import EvalConfig
-from benchmarks.harness.records import EpisodeLog, EpisodeRecord
 from benchmarks.harness.runfolder import ConfigMismatchError, RunFolder
 from benchmarks.harness.stats import PairingError, check_pairing, paired_gain, summarize
 from benchmarks.harness.tables import results_table
-from steer_envs.episodes import episode_seed
+from steer_envs.episodes import EpisodeLog, EpisodeRecord, episode_seed
 from steer_envs.errors import SteerEnvsError
 
 

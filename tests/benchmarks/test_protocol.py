@@ -13,12 +13,12 @@ from benchmarks.harness.budget import BUDGET_FILE, Budget, build_measured, forma
 from benchmarks.harness.config import EvalConfig
 from benchmarks.harness.operating import CHOICES_FILE, choose_rate, interventions_per_task
 from benchmarks.harness.provenance import RUNS_FILE, code_version, read_runs
-from benchmarks.harness.records import EpisodeRecord
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate, method_context
 from benchmarks.harness.setting import setting_card
 from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns, paired_gain, summarize_rows
 from benchmarks.harness.tables import closing_line, comparison_table, pairwise_table
+from steer_envs.episodes import EpisodeRecord
 from steer_envs.errors import SteerEnvsError
 from steer_envs.meter import env_steps
 

@@ -23,9 +23,9 @@ from agents.steering.objectives import grpo_advantages, intervention_effect
 from agents.steering.rollouts import collect_state_bank, continuation_outcome, continuation_seeds, measure_state
 from baselines.simple import NoSupervision
 from benchmarks.harness.config import EvalConfig
-from benchmarks.harness.records import EpisodeLog
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate, run_episode, write_summary
+from steer_envs.episodes import EpisodeLog
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 from steer_envs.llm.openai_server import OpenAICompatibleServer

@@ -13,10 +13,9 @@ import gymnasium as gym
 import steer_envs  # noqa: F401
 from baselines.simple import NoSupervision
 from benchmarks.harness.config import EvalConfig
-from benchmarks.harness.records import EpisodeLog
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate, run_episode
-from steer_envs.episodes import episode_seed
+from steer_envs.episodes import EpisodeLog, episode_seed
 from steer_envs.retrieval import make_retriever
 from tests.llm.support import FaultServer
 

@@ -18,9 +18,9 @@ import torch
 
 from agents.steering.checkpoint import load_checkpoint, read_jsonl
 from agents.steering.trainer import CHECKPOINT_FILE, CONFIG_FILE, LOG_FILE, MODEL_FILE, load_model
-from benchmarks.harness.records import EpisodeLog
 from benchmarks.harness.runner import KILL_AFTER_ENV
 from steer_envs.atomic import KILL_DURING_WRITE_ENV
+from steer_envs.episodes import EpisodeLog
 from tests.timing import wait_until
 
 pytestmark = pytest.mark.slow
