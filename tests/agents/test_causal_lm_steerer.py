@@ -87,7 +87,7 @@ def test_training_round_end_to_end_and_checkpoint_reload(tiny_dir, tmp_path):
         bank_tasks=3,
         benchmarks=["nq"],
         backbone="causal_lm",
-        backbone_args={"model": tiny_dir, "max_think_tokens": 4, "max_prompt_tokens": 256},
+        backbone_args={"model": tiny_dir, "max_think_tokens": 4, "max_prompt_tokens": 512},
     )
     result = SteeringTrainer(cfg, tmp_path / "lm").run()
     assert len(result.log) == 1 and result.log[0]["states"] == 2
