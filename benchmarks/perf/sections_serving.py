@@ -276,9 +276,15 @@ SERVING_SECTIONS: dict[str, Section] = {
     "in_flight": Section(
         "Episodes in flight without a per-step barrier: lognormal and fixed latency",
         IN_FLIGHT,
-        ("test_eval_rollout_path_in_flight", "test_vector_envs_beside", "test_eval_on_the_processes_pool"),
+        (
+            "test_eval_rollout_path_in_flight",
+            "test_async_pool_in_flight",
+            "test_vector_envs_beside",
+            "test_eval_on_the_processes_pool",
+        ),
         "`evaluate` (no_supervision, nq test; the `auto` pool: a threads pool of one thread per request the backend "
-        "keeps in flight) beside `make_concurrent_vec` and `SyncVectorEnv` (pass actions, same-step autoreset), "
+        "keeps in flight) beside the async pool (`AsyncPoolEnv`: the first few envs ready per `recv()`, sent straight "
+        "back) and `make_concurrent_vec` and `SyncVectorEnv` (pass actions, same-step autoreset), "
         "against a loopback OpenAI-compatible server in its own process (one asyncio loop; search-then-answer "
         "episodes, real BM25 between the requests) whose latency is lognormal or fixed. Requests/s at the server "
         "over the steady state (the eval path: after the first N episodes' requests, before the last N's; vector "
