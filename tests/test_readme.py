@@ -3,17 +3,18 @@ Python block saved as a file and run with ``python FILE`` in a fresh process) an
 command reference it links to (``docs/cli.md``) lists every command with its memory and disk."""
 
 import ast
+import contextlib
+import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.blocks import block_after, run_script, script_env
-from tests.timing import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -99,39 +100,36 @@ def test_trl_quick_start_runs_as_written(tmp_path):
     assert len(rewards) == 2 and all(0.0 <= r <= 1.0 for r in rewards)
 
 
-def _healthy(url: str, server: subprocess.Popen) -> bool:
-    assert server.poll() is None, server.communicate()[1][-3000:]
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=5) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 @pytest.mark.slow
-def test_serve_env_block_answers_the_question_it_reset_to(tmp_path):
-    """The README's serve-env block: the server started as written (another port), the client saved as a file and
-    run; it searches and answers the question its reset drew, so it gets the reward it prints."""
+def test_serve_env_block_runs_as_pasted(tmp_path):
+    """The README's serve-env block run whole by bash, as a user pastes it (another port; ``steer-envs`` as this
+    interpreter's module): it waits for the server, searches and answers the question its reset drew, prints the
+    reward it promises and stops the server it started."""
     pytest.importorskip("openenv")
     from steer_envs.llm.vllm_engine import free_port
 
     block = block_after(README, "## Training with TRL, serving with OpenEnv", "bash", index=1)
-    serve, client = block.split("\npython -c '", 1)
-    port = str(free_port())
-    command = _cli(serve.strip().removesuffix("&").replace("8001", port))
-    server = subprocess.Popen(
-        command, cwd=tmp_path, env=script_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    assert "1.0 True" in block and block.rstrip().endswith("kill $!  # stop the server")
+    script = block.replace("8001", str(free_port())).replace(
+        "steer-envs ", f"{shlex.quote(sys.executable)} -m steer_envs "
+    )
+    script = script.replace("python -c", f"{shlex.quote(sys.executable)} -c")
+    shell = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env=script_env(),
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _healthy(url, server), 300, 5, f"serve-env answering at {url}", poll_s=1)
-        code = client.rsplit("\n'", 1)[0].replace("8001", port)
-        out = run_script(code, tmp_path, timeout=300).stdout.split()
-        assert out == ["1.0", "True"], out  # "# 1.0 True: the gold answer"
-        assert "1.0 True" in block
+        out, err = shell.communicate(timeout=600)  # returns once the block's last line stopped its server
     finally:
-        server.terminate()
-        server.wait(timeout=60)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGKILL)
+    assert shell.returncode == 0, err[-3000:]
+    assert out.split()[-2:] == ["1.0", "True"], (out[-2000:], err[-3000:])
 
 
 def test_the_gpu_training_config_is_a_valid_steering_config(tmp_path):
