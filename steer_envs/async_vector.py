@@ -30,6 +30,7 @@ a time for CPU-bound ones (``sim:``, ``hf:``), where threads would only contend 
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import types
@@ -105,7 +106,7 @@ class AsyncPoolEnv(VectorEnv):
         seeds = self._seeds(seed)
         self._check_idle(range(self.num_envs), "async_reset")
         for i in range(self.num_envs):
-            self._submit(i, lambda i=i: self._reset_one(i, seeds[i], options))
+            self._submit(i, functools.partial(self._reset_one, i, seeds[i], options))
 
     def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
         """Step the envs ``env_ids`` (default: all) with ``actions`` (one per id, in the same order; batched as
@@ -116,7 +117,7 @@ class AsyncPoolEnv(VectorEnv):
             raise SteerEnvsError(f"env_ids must be distinct ids in [0, {self.num_envs}), got {ids}")
         self._check_idle(ids, "send")
         for i, action in zip(ids, per_env):
-            self._submit(i, lambda i=i, action=action: self._step_one(i, action))
+            self._submit(i, functools.partial(self._step_one, i, action))
 
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The first ``batch_size`` envs ready: ``(obs, rewards, terminations, truncations, infos)``, in the order
@@ -249,11 +250,9 @@ class AsyncPoolEnv(VectorEnv):
 
     def _assemble(self, batch: list[tuple[int, _Result]]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         n = len(batch)
-        obs = concatenate(
-            self.single_observation_space,
-            [r[0] for _, r in batch],
-            create_empty_array(self.single_observation_space, n),
-        )
+        empty = create_empty_array(self.single_observation_space, n)
+        assert empty is not None  # typed Optional by gymnasium; every space an env here declares has a batch
+        obs = concatenate(self.single_observation_space, [r[0] for _, r in batch], empty)
         rewards = np.array([r[1] for _, r in batch], dtype=np.float64)
         terminations = np.array([r[2] for _, r in batch], dtype=np.bool_)
         truncations = np.array([r[3] for _, r in batch], dtype=np.bool_)

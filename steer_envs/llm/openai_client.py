@@ -184,8 +184,8 @@ class OpenAIBackend:
         by_id = {m.get("id"): m for m in entries}
         entry = by_id.get(self.model, entries[0] if len(entries) == 1 else None)
         seen: set[str] = set()
-        while entry is not None and entry.get("id") not in seen:
-            seen.add(entry.get("id"))
+        while entry is not None and str(entry.get("id")) not in seen:
+            seen.add(str(entry.get("id")))
             for key in CONTEXT_KEYS:
                 value = entry.get(key)
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:

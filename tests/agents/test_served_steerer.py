@@ -220,7 +220,9 @@ def test_eval_cli_runs_steering_zero_shot_against_served_gemma(tmp_path):
     from benchmarks.harness.runfolder import label_filename
     from steer_envs.llm.registry import make_backend
 
-    gemma = make_backend("hf:gemma-3-270m")  # the shared instance; tests/conftest.py releases it after the module
+    # a private bfloat16 copy, dropped when the test ends: the server shares this process with the test run and the
+    # eval subprocess runs beside it, so a float32 copy kept for the module (1.1 GB) set the suite's memory peak
+    gemma = make_backend("hf:gemma-3-270m", shared=False, dtype="bfloat16")
     out = tmp_path / "run"
     with OpenAICompatibleServer(gemma, model_name="gemma-3-270m") as server:
         spec = (
@@ -228,6 +230,7 @@ def test_eval_cli_runs_steering_zero_shot_against_served_gemma(tmp_path):
         )
         proc = eval_in_subprocess(out, [spec], benchmark="nq", limit=2, max_turns=2, timeout=900)
         served = server.requests_served
+    del gemma
     assert proc.returncode == 0, proc.stderr[-2000:]
     methods = json.loads((out / "methods.json").read_text())
     [(label, info)] = methods.items()
