@@ -117,7 +117,7 @@ class CheckPlan:
             vector_steps=3,
             latency_s=0.05,
             vllm_in_flight=16,
-            vllm_episodes=48,
+            vllm_episodes=32,  # two waves of 16 in flight: new episodes start as others end
             vllm_max_new_tokens=16,
             vllm_adapter_states=2,
         )

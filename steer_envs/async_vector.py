@@ -18,14 +18,16 @@ The protocol (as EnvPool's):
 * autoreset is Gymnasium's ``NEXT_STEP`` mode: the step after an env's episode ended resets it (its action is
   ignored; reward 0, flags false, the new episode's first observation), so a learner never calls reset mid-run;
 * ``reset()`` and ``step(actions)`` are the synchronous vector API (every env, in env order); ``step`` needs
-  ``batch_size == num_envs`` and then returns exactly what :class:`gymnasium.vector.SyncVectorEnv` returns.
+  ``batch_size == num_envs`` and then returns what :class:`gymnasium.vector.SyncVectorEnv` returns, with
+  ``infos["env_id"]`` added.
 
 Each env's trajectory depends only on its seed and the actions sent to it, never on the order replies arrive in, so
 a seeded run of a deterministic executor (``sim:``) is reproducible env by env. The envs step on a pool of
 ``max_in_flight`` threads of this process (one interpreter, one corpus and index, one model backend and its
 keep-alive connections): for a served executor the work is waiting on sockets, which threads do without
-contention. ``max_in_flight=None`` keeps every env in flight for I/O-bound executors (``openai:``) and steps one at
-a time for CPU-bound ones (``sim:``, ``hf:``), where threads would only contend for the interpreter lock.
+contention. :func:`make_async_pool` with ``max_in_flight=None`` keeps every env in flight for I/O-bound executors
+(``openai:``) and steps one at a time for CPU-bound ones (``sim:``, ``hf:``), where threads would only contend for
+the interpreter lock.
 """
 
 from __future__ import annotations
@@ -45,10 +47,20 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from .errors import SteerEnvsError
-from .vector import env_factory, max_in_flight_for
+from .vector import check_num_envs, env_factory, max_in_flight_for, per_env_seeds, threads_for
 
 #: what one env's call gives back: (obs, reward, terminated, truncated, info)
 _Result = tuple[Any, float, bool, bool, dict]
+
+
+class SubEnvFailed(SteerEnvsError):
+    """A sub-env of an :class:`AsyncPoolEnv` raised (its exception is the cause). ``env_id`` names it: it is idle,
+    and the next ``send`` to it resets it, so a learner can put it back to work."""
+
+    def __init__(self, env_id: int, error: BaseException) -> None:
+        super().__init__(f"env {env_id} of the pool failed: {type(error).__name__}: {error}")
+        self.env_id = env_id
+        self.__cause__ = error  # raised from it, wherever it is raised
 
 
 class AsyncPoolEnv(VectorEnv):
@@ -56,8 +68,9 @@ class AsyncPoolEnv(VectorEnv):
 
     ``observation_space`` / ``action_space`` are batched to ``batch_size`` (what ``recv`` returns and ``send``
     takes); ``reset()`` returns all ``num_envs`` envs. A sub-env that raises makes the ``recv`` that collects it
-    raise that exception; the other results of that batch are kept for the next ``recv``, and the failed env is no
-    longer in flight (reset it with ``async_reset`` or close the pool)."""
+    raise :class:`SubEnvFailed` (its ``env_id``, the exception as its cause); the other results of that batch are
+    kept for the next ``recv``, and the failed env is idle: its next ``send`` resets it (NEXT_STEP).
+    ``max_in_flight=None`` runs every env on a thread of its own."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
@@ -76,10 +89,6 @@ class AsyncPoolEnv(VectorEnv):
                 f"batch_size must be an integer from 1 to num_envs={self.num_envs} (how many ready envs each recv() "
                 f"returns), got {batch_size!r}"
             )
-        if max_in_flight is not None and (not isinstance(max_in_flight, int) or max_in_flight < 1):
-            raise SteerEnvsError(
-                f"max_in_flight must be a positive integer (or None: one per env), got {max_in_flight!r}"
-            )
         self.envs = [fn() for fn in env_fns]
         first = self.envs[0]
         self.single_observation_space = first.observation_space
@@ -89,7 +98,7 @@ class AsyncPoolEnv(VectorEnv):
         self.metadata = {**dict(first.metadata), "autoreset_mode": AutoresetMode.NEXT_STEP}
         self.render_mode = first.render_mode
         self.spec = first.spec
-        self.max_in_flight = min(self.num_envs, max_in_flight or self.num_envs)
+        self.max_in_flight = threads_for(max_in_flight, self.num_envs)
         self._threads = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="steer-pool")
         self._ready: queue.SimpleQueue[tuple[int, _Result | BaseException]] = queue.SimpleQueue()
         self._kept: deque[tuple[int, _Result]] = deque()  # results of a batch a failure interrupted
@@ -103,7 +112,7 @@ class AsyncPoolEnv(VectorEnv):
         self, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> None:
         """Start every env's reset (``seed + i`` for env ``i``, or one seed per env); ``recv()`` returns them."""
-        seeds = self._seeds(seed)
+        seeds = per_env_seeds(seed, self.num_envs)
         self._check_idle(range(self.num_envs), "async_reset")
         for i in range(self.num_envs):
             self._submit(i, functools.partial(self._reset_one, i, seeds[i], options))
@@ -122,25 +131,30 @@ class AsyncPoolEnv(VectorEnv):
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The first ``batch_size`` envs ready: ``(obs, rewards, terminations, truncations, infos)``, in the order
         they finished; ``infos["env_id"]`` their ids. Blocks until that many are ready."""
+        self._check_open("recv")
         if self.batch_size > int(self._in_flight.sum()) + len(self._kept):
             raise SteerEnvsError(
                 f"recv() waits for {self.batch_size} envs, but only {int(self._in_flight.sum()) + len(self._kept)} are "
                 "in flight: send() actions to the ids the last recv() returned first (or async_reset())"
             )
         batch = [self._kept.popleft() for _ in range(min(self.batch_size, len(self._kept)))]
-        while len(batch) < self.batch_size:
-            i, result = self._received()
-            if isinstance(result, BaseException):  # this env failed: the others of the batch wait for the next recv
-                self._kept.extendleft(reversed(batch))
-                raise result
-            batch.append((i, result))
+        try:
+            while len(batch) < self.batch_size:
+                i, result = self._received()
+                if isinstance(result, BaseException):  # this env failed: the others wait for the next recv
+                    raise SubEnvFailed(i, result)
+                batch.append((i, result))
+        except BaseException:  # a failure, or an interrupt while waiting: no result already received is lost
+            self._kept.extendleft(reversed(batch))
+            raise
         return self._assemble(batch)
 
     @property
     def in_flight(self) -> list[int]:
         """The ids of the envs sent to (or resetting) whose results ``recv`` has not returned yet."""
         with self._lock:
-            return [int(i) for i in np.flatnonzero(self._in_flight)]
+            running = {int(i) for i in np.flatnonzero(self._in_flight)}
+        return sorted(running | {i for i, _ in self._kept})
 
     # -- the synchronous vector API ---------------------------------------------------------------------------
     def reset(
@@ -164,9 +178,19 @@ class AsyncPoolEnv(VectorEnv):
         return self._assemble(sorted(self._collect(self.num_envs), key=lambda item: item[0]))
 
     def close_extras(self, **kwargs: Any) -> None:
+        """Stop the threads (calls not started are dropped), then close every env, even if one's close raises."""
         self._threads.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            self._in_flight[:] = False
+        self._kept.clear()
+        errors = []
         for env in self.envs:
-            env.close()
+            try:
+                env.close()
+            except Exception as exc:  # noqa: BLE001 - the other envs still close; the first error is raised after
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
     def __repr__(self) -> str:
         return (
@@ -174,21 +198,18 @@ class AsyncPoolEnv(VectorEnv):
         )
 
     # -- internals ------------------------------------------------------------------------------------------
-    def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
-        if seed is None:
-            return [None] * self.num_envs
-        if isinstance(seed, int):
-            return [seed + i for i in range(self.num_envs)]
-        seeds = list(seed)
-        if len(seeds) != self.num_envs:
-            raise SteerEnvsError(f"a list of seeds needs one per env ({self.num_envs}), got {len(seeds)}")
-        return seeds
+    def _check_open(self, what: str) -> None:
+        if self.closed:
+            raise SteerEnvsError(f"{what}() on a closed AsyncPoolEnv: make a new pool (make_async_pool)")
 
     def _check_idle(self, ids: Sequence[int] | range, what: str) -> None:
-        busy = [i for i in ids if self._in_flight[i]]
-        if busy or (what == "async_reset" and self._kept):
+        """An env is busy while it runs and while its result waits for a ``recv`` (a batch a failure cut short)."""
+        self._check_open(what)
+        waiting = self.in_flight
+        busy = [i for i in ids if i in waiting]
+        if busy:
             raise SteerEnvsError(
-                f"{what}() on env(s) still in flight: {busy or 'results not yet received'}; recv() them first"
+                f"{what}() on env(s) still in flight or with results not yet received: {busy}; recv() them first"
             )
 
     def _submit(self, i: int, call: Callable[[], _Result]) -> None:
@@ -232,7 +253,7 @@ class AsyncPoolEnv(VectorEnv):
         for _ in range(n):
             i, result = self._received()
             if isinstance(result, BaseException):
-                error = error or result
+                error = error or SubEnvFailed(i, result)
             else:
                 done.append((i, result))
         if error is not None:
@@ -241,8 +262,10 @@ class AsyncPoolEnv(VectorEnv):
 
     def _unbatch(self, actions: Any, n: int) -> list[Any]:
         if isinstance(actions, dict):
-            keys = list(actions)
-            return [{k: actions[k][j] for k in keys} for j in range(n)]
+            short = {k: len(v) for k, v in actions.items() if len(v) != n}
+            if short:
+                raise SteerEnvsError(f"send() got {short} actions per key for {n} env ids (one action per id)")
+            return [{k: v[j] for k, v in actions.items()} for j in range(n)]
         per_env = list(actions) if not isinstance(actions, np.ndarray) else [actions[j] for j in range(len(actions))]
         if len(per_env) != n:
             raise SteerEnvsError(f"send() got {len(per_env)} actions for {n} env ids (one action per id)")
@@ -283,12 +306,11 @@ def make_async_pool(
     """``num_envs`` copies of ``gymnasium.make(env_id, **kwargs)`` (each wrapped by ``wrappers``, in order) in an
     :class:`AsyncPoolEnv` returning ``batch_size`` envs per ``recv()`` (default: all of them).
     ``max_in_flight=None`` picks by executor kind (every env for ``openai:``, one for ``sim:`` / ``hf:``)."""
-    if not isinstance(num_envs, int) or num_envs < 1:
-        raise SteerEnvsError(f"num_envs must be a positive integer, got {num_envs!r}")
+    check_num_envs(num_envs)
     if max_in_flight is None:
         max_in_flight = max_in_flight_for(env_id, num_envs, kwargs)
     make_one = env_factory(env_id, wrappers, kwargs)
     return AsyncPoolEnv([make_one] * num_envs, batch_size=batch_size, max_in_flight=max_in_flight)
 
 
-__all__ = ["AsyncPoolEnv", "make_async_pool"]
+__all__ = ["AsyncPoolEnv", "SubEnvFailed", "make_async_pool"]

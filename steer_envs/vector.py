@@ -71,12 +71,8 @@ class ConcurrentVectorEnv(SyncVectorEnv):
         observation_mode: Any = "same",
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
     ) -> None:
-        if max_in_flight is not None and (not isinstance(max_in_flight, int) or max_in_flight < 1):
-            raise SteerEnvsError(
-                f"max_in_flight must be a positive integer (or None: one per env), got {max_in_flight!r}"
-            )
         super().__init__(env_fns, copy=copy, observation_mode=observation_mode, autoreset_mode=autoreset_mode)
-        self.max_in_flight = min(self.num_envs, max_in_flight or self.num_envs)
+        self.max_in_flight = threads_for(max_in_flight, self.num_envs)
         self._threads: ThreadPoolExecutor | None = None
         if self.max_in_flight > 1:
             self._threads = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="steer-vec")
@@ -104,15 +100,7 @@ class ConcurrentVectorEnv(SyncVectorEnv):
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """As :meth:`SyncVectorEnv.reset` (seeds ``seed + i``, ``options["reset_mask"]``), concurrently."""
-        if seed is None:
-            seed = [None for _ in range(self.num_envs)]
-        elif isinstance(seed, int):
-            seed = [seed + i for i in range(self.num_envs)]
-        if len(seed) != self.num_envs:
-            raise ValueError(
-                f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got "
-                f"length={len(seed)}."
-            )
+        seed = per_env_seeds(seed, self.num_envs)
         mask = np.ones(self.num_envs, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             options = dict(options)
@@ -209,10 +197,36 @@ def default_max_in_flight(num_envs: int, executor: str | None) -> int:
     return num_envs if is_io_bound(executor) else 1
 
 
+def threads_for(max_in_flight: int | None, num_envs: int) -> int:
+    """How many envs a vector env runs at once: ``max_in_flight`` (a positive integer) capped at ``num_envs``, or
+    every env for ``None``."""
+    if max_in_flight is not None and (not isinstance(max_in_flight, int) or max_in_flight < 1):
+        raise SteerEnvsError(f"max_in_flight must be a positive integer (or None: one per env), got {max_in_flight!r}")
+    return min(num_envs, max_in_flight or num_envs)
+
+
+def per_env_seeds(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int | None]:
+    """One seed per env as Gymnasium's vector envs define them: ``seed + i`` for env ``i``, ``None`` for all, or
+    a list with one per env."""
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, int):
+        return [seed + i for i in range(num_envs)]
+    seeds = list(seed)
+    if len(seeds) != num_envs:
+        raise SteerEnvsError(f"a list of seeds needs one per env (num_envs={num_envs}), got {len(seeds)}")
+    return seeds
+
+
+def check_num_envs(num_envs: Any) -> None:
+    if not isinstance(num_envs, int) or num_envs < 1:
+        raise SteerEnvsError(f"num_envs must be a positive integer, got {num_envs!r}")
+
+
 def max_in_flight_for(env_id: str, num_envs: int, kwargs: dict[str, Any]) -> int:
     """:func:`default_max_in_flight` for ``gymnasium.make(env_id, **kwargs)``'s executor (the id's default when
     ``kwargs`` names none)."""
-    executor = kwargs.get("executor", (gym.spec(env_id).kwargs or {}).get("executor"))
+    executor = kwargs["executor"] if "executor" in kwargs else (gym.spec(env_id).kwargs or {}).get("executor")
     return default_max_in_flight(num_envs, executor)
 
 
@@ -242,8 +256,7 @@ def make_concurrent_vec(
 ) -> ConcurrentVectorEnv:
     """``num_envs`` copies of ``gymnasium.make(env_id, **kwargs)`` (each wrapped by ``wrappers``, in order) in a
     :class:`ConcurrentVectorEnv`; ``max_in_flight=None`` picks by executor kind (:func:`default_max_in_flight`)."""
-    if not isinstance(num_envs, int) or num_envs < 1:
-        raise SteerEnvsError(f"num_envs must be a positive integer, got {num_envs!r}")
+    check_num_envs(num_envs)
     if max_in_flight is None:
         max_in_flight = max_in_flight_for(env_id, num_envs, kwargs)
     return ConcurrentVectorEnv(

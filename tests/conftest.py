@@ -59,9 +59,9 @@ def pytest_collection_finish(session):
     process of its own, when a collected test is marked ``llm`` and the cache has no converted copy yet.
 
     Why: de-quantising the GGUF file peaks ~2.4 GB above the process that does it, for a minute. Done by whichever
-    test loads Gemma first, that peak stacks on everything the test process holds at that point of the run (1.3 GB
-    there: the memory gate's heaviest figure, 3.7 GB of its 4 GB budget, came from it); done here it stacks on a
-    process that has only collected the tests. The memory gate counts it under ``(collection)``."""
+    test loads Gemma first, that peak would stack on everything the test process holds at that point of the run
+    (about 1.3 GB); done here it stacks on a process that has only collected the tests. The memory gate counts it
+    under ``(collection)``."""
     import importlib.util
     import subprocess
     import sys

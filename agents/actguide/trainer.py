@@ -111,7 +111,7 @@ def load_learner(run_dir: str | Path):
 
     The weights file is memory-mapped and, on the CPU, its tensors become the learner's weights (``assign``), so
     loading the packaged Gemma holds one copy of it rather than the freshly built model and the file's copy at
-    once: the process's peak while loading fell from 3.0 GB to 1.0 GB (measured)."""
+    once."""
     run_dir = Path(run_dir)
     meta_path, weights = run_dir / MODEL_META, run_dir / MODEL_FILE
     if not meta_path.is_file() or not weights.is_file():

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from steer_envs.episodes import EpisodeLog, EpisodeRecord
+from steer_envs.episodes import EpisodeRecord, read_episode_log
 
-from .runfolder import RunFolder
+from .runfolder import RunFolder, label_filename
 
 #: free-text notes are counted together (their text is in the records)
 FREE_TEXT = "note (free text)"
@@ -52,7 +52,10 @@ def _share(count: int, n: int) -> str:
 
 def folder_actions(folder: RunFolder) -> str:
     """:func:`actions_section` of every method of a run folder, finished episodes of incomplete methods included."""
-    return actions_section({label: EpisodeLog(folder.episodes_path(label)).records for label in folder.methods()})
+    logs = folder.root / "episodes"  # read only: a report beside a running eval must not repair its torn last line
+    return actions_section(
+        {label: read_episode_log(logs / f"{label_filename(label)}.jsonl") for label in folder.methods()}
+    )
 
 
 def actions_section(by_method: Mapping[str, Sequence[EpisodeRecord]]) -> str:

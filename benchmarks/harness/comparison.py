@@ -57,7 +57,7 @@ from .setting import setting_card
 from .stats import HierarchicalBootstrap, Interval, MethodSummary, RowRuns, summarize_rows
 from .sweeps import with_option
 from .tables import HEADROOM, closing_line, comparison_table, display_name, pairwise_table
-from .verdicts import NOT_SHOWN, verdict
+from .verdicts import NOT_SHOWN, OPPOSITE, REPRODUCES, verdict
 
 RL = "steering_rl"
 UNTRAINED = "steering_untrained"
@@ -440,7 +440,7 @@ class Comparison:
                     "point": s.method,
                     "setting": rows[s.method].knob,
                     "rate": s.interventions_per_task,
-                    "gain": asdict(s.avg_gain),
+                    "gain": None if s.avg_gain is None else asdict(s.avg_gain),  # None: no task scored
                     "gain_per_intervention": s.gain_per_intervention,
                     "train_seeds": s.n_train_seeds,
                 }
@@ -761,9 +761,9 @@ def curve_table(curves: dict[str, list[dict]]) -> str:
         for pt in sorted(points, key=lambda x: x["rate"]):
             g = pt["gain"]
             gpi = "–" if pt["gain_per_intervention"] is None else f"{pt['gain_per_intervention']:+.2f}"
+            gain = "– (no task scored)" if g is None else f"{g['mean']:+.2f} [{g['low']:+.2f}, {g['high']:+.2f}]"
             lines.append(
-                f"| {display_name(name)} | {pt['setting']} | {pt['rate']:.2f} | {g['mean']:+.2f} "
-                f"[{g['low']:+.2f}, {g['high']:+.2f}] | {gpi} | {pt['train_seeds']} |"
+                f"| {display_name(name)} | {pt['setting']} | {pt['rate']:.2f} | {gain} | {gpi} | {pt['train_seeds']} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -772,20 +772,28 @@ def shape_line(points: list[dict]) -> str:
     """Whether RL steering's gain per intervention is highest at its lowest frequency (the paper's shape), read by
     the one verdict rule (:mod:`.verdicts`): the shape is *reproduced* only when the lowest-frequency point is the
     best and its gain's interval excludes 0; a best point whose gain could be 0 shows nothing."""
-    usable = [pt for pt in points if pt["rate"] > 0.01 and pt["gain_per_intervention"] is not None]
+    usable = [
+        pt for pt in points if pt["gain"] is not None and pt["rate"] > 0.01 and pt["gain_per_intervention"] is not None
+    ]
     if len(usable) < 2:
         return ""
     lowest = min(usable, key=lambda pt: pt["rate"])
     best = max(usable, key=lambda pt: pt["gain_per_intervention"])
-    # no interval on a difference of gains per intervention exists here, so the shape is never read as reversed
-    outcome = verdict(Interval(**lowest["gain"])) if best is lowest else NOT_SHOWN
+    # no interval on a difference of gains per intervention exists here, so the shape is never read as reversed:
+    # a best lowest point whose gain is below 0 shows nothing about the shape either
+    gain_verdict = verdict(Interval(**lowest["gain"]))
+    outcome = REPRODUCES if best is lowest and gain_verdict == REPRODUCES else NOT_SHOWN
+    why = {
+        NOT_SHOWN: " (the gain's interval at that point contains 0)",
+        OPPOSITE: " (the gain at that point is below 0)",
+    }
     gain = lowest["gain"]
     return (
         f"\nGain per intervention of RL steering is {'highest' if best is lowest else 'not highest'} at its lowest "
         f"frequency ({lowest['rate']:.2f}/task: {lowest['gain_per_intervention']:+.2f} F1 per intervention, gain "
         f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]; best {best['gain_per_intervention']:+.2f} "
         f"at {best['rate']:.2f}/task). The paper's shape: **{outcome}**"
-        + (" (the gain's interval at that point contains 0)" if outcome == NOT_SHOWN else "")
+        + (why.get(gain_verdict, "") if best is lowest else "")
         + ".\n"
     )
 

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from .stats import Interval, MethodSummary
-from .verdicts import PAIRED_WORDS, verdict
+from .verdicts import PAIRED_WORDS, PAIRWISE_WORDS, verdict
 
 BENCHMARK_TITLES = {
     "nq": "NQ",
@@ -198,14 +198,9 @@ def pairwise_table(pairs: Sequence[tuple[str, str, Interval]]) -> str:
     """``A − B`` paired on tasks (training seeds of both resampled), with the verdict the interval supports."""
     lines = ["| Comparison (A − B) | ΔF1 [95% CI] | Verdict |", "|---|---:|---|"]
     for a, b, interval in pairs:
-        verdict = (
-            "A better"
-            if interval.low > 0
-            else "B better"
-            if interval.high < 0
-            else "no difference shown (interval contains 0)"
+        lines.append(
+            f"| {display_name(a)} − {display_name(b)} | {_ci(interval, 2)} | {PAIRWISE_WORDS[verdict(interval)]} |"
         )
-        lines.append(f"| {display_name(a)} − {display_name(b)} | {_ci(interval, 2)} | {verdict} |")
     return "\n".join(lines) + "\n"
 
 
@@ -230,7 +225,10 @@ def closing_line(
         text += f"; {display_name(main)} does not"
     if rule is not None and (main, rule) in pairs:
         gap = pairs[(main, rule)]
-        text += (
-            f". {display_name(main)} {PAIRED_WORDS[verdict(gap)]} the best fixed rule ({_ci(gap, 2)} F1, paired 95% CI)"
-        )
+        off_rate = [display_name(name) for name in (main, rule) if name in not_best]
+        if off_rate:  # a row at another operating point gets no verdict against a rate-matched one
+            text += f". No verdict against the best fixed rule: {' and '.join(off_rate)} not matched in rate"
+        else:
+            words = PAIRED_WORDS[verdict(gap)]
+            text += f". {display_name(main)} {words} the best fixed rule ({_ci(gap, 2)} F1, paired 95% CI)"
     return text + ".\n"

@@ -29,13 +29,16 @@ def verdict(interval: Interval, direction: int = 1) -> str:
 
 
 def tasks_to_tell(interval: Interval, n_tasks: int) -> int | None:
-    """About how many tasks an interval like this one would need to exclude 0 at the same mean (its half-width
-    shrinks as 1/sqrt(n)); None when the mean is 0 (no scale tells) or the interval already excludes 0."""
-    if verdict(interval) != NOT_SHOWN or interval.mean == 0 or n_tasks < 1:
+    """About how many tasks an interval like this one would need to exclude 0 at the same mean (its arm on the
+    side of 0 shrinks as 1/sqrt(n); a bootstrap interval need not be symmetric); None when the mean is 0 or not a
+    number (no scale tells) or the interval already excludes 0."""
+    if n_tasks < 1 or not math.isfinite(interval.mean) or interval.mean == 0 or verdict(interval) != NOT_SHOWN:
         return None
-    half = (interval.high - interval.low) / 2
-    return math.ceil(n_tasks * (half / abs(interval.mean)) ** 2)
+    arm = interval.mean - interval.low if interval.mean > 0 else interval.high - interval.mean
+    return max(n_tasks + 1, math.ceil(n_tasks * (arm / abs(interval.mean)) ** 2))
 
 
 #: how a paired comparison of two rows reads each verdict ("A beats B" where the gain A - B is shown)
 PAIRED_WORDS = {REPRODUCES: "beats", OPPOSITE: "loses to", NOT_SHOWN: "does not significantly beat"}
+#: how a pairwise table reads each verdict of ``A − B``
+PAIRWISE_WORDS = {REPRODUCES: "A better", OPPOSITE: "B better", NOT_SHOWN: "no difference shown (interval contains 0)"}

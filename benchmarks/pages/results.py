@@ -348,6 +348,8 @@ def _profiles(ctx: PageContext) -> str:
 
 def llm_verdict(summaries: list[MethodSummary], pairs: dict[tuple[str, str], Interval]) -> str:
     llm = next(s for s in summaries if s.method == LLM)
+    if llm.avg_gain is None:  # every episode of the row failed: nothing to read a verdict from
+        return f"**Verdict:** none: no task of the zero-shot LLM steerer's row was scored ({llm.failed} failed).\n"
     text = (
         f"**Verdict:** the zero-shot LLM steerer changes F1 by {llm.avg_gain.mean:+.2f} "
         f"[{llm.avg_gain.low:+.2f}, {llm.avg_gain.high:+.2f}] over no supervision at "

@@ -9,7 +9,6 @@ The cache key is the package's published checksum, so a new package version conv
 
 from __future__ import annotations
 
-import fcntl
 import gc
 import os
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SteerEnvsError
+from ..file_lock import exclusive
 from ..paths import cache_dir
 from .offline import LOCAL_LOAD
 
@@ -51,11 +51,17 @@ def _gemma_module():
 
 
 def gemma_gguf_path() -> Path:
-    """The assembled ``.gguf`` file of Gemma 3 270M (assembled from the pip chunks on first use)."""
+    """The assembled ``.gguf`` file of Gemma 3 270M (assembled from the pip chunks on first use, into a file of
+    this process that is then renamed: a process that finds the file finds it whole, whoever assembled it)."""
     module = _gemma_module()
     target = model_cache_dir("gguf") / module.MODEL_NAME
     if not target.is_file():
-        module.assemble(target)
+        part = target.with_name(f".{target.name}.{os.getpid()}.part")
+        try:
+            module.assemble(part)
+            os.replace(part, target)
+        finally:
+            part.unlink(missing_ok=True)
     return target
 
 
@@ -130,14 +136,10 @@ def gemma_model_dir() -> Path:
 def _conversion_lock(final: Path) -> Iterator[None]:
     """One conversion of a model at a time, across processes.
 
-    Why: a conversion assembles the GGUF file, reads it three times and deletes it when done; a second process
-    converting beside it found the file gone between its reads and failed (and both held 3.4 GB meanwhile)."""
-    with open(final.parent / f".{final.name}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    Why: a conversion holds 3.4 GB for about a minute; two at once (test processes, env workers, a server and its
+    client starting together) would hold it twice to write the same folder."""
+    with exclusive(final.parent / f".{final.name}.lock"):
+        yield
 
 
 def _convert_gemma_into(final: Path) -> Path:
@@ -159,7 +161,6 @@ def _convert_gemma_into(final: Path) -> Path:
         os.replace(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    gguf_file.unlink(missing_ok=True)  # re-assembled from the pip chunks in seconds if ever needed again
     return final
 
 

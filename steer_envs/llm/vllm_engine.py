@@ -23,7 +23,6 @@ The command line is ``steer-envs vllm install`` and ``steer-envs vllm serve MODE
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shlex
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SteerEnvsError
+from ..file_lock import exclusive
 from ..paths import cache_dir
 
 #: the CPU build of vLLM and the torch it is built against (one tested pair)
@@ -140,13 +140,8 @@ def vllm_venv_dir() -> Path:
 @contextlib.contextmanager
 def _install_lock(folder: Path) -> Iterator[None]:
     """One installer at a time (two test processes, or a test and a user command, may ask at once)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{folder.name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with exclusive(folder.parent / f"{folder.name}.lock"):
+        yield
 
 
 def _run_step(command: list[str], what: str, log: Path) -> None:
@@ -494,9 +489,9 @@ class VLLMServer:
         if process is None:
             return
         ENGINE_PIDS.discard(process.pid)
-        if process.poll() is None or _group_alive(process.pid):
-            _end_group(process.pid, timeout)
-        process.wait()
+        if (process.poll() is None or _group_alive(process.pid)) and not _end_group(process.pid, timeout):
+            raise VLLMEngineError(f"the vLLM server (pid {process.pid}) is still running after SIGTERM and SIGKILL")
+        process.wait(timeout)
 
     def kill(self) -> None:
         """SIGKILL now (a server dying mid-run, for fault tests)."""
@@ -552,7 +547,7 @@ def stop_detached(port: int, timeout: float = 30.0) -> str:
     info = json.loads(record.read_text())
     pid = int(info["pid"])
     what = f"{info['model']} at {info['url']} (pid {pid})"
-    if not _alive(pid) and not _group_alive(pid):
+    if not _group_running(pid):
         found = f"{what} was not running (it had exited); its record is removed"
     else:
         if not _end_group(pid, timeout):
@@ -569,17 +564,22 @@ def _end_group(pgid: int, timeout: float) -> bool:
     """SIGTERM to the process group ``pgid``, SIGKILL after ``timeout`` seconds; True once no process of it runs.
 
     Why the group and not the leader: vLLM's engine core is a forked child with the server's own command line, and
-    it can outlive the API server by a few seconds. A stop that returned when the leader exited left a process on
-    the port's command line behind; the next ``serve`` on that port, or a check for leftovers, then saw it."""
+    it can outlive the API server by a few seconds; a stop that returned when the leader exits would leave it on
+    the port's command line, where the next ``serve`` on that port, or a check for leftovers, sees it."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, sig)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and (_alive(pgid) or _group_alive(pgid)):
+        while time.monotonic() < deadline and _group_running(pgid):
             time.sleep(0.2)
-        if not _alive(pgid) and not _group_alive(pgid):
+        if not _group_running(pgid):
             return True
     return False
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether the group's leader or any other process of the group ``pgid`` still runs."""
+    return _alive(pgid) or _group_alive(pgid)
 
 
 def _group_alive(pgid: int) -> bool:

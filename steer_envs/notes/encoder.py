@@ -85,10 +85,10 @@ class MiniLMEncoder:
 
     def encode_stored(self, texts: Sequence[str]) -> np.ndarray:
         """:meth:`encode_many` of a fixed list of texts (an intent set's prototypes), kept on disk under
-        ``$STEER_ENVS_CACHE/notes`` so a new process reads them instead of encoding them again: a note reader's
-        first reading used to spend its first seconds (a minute on a busy 2-core machine) encoding the same 143
-        prototypes in every process. The file is keyed by the weights, this module's code and the texts, so a
-        change to any of them encodes afresh; a file that does not load is replaced."""
+        ``$STEER_ENVS_CACHE/notes`` so a new process reads them instead of encoding them again (encoding an intent
+        set's 143 prototypes is most of a fresh process's first reading, seconds of CPU). The file is keyed by the
+        weights, this module's code and the texts, so a change to any of them encodes afresh; a file that does not
+        load is replaced."""
         from ..atomic import atomic_write_bytes
         from ..paths import cache_dir
 
@@ -99,7 +99,7 @@ class MiniLMEncoder:
                 stored = np.load(path, allow_pickle=False)
                 if stored.shape == (len(texts), self.dim) and stored.dtype == np.float32:
                     return stored
-            except (OSError, ValueError):
+            except (OSError, ValueError, EOFError):
                 pass  # torn or foreign: encode again and replace it
         vectors = self.encode_many(texts)
         atomic_write_bytes(path, lambda fh: np.save(fh, vectors, allow_pickle=False))

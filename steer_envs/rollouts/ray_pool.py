@@ -35,6 +35,12 @@ ACTOR_START_TIMEOUT_S = 180.0
 _FORWARDED_PREFIXES = ("STEER_ENVS_",)
 
 
+#: the local Ray this pool starts runs its workers at normal priority. Why: Ray starts workers at niceness 15, and
+#: its workers do all of the pool's work; beside any other busy process on the machine they get a sliver of the CPU
+#: and the run slows several-fold
+LOCAL_RAY_SYSTEM_CONFIG = {"worker_niceness": 0}
+
+
 class RolloutActor:
     """The actor body (wrapped by ``ray.remote`` in :class:`RayPool`)."""
 
@@ -91,6 +97,7 @@ class RayPool(RolloutPool):
             kwargs["address"] = self.config.ray_address
         else:
             kwargs["num_cpus"] = max(1, self.config.workers or os.cpu_count() or 1)
+            kwargs["_system_config"] = LOCAL_RAY_SYSTEM_CONFIG
         if self.config.ray_temp_dir:
             kwargs["_temp_dir"] = str(self.config.ray_temp_dir)
         try:

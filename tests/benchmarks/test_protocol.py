@@ -111,6 +111,9 @@ def test_the_table_marks_the_best_row_and_the_closing_line_names_the_winner():
         summaries, "best_fixed_rule", "steering_rl", {("best_fixed_rule", "steering_rl"): Interval(-10.0, -15.0, -5.0)}
     )
     assert "does not" in loses and "loses to" in loses
+    off_rate = closing_line(summaries, "steering_rl", "best_fixed_rule", pairs, not_best=frozenset({"steering_rl"}))
+    assert "No verdict against the best fixed rule: RL steering (the paper's trainer) not matched in rate" in off_rate
+    assert "beats" not in off_rate
     assert "B better" in pairwise_table([("best_fixed_rule", "steering_rl", Interval(-10.0, -15.0, -5.0))])
     assert format_steps(1_234_567) == "1.23M" and format_steps(45_600) == "46k" and format_steps(None) == "–"
 

@@ -23,7 +23,9 @@ def test_the_interval_decides_whatever_its_mean():
 
 def test_tasks_to_tell_scales_the_spread_to_the_mean():
     # half-width 4.65 at mean -2.6 over 35 tasks: ~(4.65/2.6)^2 = 3.2 times the tasks
-    assert tasks_to_tell(Interval(-2.6, -7.3, 2.0), 35) == 112
+    assert tasks_to_tell(Interval(-2.6, -7.3, 2.0), 35) == 110  # 35 x (4.6 / 2.6)^2: the arm on 0's side
+    assert tasks_to_tell(Interval(0.5, 0.0, 3.0), 35) == 36  # barely open: one more task at least
+    assert tasks_to_tell(Interval(float("nan"), float("nan"), float("nan")), 35) is None  # an unscored row
     assert tasks_to_tell(Interval(2.0, 0.5, 3.5), 35) is None  # already shown
     assert tasks_to_tell(Interval(0.0, -1.0, 1.0), 35) is None  # no scale tells a zero mean
 
@@ -39,6 +41,9 @@ def test_the_shape_is_reproduced_only_where_its_interval_excludes_zero():
     assert "**not shown**" in open_question and "contains 0" in open_question
     other_best = shape_line([_point(0.2, 1.0, (0.2, 0.1, 0.3)), _point(1.0, 3.0, (3.0, 1.0, 5.0))])
     assert "not highest" in other_best and "**not shown**" in other_best  # never read as reversed
+    assert "contains 0" not in other_best  # its lowest point's interval excludes 0: no reason is made up
+    losing = shape_line([_point(0.2, -1.0, (-2.0, -3.0, -1.0)), _point(1.0, -5.0, (-5.0, -7.0, -3.0))])
+    assert "**not shown**" in losing and "below 0" in losing and "opposite" not in losing
 
 
 def test_the_closing_verdict_reads_the_paired_interval_by_the_same_rule():

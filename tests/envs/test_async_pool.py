@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from steer_envs.async_vector import AsyncPoolEnv, make_async_pool
+from steer_envs.async_vector import AsyncPoolEnv, SubEnvFailed, make_async_pool
 from steer_envs.envs.registration import env_ids
 from steer_envs.errors import SteerEnvsError
 from steer_envs.llm.latency_server import LatencyServer, answer_at_once
@@ -180,9 +180,12 @@ def test_a_failing_env_raises_in_the_recv_that_collects_it_and_the_others_are_ke
         pool.reset(seed=0)
         pool.step(np.zeros(3, dtype=np.int64))
         pool.send(np.zeros(3, dtype=np.int64))
-        with pytest.raises(RuntimeError, match="env 1 failed"):
+        with pytest.raises(SubEnvFailed, match="env 1 of the pool failed: RuntimeError: env 1 failed") as failed:
             pool.recv()
+        assert failed.value.env_id == 1 and isinstance(failed.value.__cause__, RuntimeError)
         assert 1 not in pool.in_flight  # the failed env is idle; the others' results wait for the next recv
+        with pytest.raises(SteerEnvsError, match="with results not yet received: \\[0\\]"):
+            pool.send(np.zeros(1, dtype=np.int64), [0])  # env 0's result waits for a recv: not sent to twice
         pool.send(np.zeros(1, dtype=np.int64), [1])  # the failed env is reset on its next send
         obs, rewards, terminations, truncations, info = pool.recv()
         assert sorted(info["env_id"]) == [0, 1, 2] and rewards[list(info["env_id"]).index(1)] == 0.0
@@ -205,8 +208,12 @@ def test_misuse_says_what_is_wrong():
         with pytest.raises(SteerEnvsError, match="distinct ids"):
             pool.recv()
             pool.send(np.zeros(2, dtype=np.int64), [5, 5])
+        with pytest.raises(SteerEnvsError, match="send\\(\\) got {.a.: 2} actions per key for 1 env ids"):
+            pool.send({"a": [0, 0]}, [1])
     finally:
         pool.close()
+    with pytest.raises(SteerEnvsError, match="closed AsyncPoolEnv"):
+        pool.recv()
 
 
 def test_the_async_reinforce_example_trains_against_a_served_executor():

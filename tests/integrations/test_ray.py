@@ -13,6 +13,8 @@ import steer_envs  # noqa: F401
 
 ray = pytest.importorskip("ray", reason="install the 'ray' extra")
 
+from steer_envs.rollouts.ray_pool import LOCAL_RAY_SYSTEM_CONFIG  # noqa: E402
+
 ENV_ID = "steer_envs/SearchSteering-v0"
 KWARGS = dict(executor="sim:default", split="dev", benchmarks=["hotpotqa", "nq"], action_mode="discrete")
 
@@ -43,6 +45,7 @@ def ray_local(tmp_path_factory):
         _temp_dir=str(temp),
         log_to_driver=False,
         runtime_env={"env_vars": {k: v for k, v in os.environ.items() if k.startswith("STEER_ENVS_")}},
+        _system_config=LOCAL_RAY_SYSTEM_CONFIG,  # workers at normal priority, as the pool's own local Ray
     )
     yield ray
     ray.shutdown()
