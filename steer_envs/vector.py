@@ -207,14 +207,16 @@ def threads_for(max_in_flight: int | None, num_envs: int) -> int:
 
 def per_env_seeds(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int | None]:
     """One seed per env as Gymnasium's vector envs define them: ``seed + i`` for env ``i``, ``None`` for all, or
-    a list with one per env."""
+    a list with one per env (else Gymnasium's ``ValueError``, so both vector envs fail as SyncVectorEnv does)."""
     if seed is None:
         return [None] * num_envs
     if isinstance(seed, int):
         return [seed + i for i in range(num_envs)]
     seeds = list(seed)
     if len(seeds) != num_envs:
-        raise SteerEnvsError(f"a list of seeds needs one per env (num_envs={num_envs}), got {len(seeds)}")
+        raise ValueError(
+            f"If seeds are passed as a list the length must match num_envs={num_envs} but got length={len(seeds)}."
+        )
     return seeds
 
 
