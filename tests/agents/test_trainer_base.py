@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -293,20 +294,28 @@ def test_micro_batched_runs_resume_exactly_for_both_trainers(tmp_path):
 # -- two processes through accelerate launch --------------------------------------------------------------------------
 #: ``accelerate launch`` of two local processes (gloo on CPU), no mixed precision, no dynamo; a script or ``-m
 #: module`` and its arguments follow
-ACCELERATE_TWO_PROCESSES = (
-    sys.executable,
-    "-m",
-    "accelerate.commands.launch",
-    "--multi_gpu",
-    "--num_processes",
-    "2",
-    "--num_machines",
-    "1",
-    "--mixed_precision",
-    "no",
-    "--dynamo_backend",
-    "no",
-)
+def accelerate_two_processes() -> list[str]:
+    """``accelerate launch`` of two CPU processes (gloo) whose rendezvous port is a free one, not torch's default
+    29500: a launch never meets a port an earlier launch (or another job on the machine) still holds."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--main_process_port",
+        str(port),
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+    ]
 
 
 def launch_env() -> dict[str, str]:
@@ -320,7 +329,7 @@ def test_two_processes_through_accelerate_launch_log_the_losses_of_one(tmp_path)
     an all-reduce, in another order than one process does: float rounding, measured ~1e-7)."""
     worker = str(ROOT / "tests" / "agents" / "_trainer_worker.py")
     env = launch_env()
-    launch = [*ACCELERATE_TWO_PROCESSES, worker]
+    launch = [*accelerate_two_processes(), worker]
     procs = [
         subprocess.Popen(
             [sys.executable, worker, str(tmp_path / "one"), str(tmp_path / "one.json")],
@@ -338,7 +347,12 @@ def test_two_processes_through_accelerate_launch_log_the_losses_of_one(tmp_path)
         ),
     ]
     for p in procs:
-        out, _ = p.communicate(timeout=240)
+        try:
+            out, _ = p.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+            pytest.fail(f"no exit within 240 s: {p.args[-2:]}\n{out[-3000:]}")
         assert p.returncode == 0, out[-3000:]
     one = json.loads((tmp_path / "one.json").read_text())
     two = json.loads((tmp_path / "two.json").read_text())
@@ -387,8 +401,8 @@ def test_two_processes_that_call_end_processes_exit_cleanly_every_time(tmp_path)
     script = tmp_path / "end.py"
     script.write_text(END_SCRIPT)
     env = launch_env()
-    launch = [*ACCELERATE_TWO_PROCESSES, str(script)]
     for attempt in range(6):
+        launch = [*accelerate_two_processes(), str(script)]
         done = subprocess.run(launch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
         assert done.returncode == 0, (attempt, done.stdout[-3000:])
         assert "<ended-0>" in done.stdout and "<ended-1>" in done.stdout, done.stdout[-3000:]
@@ -413,7 +427,7 @@ def test_the_cli_trains_under_accelerate_launch_and_exits_cleanly(tmp_path):
     out = tmp_path / "run"
     env = launch_env()
     launch = [
-        *ACCELERATE_TWO_PROCESSES,
+        *accelerate_two_processes(),
         "-m",
         "steer_envs.cli.main",
         "train",
