@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -297,9 +296,8 @@ def test_micro_batched_runs_resume_exactly_for_both_trainers(tmp_path):
 def accelerate_two_processes() -> list[str]:
     """``accelerate launch`` of two CPU processes (gloo) whose rendezvous port is a free one, not torch's default
     29500: a launch never meets a port an earlier launch (or another job on the machine) still holds."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    from steer_envs.llm.vllm_engine import free_port
+
     return [
         sys.executable,
         "-m",
@@ -310,7 +308,7 @@ def accelerate_two_processes() -> list[str]:
         "--num_machines",
         "1",
         "--main_process_port",
-        str(port),
+        str(free_port()),
         "--mixed_precision",
         "no",
         "--dynamo_backend",
