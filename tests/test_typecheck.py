@@ -32,6 +32,7 @@ def _pinned_mypy() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.first
 def test_steer_envs_type_checks() -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.fail(f"mypy is not installed; it is part of the test extra: {INSTALL_HINT}")

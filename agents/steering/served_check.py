@@ -69,12 +69,14 @@ class ServedRowScorer:
         return torch.tensor(sums, dtype=torch.float32)
 
 
-def _local_token_logprobs(steerer: Any, row: list[int]) -> torch.Tensor:
-    """Per-token log-probs of ``row`` under the local model (position i scores token i given the ones before)."""
+def _local_token_logprobs(steerer: Any, row: list[int], start: int) -> torch.Tensor:
+    """``log P(row[j] | row[:j])`` for ``j >= start`` under the local model: logits only at the positions that
+    predict those tokens (a prompt of a thousand tokens needs a handful of vocabulary-sized rows, not all)."""
     ids = torch.tensor([row], dtype=torch.long, device=steerer.device)
+    keep = len(row) - start + 1  # the logits at position j predict token j + 1
     with torch.no_grad():
-        logits = steerer.lm(input_ids=ids, use_cache=False).logits[0, :-1].float()
-    return torch.log_softmax(logits, dim=-1).gather(-1, ids[0, 1:, None]).squeeze(-1).cpu()
+        logits = steerer.lm(input_ids=ids, use_cache=False, logits_to_keep=keep).logits[0, :-1].float()
+    return torch.log_softmax(logits, dim=-1).gather(-1, ids[0, start:, None]).squeeze(-1).cpu()
 
 
 def check_served_adapter(
@@ -108,7 +110,7 @@ def check_served_adapter(
                 slow_diffs.append((served - local).abs().max().item())
             token_diffs, token_count = [0.0], 0
             for row, start, served_tokens in scorer.tokens:
-                local_tokens = _local_token_logprobs(steerer, row)[start - 1 :]
+                local_tokens = _local_token_logprobs(steerer, row, start)
                 token_diffs.append((torch.tensor(served_tokens) - local_tokens).abs().max().item())
                 token_count += len(served_tokens)
     finally:

@@ -34,7 +34,7 @@ def test_served_adapter_equals_the_local_peft_model(vllm_server, adapter_steerer
     from steer_envs.llm.registry import make_backend
 
     states = decision_states(BANK_STATES)
-    served = make_backend(vllm_server.spec(ADAPTER_NAME), shared=False)
+    served = make_backend(vllm_server.spec(ADAPTER_NAME, concurrency=32), shared=False)
     check = check_served_adapter(adapter_steerer, served, states, slow_samples=1, seed=0)
     assert check.states == BANK_STATES and check.slow_samples == BANK_STATES and check.slow_tokens > 1000
     assert check.ok, check.as_dict()
