@@ -69,7 +69,7 @@ def resolve_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..trainer_base import end_processes
+    from ..trainer_base import end_processes, leave_launched_process
     from .trainer import PROGRESS_FILE, ActGuideTrainer
 
     out = Path(args.out)
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         f"iteration: unguided success {last.get('unguided_success', float('nan')):.3f}, hard groups "
         f"{last.get('hard_groups', 0)}. Model: {out / 'model.pt'}; diagnose it with `steer-envs barrier --model {out}`"
     )
-    return 0
+    return leave_launched_process(0)  # a launched process leaves without the teardown that could abort
 
 
 # -- barrier ------------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..trainer_base import end_processes, read_run_config
+    from ..trainer_base import end_processes, leave_launched_process, read_run_config
     from .config import SteeringConfig
     from .trainer import CONFIG_FILE, SteeringTrainer
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         f"fast-path Spearman on dev: `python -m agents.steering.evaluate {out}`; "
         "compare with other methods: `steer-envs compare`"
     )
-    return 0
+    return leave_launched_process(0)  # a launched process leaves without the teardown that could abort
 
 
 def resume(args: argparse.Namespace, argv: list[str]) -> list[str]:

@@ -16,7 +16,7 @@ from agents.actguide.config import ActGuideConfig
 from agents.actguide.trainer import ActGuideTrainer
 from agents.steering.config import SteeringConfig
 from agents.steering.trainer import SteeringTrainer
-from agents.trainer_base import end_processes
+from agents.trainer_base import end_processes, leave_launched_process
 from tests.agents.support import small_actguide_args
 
 STEERING = dict(m=2, k=6, G=4, N=2, bank_tasks=8, benchmarks=["nq", "hotpotqa"], eps_sel=0.5)
@@ -50,6 +50,7 @@ def main(run_dir: str, out: str, micro_batch: int = 0) -> None:
         )
     )
     end_processes()  # without it a process can abort at exit (SIGABRT) while its gloo group is alive
+    leave_launched_process(0)  # as the train commands end
 
 
 if __name__ == "__main__":
