@@ -420,8 +420,8 @@ def leave_launched_process(code: int = 0) -> int:
 
     Why: with every result written and the process group ended, the main process's teardown still aborted now and
     then (SIGABRT, "terminate called without an active exception": a C++ object of torch's distributed stack
-    destroyed while one of its threads ran), 3 of about 10 two-process training launches on 2 cores kept busy by
-    other jobs; the launcher then stops the other process and reports the whole run failed. Leaving without the
+    destroyed while one of its threads ran), 3 of 12 two-process training launches on 2 cores kept busy by other
+    jobs; the launcher then stops the other process and reports the whole run failed. Leaving without the
     teardown runs none of those destructors; nothing is lost, since trainers close their files and trackers when
     their run ends."""
     import logging
