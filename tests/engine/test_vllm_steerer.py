@@ -24,7 +24,6 @@ def adapter_steerer(engine_model_dir, adapter_dir):
         steering_options(),
         model=str(engine_model_dir),
         adapter=str(adapter_dir),
-        max_prompt_tokens=1024,
         max_think_tokens=8,
     )
 
