@@ -29,6 +29,7 @@ from typing import Any, Literal
 from agents.steering.agent import SteeringAgent
 from agents.steering.backbones import backbone_for_model
 from agents.steering.config import SteeringConfig
+from agents.steering.context_fit import MAX_PROMPT_TOKENS
 from agents.steering.interventions import options_from_catalogue
 from steer_envs.errors import SteerEnvsError
 
@@ -65,14 +66,24 @@ class ZeroShotOptions(SteererOptions):
     top_logprobs: int = method_option(
         20, "served models: top tokens of the first answer token read by the fast path", ge=1
     )
-    prompt_chars: int = method_option(6000, "served models: the most observation characters in the prompt", ge=1)
+    fit: Literal["auto", "tokens", "chars"] = method_option(
+        "auto",
+        "served models: fit prompts and read z in the server's tokens as the local steerer does (`tokens`, "
+        "vLLM's /tokenize), by characters with z from the top-k table (`chars`), or `auto` (tokens where offered)",
+    )
+    prompt_tokens: int = method_option(
+        MAX_PROMPT_TOKENS, "served models fitted in tokens: the most tokens in the prompt", ge=16
+    )
+    prompt_chars: int = method_option(
+        6000, "served models fitted by characters: the most observation characters in the prompt", ge=1
+    )
     think_tokens: int = method_option(48, "served models: reasoning tokens before the intervention line", ge=0)
     name_choice: Literal["parse", "choice"] = method_option(
         "parse", "served models: parse the option name from the text, or `choice` (structured output)"
     )
 
     #: the options only a served steerer reads
-    SERVED_ONLY = ("top_logprobs", "prompt_chars", "think_tokens", "name_choice")
+    SERVED_ONLY = ("top_logprobs", "fit", "prompt_tokens", "prompt_chars", "think_tokens", "name_choice")
 
     def check(self) -> None:
         changed = [k for k in self.SERVED_ONLY if getattr(self, k) != getattr(ZeroShotOptions, k)]
@@ -189,6 +200,8 @@ def build_zero_shot_llm(context: MethodContext) -> SteeringAgent:
     if backbone == "served":
         args.update(
             top_logprobs=chosen.top_logprobs,
+            fit=chosen.fit,
+            max_prompt_tokens=chosen.prompt_tokens,
             max_prompt_chars=chosen.prompt_chars,
             max_think_tokens=chosen.think_tokens,
             name_choice=chosen.name_choice,

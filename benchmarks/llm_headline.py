@@ -81,8 +81,8 @@ def same_named(source: Any, target: type) -> dict[str, Any]:
 class HeadlineConfig:
     """One headline run. ``model``: a transformers model folder, or a packaged name (``gemma-3-270m``).
     ``test_limit`` / ``dev_limit``: tasks per benchmark; ``seeds`` / ``dev_seeds``: evaluation seeds per task.
-    ``prompt_chars`` / ``think_tokens``: the served steerer's prompt cap and reasoning budget (the trained steerer is
-    trained with the same reasoning budget and a matching prompt cap in tokens). ``workers``: episodes in flight
+    ``prompt_chars`` / ``think_tokens``: the steerers' prompt cap (a third of it in tokens: :func:`prompt_tokens`,
+    for the trained steerer and the served rows alike) and reasoning budget. ``workers``: episodes in flight
     against the server. ``device``: where vLLM and the trainer run (``cpu``, ``cuda`` or ``auto``)."""
 
     out: str
@@ -118,7 +118,7 @@ QUICK = {
     "tolerance": 1.0,
     "benchmarks": ("nq", "hotpotqa"),
     "max_model_len": 2048,
-    "prompt_chars": 900,
+    "prompt_chars": 1800,  # 600 tokens: the tiny test model's tokenizer needs ~300 for a goal with its counters
     "think_tokens": 4,
     "workers": 4,
     "train": TrainBudget(m=1, k=2, G=2, N=1, bank_tasks=2),
@@ -206,7 +206,7 @@ def steering_config(config: HeadlineConfig, folder: Path):
             "lora_rank": budget.lora_rank,
             "seed": budget.seed,
             "max_think_tokens": config.think_tokens,
-            "max_prompt_tokens": max(64, int(config.prompt_chars / 3)),
+            "max_prompt_tokens": prompt_tokens(config),
             **accelerator,
         },
     )
@@ -242,10 +242,16 @@ def release_accelerator() -> None:
         torch.cuda.empty_cache()
 
 
+def prompt_tokens(config: HeadlineConfig) -> int:
+    """The prompt budget in tokens of every row: the trained steerer's, and the served rows' (fitted in the
+    server's tokens, so a served adapter reads the ids it was trained on)."""
+    return max(64, config.prompt_chars // 3)
+
+
 def served_spec(server_spec: str, config: HeadlineConfig) -> str:
-    """The served steerer's method spec (τ is chosen on dev)."""
+    """The served steerer's method spec (τ is chosen on dev): prompts fitted and z read in the server's tokens."""
     return (
-        f"steering_zero_shot:model={server_spec},prompt_chars={config.prompt_chars},"
+        f"steering_zero_shot:model={server_spec},fit=tokens,prompt_tokens={prompt_tokens(config)},"
         f"think_tokens={config.think_tokens},name_choice={config.name_choice}"
     )
 
@@ -387,6 +393,8 @@ def build_report(
         dev_tolerance=config.tolerance,
         train=asdict(config.train),
         prompt_chars=config.prompt_chars,
+        prompt_tokens=prompt_tokens(config),
+        served_fit="tokens",
         think_tokens=config.think_tokens,
         name_choice=config.name_choice,
         max_model_len=config.max_model_len,

@@ -240,12 +240,18 @@ class KeepAlivePool:
                 self._idle.append(conn)
 
     def request(
-        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        root: bool = False,
     ) -> tuple[int, str, bytes]:
-        """``(status, reason, body)`` of ``method path`` (``path`` below the base URL's path); the whole exchange
-        is bounded by ``timeout`` seconds from the moment a slot was free. Raises what ``http.client`` raises
-        (``OSError`` and ``TimeoutError`` included)."""
-        full = f"{self.prefix}{path}"
+        """``(status, reason, body)`` of ``method path`` (``path`` below the base URL's path, or below the server's
+        root with ``root=True``: vLLM serves ``/tokenize`` beside ``/v1``); the whole exchange is bounded by
+        ``timeout`` seconds from the moment a slot was free. Raises what ``http.client`` raises (``OSError`` and
+        ``TimeoutError`` included)."""
+        full = path if root else f"{self.prefix}{path}"
         headers = headers or {}
         with self._slots:
             deadline = time.monotonic() + self.timeout

@@ -41,7 +41,15 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.extras import import_extra
 from steer_envs.llm.offline import LOCAL_LOAD
 
-from .context_fit import ContextStats, GoalDoesNotFitError, fit_observation
+from .context_fit import (
+    MAX_PROMPT_TOKENS,
+    PREFIX_PROBE,
+    ContextStats,
+    GoalDoesNotFitError,
+    fit_prompt_ids,
+    goal_refusal,
+    special_prefix,
+)
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
@@ -146,7 +154,7 @@ class CausalLMSteerer(Steerer):
         model: str = "hf:gemma-3-270m",
         lora: bool = False,
         lora_rank: int = 8,
-        max_prompt_tokens: int = 384,
+        max_prompt_tokens: int = MAX_PROMPT_TOKENS,
         max_think_tokens: int = 24,
         max_arguments: int = 6,
         allow_pass: bool = True,
@@ -199,6 +207,7 @@ class CausalLMSteerer(Steerer):
         lm = self._attach_adapters(lm, run_on)
         self.lm = lm
         self.lm.eval()  # no dropout: sampling and re-scoring must see the same distribution
+        self._prefix: list[int] | None = None  # prompt_prefix, read from the tokenizer on first use
         self.yes_id = self._first_token(" yes")
         self.no_id = self._first_token(" no")
         if self.yes_id == self.no_id:
@@ -375,40 +384,31 @@ class CausalLMSteerer(Steerer):
             return self.max_prompt_tokens
         return min(self.max_prompt_tokens, self.context_length - self.max_think_tokens - GRAMMAR_RESERVE)
 
+    @property
+    def prompt_prefix(self) -> list[int]:
+        """The ids before every prompt: those the tokenizer puts before a text (:func:`~.context_fit.special_prefix`),
+        which a server serving this model puts before a prompt too, so a served steerer reads the same ids."""
+        prefix = getattr(self, "_prefix", None)
+        if prefix is None:
+            with_special = self.tokenizer.encode(PREFIX_PROBE, add_special_tokens=True)
+            prefix = self._prefix = special_prefix(with_special, self._ids(PREFIX_PROBE))
+        return prefix
+
     def _prompt_ids(self, observation: Any, suffix: str) -> list[int]:
-        """BOS + observation text fitted to :attr:`prompt_budget` (:func:`~.context_fit.fit_observation`: the goal
-        kept, the oldest turns elided behind a marker; tokens counted with this tokenizer) + ``suffix``."""
-        tail = self._ids(suffix)
-        bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
-        room = self.prompt_budget - len(tail) - len(bos)
-        seen: dict[str, list[int]] = {}  # each candidate text is tokenised once
-
-        def ids(text: str) -> list[int]:
-            if text not in seen:
-                seen[text] = self._ids(text)
-            return seen[text]
-
+        """:attr:`prompt_prefix` (BOS where the tokenizer adds one) + observation text fitted to
+        :attr:`prompt_budget` (:func:`~.context_fit.fit_prompt_ids`: the goal kept, the oldest turns elided behind a
+        marker; tokens counted with this tokenizer) + ``suffix``."""
         try:
-            fitted = fit_observation(observation, lambda text: len(ids(text)) <= room)
+            ids, fitted = fit_prompt_ids(
+                observation, self._ids(suffix), self.prompt_prefix, self.prompt_budget, self._ids
+            )
         except GoalDoesNotFitError as exc:
-            raise self._goal_does_not_fit(exc, len(ids(exc.text)) + len(tail) + len(bos)) from None
+            generated = self.max_think_tokens + GRAMMAR_RESERVE
+            raise goal_refusal(
+                exc, self.prompt_budget, self.max_prompt_tokens, self.context_length, generated
+            ) from None
         self.context_stats.record(fitted)
-        return bos + ids(fitted.text) + tail
-
-    def _goal_does_not_fit(self, exc: GoalDoesNotFitError, prompt_tokens: int) -> GoalDoesNotFitError:
-        """The refusal, with the numbers: the smallest prompt (goal, counters, question) and the context it needs."""
-        generated = self.max_think_tokens + GRAMMAR_RESERVE
-        limit = f"max_prompt_tokens {self.max_prompt_tokens}"
-        if self.context_length is not None:
-            limit += f", the model's context {self.context_length} less {generated} generated"
-        return GoalDoesNotFitError(
-            exc.text,
-            exc.elided_turns,
-            f"the steerer cannot read this episode's goal: the goal with its counters and question take "
-            f"{prompt_tokens} tokens, and a prompt may have {self.prompt_budget} ({limit}). The goal is never cut; "
-            f"use a model whose context holds at least {prompt_tokens + generated} tokens (and max_prompt_tokens "
-            f">= {prompt_tokens}), or fewer think tokens",
-        )
+        return ids
 
     def _pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``input_ids``, ``attention_mask`` and ``position_ids`` (0 at each row's first real token) on the model's

@@ -13,10 +13,12 @@ their prompts here, so they elide the same way:
   carries that text, so the caller can say how large a context it needs (a supervisor that cannot read the goal
   is not supervising it).
 
-What "fits" means is the caller's: the local causal-LM steerer counts tokens with its tokenizer
-(:class:`~agents.steering.causal_lm.CausalLMSteerer`), the served one estimates them from characters against the
-server's ``context_length`` and refits tighter when the server still refuses
-(:class:`~agents.steering.served.ServedSteerer`). Turns are split by :func:`split_turns`, on the boundaries the
+What "fits" means is the caller's. Counted in tokens, :func:`fit_prompt_ids` builds the prompt both steerers score
+(BOS, the fitted text, the question, each tokenised apart): the local causal-LM steerer with its tokenizer
+(:class:`~agents.steering.causal_lm.CausalLMSteerer`), the served one with the server's (``POST /tokenize``), so a
+served model reads exactly the ids the local one does (:class:`~agents.steering.served.ServedSteerer`). A server
+that cannot tokenise has its tokens estimated from characters against its ``context_length``, refitted tighter
+when the server still refuses. Turns are split by :func:`split_turns`, on the boundaries the
 Search-R1 protocol and the hand-off history write, so no turn is ever half-elided except the last resort above.
 """
 
@@ -30,6 +32,10 @@ from typing import Any
 from steer_envs.errors import SteerEnvsError
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY
 
+#: the tokens a steerer's prompt may take by default (the observation fitted into it, the question included)
+MAX_PROMPT_TOKENS = 384
+#: the text whose tokens with and without special tokens show what a tokenizer puts before a prompt
+PREFIX_PROBE = "Question"
 #: what stands where elided turns were (``{n}``: how many; ``{s}``: the plural's "s")
 ELISION_MARKER = "[... {n} earlier turn{s} elided to fit the model's context ...]\n"
 #: where a turn of the Search-R1 protocol ends: after its ``<information>`` block, a guidance note or rejection,
@@ -133,12 +139,68 @@ class GoalDoesNotFitError(SteerEnvsError):
     """Not even the goal (with the counters and the elision marker) fits the prompt's room. ``text`` is the smallest
     observation text a prompt may hold; callers measure it and name the context they need."""
 
-    def __init__(self, text: str, elided_turns: int = 0, message: str | None = None) -> None:
+    def __init__(
+        self, text: str, elided_turns: int = 0, message: str | None = None, prompt_tokens: int | None = None
+    ) -> None:
         self.text = text
         self.elided_turns = elided_turns
+        #: the tokens of the smallest prompt (goal, counters, marker, question), where the caller counted them
+        self.prompt_tokens = prompt_tokens
         super().__init__(
             message or f"the steerer's prompt has no room for the goal ({len(text)} characters with the counters)"
         )
+
+
+def special_prefix(with_special: list[int], plain: list[int]) -> list[int]:
+    """The ids a tokenizer puts before a text: ``with_special`` (a short text tokenised with the special tokens)
+    up to where ``plain`` (the same text without them) begins. BOS for Gemma- and Llama-style tokenizers, nothing
+    for GPT-2- and Qwen-style ones, as an inference engine prefixes a text prompt."""
+    for start in range(len(with_special) - len(plain) + 1):
+        if with_special[start : start + len(plain)] == plain:
+            return with_special[:start]
+    return []
+
+
+def fit_prompt_ids(
+    observation: Any, suffix: list[int], bos: list[int], budget: int, encode: Callable[[str], list[int]]
+) -> tuple[list[int], FittedText]:
+    """``bos + encode(fitted text) + suffix`` in at most ``budget`` tokens, and the fitted text
+    (:func:`fit_observation`, each candidate text tokenised once). The text and the suffix are tokenised apart, as
+    both steerers score them. Raises :class:`GoalDoesNotFitError` carrying the smallest prompt's token count."""
+    room = budget - len(suffix) - len(bos)
+    seen: dict[str, list[int]] = {}
+
+    def ids(text: str) -> list[int]:
+        if text not in seen:
+            seen[text] = encode(text)
+        return seen[text]
+
+    try:
+        fitted = fit_observation(observation, lambda text: len(ids(text)) <= room)
+    except GoalDoesNotFitError as exc:
+        tokens = len(ids(exc.text)) + len(suffix) + len(bos)
+        raise GoalDoesNotFitError(exc.text, exc.elided_turns, prompt_tokens=tokens) from None
+    return bos + ids(fitted.text) + suffix, fitted
+
+
+def goal_refusal(
+    exc: GoalDoesNotFitError, budget: int, max_prompt_tokens: int, context_length: int | None, generated: int
+) -> GoalDoesNotFitError:
+    """The refusal of a steerer that cannot read an episode's goal, with the numbers: the smallest prompt's tokens,
+    the budget it missed and the context that would hold it (``generated``: tokens the steerer asks for after it)."""
+    needed = exc.prompt_tokens if exc.prompt_tokens is not None else budget + 1
+    limit = f"max_prompt_tokens {max_prompt_tokens}"
+    if context_length is not None:
+        limit += f", the model's context {context_length} less {generated} generated"
+    return GoalDoesNotFitError(
+        exc.text,
+        exc.elided_turns,
+        f"the steerer cannot read this episode's goal: the goal with its counters and question take "
+        f"{needed} tokens, and a prompt may have {budget} ({limit}). The goal is never cut; "
+        f"use a model whose context holds at least {needed + generated} tokens (and max_prompt_tokens "
+        f">= {needed}), or fewer think tokens",
+        prompt_tokens=needed,
+    )
 
 
 @dataclass
@@ -167,10 +229,15 @@ class ContextStats:
 
 __all__ = [
     "ELISION_MARKER",
+    "MAX_PROMPT_TOKENS",
+    "PREFIX_PROBE",
     "ContextStats",
     "FittedText",
     "GoalDoesNotFitError",
     "elision_marker",
     "fit_observation",
+    "fit_prompt_ids",
+    "goal_refusal",
+    "special_prefix",
     "split_turns",
 ]

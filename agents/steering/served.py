@@ -5,11 +5,16 @@ it sits behind an inference server. This backbone reaches it through the ``opena
 (:mod:`steer_envs.llm.openai_client`: timeouts, retries, concurrent requests) with the same prompts as
 :class:`~agents.steering.causal_lm.CausalLMSteerer`:
 
-* Fast path: the observation followed by ``FAST_QUESTION`` ("... Answer yes or no.\\nAnswer:"); one request for
-  the top log-probs of the *first generated token*; ``z = log P(yes) − log P(no)``, read out of the table with
-  :func:`~steer_envs.llm.base.match_candidates` (``" yes"`` and ``"yes"`` both count). A server only lists its top
-  ``k`` tokens; a candidate missing from the table gets the table's smallest log-prob (an upper bound, so ``z``
-  stays finite) and the miss is counted in :attr:`ServedSteerer.stats`.
+* Fast path: the observation followed by ``FAST_QUESTION`` ("... Answer yes or no.\\nAnswer:");
+  ``z = log P(yes) − log P(no)`` of the token after it. On a server that tokenises (vLLM's ``POST /tokenize``;
+  ``fit="tokens"``, or ``"auto"`` when the server answers it) this is the local causal-LM steerer's own
+  computation: the same prompt ids (:func:`~.context_fit.fit_prompt_ids`: BOS, the observation fitted to
+  ``max_prompt_tokens`` in the model's tokens, the question) and the log-probs of the same two candidate tokens,
+  each forced (:meth:`~steer_envs.llm.openai_client.OpenAIBackend.continuation_logprobs`), so neither can be
+  missing. By characters (``fit="chars"``: servers without ``/tokenize``), one request reads the top log-probs of
+  the first generated token with :func:`~steer_envs.llm.base.match_candidates` (``" yes"`` and ``"yes"`` both
+  count); a candidate missing from the server's top ``k`` gets the table's smallest log-prob (an upper bound, so
+  ``z`` stays finite) and the miss is counted in :attr:`ServedStats.fast_candidate_missing`.
 * Slow path: generated text, ``<think> reasoning </think>`` and then a line ``Intervention: NAME`` or
   ``Intervention: NAME: ARGUMENT``. The reasoning is generated up to ``</think>`` (a stop string); if it did not
   already contain an ``Intervention:`` line, a second request continues after a forced ``</think>`` and
@@ -20,14 +25,16 @@ it sits behind an inference server. This backbone reaches it through the ``opena
   *chooses* a name as the local causal-LM steerer does (it scores each name) instead of writing one: a model too
   small to follow the grammar still gives its preferred intervention.
 
-Prompts fit the served model's context (:mod:`.context_fit`): no tokenizer is here, so the prompt's tokens are
-estimated from its characters (``chars_per_token``) against the server's ``context_length`` (the ``max_model_len``
-option, else what ``GET /v1/models`` lists) less the tokens the request asks for, and ``max_prompt_chars`` caps
-it; the goal stays and the oldest turns are elided behind a visible marker (counted in
-:attr:`ServedSteerer.context_stats`). An estimate can be wrong, so a request the server still refuses for length
-(:class:`~steer_envs.llm.base.ContextOverflowError`) is fitted again with a budget ``REFIT_FACTOR`` smaller, kept for
-later prompts, at most ``max_refits`` times; if even then it does not fit, the decision is "no evidence" (fast
-path ``z = 0``) or a pass (slow path), counted as a fallback, so no evaluation aborts on length.
+Prompts fit the served model's context (:mod:`.context_fit`): the goal stays and the oldest turns are elided
+behind a visible marker (counted in :attr:`ServedSteerer.context_stats`). In tokens, the budget is the local
+steerer's: ``max_prompt_tokens``, capped by the context less the reasoning and the grammar, and a goal that does
+not fit is refused with the numbers, as the local steerer refuses it. By characters, the prompt's tokens are
+estimated (``chars_per_token``) against the server's ``context_length`` (the ``max_model_len`` option, else what
+``GET /v1/models`` lists) less the tokens the request asks for, and ``max_prompt_chars`` caps it. A request the
+server still refuses for length (:class:`~steer_envs.llm.base.ContextOverflowError`: an estimate can be wrong) is
+fitted again with a budget ``REFIT_FACTOR`` smaller, kept for later prompts, at most ``max_refits`` times; if even then
+it does not fit, the decision is "no evidence" (fast path ``z = 0``) or a pass (slow path), counted as a fallback, so no
+evaluation aborts on length.
 
 There are no gradients: a served model's weights are not here. :meth:`ServedSteerer.trainable_parameters`,
 :meth:`ServedSteerer.slow_logprobs` and ``train()`` raise a clear error, so a trainer configured with this
@@ -50,8 +57,25 @@ import torch
 from steer_envs.errors import SteerEnvsError
 from steer_envs.llm.base import ContextOverflowError, context_length_of
 
-from .causal_lm import FAST_QUESTION, GRAMMAR_HEAD, PASS_NAME, SLOW_INSTRUCTION, THINK_END
-from .context_fit import ContextStats, FittedText, GoalDoesNotFitError, fit_observation
+from .causal_lm import (
+    FAST_QUESTION,
+    GRAMMAR_HEAD,
+    GRAMMAR_RESERVE,
+    PASS_NAME,
+    SLOW_INSTRUCTION,
+    THINK_END,
+)
+from .context_fit import (
+    MAX_PROMPT_TOKENS,
+    PREFIX_PROBE,
+    ContextStats,
+    FittedText,
+    GoalDoesNotFitError,
+    fit_observation,
+    fit_prompt_ids,
+    goal_refusal,
+    special_prefix,
+)
 from .interventions import InterventionOption, argument_candidates
 from .steerer import SlowSample, Steerer
 
@@ -59,6 +83,9 @@ from .steerer import SlowSample, Steerer
 YES, NO = " yes", " no"
 #: how the slow path reads NAME: "parse" the generated line | "choice": the line constrained to the names (vLLM)
 NAME_CHOICES = ("parse", "choice")
+#: how prompts are fitted and z is read: "tokens" (the server's tokenizer, forced candidates: the local steerer's
+#: computation) | "chars" (estimated tokens, the top-k table) | "auto" (tokens where the server tokenises)
+FIT_MODES = ("auto", "tokens", "chars")
 #: the smallest ``max_prompt_chars`` accepted (twice the old head of a middle cut: room for the goal and a turn)
 HEAD_CHARS = 400
 #: the first guess of characters per token: English BPE text runs near 4, tags, digits and names lower, so 3 errs
@@ -138,6 +165,8 @@ class ServedStats:
 
     fast_scores: int = 0
     fast_candidate_missing: int = 0
+    #: 1 when prompts were fitted in the server's tokens and z read from forced candidates, 0 by characters
+    fit_by_tokens: int = 0
     slow_samples: int = 0
     slow_requests: int = 0
     parse_failures: int = 0
@@ -146,13 +175,26 @@ class ServedStats:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class _ServedVocab:
+    """What the fast path needs of the server's tokenizer: the ids it puts before a prompt and the two candidates."""
+
+    prefix: tuple[int, ...]
+    yes_id: int
+    no_id: int
+
+
 class ServedSteerer(Steerer):
     """A :class:`Steerer` whose LLM is served over the OpenAI API (``model="openai:<name>@<base_url>"``).
 
-    ``top_logprobs``: how many next tokens the fast path asks the server for (vLLM's default cap is 20).
-    ``max_prompt_chars``: the most characters a prompt may have; prompts are also fitted to the model's context
+    ``fit``: ``"tokens"`` (the server's tokenizer: the local steerer's prompts and z), ``"chars"`` (estimated
+    tokens, z from the top-k table) or ``"auto"`` (tokens where the server answers ``POST /tokenize``).
+    ``max_prompt_tokens``: in tokens, the most a prompt may have (the local steerer's default).
+    ``top_logprobs``: by characters, how many next tokens the fast path asks the server for (vLLM's cap is 20).
+    ``max_prompt_chars``: by characters, the most a prompt may have; prompts are also fitted to the model's context
     (``max_model_len`` when given, else the server's listing) at ``chars_per_token``, turn by turn (the goal kept,
-    the oldest turns elided), and refitted at most ``max_refits`` times when the server still refuses one.
+    the oldest turns elided). Either way a prompt the server still refuses is refitted tighter, at most
+    ``max_refits`` times.
     ``temperature``: the slow path's sampling temperature (each sample's server seed is drawn from the agent's
     generator, so a seeded episode asks for the same samples); ``greedy`` calls use 0. ``decision_log``: a JSONL
     file that receives one line per decision (fast ``z`` and its table's yes/no log-probs; slow raw output and what
@@ -182,6 +224,8 @@ class ServedSteerer(Steerer):
         chars_per_token: float = CHARS_PER_TOKEN,
         max_refits: int = 4,
         name_choice: str = "parse",
+        fit: str = "auto",
+        max_prompt_tokens: int = MAX_PROMPT_TOKENS,
     ) -> None:
         super().__init__(options)
         if not isinstance(model, str) or not model.startswith("openai:"):
@@ -197,6 +241,7 @@ class ServedSteerer(Steerer):
             ("max_prompt_chars", max_prompt_chars, 2 * HEAD_CHARS),
             ("max_think_tokens", max_think_tokens, 1),
             ("max_line_tokens", max_line_tokens, 4),
+            ("max_prompt_tokens", max_prompt_tokens, 16),
         ):
             if not isinstance(value, int) or value < low:
                 raise SteerEnvsError(f"ServedSteerer {key} must be an integer >= {low}, got {value!r}")
@@ -215,6 +260,14 @@ class ServedSteerer(Steerer):
                 f"completions api), got {name_choice!r} with api {api!r}"
             )
         self.name_choice = name_choice
+        if fit not in FIT_MODES or (fit == "tokens" and api != "completions"):
+            raise SteerEnvsError(
+                f"ServedSteerer fit must be one of {FIT_MODES} ('tokens' with the completions api: token-id prompts), "
+                f"got {fit!r} with api {api!r}"
+            )
+        if api != "completions":  # a chat api applies the server's chat template: no token-id prompts to score
+            fit = "chars"
+        self.fit, self.max_prompt_tokens = fit, max_prompt_tokens
         if max_model_len is not None and (not isinstance(max_model_len, int) or max_model_len < 16):
             raise SteerEnvsError(
                 f"ServedSteerer max_model_len must be the served model's context in tokens (an "
@@ -237,6 +290,7 @@ class ServedSteerer(Steerer):
         #: the share of the estimated character budget prompts get; each refit shrinks it (kept for later prompts)
         self.fit_scale = 1.0
         self._backend = None
+        self._vocab: _ServedVocab | None = None  # the server's BOS and candidate ids, read on first use
         self._log_lock = threading.Lock()
 
     # -- plumbing -------------------------------------------------------------------------------------------
@@ -261,6 +315,7 @@ class ServedSteerer(Steerer):
         state = self.__dict__.copy()
         state["_backend"] = None
         state["_log_lock"] = None
+        state["_vocab"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -289,6 +344,8 @@ class ServedSteerer(Steerer):
             "chars_per_token": self.chars_per_token,
             "max_refits": self.max_refits,
             "name_choice": self.name_choice,
+            "fit": self.fit,
+            "max_prompt_tokens": self.max_prompt_tokens,
         }
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
@@ -310,6 +367,31 @@ class ServedSteerer(Steerer):
                 fh.flush()
                 os.fsync(fh.fileno())
 
+    @property
+    def vocab(self) -> _ServedVocab | None:
+        """The ids the server puts before a prompt and the fast path's two candidate ids when prompts are fitted in
+        tokens, else None (read once: ``fit="auto"`` asks ``POST /tokenize`` and falls back to characters where the
+        server has no such endpoint; ``fit="tokens"`` then fails, saying so)."""
+        if self._vocab is None and self.fit != "chars":
+            from steer_envs.llm.openai_client import EndpointMissingError
+
+            try:
+                [with_special] = self.backend.tokenize([PREFIX_PROBE], add_special_tokens=True)
+                plain, yes, no = self.backend.tokenize([PREFIX_PROBE, YES, NO])
+            except EndpointMissingError as exc:
+                if self.fit == "tokens":
+                    raise SteerEnvsError(
+                        f"ServedSteerer fit=tokens needs a server that tokenises (vLLM's POST /tokenize): {exc}. "
+                        "Use fit=chars to estimate tokens from characters and read z from the top-k log-probs"
+                    ) from None
+                self.fit = "chars"  # auto, on a server without /tokenize: recorded in build_spec and the counters
+                return None
+            if not yes or not no or yes[0] == no[0]:
+                raise SteerEnvsError(f"the served tokenizer gives {YES!r} -> {yes} and {NO!r} -> {no}: no z to read")
+            self._vocab = _ServedVocab(prefix=tuple(special_prefix(with_special, plain)), yes_id=yes[0], no_id=no[0])
+            self.stats.fit_by_tokens = 1
+        return self._vocab
+
     def prompt_budget(self, reserve: int) -> int:
         """The characters a prompt may have when ``reserve`` tokens are asked for after it: ``max_prompt_chars``,
         and the model's context less ``reserve`` at ``chars_per_token`` (times :attr:`fit_scale`) when known."""
@@ -319,9 +401,42 @@ class ServedSteerer(Steerer):
             budget = min(budget, max(0, context - reserve) * self.chars_per_token)
         return int(budget * self.fit_scale)
 
+    @property
+    def token_budget(self) -> int:
+        """In tokens, the local steerer's prompt budget: ``max_prompt_tokens``, capped by the context less the
+        reasoning and the grammar (times :attr:`fit_scale` after a refusal)."""
+        budget = self.max_prompt_tokens
+        context = context_length_of(self.backend)
+        if context is not None:
+            budget = min(budget, context - self.max_think_tokens - GRAMMAR_RESERVE)
+        return int(budget * self.fit_scale)
+
+    def prompt_ids(self, observation: Any, suffix: str) -> tuple[list[int], FittedText]:
+        """In the server's tokens, the ids the local steerer would score: BOS + the observation fitted to
+        :attr:`token_budget` + ``suffix``, and the fitted text. A goal that does not fit is refused with the
+        numbers (:func:`~.context_fit.goal_refusal`), never cut."""
+        vocab = self.vocab
+        assert vocab is not None, "prompt_ids needs fit in tokens"
+
+        def encode(text: str) -> list[int]:
+            return self.backend.tokenize([text])[0]
+
+        budget = self.token_budget
+        try:
+            ids, fitted = fit_prompt_ids(observation, encode(suffix), list(vocab.prefix), budget, encode)
+        except GoalDoesNotFitError as exc:
+            generated = self.max_think_tokens + GRAMMAR_RESERVE
+            raise goal_refusal(
+                exc, budget, self.max_prompt_tokens, context_length_of(self.backend), generated
+            ) from None
+        self.context_stats.record(fitted)
+        return ids, fitted
+
     def prompt_text(self, observation: Any, suffix: str, reserve: int = 1) -> str:
-        """Observation text fitted to :meth:`prompt_budget` (:func:`~.context_fit.fit_observation`: the goal kept,
-        the oldest turns elided behind a marker) + ``suffix``."""
+        """Observation text fitted (in the server's tokens, or by characters to :meth:`prompt_budget`;
+        :mod:`.context_fit`: the goal kept, the oldest turns elided behind a marker) + ``suffix``."""
+        if self.vocab is not None:
+            return self.prompt_ids(observation, suffix)[1].text + suffix
         room = self.prompt_budget(reserve) - len(suffix)
         try:
             fitted = fit_observation(observation, lambda text: len(text) <= room)
@@ -349,8 +464,11 @@ class ServedSteerer(Steerer):
 
     # -- fast path ------------------------------------------------------------------------------------------
     def fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
-        """``z = log P(yes) − log P(no)`` of the first generated token, one request per observation (sent
-        concurrently). No gradient: the tensor is a constant."""
+        """``z = log P(yes) − log P(no)`` of the token after the fast prompt, the observations' requests sent
+        concurrently: each candidate's log-prob forced in the server's tokens, else read from its top-k table. No
+        gradient: the tensor is a constant."""
+        if self.vocab is not None:
+            return self._forced_fast_scores(observations)
         from steer_envs.llm.base import match_candidates
 
         def attempt():
@@ -370,6 +488,29 @@ class ServedSteerer(Steerer):
             self.stats.fast_scores += 1
             self.stats.fast_candidate_missing += len(missing)
             self._log({"path": "fast", "z": z, "yes": found[YES], "no": found[NO], "missing": missing})
+            zs.append(z)
+        return torch.tensor(zs, dtype=torch.float32)
+
+    def _forced_fast_scores(self, observations: Sequence[Any]) -> torch.Tensor:
+        """The local steerer's z in the server's tokens: its prompt ids, then the yes and the no token forced."""
+        vocab = self.vocab
+        assert vocab is not None
+
+        def attempt():
+            prompts = [self.prompt_ids(o, FAST_QUESTION)[0] for o in observations]
+            rows = [prompt + [candidate] for prompt in prompts for candidate in (vocab.yes_id, vocab.no_id)]
+            return self.backend.continuation_logprobs(rows, [len(p) for p in prompts for _ in range(2)])
+
+        scored = self._refitting(attempt) if observations else []
+        zs = []
+        for i in range(len(observations)):
+            if scored is None:  # still too long after the refits: no evidence either way
+                yes, no, z = None, None, 0.0
+            else:
+                yes, no = scored[2 * i][0], scored[2 * i + 1][0]
+                z = yes - no
+            self.stats.fast_scores += 1
+            self._log({"path": "fast", "z": z, "yes": yes, "no": no, "missing": [], "fit": "tokens"})
             zs.append(z)
         return torch.tensor(zs, dtype=torch.float32)
 

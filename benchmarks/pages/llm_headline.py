@@ -173,11 +173,26 @@ def card_section(report: dict[str, Any]) -> str:
         f"N={train['N']}, {train['bank_tasks']} bank tasks x {train['bank_rollouts']} rollout(s), "
         f"{train.get('update_epochs', 4)} update epoch(s) per round, lr {train['lr']:g}, "
         f"seed {train['seed']}; one training seed",
-        f"* steerer prompts: at most {card['prompt_chars']} characters (served) / {max(64, card['prompt_chars'] // 3)} "
-        f"tokens (training); reasoning up to {card['think_tokens']} tokens",
+        prompts_line(card),
         f"* commit(s): {', '.join(f'`{c}`' for c in card['commits']) or 'none recorded'}",
     ]
     return "## Setting card\n\n" + "\n".join(lines) + "\n\n"
+
+
+def prompts_line(card: dict[str, Any]) -> str:
+    """How the steerers' prompts were fitted, as the run recorded it: in the served model's tokens (the served rows
+    read the ids the trained steerer was trained on), or, in runs that recorded no ``served_fit``, by characters."""
+    if card.get("served_fit") == "tokens":
+        return (
+            f"* steerer prompts: at most {card['prompt_tokens']} tokens, fitted in the model's tokens (served rows: "
+            f"the server's tokenizer, z from the forced yes/no tokens; training: the same budget); reasoning up to "
+            f"{card['think_tokens']} tokens"
+        )
+    return (
+        f"* steerer prompts: at most {card['prompt_chars']} characters (served; z read from the server's top-20 "
+        f"log-probs) / {max(64, card['prompt_chars'] // 3)} tokens (training); reasoning up to "
+        f"{card['think_tokens']} tokens"
+    )
 
 
 def timings_section(report: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ import os
 import random
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +65,11 @@ CONTEXT_RETRY_S = 30.0
 
 class OpenAIBackendError(LLMBackendError):
     """An OpenAI-compatible server did not give a usable answer after the retries."""
+
+
+class EndpointMissingError(OpenAIBackendError):
+    """An endpoint outside the OpenAI API answered HTTP 404 or 405: a feature this server does not offer (vLLM's
+    ``/tokenize``), not a failed request. (Inside the API a 404 is an answer, e.g. vLLM's "model not found".)"""
 
 
 class _Retryable(Exception):
@@ -194,12 +200,18 @@ class OpenAIBackend:
         return None
 
     # -- HTTP ----------------------------------------------------------------------------------------------
-    def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        url = f"{self.base_url}{path}"
+    def _url(self, path: str, root: bool) -> str:
+        if not root:
+            return f"{self.base_url}{path}"
+        parsed = urllib.parse.urlparse(self.base_url)
+        return f"{parsed.scheme}://{parsed.netloc}{path}"
+
+    def _post_once(self, path: str, body: dict[str, Any], root: bool = False) -> dict[str, Any]:
+        url = self._url(path, root)
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"}
         started = time.perf_counter()
         try:
-            status, reason, raw = self.http.request("POST", path, json.dumps(body).encode(), headers)
+            status, reason, raw = self.http.request("POST", path, json.dumps(body).encode(), headers, root=root)
         except TimeoutError as exc:
             raise _Retryable(f"timed out after {self.options.timeout:g} s") from exc
         except http.client.IncompleteRead as exc:
@@ -230,7 +242,10 @@ class OpenAIBackend:
                 )
             if status in RETRY_STATUS:
                 raise _Retryable(message)
-            raise OpenAIBackendError(f"{self.name}: POST {url} failed with {message} (not retried)")
+            failure = f"{self.name}: POST {url} failed with {message} (not retried)"
+            if root and status in (404, 405):  # outside the OpenAI API: a feature this server does not offer
+                raise EndpointMissingError(failure)
+            raise OpenAIBackendError(failure)
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -239,9 +254,10 @@ class OpenAIBackend:
             raise _Retryable(f"malformed reply: expected a JSON object, got {type(data).__name__}")
         return data
 
-    def _post(self, path: str, body: dict[str, Any], parse):
-        """POST with retries; ``parse`` turns the JSON reply into a result (KeyError etc. = malformed)."""
-        url = f"{self.base_url}{path}"
+    def _post(self, path: str, body: dict[str, Any], parse, root: bool = False):
+        """POST with retries; ``parse`` turns the JSON reply into a result (KeyError etc. = malformed). ``root``:
+        ``path`` is below the server's root, not below the base URL's ``/v1``."""
+        url = self._url(path, root)
         attempts = self.options.max_retries + 1
         last = ""
         for attempt in range(attempts):
@@ -251,7 +267,7 @@ class OpenAIBackend:
                 delay = min(self.options.max_backoff, self.options.backoff * 2 ** (attempt - 1))
                 time.sleep(delay * (0.5 + random.random() / 2))  # jitter: concurrent retries do not align
             try:
-                data = self._post_once(path, body)
+                data = self._post_once(path, body, root)
                 try:
                     return parse(data)
                 except (KeyError, IndexError, TypeError, ValueError) as exc:
@@ -422,6 +438,17 @@ class OpenAIBackend:
         for (i, _), value in zip(jobs, values):
             out[i].append(value)
         return out
+
+    def tokenize(self, texts: Sequence[str], add_special_tokens: bool = False) -> list[list[int]]:
+        """The served model's token ids of each text (vLLM's ``POST /tokenize``; ``add_special_tokens`` adds what
+        the model's tokenizer puts around a prompt, e.g. BOS), so a client can fit and score prompts in the very
+        tokens the server reads. A server without the endpoint raises :class:`EndpointMissingError`."""
+
+        def one(text: str) -> list[int]:
+            body = {"model": self.model, "prompt": text, "add_special_tokens": add_special_tokens}
+            return self._post("/tokenize", body, lambda data: [int(t) for t in data["tokens"]], root=True)
+
+        return self._map(one, list(texts))
 
     def models(self) -> list[str]:
         """Model ids the server lists (GET /v1/models); one attempt, for diagnostics."""

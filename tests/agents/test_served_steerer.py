@@ -86,6 +86,14 @@ def test_fast_path_z_is_the_servers_yes_no_log_odds(tiny_server, tiny_backend, o
         assert got == pytest.approx(local["yes"] - local["no"], abs=1e-4)  # the model's own log-odds
     assert len(set(round(v, 6) for v in z.tolist())) > 1  # the transcript changes the score
     assert steerer.stats.fast_scores == len(observations) and steerer.stats.fast_candidate_missing == 0
+    # "auto" on a server without vLLM's /tokenize: by characters, and it says so
+    assert steerer.fit == "chars" and steerer.stats.fit_by_tokens == 0 and steerer.build_spec()["fit"] == "chars"
+
+
+def test_fit_in_tokens_needs_a_server_that_tokenises(tiny_server, options, observations):
+    steerer = ServedSteerer(options, tiny_server.spec, fit="tokens")
+    with pytest.raises(SteerEnvsError, match=r"POST /tokenize.*fit=chars"):
+        steerer.fast_scores(observations[:1])
 
 
 def test_fast_path_counts_answers_missing_from_a_short_table(tiny_server, options, observations):

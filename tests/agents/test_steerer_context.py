@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agents.steering.causal_lm import FAST_QUESTION, CausalLMSteerer
-from agents.steering.context_fit import FittedText, fit_observation, split_turns
+from agents.steering.context_fit import FittedText, fit_observation, fit_prompt_ids, special_prefix, split_turns
 from agents.steering.interventions import options_from_catalogue
 from agents.steering.served import ServedSteerer
 from steer_envs.envs.catalogue import STEERING
@@ -64,6 +64,17 @@ def test_the_goal_is_never_cut():
         fit_observation(obs, lambda text: len(text) <= 30)
     assert caught.value.text.startswith("Goal: Who directed the film Jaws?") and caught.value.elided_turns == 14
     assert fit_observation(obs, lambda text: len(text) <= len(caught.value.text)).text == caught.value.text
+
+
+def test_a_prompt_in_ids_is_prefix_text_and_question_within_its_budget():
+    """The one prompt both steerers score: the tokenizer's prefix, the fitted text and the question, tokenised
+    apart; here a 'tokenizer' of one id per character."""
+    encode = lambda text: [ord(c) for c in text]  # noqa: E731
+    observation = long_observation(12)
+    ids, fitted = fit_prompt_ids(observation, encode("?"), [1], 600, encode)
+    assert len(ids) <= 600 and ids[0] == 1 and ids[-1] == ord("?") and ids[1:-1] == encode(fitted.text)
+    assert fitted.elided_turns > 0 and MARKER in fitted.text
+    assert special_prefix([2, 7, 8], [7, 8]) == [2] and special_prefix([7, 8], [7, 8]) == []
 
 
 def test_a_causal_lm_steerer_too_small_for_the_goal_refuses_with_the_context_it_needs(tmp_path):

@@ -26,6 +26,8 @@ TEXT_DEFAULTS: dict[str, dict[str, str]] = {
         "model": "hf:gemma-3-270m",
         "seed": "0",
         "top_logprobs": "20",
+        "fit": "auto",
+        "prompt_tokens": "384",
         "prompt_chars": "6000",
         "think_tokens": "48",
         "name_choice": "parse",

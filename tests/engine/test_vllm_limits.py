@@ -41,13 +41,22 @@ def test_executor_overflow_is_a_scored_truncation(vllm_server):
     assert info["executor_turns"] < 20
 
 
-def test_steerer_prompts_fit_a_2048_token_model(vllm_server):
+@pytest.mark.parametrize("fit", ["tokens", "chars"])
+def test_steerer_prompts_fit_a_2048_token_model(vllm_server, fit):
+    """In the server's tokens the prompt budget is the context less the reasoning and the grammar (no refit
+    needed); by characters it is an estimate the server's refusals correct."""
     from agents.steering.causal_lm import FAST_QUESTION
     from agents.steering.served import ServedSteerer
     from tests.agents.test_steerer_context import MARKER, long_observation
 
     steerer = ServedSteerer(
-        steering_options(), vllm_server.spec(), max_prompt_chars=10**6, max_think_tokens=8, max_line_tokens=6
+        steering_options(),
+        vllm_server.spec(),
+        fit=fit,
+        max_prompt_tokens=10**5,
+        max_prompt_chars=10**6,
+        max_think_tokens=8,
+        max_line_tokens=6,
     )
     observation = long_observation(40)  # far beyond 2,048 tokens of the tiny tokenizer
     z = steerer.fast_scores([observation, observation])
@@ -55,6 +64,9 @@ def test_steerer_prompts_fit_a_2048_token_model(vllm_server):
     assert steerer.context_stats.elided_turns > 0 and MARKER in steerer.prompt_text(observation, FAST_QUESTION)
     [sample] = steerer.sample_slow(observation, 1, torch.Generator().manual_seed(0))
     assert "Intervention: " in sample.payload["output"] and steerer.context_stats.fallbacks == 0
+    assert steerer.stats.fit_by_tokens == (fit == "tokens")
+    if fit == "tokens":  # fitted to the very token: no refusal to correct
+        assert steerer.context_stats.refits == 0 and steerer.token_budget == ENGINE_CONTEXT - 8 - 64
 
 
 def test_eval_with_long_transcripts_does_not_abort_on_the_steerers_context(vllm_server, tmp_path):

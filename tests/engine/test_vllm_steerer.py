@@ -7,6 +7,7 @@ import json
 import math
 
 import pytest
+import torch
 
 from tests.agents.support import eval_in_subprocess
 
@@ -43,6 +44,31 @@ def test_served_adapter_equals_the_local_peft_model(vllm_server, adapter_steerer
     assert not base.ok and base.fast_max_abs_diff > 100 * base.tolerance
 
 
+def test_the_eval_paths_z_equals_the_local_peft_steerers(vllm_server, adapter_steerer):
+    """The served steerer an eval runs (``steering_zero_shot:model=openai:...``), not a check beside it: its fast
+    path's z on the served adapter against the local peft steerer's, on bank states whose transcripts outgrow the
+    prompt budget (fitted, turns elided, in the server's tokens as in the local tokenizer's)."""
+    from agents.steering.served import ServedSteerer
+    from agents.steering.served_check import decision_states
+
+    states = decision_states(BANK_STATES, seed=3)
+    served = ServedSteerer(
+        steering_options(),
+        vllm_server.spec(ADAPTER_NAME, concurrency=32),
+        max_prompt_tokens=adapter_steerer.max_prompt_tokens,
+        max_think_tokens=adapter_steerer.max_think_tokens,
+    )
+    with torch.no_grad():
+        local = adapter_steerer.fast_scores(states).float()
+    got = served.fast_scores(states)
+    diff = (got - local).abs().max().item()
+    print(f"eval path vs peft over {len(states)} states: max |z served - z local| = {diff:.2e}")
+    assert served.stats.fit_by_tokens == 1 and served.stats.fast_candidate_missing == 0
+    assert served.context_stats.elided_prompts >= 5  # long states: fitted, not just short ones
+    assert diff <= 1e-3, diff
+    assert local.std().item() > 10 * 1e-3  # the states give different z: equality is not a constant
+
+
 def test_eval_runs_the_zero_shot_served_steerer(vllm_server, tmp_path):
     from benchmarks.harness.runfolder import label_filename
 
@@ -61,3 +87,4 @@ def test_eval_runs_the_zero_shot_served_steerer(vllm_server, tmp_path):
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     fast = [r for r in rows if r["path"] == "fast"]
     assert len(fast) == sum(e["decisions"] for e in episodes) and all(math.isfinite(r["z"]) for r in fast)
+    assert all(r["fit"] == "tokens" and r["missing"] == [] for r in fast)  # vLLM tokenises: the local steerer's z

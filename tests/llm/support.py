@@ -75,7 +75,8 @@ class FaultServer:
     closes), ``trickle`` (sends its reply a byte at a time, each byte well within a socket timeout);
     ``flaky:N`` fails N times with 500, then proxies a healthy reply from ``healthy_url``; ``script`` answers
     completions with the texts of ``script`` in turn. ``die_after=N``: after N answered POSTs the server dies
-    (drops the connection and stops listening), as a server killed mid-run does. Counts the POSTs it received."""
+    (drops the connection and stops listening), as a server killed mid-run does. Counts the POSTs it received.
+    Only the OpenAI API's ``/v1/`` paths are served: anything else (vLLM's ``/tokenize``) is an uncounted 404."""
 
     def __init__(
         self,
@@ -110,6 +111,9 @@ class FaultServer:
 
             def do_POST(self):  # noqa: N802
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if not self.path.startswith("/v1/"):  # the OpenAI API only: no vLLM /tokenize, not counted
+                    self._reply(404, json.dumps({"error": {"message": f"no route POST {self.path}"}}).encode())
+                    return
                 with server._lock:
                     server.posts += 1
                     n = server.posts
