@@ -64,7 +64,7 @@ class ZeroShotOptions(SteererOptions):
         "hf:gemma-3-270m", "the LLM: hf:<folder>, hf:gemma-3-270m (local) or openai:<name>@<base_url> (served)"
     )
     top_logprobs: int = method_option(
-        20, "served models: top tokens of the first answer token read by the fast path", ge=1
+        20, "served models fitted by characters: top tokens of the first answer token the fast path reads", ge=1
     )
     fit: Literal["auto", "tokens", "chars"] = method_option(
         "auto",

@@ -14,12 +14,13 @@ their prompts here, so they elide the same way:
   is not supervising it).
 
 What "fits" means is the caller's. Counted in tokens, :func:`fit_prompt_ids` builds the prompt both steerers score
-(BOS, the fitted text, the question, each tokenised apart): the local causal-LM steerer with its tokenizer
-(:class:`~agents.steering.causal_lm.CausalLMSteerer`), the served one with the server's (``POST /tokenize``), so a
-served model reads exactly the ids the local one does (:class:`~agents.steering.served.ServedSteerer`). A server
-that cannot tokenise has its tokens estimated from characters against its ``context_length``, refitted tighter
-when the server still refuses. Turns are split by :func:`split_turns`, on the boundaries the
-Search-R1 protocol and the hand-off history write, so no turn is ever half-elided except the last resort above.
+(the tokenizer's prefix such as BOS, the fitted text, the question, each tokenised apart): the local causal-LM
+steerer with its tokenizer (:class:`~agents.steering.causal_lm.CausalLMSteerer`), the served one with the server's
+(``POST /tokenize``), so a served model reads exactly the ids the local one does
+(:class:`~agents.steering.served.ServedSteerer`). A server that cannot tokenise has its tokens estimated from
+characters against its ``context_length``, refitted tighter when the server still refuses. Turns are split by
+:func:`split_turns`, on the boundaries the Search-R1 protocol and the hand-off history write, so no turn is ever
+half-elided except the last resort above.
 """
 
 from __future__ import annotations
@@ -162,12 +163,12 @@ def special_prefix(with_special: list[int], plain: list[int]) -> list[int]:
 
 
 def fit_prompt_ids(
-    observation: Any, suffix: list[int], bos: list[int], budget: int, encode: Callable[[str], list[int]]
+    observation: Any, suffix: list[int], prefix: list[int], budget: int, encode: Callable[[str], list[int]]
 ) -> tuple[list[int], FittedText]:
-    """``bos + encode(fitted text) + suffix`` in at most ``budget`` tokens, and the fitted text
+    """``prefix + encode(fitted text) + suffix`` in at most ``budget`` tokens, and the fitted text
     (:func:`fit_observation`, each candidate text tokenised once). The text and the suffix are tokenised apart, as
     both steerers score them. Raises :class:`GoalDoesNotFitError` carrying the smallest prompt's token count."""
-    room = budget - len(suffix) - len(bos)
+    room = budget - len(suffix) - len(prefix)
     seen: dict[str, list[int]] = {}
 
     def ids(text: str) -> list[int]:
@@ -178,9 +179,9 @@ def fit_prompt_ids(
     try:
         fitted = fit_observation(observation, lambda text: len(ids(text)) <= room)
     except GoalDoesNotFitError as exc:
-        tokens = len(ids(exc.text)) + len(suffix) + len(bos)
+        tokens = len(ids(exc.text)) + len(suffix) + len(prefix)
         raise GoalDoesNotFitError(exc.text, exc.elided_turns, prompt_tokens=tokens) from None
-    return bos + ids(fitted.text) + suffix, fitted
+    return prefix + ids(fitted.text) + suffix, fitted
 
 
 def goal_refusal(

@@ -209,7 +209,7 @@ def timings_section(report: dict[str, Any]) -> str:
     return (
         "## Wall time\n\n"
         + markdown_table(["part", "minutes", "invocations", "notes"], rows, spaced=True)
-        + f"\nIn all {total / 60:.1f} min of parts (shared 2-core CPU machine, other jobs running).\n\n"
+        + f"\nIn all {total / 60:.1f} min of parts (a 2-core CPU machine).\n\n"
     )
 
 
