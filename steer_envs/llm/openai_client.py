@@ -200,18 +200,25 @@ class OpenAIBackend:
         return None
 
     # -- HTTP ----------------------------------------------------------------------------------------------
+    def _root_path(self, path: str) -> str:
+        """``path`` beside the API instead of below it: the base URL's path less its ``/v1`` (a server behind a
+        proxy at ``http://host/llm/v1`` serves ``/llm/tokenize``)."""
+        prefix = urllib.parse.urlparse(self.base_url).path.rstrip("/")
+        return prefix.removesuffix("/v1") + path
+
     def _url(self, path: str, root: bool) -> str:
         if not root:
             return f"{self.base_url}{path}"
         parsed = urllib.parse.urlparse(self.base_url)
-        return f"{parsed.scheme}://{parsed.netloc}{path}"
+        return f"{parsed.scheme}://{parsed.netloc}{self._root_path(path)}"
 
     def _post_once(self, path: str, body: dict[str, Any], root: bool = False) -> dict[str, Any]:
         url = self._url(path, root)
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"}
         started = time.perf_counter()
         try:
-            status, reason, raw = self.http.request("POST", path, json.dumps(body).encode(), headers, root=root)
+            sent = self._root_path(path) if root else path
+            status, reason, raw = self.http.request("POST", sent, json.dumps(body).encode(), headers, root=root)
         except TimeoutError as exc:
             raise _Retryable(f"timed out after {self.options.timeout:g} s") from exc
         except http.client.IncompleteRead as exc:
