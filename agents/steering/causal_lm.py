@@ -48,6 +48,7 @@ from .context_fit import (
     GoalDoesNotFitError,
     fit_prompt_ids,
     goal_refusal,
+    prompt_token_budget,
     special_prefix,
 )
 from .interventions import InterventionOption, argument_candidates
@@ -380,9 +381,7 @@ class CausalLMSteerer(Steerer):
     def prompt_budget(self) -> int:
         """Tokens a prompt may take: ``max_prompt_tokens``, capped by the model's context less what the slow path
         generates and appends after the prompt (``max_think_tokens`` + :data:`GRAMMAR_RESERVE`)."""
-        if self.context_length is None:
-            return self.max_prompt_tokens
-        return min(self.max_prompt_tokens, self.context_length - self.max_think_tokens - GRAMMAR_RESERVE)
+        return prompt_token_budget(self.max_prompt_tokens, self.context_length, self.max_think_tokens + GRAMMAR_RESERVE)
 
     @property
     def prompt_prefix(self) -> list[int]:

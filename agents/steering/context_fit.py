@@ -162,6 +162,14 @@ def special_prefix(with_special: list[int], plain: list[int]) -> list[int]:
     return []
 
 
+def prompt_token_budget(max_prompt_tokens: int, context_length: int | None, generated: int) -> int:
+    """Tokens a prompt may take: ``max_prompt_tokens``, capped by the model's context less the ``generated`` tokens
+    asked for and appended after the prompt (both steerers' budget, so both fit a prompt alike)."""
+    if context_length is None:
+        return max_prompt_tokens
+    return min(max_prompt_tokens, context_length - generated)
+
+
 def fit_prompt_ids(
     observation: Any, suffix: list[int], prefix: list[int], budget: int, encode: Callable[[str], list[int]]
 ) -> tuple[list[int], FittedText]:
@@ -239,6 +247,7 @@ __all__ = [
     "fit_observation",
     "fit_prompt_ids",
     "goal_refusal",
+    "prompt_token_budget",
     "special_prefix",
     "split_turns",
 ]

@@ -74,6 +74,7 @@ from .context_fit import (
     fit_observation,
     fit_prompt_ids,
     goal_refusal,
+    prompt_token_budget,
     special_prefix,
 )
 from .interventions import InterventionOption, argument_candidates
@@ -290,7 +291,8 @@ class ServedSteerer(Steerer):
         #: the share of the estimated character budget prompts get; each refit shrinks it (kept for later prompts)
         self.fit_scale = 1.0
         self._backend = None
-        self._vocab: _ServedVocab | None = None  # the server's BOS and candidate ids, read on first use
+        self._vocab: _ServedVocab | None = None  # the server's prefix and candidate ids, read on first use
+        self._suffix_ids: dict[str, list[int]] = {}  # the questions' ids in the server's tokens
         self._log_lock = threading.Lock()
 
     # -- plumbing -------------------------------------------------------------------------------------------
@@ -316,6 +318,7 @@ class ServedSteerer(Steerer):
         state["_backend"] = None
         state["_log_lock"] = None
         state["_vocab"] = None
+        state["_suffix_ids"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -405,11 +408,10 @@ class ServedSteerer(Steerer):
     def token_budget(self) -> int:
         """In tokens, the local steerer's prompt budget: ``max_prompt_tokens``, capped by the context less the
         reasoning and the grammar (times :attr:`fit_scale` after a refusal)."""
-        budget = self.max_prompt_tokens
-        context = context_length_of(self.backend)
-        if context is not None:
-            budget = min(budget, context - self.max_think_tokens - GRAMMAR_RESERVE)
-        return int(budget * self.fit_scale)
+        generated = self.max_think_tokens + GRAMMAR_RESERVE
+        return int(
+            prompt_token_budget(self.max_prompt_tokens, context_length_of(self.backend), generated) * self.fit_scale
+        )
 
     def prompt_ids(self, observation: Any, suffix: str) -> tuple[list[int], FittedText]:
         """In the server's tokens, the ids the local steerer would score: BOS + the observation fitted to
@@ -421,9 +423,11 @@ class ServedSteerer(Steerer):
         def encode(text: str) -> list[int]:
             return self.backend.tokenize([text])[0]
 
+        if suffix not in self._suffix_ids:  # the question is the same text at every decision: tokenised once
+            self._suffix_ids[suffix] = encode(suffix)
         budget = self.token_budget
         try:
-            ids, fitted = fit_prompt_ids(observation, encode(suffix), list(vocab.prefix), budget, encode)
+            ids, fitted = fit_prompt_ids(observation, self._suffix_ids[suffix], list(vocab.prefix), budget, encode)
         except GoalDoesNotFitError as exc:
             generated = self.max_think_tokens + GRAMMAR_RESERVE
             raise goal_refusal(
