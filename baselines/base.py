@@ -98,6 +98,29 @@ class Method:
     #: harness, :mod:`benchmarks.harness.operating`): ``tau`` (a deployment threshold), ``p`` (a probability per
     #: decision), ``cost`` (a training-time cost per intervention: each value is a training run); None: no knob
     rate_knob: str | None = None
+    #: how the rate knob is searched on dev (:data:`benchmarks.harness.operating.KNOB_SCALES`): ``logit`` (a
+    #: threshold in (0, 1), bisected on its logit), ``unit`` (a probability in [0, 1], bisected), ``log`` (a
+    #: non-negative training-time value: a grid walked upwards, then geometric bisection). None: ``logit`` for a
+    #: deployment option (or any knob of a method that does not learn), ``log`` for a knob that changes training
+    #: (every probe is then a training run)
+    knob_scale: str | None = None
+    #: the values a training-time knob's search walks first (``log`` scale), lowest first
+    knob_grid: tuple[str, ...] = ("0.01", "0.1", "1", "10")
+    #: the option that sets how much a learning method trains (a comparison matches it to the protocol's budget in
+    #: measured env steps); None: the budget is measured as it comes and flagged when it misses
+    budget_knob: str | None = None
+    #: env steps one unit of ``budget_knob`` costs, when the method knows (a timestep count: 1.0); None: measured by
+    #: a pilot run at the value the contender's spec gives (or the option's default)
+    budget_knob_steps: float | None = None
+    #: the split a learning method fits on: ``train`` (its budget is matched in a comparison) or ``dev`` (it chooses
+    #: among fixed candidates by dev F1, as a knob search does: its dev steps are shown, not matched)
+    fits_on: str = "train"
+    #: the row reads hidden state no real supervisor sees (the oracle): headroom, never a contender
+    headroom: bool = False
+    #: ``"module:function"``: ``function(label, checkpoint_dir) -> (choice_text, [(label, setting), ...])``, what a
+    #: dev-fitted method chose and the neighbouring settings a rate curve sweeps (a method with a rate knob needs
+    #: none: its knob is swept)
+    describe_choice: str | None = None
 
     def builder(self) -> PolicyBuilder:
         return import_object(self.build) if isinstance(self.build, str) else self.build

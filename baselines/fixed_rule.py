@@ -22,6 +22,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -194,3 +195,18 @@ def build_best_fixed_rule(
     rule.name = _chooser_name(env_id)
     rule.run_info = {**rule.run_info, "chosen_on": "dev"}
     return rule
+
+
+def describe_choice(label: str, checkpoint_dir: Path) -> tuple[str, list[tuple[str, str]]]:
+    """What the best fixed rule of ``label`` chose on dev (read from its ``selection.json``) and the fixed rules a
+    rate curve sweeps around it: the chosen note at every decision ``0..max_at`` (one intervention each, earlier or
+    later). Registered as the method's ``describe_choice``; ``("–", [])`` before it has chosen."""
+    path = Path(checkpoint_dir) / SELECTION_FILE
+    if not path.is_file():
+        return "–", []
+    chosen = json.loads(path.read_text(encoding="utf-8"))["chosen"]
+    from .registry import parse_method
+
+    max_at = parse_method(label).options.max_at
+    sweep = [(f"fixed_rule:at={k},option={chosen['option']}", f"at={k}") for k in range(max_at + 1)]
+    return f"option={chosen['option']}, at={chosen['at']} (best dev F1)", sweep

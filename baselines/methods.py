@@ -32,6 +32,7 @@ _ENTRIES: tuple[Method, ...] = (
         options="baselines.simple:RandomOptions",
         group="rule",
         rate_knob="p",
+        knob_scale="unit",
     ),
     Method(
         "always",
@@ -58,6 +59,8 @@ _ENTRIES: tuple[Method, ...] = (
         options="baselines.fixed_rule:BestFixedRuleOptions",
         learns=True,
         group="rule",
+        fits_on="dev",
+        describe_choice="baselines.fixed_rule:describe_choice",
     ),
     Method(
         "oracle",
@@ -67,6 +70,7 @@ _ENTRIES: tuple[Method, ...] = (
         "baselines.oracle:build_oracle",
         options="baselines.oracle:OracleOptions",
         group="reference",
+        headroom=True,
     ),
     Method(
         "drift_rule",
@@ -157,6 +161,7 @@ _ENTRIES: tuple[Method, ...] = (
         learns=True,
         group="offline",
         rate_knob="tau",
+        budget_knob="tasks",
     ),
     Method(
         "sb3_ppo",
@@ -168,6 +173,11 @@ _ENTRIES: tuple[Method, ...] = (
         learns=True,
         group="rl_library",
         rate_knob="cost",
+        # with no cost it intervenes ~1.7 times per task on sim:default's dev split: the grid starts where the rate
+        # begins to fall and reaches costs that stop most interventions
+        knob_grid=("0.03", "0.1", "0.3", "1"),
+        budget_knob="timesteps",
+        budget_knob_steps=1.0,
     ),
     # -- the five-role hand-off pipeline (HandoffSteering-v0; docs/results_handoff.md) -------------------------
     Method(

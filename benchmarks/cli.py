@@ -17,15 +17,26 @@ from steer_envs.rollouts import add_pool_arguments, pool_config_from_args
 EVAL_PROTOCOL_EXCLUDE = ("metric",)
 
 
-def _add_protocol(parser: argparse.ArgumentParser, split: str = "test", seeds: int = 3) -> None:
+def _add_protocol(
+    parser: argparse.ArgumentParser, split: str | None = "test", seeds: int | None = 3, limit: int | None = 0
+) -> None:
+    """The env protocol's flags; a default of None leaves the value to a named comparison protocol."""
     add_protocol_arguments(
         parser,
         exclude=EVAL_PROTOCOL_EXCLUDE,
         defaults={"benchmarks": list(BENCHMARKS), "split": split},
         overrides={"benchmarks": {"metavar": "B"}, "split": {"choices": SPLITS}},
     )
-    parser.add_argument("--seeds", type=int, default=seeds, help=f"seeds per task (default {seeds})")
-    parser.add_argument("--limit", type=int, default=0, help="first N tasks of each benchmark (default 0: all)")
+    given = "the protocol's" if seeds is None else seeds
+    parser.add_argument("--seeds", type=int, default=seeds, help=f"seeds per task (default {given})")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=limit,
+        help="first N tasks of each benchmark (0: all; default "
+        + ("the protocol's" if limit is None else str(limit))
+        + ")",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -209,54 +220,73 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
 
 # -- compare -----------------------------------------------------------------------------------------------------
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of one rate-matched comparison (``steer-envs compare`` and the results generator)."""
+    """The options of one rate-matched comparison (``steer-envs compare`` and the results generator): a named
+    protocol, the contenders that join or replace its rows, and any protocol field to override (default: the
+    protocol's)."""
+    from .harness.protocols import PROTOCOLS
+
     parser.add_argument(
-        "--rl",
-        default="steering_rl",
+        "--protocol",
+        default="standard",
+        choices=list(PROTOCOLS),
+        help="the comparison's named setting (splits, task counts, seeds, budget, rate target, built-in rows): "
+        + "; ".join(f"{p.name}: {p.description}" for p in PROTOCOLS.values()),
+    )
+    parser.add_argument(
+        "--method",
+        action="append",
+        default=[],
         metavar="SPEC",
-        help="the RL steerer's method spec, e.g. steering_rl:config=FILE.toml (default steering_rl)",
-    )
-    parser.add_argument("--train-seeds", type=int, default=3, help="training seeds per learned method (default 3)")
-    parser.add_argument("--target", type=float, default=1.0, help="interventions per task every knob is set to on dev")
-    parser.add_argument("--dev-limit", type=int, default=0, help="dev tasks per benchmark for choosing (0: all)")
-    parser.add_argument("--dev-seeds", type=int, default=1, help="seeds per dev task for choosing (default 1)")
-    parser.add_argument("--max-probes", type=int, default=10, help="dev evaluations per bisection (default 10)")
-    parser.add_argument(
-        "--ppo-costs",
-        nargs="+",
-        default=["0.03", "0.1", "0.3", "1"],
-        metavar="C",
-        help="SB3 PPO's intervention costs (each a training run): walked upwards until the dev rate reaches the "
-        "target, then bisected (default 0.03 0.1 0.3 1)",
+        help="a contender (repeatable; a built-in or an installed plugin method): a spec of a method already in "
+        "the protocol replaces its row (e.g. steering_rl:config=FILE.toml), any other joins and becomes the row "
+        "paired with every other",
     )
     parser.add_argument(
-        "--no-budget-match",
-        action="store_true",
-        help="leave filtered BC and SB3 PPO out (otherwise each is trained at RL's measured budget and compared)",
+        "--without", action="append", default=[], metavar="NAME", help="drop a built-in contender (repeatable)"
     )
-    parser.add_argument("--curve-seeds", type=int, default=1, help="seeds per task for the rate curves (default 1)")
+    parser.add_argument("--train-seeds", type=int, help="training seeds per learned method (protocol's: 3)")
+    parser.add_argument("--target", type=float, help="interventions per task every knob is set to on dev")
+    parser.add_argument("--dev-limit", type=int, help="dev tasks per benchmark for choosing (0: all)")
+    parser.add_argument("--dev-seeds", type=int, help="seeds per dev task for choosing")
+    parser.add_argument("--max-probes", type=int, help="dev evaluations per bisection")
+    parser.add_argument(
+        "--knob-grid",
+        action="append",
+        default=[],
+        metavar="NAME=V,V,...",
+        help="the values a method's training-time rate knob walks first (each a training run), e.g. "
+        "sb3_ppo=0.03,0.1,0.3,1 (default: the method's own grid)",
+    )
+    parser.add_argument("--curve-seeds", type=int, help="seeds per task for the rate curves")
     parser.add_argument("--no-curves", action="store_true", help="skip the rate curves")
     parser.add_argument(
-        "--spearman-tasks",
-        type=int,
-        default=20,
-        help="held-out tasks per benchmark for the fast path's Spearman (0: skip)",
+        "--spearman-tasks", type=int, help="held-out tasks per benchmark for the fast path's Spearman (0: skip)"
     )
     parser.add_argument(
         "--context-rows",
         nargs="*",
-        default=[],
         metavar="SPEC",
-        help="methods shown beside the rate-matched rows without a knob (e.g. a fixed rule, oracle)",
+        help="methods shown beside the contenders without a knob (e.g. a fixed rule, oracle)",
     )
     parser.add_argument(
         "--own-rate-rows",
         nargs="*",
-        default=[],
         metavar="NAME",
-        help="methods run at their own rate with --rl's trainer options and --train-seeds, beside the rate-matched "
-        "rows (e.g. planning_rl verification_rl)",
+        help="methods run at their own rate with the focus row's trainer options and --train-seeds (e.g. "
+        "planning_rl verification_rl)",
     )
+
+
+def _knob_grids(items: list[str]) -> dict[str, tuple[str, ...]] | None:
+    from steer_envs.errors import SteerEnvsError
+
+    grids = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        if not sep or not values:
+            raise SteerEnvsError(f"--knob-grid {item!r}: write NAME=V,V,... (e.g. sb3_ppo=0.03,0.1,0.3,1)")
+        grids[name.strip()] = tuple(v.strip() for v in values.split(","))
+    return grids or None
 
 
 #: the protocol fields a comparison plan (and a headroom ladder) takes, read back with protocol_kwargs by name
@@ -267,7 +297,7 @@ COMPARE_PROTOCOL = ("executor", "benchmarks", "split", "max_turns", "data_dir")
 def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
     from steer_envs.errors import SteerEnvsError
 
-    from .harness.comparison import ComparisonPlan
+    from .harness.protocols import plan_for
 
     if args.intervention_cost:
         raise SteerEnvsError(
@@ -277,10 +307,12 @@ def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
     protocol = protocol_kwargs(args, COMPARE_PROTOCOL)
     if executor:
         protocol["executor"] = executor
-    return ComparisonPlan(
-        out=out,
+    return plan_for(
+        args.protocol,
+        out,
+        methods=args.method,
+        without=args.without,
         **protocol,
-        rl=args.rl,
         train_seeds=args.train_seeds,
         seeds=args.seeds,
         limit=args.limit,
@@ -288,13 +320,12 @@ def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
         dev_limit=args.dev_limit,
         target=args.target,
         max_probes=args.max_probes,
-        ppo_costs=tuple(args.ppo_costs),
-        match_budgets=not args.no_budget_match,
+        knob_grids=_knob_grids(args.knob_grid),
         curve_seeds=args.curve_seeds,
-        curves=not args.no_curves,
+        curves=False if args.no_curves else None,
         spearman_tasks=args.spearman_tasks,
-        context_rows=tuple(args.context_rows),
-        own_rate_rows=tuple(args.own_rate_rows),
+        context_rows=None if args.context_rows is None else tuple(args.context_rows),
+        own_rate_rows=None if args.own_rate_rows is None else tuple(args.own_rate_rows),
         progress=not args.no_progress,
         pool=pool_config_from_args(args),
     )
@@ -303,7 +334,7 @@ def compare_plan(args: argparse.Namespace, out, executor: str | None = None):
 def _configure_compare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder: dev/, <split>/, checkpoints/, comparison.md")
     add_compare_arguments(parser)
-    _add_protocol(parser, split="dev")
+    _add_protocol(parser, split=None, seeds=None, limit=None)
     add_pool_arguments(parser)
 
 

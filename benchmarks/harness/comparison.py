@@ -1,27 +1,31 @@
-"""The rate-matched comparison: does the paper's trained steerer beat every simpler supervisor, at the same rate?
+"""The rate-matched comparison: any registered method is a contender, at the same rate and the same budget.
 
-One executor profile, one pipeline (``steer-envs compare``), resumable at every step:
+One executor profile, one pipeline (``steer-envs compare``), resumable at every step. The protocol (profile,
+splits, task counts, seeds, budget, rate target, tolerances, contenders) is one :class:`ComparisonPlan`; named
+presets live in :mod:`.protocols`. No method is special here: what a method declares on its registry entry
+(:class:`baselines.base.Method`) decides what the harness does with it.
 
-1. **Train and choose on dev.** Every learned method is trained ``train_seeds`` times (method option ``seed``) on
-   the train split. Each row's rate knob is set on the *dev* split so that it intervenes ~``target`` times per
-   task (:mod:`.operating`): τ by bisection for the RL steerer, the untrained steerer and filtered BC (per training
-   seed: each model has its own scale), ``p`` for random, an intervention-cost grid for SB3 PPO (trained with
-   seed 0, the chosen cost then trained with the other seeds); ``best_fixed_rule`` picks its (option, decision)
-   on dev by F1.
-2. **Equal budgets.** The RL steerer's measured budget (env steps, counterfactual continuations included;
-   :mod:`.budget`) is given to filtered BC (its task count derived from a measured pilot, within ±10%) and to SB3
-   PPO (its timesteps); every budget in the table is measured, not derived.
-3. **Evaluate once** on the report split (``split``; test for docs/results.md): every chosen row on the same tasks
-   and seeds, summarised with intervals that resample tasks within benchmarks *and* training seeds, pairwise
-   differences between the RL steerer and every other row.
-4. **Curves**: each knob swept around its dev choice (no new choice is made), F1 gain against interventions per
-   task on one plot; the fast path's Spearman with measured q(s) on held-out states (within and across tasks).
+1. **Train and choose on dev.** A contender whose options have a ``seed`` is built once per training seed
+   (``train_seeds``). A contender that learns on the train split is given the protocol's budget: the env steps the
+   ``budget_from`` row's training measured (or ``budget_steps``), matched through its ``budget_knob`` within
+   ``budget_tolerance`` (:meth:`Comparison.match_budget`); a learner without a budget knob is measured as it comes.
+   A contender's ``rate_knob`` is set on the *dev* split so that it intervenes ~``target`` times per task
+   (:mod:`.operating`): a deployment knob by bisection per training seed (each model has its own scale), a
+   training-time knob by a grid walk plus bisection on training seed 0 (the chosen value then trained with the
+   other seeds). A contender without a knob runs as built (one that fits on dev, as the best fixed rule, chooses
+   there) and its dev rate is measured.
+2. **Evaluate once** on the report split (``split``; test for reported results): every row on the same tasks and
+   seeds, summarised with intervals that resample tasks within benchmarks *and* training seeds; the ``focus`` row
+   paired with every other row, and read against the ``bar`` row in the closing verdict.
+3. **Curves**: each knob swept around its dev choice (no new choice is made), F1 gain against interventions per
+   task on one plot; the fast path's Spearman with measured q(s) on held-out states for the ``spearman_rows``.
 
-Beside the rate-matched rows, ``own_rate_rows`` (planning and verification, the steerer's one-decision forms) run at
-their **own rate**: a plan is one intervention and comes at most once per task, so no knob can bring planning to the
-target rate, and setting one on dev would compare another supervisor than the paper's. They are trained with the RL
-steerer's trainer options and training seeds (:func:`own_rate_spec`) and evaluated on the same tasks and seeds, so
-they pair with every other row; they are never marked best among the rate-matched rows.
+Who may win. ★ and the verdict go only to *contenders matched in rate and budget*: a row with a knob whose dev rate
+ended within the tolerance of the target (a row without a knob: at most the target plus the tolerance, since it
+cannot be raised to it), and, when it learns on the train split, whose measured budget is within
+``budget_tolerance`` of the protocol's. Headroom rows (``Method.headroom``: the oracle), rows at their own rate
+(``own_rate_rows``: a plan or a verdict is one decision, so no knob brings them to the target) and context rows
+(``context_rows``: shown as built) are never contenders.
 
 Output in ``OUT``: ``dev/`` (choices.json, every probe's episodes), ``<split>/`` (the table's episodes),
 ``<split>_curves/``, ``checkpoints/`` (shared by all three), ``comparison.json``, ``comparison.md``,
@@ -34,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,42 +50,58 @@ from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.data import BENCHMARKS
 from steer_envs.episodes import EpisodeLog
 from steer_envs.errors import SteerEnvsError
+from steer_envs.registry import import_object
 from steer_envs.rollouts import using_pool
 
 from .budget import Budget, build_measured, format_steps
 from .config import EvalConfig
-from .operating import KnobChoice, _save_choice, cached_choice, choose_rate, interventions_per_task, without_option
+from .operating import (
+    KNOB_SCALES,
+    Knob,
+    KnobChoice,
+    choose_rate,
+    choose_training_knob,
+    interventions_per_task,
+    knob_of,
+    without_option,
+)
 from .runfolder import RunFolder
 from .runner import REFERENCE, evaluate, method_context
 from .setting import setting_card
 from .stats import HierarchicalBootstrap, Interval, MethodSummary, RowRuns, summarize_rows
 from .sweeps import with_option
-from .tables import HEADROOM, closing_line, comparison_table, display_name, pairwise_table
+from .tables import closing_line, comparison_table, display_name, headroom_names, pairwise_table
 from .verdicts import NOT_SHOWN, OPPOSITE, REPRODUCES, verdict
 
-RL = "steering_rl"
-UNTRAINED = "steering_untrained"
-RULE = "best_fixed_rule"
-#: rows of the main table, in the paper's order (reference, rules, untrained, offline, RL library, RL steering)
-ROW_ORDER = (REFERENCE, "random", RULE, UNTRAINED, "filtered_bc", "sb3_ppo", RL)
-#: the one-decision supervisors a results page shows at their own rate (planning, then verification; untrained
-#: first, as the steering rows are ordered)
-OWN_RATE_ROWS = ("planning_untrained", "planning_rl", "verification_untrained", "verification_rl")
-#: SB3 PPO's default cost grid: with no cost it intervenes ~1.7 times per task on sim:default's dev split, so the
-#: grid starts where the rate begins to fall and reaches costs that stop most interventions
-PPO_COSTS = ("0.03", "0.1", "0.3", "1")
 BUDGET_FILE = "budget_match.json"
+#: attempts :meth:`Comparison.match_budget` makes (each a training run) before it keeps the closest
+BUDGET_ATTEMPTS = 4
 
 
 @dataclass
 class ComparisonPlan:
-    """Everything one comparison run depends on. ``rl``: the RL method spec (e.g. ``steering_rl:config=FILE``)."""
+    """Everything one comparison run depends on: the protocol (a named preset of :mod:`.protocols`, or ``custom``)
+    and where it runs. ``contenders``: method specs in table order after the reference (a training seed is added
+    per seed to a method with a ``seed`` option)."""
 
     out: Path
+    #: the preset this plan came from (printed on the table's card)
+    protocol: str = "custom"
     executor: str = "sim:default"
     benchmarks: tuple[str, ...] = BENCHMARKS
     split: str = "test"
-    rl: str = RL
+    contenders: tuple[str, ...] = ()
+    #: the row every gain is measured from
+    reference: str = REFERENCE
+    #: the row paired with every other row and read against ``bar`` in the verdict ('': the last contender)
+    focus: str = ""
+    #: the row the verdict reads ``focus`` against (''; none)
+    bar: str = ""
+    #: the row whose measured training budget is the protocol's budget ('': ``budget_steps``)
+    budget_from: str = ""
+    #: the protocol's budget in env steps when ``budget_from`` is '' (0: learners are measured, not matched)
+    budget_steps: int = 0
+    budget_tolerance: float = 0.10
     train_seeds: int = 3
     seeds: int = 3
     limit: int = 0
@@ -91,23 +111,24 @@ class ComparisonPlan:
     tolerance: float = 0.05
     max_probes: int = 10
     max_turns: int = 10
-    #: SB3 PPO's intervention costs, walked upwards until the dev rate falls to ``target`` (then bisected)
-    ppo_costs: tuple[str, ...] = PPO_COSTS
-    #: PPO training runs the cost search may make (grid walk + bisection), and how close to ``target`` it stops
-    ppo_probes: int = 6
-    ppo_tolerance: float = 0.1
-    bc_pilot_tasks: int = 40
-    match_budgets: bool = True
-    budget_tolerance: float = 0.10
+    #: training runs a training-time knob's search may make (grid walk + bisection), and how close to ``target`` it
+    #: stops (looser than a deployment knob's: every probe is a training run)
+    train_knob_probes: int = 6
+    train_knob_tolerance: float = 0.1
+    #: method name -> the grid its training-time knob walks (default: the method's ``knob_grid``)
+    knob_grids: dict[str, tuple[str, ...]] = field(default_factory=dict)
     curve_seeds: int = 1
-    curve_tau_offsets: tuple[float, ...] = (-4.0, -2.0, 0.0, 2.0, 4.0)
-    curve_p_scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
+    #: offsets on logit(knob) a ``logit`` knob's rate curve sweeps, and factors a ``unit`` knob's sweeps
+    curve_logit_offsets: tuple[float, ...] = (-4.0, -2.0, 0.0, 2.0, 4.0)
+    curve_unit_scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
     curves: bool = True
+    #: rows whose fast path's Spearman with measured q(s) is measured (steerers with a fast path)
+    spearman_rows: tuple[str, ...] = ()
     spearman_tasks: int = 20
-    #: methods shown beside the rate-matched rows, as they are (no knob, no training seeds): context, not contenders
+    #: methods shown beside the contenders, as they are (no knob, no training seeds): context, not contenders
     context_rows: tuple[str, ...] = ()
-    #: method names run at their own rate with the RL steerer's trainer options and training seeds (planning,
-    #: verification: :data:`OWN_RATE_ROWS`); shown in the table, never marked best among the rate-matched rows
+    #: method names run at their own rate with the ``focus`` row's trainer options and training seeds (planning,
+    #: verification); shown in the table, never contenders
     own_rate_rows: tuple[str, ...] = ()
     data_dir: str | None = None
     #: where trained models live (default OUT/checkpoints); another comparison's, to reuse its trained rows
@@ -119,26 +140,48 @@ class ComparisonPlan:
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
+        self.contenders = tuple(self.contenders)
         if self.train_seeds < 1:
             raise SteerEnvsError(f"--train-seeds must be >= 1, got {self.train_seeds}")
-        if parse_method(self.rl).name != RL:
-            raise SteerEnvsError(f"--rl must be a {RL} spec (e.g. {RL}:config=FILE), got {self.rl!r}")
         if not self.target > 0:
             raise SteerEnvsError(f"--target (interventions per task) must be > 0, got {self.target}")
+        names = [row_name(spec, self.contenders) for spec in self.contenders]
+        if len(set(names)) != len(names):
+            raise SteerEnvsError(f"two contenders have the same label: {sorted(names)}")
+        for role in ("focus", "bar", "budget_from"):
+            value = getattr(self, role)
+            if value and self.contenders and value not in names:
+                raise SteerEnvsError(f"{role} {value!r} is not one of the contenders ({', '.join(names)})")
         self.own_rate_rows = tuple(self.own_rate_rows)
         for name in self.own_rate_rows:
-            if parse_method(name).label != name or name in ROW_ORDER:
+            if parse_method(name).label != name or name in names:
                 raise SteerEnvsError(
-                    f"--own-rate-rows takes method names without options (their training options are --rl's), "
-                    f"other than the rate-matched rows; got {name!r} (e.g. {' '.join(OWN_RATE_ROWS)})"
+                    f"--own-rate-rows takes method names without options (their training options are the focus "
+                    f"row's), other than the contenders; got {name!r} (e.g. planning_rl verification_rl)"
                 )
 
+    @property
+    def row_names(self) -> list[str]:
+        """The contenders' row names, in order."""
+        return [row_name(spec, self.contenders) for spec in self.contenders]
+
+    @property
+    def focus_row(self) -> str:
+        return self.focus or (self.row_names[-1] if self.contenders else "")
+
+    def spec_of(self, name: str) -> str:
+        """The contender spec whose row is ``name``."""
+        for spec in self.contenders:
+            if row_name(spec, self.contenders) == name:
+                return spec
+        raise SteerEnvsError(f"no contender makes row {name!r} ({', '.join(self.row_names)})")
+
     def not_contenders(self) -> frozenset[str]:
-        """Rows that never take the ★ or the closing verdict: headroom, rows at their own rate (another operating
-        point) and context rows (no knob searched on dev, one training seed), unless a context row repeats a
-        rate-matched row's name, which then stays that row."""
-        context = {parse_method(spec).label for spec in self.context_rows} - set(ROW_ORDER)
-        return HEADROOM | frozenset(self.own_rate_rows) | frozenset(context)
+        """Rows that never take the ★ or the closing verdict whatever they score: headroom, rows at their own rate
+        (another operating point) and context rows (no knob searched on dev, one training seed), unless a context
+        row repeats a contender's name, which then stays that row."""
+        context = {parse_method(spec).label for spec in self.context_rows} - set(self.row_names)
+        return headroom_names() | frozenset(self.own_rate_rows) | frozenset(context)
 
     def config(self, split: str, seeds: int, limit: int) -> EvalConfig:
         return EvalConfig(
@@ -152,16 +195,28 @@ class ComparisonPlan:
         )
 
 
+def row_name(spec: str, contenders: Sequence[str] = ()) -> str:
+    """A contender's row name: its method's name, or its whole label when another contender is of the same
+    method (two settings of one method are two rows)."""
+    name = parse_method(spec).name
+    same = [c for c in contenders if parse_method(c).name == name]
+    return name if len(same) <= 1 else parse_method(spec).label
+
+
 @dataclass
 class Row:
     """A table row: its name and one label per training seed (each label's knob already chosen on dev).
-    ``matched``: every seed's dev search ended within the rate tolerance of the target (rows without a rate knob:
-    True); a row that is not matched runs at another operating point, so it never takes the ★ or the verdict."""
+    ``matched``: in rate (see the module's *Who may win*); ``budget_matched``: in budget (rows that do not learn
+    on the train split: True). A row that is not matched in both never takes the ★ or the verdict."""
 
     name: str
     labels: list[str]
     knob: str = "–"
     matched: bool = True
+    budget_matched: bool = True
+    dev_rate: float | None = None
+    #: the training-time knob's values trained on dev while choosing (its rate curve's points: no new training)
+    probes: list[str] = field(default_factory=list)
 
 
 def rate_matched(choices, target: float, tolerance: float) -> bool:
@@ -171,14 +226,31 @@ def rate_matched(choices, target: float, tolerance: float) -> bool:
 
 
 def not_matched_note(names) -> str:
-    """The line under the table naming the rows whose dev search missed the rate (''  when none)."""
+    """The line under the table naming the rows that are not matched in rate or budget (''  when none)."""
     if not names:
         return ""
     listed = ", ".join(f"`{name}`" for name in names)
     return (
-        f"\n*Not matched in rate: {listed} (the dev search ended outside the tolerance of the target; see the "
-        "operating point): shown, but not a contender for the ★ or the verdict.*\n"
+        f"\n*Not matched: {listed} (the dev search ended outside the rate tolerance of the target, or the measured "
+        "training budget is outside the budget tolerance; see the operating point and budget): shown, but not a "
+        "contender for the ★ or the verdict.*\n"
     )
+
+
+def _moved(label: str, knob: Knob, step: float) -> str:
+    """``label`` with its deployment knob moved by ``step``: an offset on the logit, or a factor (capped)."""
+    scale = KNOB_SCALES[knob.scale]
+    value = float(parse_method(label).given[knob.option])
+    if knob.scale == "logit":
+        x = scale.from_x(scale.to_x(value) + step)
+        text = f"{min(max(x, 1e-9), 1 - 1e-9):.4g}"
+    else:
+        text = f"{min(scale.hi, value * step):.4g}"
+    return with_option(label, knob.option, text)
+
+
+def _curve_word(knob: Knob, step: float) -> str:
+    return f"logit {knob.option} {step:+g}" if knob.scale == "logit" else f"{knob.option} x{step:g}"
 
 
 class Comparison:
@@ -193,8 +265,6 @@ class Comparison:
             else RunFolder(plan.out / plan.split, plan.config(plan.split, plan.seeds, plan.limit), self.checkpoints)
         )
         self.rows: dict[str, Row] = {}
-        #: the SB3 PPO costs trained on dev while choosing (the rate curve's points: no new training)
-        self.ppo_probes: list[str] = []
         self.pool = None
         self._curves: RunFolder | None = None
 
@@ -218,16 +288,11 @@ class Comparison:
         finally:
             times[key] = times.get(key, 0.0) + time.perf_counter() - start
             self.plan.seconds = times
+            self.plan.out.mkdir(parents=True, exist_ok=True)
             atomic_write_text(times_path, json.dumps(times, indent=2) + "\n")
 
     def _evaluate(self, folder: RunFolder, label: str) -> None:
         evaluate(folder, label, progress=self.plan.progress, log=self.log, pool=self.pool)
-
-    def _choose(self, spec: str):
-        p = self.plan
-        return choose_rate(
-            self.dev, spec, p.target, p.tolerance, p.max_probes, progress=p.progress, log=self.log, pool=self.pool
-        )
 
     def train(self, spec: str) -> Budget:
         """Build (train, or load) ``spec`` in the shared checkpoints and return its measured budget."""
@@ -245,125 +310,167 @@ class Comparison:
         row = self.rows.get(name)
         return _mean(b.env_steps for b in (self.budget_of(label) for label in row.labels) if b) if row else 0.0
 
-    def rule_spec(self) -> str:
-        """``best_fixed_rule`` choosing on the same dev tasks and seeds as every other knob."""
+    def budget(self) -> float:
+        """The protocol's budget in env steps: the ``budget_from`` row's measured mean, or ``budget_steps``."""
         p = self.plan
-        options = {"dev_tasks": str(p.dev_limit), "seeds": str(p.dev_seeds)}
-        defaults = get_method(RULE).defaults()
-        kept = ",".join(f"{k}={v}" for k, v in options.items() if str(getattr(defaults, k)) != v)
-        return parse_method(RULE + (f":{kept}" if kept else "")).label
+        return self._spent(p.budget_from) if p.budget_from else float(p.budget_steps)
 
-    def _seeded(self, spec: str, seed: int) -> str:
-        return with_option(spec, "seed", str(seed))
+    def seeded(self, spec: str) -> list[str]:
+        """``spec`` once per training seed when its method has a ``seed`` option, else once."""
+        if "seed" not in get_method(parse_method(spec).name).options_type().option_names():
+            return [parse_method(spec).label]
+        return [with_option(spec, "seed", str(s)) for s in range(self.plan.train_seeds)]
 
-    # -- step 1 + 2: train, choose on dev, match budgets --------------------------------------------------------
+    # -- step 1: train, match budgets, choose on dev -------------------------------------------------------------
     def choose(self) -> dict[str, Row]:
         p = self.plan
-        rows: dict[str, Row] = {REFERENCE: Row(REFERENCE, [REFERENCE])}
-        rl = [self._choose(self._seeded(p.rl, s)) for s in range(p.train_seeds)]
-        rows[RL] = self._knob_row(RL, rl)
-        config = parse_method(p.rl).options.config
-        untrained = UNTRAINED + (f":config={config}" if config else "")
-        chosen = [self._choose(self._seeded(untrained, s)) for s in range(p.train_seeds)]
-        rows[UNTRAINED] = self._knob_row(UNTRAINED, chosen)
-        rows["random"] = self._knob_row("random", [self._choose("random")])
-        rule = self.rule_spec()
-        self.train(rule)
-        rows[RULE] = Row(RULE, [rule], _rule_text(self.dev.checkpoint_dir(rule)))
-        budget = _mean([b.env_steps for b in (self.budget_of(label) for label in rows[RL].labels) if b])
-        if p.match_budgets and budget:
-            bc_spec = self._match_bc(int(budget))
-            chosen = [self._choose(self._seeded(bc_spec, s)) for s in range(p.train_seeds)]
-            rows["filtered_bc"] = self._knob_row("filtered_bc", chosen)
-            ppo = f"sb3_ppo:timesteps={int(budget)}"
-            grid = choose_cost(
-                self.dev,
-                self._seeded(ppo, 0),
-                p.ppo_costs,
-                p.target,
-                p.ppo_tolerance,
-                p.ppo_probes,
-                progress=p.progress,
-                log=self.log,
-                pool=self.pool,
-            )
-            self.ppo_probes = [pr["value"] for pr in grid.probes]
-            labels = [grid.label] + [
-                with_option(self._seeded(ppo, s), "cost", grid.value) for s in range(1, p.train_seeds)
-            ]
-            for label in labels[1:]:
-                self.train(label)
-            rows["sb3_ppo"] = Row(
-                "sb3_ppo",
-                labels,
-                f"cost={grid.value} (dev rate {grid.dev_rate:.2f}; costs trained on dev "
-                f"{', '.join(self.ppo_probes)}, grid walk then bisection; seed 0)",
-                matched=rate_matched([grid], p.target, p.ppo_tolerance),
-            )
+        if not p.contenders:
+            raise SteerEnvsError("a comparison needs contenders: --method SPEC (repeatable) or a --protocol preset")
+        rows: dict[str, Row] = {p.reference: Row(p.reference, [p.reference])}
+        order = sorted(p.contenders, key=lambda spec: row_name(spec, p.contenders) != p.budget_from)
+        self.rows = rows
+        for spec in order:  # the budget's source first: every other learner is matched to what it measured
+            name = row_name(spec, p.contenders)
+            rows[name] = self.contend(name, spec)
         rows.update(self.own_rate(p.own_rate_rows))
         for spec in p.context_rows:
             label = parse_method(spec).label
             rows.setdefault(label, Row(label, [label], "– (shown for context)"))
-        self.rows = {name: rows[name] for name in row_order(rows, p.own_rate_rows)}
+        names = [p.reference, *p.row_names, *p.own_rate_rows]
+        self.rows = {name: rows[name] for name in [*names, *(n for n in rows if n not in names)]}
         return self.rows
 
-    def _knob_row(self, name: str, choices) -> Row:
-        return Row(
-            name,
-            [c.label for c in choices],
-            _knob_text(choices),
-            rate_matched(choices, self.plan.target, self.plan.tolerance),
+    def contend(self, name: str, spec: str) -> Row:
+        """One contender's row: trained per training seed (its budget matched), its knob chosen on dev."""
+        p = self.plan
+        parsed = parse_method(spec)
+        method = get_method(parsed.name)
+        knob = knob_of(parsed.name)
+        learner = method.learns and method.fits_on == "train"
+        budget = self.budget() if learner and name != p.budget_from else 0.0
+        if budget and method.budget_knob:
+            spec = self.match_budget(spec, int(budget))
+        labels = self.seeded(spec)
+        if knob is None:
+            for label in labels:
+                self.train(label)
+                self._evaluate(self.dev, label)
+            rates = [interventions_per_task(self.dev, label) for label in labels]
+            dev_rate = _mean(rates)
+            text = self._chosen_text(labels[0]) or f"as built (dev rate {dev_rate:.2f})"
+            row = Row(name, labels, text, dev_rate <= p.target + p.tolerance, dev_rate=dev_rate)
+        elif not knob.trains:
+            choices = [self._choose(label) for label in labels]
+            row = Row(
+                name, [c.label for c in choices], _knob_text(choices), rate_matched(choices, p.target, p.tolerance)
+            )
+            row.dev_rate = _mean(c.dev_rate for c in choices)
+        else:
+            grid = tuple(p.knob_grids.get(parsed.name) or method.knob_grid)
+            choice = choose_training_knob(
+                self.dev, labels[0], grid, p.target, p.train_knob_tolerance, p.train_knob_probes,
+                progress=p.progress, log=self.log, pool=self.pool,
+            )  # fmt: skip
+            probes = [pr["value"] for pr in choice.probes]
+            others = [with_option(label, knob.option, choice.value) for label in labels[1:]]
+            for label in others:
+                self.train(label)
+            row = Row(
+                name,
+                [choice.label, *others],
+                f"{knob.option}={choice.value} (dev rate {choice.dev_rate:.2f}; trained on dev at "
+                f"{', '.join(probes)}, grid walk then bisection; training seed 0)",
+                rate_matched([choice], p.target, p.train_knob_tolerance),
+                dev_rate=choice.dev_rate,
+                probes=probes,
+            )
+        if budget:
+            spent = _mean(b.env_steps for b in (self.budget_of(label) for label in row.labels) if b)
+            row.budget_matched = abs(spent / budget - 1) <= p.budget_tolerance
+        return row
+
+    def _choose(self, spec: str) -> KnobChoice:
+        p = self.plan
+        return choose_rate(
+            self.dev, spec, p.target, p.tolerance, p.max_probes, progress=p.progress, log=self.log, pool=self.pool
         )
 
+    def _chosen_text(self, label: str) -> str | None:
+        """What a dev-fitted method chose (its ``describe_choice``), or None."""
+        describe = get_method(parse_method(label).name).describe_choice
+        if describe is None:
+            return None
+        text, _ = import_object(describe)(label, self.dev.checkpoint_dir(parse_method(label).training_label))
+        return text
+
+    def match_budget(self, spec: str, budget: int) -> str:
+        """``spec`` with its method's ``budget_knob`` set so that training seed 0 measures ``budget`` env steps
+        within ``budget_tolerance``: the first value from the knob's known steps per unit, or from a measured pilot
+        at the value ``spec`` gives (or the default); then corrected in proportion to what each attempt measured
+        (each attempt a training run, recorded in budget_match.json). A training-time rate knob is set to the first
+        value its search will probe, so the last attempt is also the search's first probe."""
+        p = self.plan
+        parsed = parse_method(spec)
+        method = get_method(parsed.name)
+        option = str(method.budget_knob)
+        path = p.out / BUDGET_FILE
+        records = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        key = without_option(spec, option)
+        done = records.get(key)
+        if done and done.get("budget") == budget:
+            return done["spec"]
+        knob = knob_of(parsed.name)
+        probe = key
+        if knob is not None and knob.trains:
+            grid = p.knob_grids.get(parsed.name) or method.knob_grid
+            probe = with_option(key, knob.option, f"{min(float(v) for v in grid):.3g}")
+        kind = type(getattr(method.defaults(), option))
+
+        def value_text(x: float) -> str:
+            return format_value(kind(max(1, round(x))) if kind is int else kind(x))
+
+        def measure(value: str) -> int:
+            label = with_option(probe, option, value)
+            return self.train(self.seeded(label)[0]).env_steps
+
+        record: dict[str, Any] = {"budget": budget, "attempts": []}
+        if method.budget_knob_steps:
+            value = value_text(budget / method.budget_knob_steps)
+        else:
+            pilot = parsed.given.get(option) or format_value(getattr(method.defaults(), option))
+            steps = measure(pilot)
+            record["pilot"] = {"value": pilot, "env_steps": steps}
+            value = value_text(budget * float(pilot) / max(steps, 1))
+        for _ in range(BUDGET_ATTEMPTS):
+            measured = measure(value)
+            record["attempts"].append({"value": value, "env_steps": measured})
+            self.log(f"[budget] {parsed.name} {option}={value}: {measured} env steps for a budget of {budget}")
+            if abs(measured / budget - 1) <= p.budget_tolerance:
+                break
+            value = value_text(float(value) * budget / max(measured, 1))
+        closest = min(record["attempts"], key=lambda a: abs(a["env_steps"] / budget - 1))
+        record["spec"] = with_option(key, option, closest["value"])
+        records[key] = record
+        p.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(records, indent=2) + "\n")
+        return record["spec"]
+
     def not_matched(self) -> list[str]:
-        return [name for name, row in self.rows.items() if not row.matched]
+        return [name for name, row in self.rows.items() if not (row.matched and row.budget_matched)]
 
     def own_rate(self, names: tuple[str, ...]) -> dict[str, Row]:
-        """The rows of ``names`` at their own rate: each trained (or loaded) once per training seed with the RL
-        steerer's trainer options (:func:`own_rate_labels`), its knob left where the method puts it."""
+        """The rows of ``names`` at their own rate: each trained (or loaded) once per training seed with the focus
+        row's trainer options (:func:`own_rate_labels`), its knob left where the method puts it."""
         rows = {}
+        focus = self.plan.spec_of(self.plan.focus_row) if names else ""
         for name in names:
-            labels = own_rate_labels(self.plan.rl, name, self.plan.train_seeds)
+            labels = own_rate_labels(focus, name, self.plan.train_seeds)
             for label in labels:
                 self.train(label)
             rows[name] = Row(name, labels, own_rate_knob(labels[0]))
         return rows
 
-    def _match_bc(self, budget: int) -> str:
-        """Filtered BC's options for ``budget`` env steps: its continuations per proposal are the RL config's N,
-        its task count comes from a measured pilot and is corrected until the measured budget of training seed 0
-        is within ``budget_tolerance`` (each attempt is a training run, recorded in budget_match.json)."""
-        from baselines.steering import steering_config
-
-        p = self.plan
-        path = p.out / BUDGET_FILE
-        record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        if record.get("rl_budget") == budget and record.get("bc_spec"):
-            return record["bc_spec"]
-        n = steering_config(MethodContext(), parse_method(p.rl).options).N
-        pilot = f"filtered_bc:N={n},seed=0,tasks={p.bc_pilot_tasks}"
-        per_task = max(1.0, self.train(pilot).env_steps / p.bc_pilot_tasks)
-        tasks = max(1, round(budget / per_task))
-        attempts = []
-        for _ in range(4):
-            spec = f"filtered_bc:N={n},tasks={tasks}"
-            measured = self.train(self._seeded(spec, 0)).env_steps
-            attempts.append({"spec": spec, "env_steps": measured})
-            self.log(f"[budget] {spec}: {measured} env steps for an RL budget of {budget}")
-            if abs(measured / budget - 1) <= p.budget_tolerance:
-                break
-            tasks = max(1, round(tasks * budget / max(measured, 1)))
-        record = {
-            "rl_budget": budget,
-            "pilot": pilot,
-            "pilot_steps_per_task": per_task,
-            "attempts": attempts,
-            "bc_spec": spec,
-        }
-        atomic_write_text(path, json.dumps(record, indent=2) + "\n")
-        return spec
-
-    # -- step 3: the report split -------------------------------------------------------------------------------
+    # -- step 2: the report split -------------------------------------------------------------------------------
     def evaluate_rows(self) -> None:
         for row in self.rows.values():
             for label in row.labels:
@@ -375,50 +482,49 @@ class Comparison:
         folder = folder or self.report
         runs = row_runs(folder, rows or self.rows)
         boot = HierarchicalBootstrap(runs, folder.config.benchmarks)
-        return summarize_rows(runs, folder.config.benchmarks, reference=REFERENCE, boot=boot), boot
+        return summarize_rows(runs, folder.config.benchmarks, reference=self.plan.reference, boot=boot), boot
 
-    # -- step 4: curves and the fast path's Spearman --------------------------------------------------------------
+    # -- step 3: curves and the fast path's Spearman --------------------------------------------------------------
     def curve_rows(self) -> dict[str, list[Row]]:
-        """Per method, one row per knob setting around its dev choice (the choice itself included)."""
+        """Per contender, one row per knob setting around its dev choice (the choice itself included): a ``logit``
+        knob shifted on its logit, a ``unit`` knob scaled (capped at 1), a training-time knob at the values its
+        search trained, a dev-fitted method at the settings its ``describe_choice`` names."""
         p = self.plan
         out: dict[str, list[Row]] = {}
-        for name in (RL, UNTRAINED, "filtered_bc"):
-            if name not in self.rows:
+        for name in p.row_names:
+            row = self.rows.get(name)
+            if row is None:
                 continue
-            points = []
-            for offset in p.curve_tau_offsets:
-                labels = []
-                for label in self.rows[name].labels:
-                    tau = parse_method(label).options.tau
-                    shifted = 1.0 / (1.0 + math.exp(-(math.log(tau) - math.log1p(-tau) + offset)))
-                    labels.append(with_option(label, "tau", f"{min(max(shifted, 1e-9), 1 - 1e-9):.4g}"))
-                points.append(Row(f"{name}@{offset:+g}", labels, f"logit τ {offset:+g}"))
-            out[name] = points
-        if "random" in self.rows:
-            p0 = parse_method(self.rows["random"].labels[0]).options.p
-            out["random"] = [
-                Row(f"random@x{scale:g}", [with_option("random", "p", f"{min(1.0, p0 * scale):.4g}")], f"p x{scale:g}")
-                for scale in p.curve_p_scales
-            ]
-        if "sb3_ppo" in self.rows:
-            chosen = parse_method(self.rows["sb3_ppo"].labels[0]).given["cost"]
-            base = without_option(self.rows["sb3_ppo"].labels[0], "cost")
-            out["sb3_ppo"] = [
-                Row(
-                    f"sb3_ppo@{c}",
-                    self.rows["sb3_ppo"].labels if c == chosen else [with_option(base, "cost", c)],
-                    f"cost {c}",
-                )
-                for c in sorted(self.ppo_probes, key=float)
-            ]
-        if RULE in self.rows:
-            selection = _rule_choice(self.dev.checkpoint_dir(self.rows[RULE].labels[0]))
-            if selection:
-                max_at = get_method(RULE).defaults().max_at
-                out[RULE] = [
-                    Row(f"fixed_rule@{k}", [f"fixed_rule:at={k},option={selection['option']}"], f"at={k}")
-                    for k in range(max_at + 1)
+            method_name = parse_method(row.labels[0]).name
+            knob = knob_of(method_name)
+            if knob is None:
+                describe = get_method(method_name).describe_choice
+                if describe is not None:
+                    checkpoint = self.dev.checkpoint_dir(parse_method(row.labels[0]).training_label)
+                    _, sweep = import_object(describe)(row.labels[0], checkpoint)
+                    out[name] = [Row(f"{name}@{setting}", [label], setting) for label, setting in sweep]
+                continue
+            if knob.trains:
+                chosen = parse_method(row.labels[0]).given[knob.option]
+                base = without_option(row.labels[0], knob.option)
+                out[name] = [
+                    Row(
+                        f"{name}@{v}",
+                        row.labels if v == chosen else [with_option(base, knob.option, v)],
+                        f"{knob.option} {v}",
+                    )
+                    for v in sorted(row.probes, key=float)
                 ]
+                continue
+            steps = p.curve_logit_offsets if knob.scale == "logit" else p.curve_unit_scales
+            out[name] = [
+                Row(
+                    f"{name}@{_curve_word(knob, s)}",
+                    [_moved(label, knob, s) for label in row.labels],
+                    _curve_word(knob, s),
+                )
+                for s in steps
+            ]
         return out
 
     def run_curves(self) -> dict[str, list[dict]]:
@@ -426,14 +532,15 @@ class Comparison:
         for name, points in self.curve_rows().items():  # a capped knob can repeat a point: keep it once
             seen: set[tuple[str, ...]] = set()
             curves[name] = [r for r in points if tuple(r.labels) not in seen and not seen.add(tuple(r.labels))]
-        self._evaluate(self.curves, REFERENCE)
+        reference = self.plan.reference
+        self._evaluate(self.curves, reference)
         for points in curves.values():
             for row in points:
                 for label in row.labels:
                     self._evaluate(self.curves, label)
         result: dict[str, list[dict]] = {}
         for name, points in curves.items():
-            rows = {REFERENCE: Row(REFERENCE, [REFERENCE]), **{r.name: r for r in points}}
+            rows = {reference: Row(reference, [reference]), **{r.name: r for r in points}}
             summaries, _ = self.summaries(self.curves, rows)
             result[name] = [
                 {
@@ -445,17 +552,21 @@ class Comparison:
                     "train_seeds": s.n_train_seeds,
                 }
                 for s in summaries
-                if s.method != REFERENCE
+                if s.method != reference
             ]
         return result
 
     def spearman(self) -> dict[str, Any]:
-        """The fast path's Spearman with measured q(s) on held-out states of the report split, per training seed."""
+        """The fast path's Spearman with measured q(s) on held-out states of the report split, per training seed of
+        the first of ``spearman_rows`` in the table ({} when none is)."""
         p = self.plan
+        names = [name for name in p.spearman_rows if name in self.rows]
+        if not names:
+            return {}
         cpu_thread_default()
-        labels = self.rows[RL].labels
+        labels = self.rows[names[0]].labels
         measured = spearman_per_label(self.report, self.dev, labels, p.spearman_tasks, self.pool, self.log)
-        return {"split": p.split, **measured}
+        return {"split": p.split, "row": names[0], **measured}
 
     # -- the whole pipeline ---------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -470,22 +581,30 @@ class Comparison:
 
     def budget_text(self, row: Row) -> str | None:
         """A row's *Budget* cell: its measured env steps (mean over training seeds; ``(dev)``: spent choosing on
-        dev), ``0`` for a method that does not learn, None for the reference."""
+        dev), with how far it is off the protocol's budget when it missed; ``0`` for a method that does not learn,
+        None for the reference."""
         spent = [b.env_steps for b in (self.budget_of(label) for label in row.labels) if b is not None]
+        method = get_method(parse_method(row.labels[0]).name)
         if spent:
-            return format_steps(_mean(spent)) + (" (dev)" if row.name == RULE else "")
-        if get_method(parse_method(row.labels[0]).name).learns is False and row.name != REFERENCE:
+            text = format_steps(_mean(spent)) + (" (dev)" if method.fits_on == "dev" else "")
+            budget = self.budget() if row.name != self.plan.budget_from else 0.0
+            if not row.budget_matched and budget:
+                text += f" (off the budget by {100 * (_mean(spent) / budget - 1):+.0f}%)"
+            return text
+        if method.learns is False and row.name != self.plan.reference:
             return "0"
         return None
 
     def row_record(self, row: Row, budget: str | None) -> dict[str, Any]:
-        """What ``comparison.json`` (and a profile's summary) keeps of a row: its labels, knob and budget, and the
-        wall seconds its builds took (mean over training seeds; None for a row nothing was built for)."""
+        """What ``comparison.json`` (and a profile's summary) keeps of a row: its labels, knob, matching and budget,
+        and the wall seconds its builds took (mean over training seeds; None for a row nothing was built for)."""
         seconds = [b.seconds for b in (self.budget_of(label) for label in row.labels) if b is not None]
         return {
             "labels": row.labels,
             "knob": row.knob,
             "matched": row.matched,
+            "budget_matched": row.budget_matched,
+            "dev_rate": row.dev_rate,
             "budget": budget,
             "build_seconds": round(_mean(seconds), 1) if seconds else None,
         }
@@ -495,14 +614,9 @@ class Comparison:
 
         p = self.plan
         summaries, boot = self.summaries()
-        pairs = {(RL, name): boot.gain(RL, name)[1] for name in self.rows if name != RL}
+        focus = p.focus_row
+        pairs = {(focus, name): boot.gain(focus, name)[1] for name in self.rows if name != focus}
         budgets = {name: text for name, row in self.rows.items() if (text := self.budget_text(row)) is not None}
-        # say so where a matched budget missed (PPO's 256-step rollouts round a small budget up, for one)
-        rl_spent = self._spent(RL)
-        for name in ("filtered_bc", "sb3_ppo"):
-            spent = self._spent(name)
-            if rl_spent and spent and abs(spent / rl_spent - 1) > p.budget_tolerance:
-                budgets[name] += f" (off RL's by {100 * (spent / rl_spent - 1):+.0f}%)"
         knobs = {name: row.knob for name, row in self.rows.items()}
         card = setting_card(self.report, p.train_seeds, (self.dev,))
         plot = plots.rate_curves(curves, p.target, p.out / "plots" / "rate_curves.png") if curves else None
@@ -510,6 +624,7 @@ class Comparison:
             "plan": {
                 k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(p).items() if k not in ("pool", "seconds")
             },
+            "budget": self.budget(),
             "card": asdict(card),
             "rows": {name: self.row_record(row, budgets.get(name)) for name, row in self.rows.items()},
             "summaries": [_summary_dict(s) for s in summaries],
@@ -593,15 +708,6 @@ def row_runs(folder: RunFolder, rows: dict[str, Row]) -> list[RowRuns]:
     return runs
 
 
-def row_order(names: Iterable[str], own_rate: Iterable[str]) -> list[str]:
-    """The table's order of the rows ``names``: the rate-matched rows (:data:`ROW_ORDER`), then the rows at their
-    own rate (in ``own_rate``'s order), then the rest (context rows) as given."""
-    names = list(names)
-    first = [name for name in ROW_ORDER if name in names]
-    own = [name for name in own_rate if name in names and name not in first]
-    return [*first, *own, *(name for name in names if name not in first and name not in own)]
-
-
 def own_rate_spec(rl: str, name: str) -> str:
     """``name`` with the values RL steering's spec ``rl`` has (given or default) of every option ``name`` takes,
     deploy options (τ) and ``seed`` left out: the same trainer (rounds, states per round, samples, continuations,
@@ -657,25 +763,40 @@ def own_rate_legend(plan: ComparisonPlan) -> str:
     names = ", ".join(f"`{name}`" for name in plan.own_rate_rows)
     return (
         f" Rows at their **own rate** ({names}; a plan or a rejected answer is one intervention): no knob is set "
-        "on dev, so they are not rate-matched and never marked ★; the trained ones use RL steering's trainer options "
-        "and training seeds, and their *Budget* is their own measured env steps."
+        "on dev, so they are not rate-matched and never marked ★; the trained ones use "
+        f"{display_name(plan.focus_row)}'s "
+        "trainer options and training seeds, and their *Budget* is their own measured env steps."
+    )
+
+
+def budget_legend(plan: ComparisonPlan, budgets: dict[str, str]) -> str:
+    """The legend's sentence on the protocol's budget."""
+    if plan.budget_from:
+        source = f"{display_name(plan.budget_from)}'s measured {budgets.get(plan.budget_from, '–')}"
+    elif plan.budget_steps:
+        source = format_steps(plan.budget_steps)
+    else:
+        return "every learner's budget is measured as it comes (the protocol sets none)"
+    return (
+        f"the protocol's budget is {source}; every other row that learns on the train split is given it through "
+        f"its budget option, within ±{100 * plan.budget_tolerance:.0f}%"
     )
 
 
 def legend(plan: ComparisonPlan, budgets: dict[str, str]) -> str:
-    rl_budget = budgets.get(RL, "–")
     return (
         "*How to read this table.* Rows: supervisors of the same frozen executor on the same tasks and seeds. "
         f"Every row with a rate knob was set on the **dev** split to ~{plan.target:g} intervention per task "
-        '("Operating point"); `best_fixed_rule` chose its (note, decision) on dev by F1. Columns: F1 x100 per '
+        '("Operating point"); a row that fits on dev chose its setting there by F1. Columns: F1 x100 per '
         "benchmark; *Avg F1*: the macro mean over benchmarks (the suite's one average); *Gain vs none*: paired "
         "difference to no supervision with a 95% interval that resamples tasks within benchmarks and, for learned "
         "rows, training seeds (evaluation seeds are averaged per task first); *Int./task*, *Turns/task*: "
         "interventions and executor turns per task; *Train seeds*: independent training runs averaged in the row; "
-        f"*Budget*: env steps the method's training consumed, counterfactual continuations included, measured "
-        f"(mean over seeds; RL steering {rl_budget}; filtered BC and SB3 PPO are given RL's budget ±10%; "
-        "`(dev)`: steps spent choosing on dev). ★ marks the highest average F1 among the rows matched in rate (the "
-        "dev search ended within its tolerance of the target)." + own_rate_legend(plan) + "\n"
+        "*Budget*: env steps the method's training consumed, counterfactual continuations included, measured "
+        f"(mean over seeds; `(dev)`: steps spent choosing on dev): {budget_legend(plan, budgets)}. ★ marks the "
+        f"highest average F1 among the contenders matched in rate (dev rate within ±{plan.tolerance:g} of the "
+        f"target; ±{plan.train_knob_tolerance:g} for a knob that is trained; a row without a knob at most "
+        "target + tolerance) and in budget." + own_rate_legend(plan) + "\n"
     )
 
 
@@ -695,6 +816,17 @@ def render(cmp: Comparison, summaries, pairs, budgets, knobs, card, curves, spea
     )
 
 
+def protocol_line(p: ComparisonPlan) -> str:
+    """The protocol's card line: its name and what it fixes beside the setting card."""
+    budget = f"from {p.budget_from}" if p.budget_from else format_steps(p.budget_steps or None)
+    return (
+        f"*Protocol `{p.protocol}`*: {p.train_seeds} training seed(s); knobs chosen on dev "
+        f"({p.dev_limit or 'all'} tasks per benchmark x {p.dev_seeds} seed(s)) to {p.target:g} interventions/task "
+        f"±{p.tolerance:g}; budget {budget} "
+        f"±{100 * p.budget_tolerance:.0f}%; paired against {p.focus_row or '–'}, verdict against {p.bar or '–'}.\n"
+    )
+
+
 def render_comparison(
     p: ComparisonPlan,
     benchmarks,
@@ -710,24 +842,26 @@ def render_comparison(
 ) -> str:
     """The comparison's markdown from its numbers (what ``comparison.json`` holds): ``steer-envs compare`` writes
     it as ``comparison.md`` and the results page (:mod:`benchmarks.pages.results`) renders it back from the JSON.
-    ``not_matched``: rows whose dev search missed the rate; with the plan's non-contenders, they never take the ★
-    or the verdict."""
+    ``not_matched``: rows not matched in rate or budget; with the plan's non-contenders, they never take the ★ or
+    the verdict."""
     ordered = [(a, b, i) for (a, b), i in pairs.items()]
     not_best = p.not_contenders() | frozenset(not_matched)
+    focus = p.focus_row
     lines = [
         f"## Rate-matched comparison on `{p.executor}`, {p.split} split\n\n",
         card.markdown(),
+        protocol_line(p),
         "\n",
         legend(p, budgets),
         "\n",
         comparison_table(summaries, benchmarks, budgets, knobs, not_best=not_best),
         not_matched_note(not_matched),
         "\n",
-        f"Paired differences between RL steering and every other row ({p.split} split, tasks resampled within "
-        "benchmarks, training seeds of both rows resampled):\n\n",
+        f"Paired differences between {display_name(focus)} and every other row ({p.split} split, tasks resampled "
+        "within benchmarks, training seeds of both rows resampled):\n\n",
         pairwise_table(ordered),
         "\n",
-        closing_line(summaries, RL, RULE, pairs, not_best=not_best),
+        closing_line(summaries, focus, p.bar or None, pairs, not_best=not_best),
     ]
     if curves:
         lines += [
@@ -741,7 +875,7 @@ def render_comparison(
         ]
         if plot is not None:
             lines.append(f"![F1 gain against interventions per task]({plot})\n")
-        lines.append(shape_line(curves.get(RL, [])))
+        lines.append(shape_line(curves.get(focus, []), display_name(focus)))
     if spearman:
         lines += [
             "\n### The fast path's ranking of held-out states\n\n",
@@ -768,8 +902,8 @@ def curve_table(curves: dict[str, list[dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def shape_line(points: list[dict]) -> str:
-    """Whether RL steering's gain per intervention is highest at its lowest frequency (the paper's shape), read by
+def shape_line(points: list[dict], name: str = "the focus row") -> str:
+    """Whether row ``name``'s gain per intervention is highest at its lowest frequency (the paper's shape), read by
     the one verdict rule (:mod:`.verdicts`): the shape is *reproduced* only when the lowest-frequency point is the
     best and its gain's interval excludes 0; a best point whose gain could be 0 shows nothing."""
     usable = [
@@ -789,7 +923,7 @@ def shape_line(points: list[dict]) -> str:
     }
     gain = lowest["gain"]
     return (
-        f"\nGain per intervention of RL steering is {'highest' if best is lowest else 'not highest'} at its lowest "
+        f"\nGain per intervention of {name} is {'highest' if best is lowest else 'not highest'} at its lowest "
         f"frequency ({lowest['rate']:.2f}/task: {lowest['gain_per_intervention']:+.2f} F1 per intervention, gain "
         f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]; best {best['gain_per_intervention']:+.2f} "
         f"at {best['rate']:.2f}/task). The paper's shape: **{outcome}**"
@@ -816,85 +950,11 @@ def spearman_text(sp: dict[str, Any]) -> str:
     return "\n".join(lines[:1]) + "\n".join(lines[1:]) + "\n"
 
 
-def choose_cost(
-    folder: RunFolder,
-    spec: str,
-    costs: tuple[str, ...],
-    target: float,
-    tolerance: float,
-    max_probes: int,
-    progress: bool = False,
-    log: Callable[[str], None] = print,
-    pool: Any = None,
-) -> KnobChoice:
-    """SB3 PPO's intervention cost, chosen on dev so that it intervenes ~``target`` times per task.
-
-    Every cost is a training run, so the search is frugal: the grid is walked from its lowest cost upwards (the
-    rate falls as the cost rises) until a probe's dev rate is at or below ``target``; then the cost is bisected
-    between the last two probes (geometric midpoint; arithmetic from 0) until a probe is within ``tolerance`` of
-    ``target`` or ``max_probes`` runs are spent. The probe closest to ``target`` is kept (ties: fewer
-    interventions); every probe is recorded in the dev folder's choices.json, and a rerun reads the choice back."""
-    base = without_option(spec, "cost")
-    first = f"{min(float(c) for c in costs):.3g}"
-    cached = cached_choice(folder, base)
-    if cached is not None and cached.target == target and cached.probes and cached.probes[0]["value"] == first:
-        return cached
-    probes: list[dict[str, Any]] = []
-
-    def probe(value: float) -> dict[str, Any]:
-        text = f"{value:.3g}"
-        label = with_option(base, "cost", text)
-        evaluate(folder, label, progress=progress, log=log, pool=pool)
-        pr = {"value": text, "rate": interventions_per_task(folder, label), "label": label}
-        probes.append(pr)
-        log(f"[dev] {label}: {pr['rate']:.3f} interventions/task (target {target})")
-        return pr
-
-    def close(pr: dict[str, Any]) -> bool:
-        return abs(pr["rate"] - target) <= tolerance
-
-    below = above = None
-    for value in sorted(float(c) for c in costs):
-        if len(probes) >= max_probes:
-            break
-        pr = probe(value)
-        if close(pr):
-            break
-        if pr["rate"] > target:
-            above = pr
-        else:
-            below = pr
-            break
-    while above is not None and below is not None and len(probes) < max_probes and not close(probes[-1]):
-        lo, hi = float(above["value"]), float(below["value"])
-        mid = math.sqrt(lo * hi) if lo > 0 else hi / 2
-        if f"{mid:.3g}" in (above["value"], below["value"]):
-            break
-        pr = probe(mid)
-        if pr["rate"] > target:
-            above = pr
-        else:
-            below = pr
-    best = min(probes, key=lambda pr: (abs(pr["rate"] - target), pr["rate"]))
-    choice = KnobChoice(base, "cost", best["value"], best["rate"], target, best["label"], probes)
-    return _save_choice(folder, choice)
-
-
 def _knob_text(choices) -> str:
     c = choices[0]
     values = ", ".join(ch.value for ch in choices)
     rates = ", ".join(f"{ch.dev_rate:.2f}" for ch in choices)
     return f"{c.knob}={values} (dev rate {rates})"
-
-
-def _rule_choice(checkpoint: Path) -> dict | None:
-    path = checkpoint / "selection.json"
-    return json.loads(path.read_text(encoding="utf-8"))["chosen"] if path.is_file() else None
-
-
-def _rule_text(checkpoint: Path) -> str:
-    chosen = _rule_choice(checkpoint)
-    return "–" if chosen is None else f"option={chosen['option']}, at={chosen['at']} (best dev F1)"
 
 
 def _mean(values) -> float:

@@ -16,73 +16,28 @@ It trains each method once (the results page trains three times); everything lan
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from .comparison import ComparisonPlan, run_comparison
-
-
-@dataclass(frozen=True)
-class DemoPlan:
-    """The demo's budget. ``full``: the main job; ``quick``: a smoke version of the same steps."""
-
-    limit: int
-    seeds: int
-    dev_limit: int
-    train: str  # the RL steerer's trainer options
-    ppo_costs: tuple[str, ...]
-    max_probes: int
-    curve_offsets: tuple[float, ...]
-    spearman_tasks: int
-    bc_pilot_tasks: int
-
-
-FULL = DemoPlan(
-    limit=30,
-    seeds=2,
-    dev_limit=8,
-    train="G=4,N=3,bank_tasks=300,k=24,m=12",
-    ppo_costs=("0", "0.05"),
-    max_probes=7,
-    curve_offsets=(-3.0, 0.0, 3.0),
-    spearman_tasks=3,
-    bc_pilot_tasks=20,
-)
-QUICK = DemoPlan(
-    limit=2,
-    seeds=1,
-    dev_limit=2,
-    train="G=2,N=2,bank_tasks=16,k=4,m=2",
-    ppo_costs=("0",),
-    max_probes=3,
-    curve_offsets=(0.0, 3.0),
-    spearman_tasks=1,
-    bc_pilot_tasks=4,
-)
+from .protocols import get_protocol, plan_for
 
 
 def demo_plan(
-    out: str | Path, plan: DemoPlan, limit: int | None, seeds: int | None, progress: bool, data_dir: str | None
+    out: str | Path, quick: bool, limit: int | None, seeds: int | None, progress: bool, data_dir: str | None
 ) -> ComparisonPlan:
-    return ComparisonPlan(
-        out=Path(out),
-        executor="sim:default",
-        split="test",
-        rl=f"steering_rl:{plan.train}",
-        train_seeds=1,
-        seeds=seeds or plan.seeds,
-        limit=limit or plan.limit,
-        dev_limit=plan.dev_limit,
-        ppo_costs=plan.ppo_costs,
-        max_probes=plan.max_probes,
-        tolerance=0.1,
-        curve_tau_offsets=plan.curve_offsets,
-        curve_p_scales=(0.5, 1.0, 2.0),
-        spearman_tasks=plan.spearman_tasks,
-        bc_pilot_tasks=plan.bc_pilot_tasks,
-        progress=progress,
-        data_dir=data_dir,
+    """The demo's comparison: the ``demo`` protocol (``demo-quick`` for the smoke version), ``limit``/``seeds``
+    overriding its task count and seeds."""
+    return plan_for(
+        "demo-quick" if quick else "demo", out, limit=limit, seeds=seeds, progress=progress, data_dir=data_dir
     )
+
+
+def rerun_command(plan: ComparisonPlan) -> str:
+    """The ``steer-envs compare`` command that reproduces the demo's table (``--method`` adds a contender)."""
+    parts = ["steer-envs compare", f"--protocol {plan.protocol}", f"--out {plan.out}"]
+    preset = get_protocol(plan.protocol).plan
+    parts += [f"--{k} {getattr(plan, k)}" for k in ("limit", "seeds") if getattr(plan, k) != preset[k]]
+    return " ".join(parts)
 
 
 def prepare_search(data_dir: str | None = None) -> float:
@@ -112,7 +67,7 @@ def run_demo(
     progress: bool = True,
     data_dir: str | None = None,
 ) -> Path:
-    plan = demo_plan(out, QUICK if quick else FULL, limit, seeds, progress, data_dir)
+    plan = demo_plan(out, quick, limit, seeds, progress, data_dir)
     print(
         f"steer-envs demo: sim:default, knobs chosen on {plan.dev_limit} dev tasks per benchmark, reported on "
         f"{plan.limit} test tasks per benchmark x {plan.seeds} seed(s), 1 training seed -> {plan.out}",
@@ -124,4 +79,8 @@ def run_demo(
     report = plan.out / "comparison.md"
     print("\n" + report.read_text(encoding="utf-8").split("### Rate curves")[0])
     print(f"demo finished in {time.perf_counter() - start:.0f}s; report: {report}; plots: {plan.out / 'plots'}")
+    print(
+        f"to rerun this table with your own method beside the built-in rows: {rerun_command(plan)} --method "
+        "YOUR_SPEC (docs/extending.md)"
+    )
     return report

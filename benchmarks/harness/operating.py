@@ -2,13 +2,13 @@
 
 Comparisons between supervisors are only fair at the same intervention rate (more interventions buy more F1 in
 this testbed), and the rate must be chosen where nothing is reported: on the *dev* split. Each method declares
-its knob (``Method.rate_knob`` in :mod:`baselines.methods`):
+its knob (``Method.rate_knob``) and how it is searched (``Method.knob_scale``, :data:`KNOB_SCALES`):
 
-* ``tau``: a deployment threshold (steerers' gate; filtered BC's probability of not passing): bisection on
-  ``logit(τ)``; more τ, fewer interventions; no retraining (the checkpoint is shared by every τ).
-* ``p``: the random baseline's probability per decision: bisection on ``p`` in [0, 1].
-* ``cost``: a training-time cost per intervention (SB3 PPO): every value is a training run, so a small grid is
-  trained and the value whose dev rate is closest to the target is kept (:func:`choose_from_grid`).
+* a *deployment* knob (a threshold or a probability; the option is marked ``deploy``, so every value shares one
+  checkpoint): bisection on the scale's line (``logit``: a threshold in (0, 1); ``unit``: a probability in
+  [0, 1]) until the dev rate is within the tolerance (:func:`choose_rate`);
+* a *training-time* knob (a cost per intervention in the reward: every value is a training run): a grid walked
+  upwards, then geometric bisection between the last two probes, frugally (:func:`choose_training_knob`).
 
 Every probe is a method label evaluated in a dev run folder through the harness (so it is resumable and its
 episodes stay on disk as evidence), and every choice is written to ``choices.json`` there with all its probes;
@@ -56,10 +56,40 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
+#: the searches a method's ``knob_scale`` names (a training-time knob is walked on its ``log`` line by
+#: :func:`choose_training_knob`, which needs no bounds)
 KNOB_SCALES: dict[str, KnobScale] = {
-    "tau": KnobScale(-12.0, 12.0, _logit, _sigmoid, rising=False),
-    "p": KnobScale(0.0, 1.0, lambda v: v, lambda x: x, rising=True),
+    "logit": KnobScale(-12.0, 12.0, _logit, _sigmoid, rising=False),
+    "unit": KnobScale(0.0, 1.0, lambda v: v, lambda x: x, rising=True),
+    "log": KnobScale(0.0, math.inf, lambda v: v, lambda x: x, rising=False, digits=3),
 }
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A method's rate knob as the harness searches it: the option, its scale, and whether a value is a training
+    run (the method learns and the option is not a deployment option, so it changes the checkpoint)."""
+
+    option: str
+    scale: str
+    trains: bool
+
+
+def knob_of(name: str) -> Knob | None:
+    """The rate knob of method ``name`` (None: it has none); a scale that is not in :data:`KNOB_SCALES` is an error
+    naming the valid ones."""
+    method = get_method(name)
+    if method.rate_knob is None:
+        return None
+    trains = method.learns and method.rate_knob not in method.options_type().deploy_names()
+    scale = method.knob_scale or ("log" if trains else "logit")
+    if scale not in KNOB_SCALES or (trains and scale != "log"):
+        valid = "log" if trains else ", ".join(k for k in KNOB_SCALES if k != "log")
+        raise SteerEnvsError(
+            f"method {name!r}: knob_scale {scale!r} cannot search its rate knob {method.rate_knob!r} "
+            f"({'a training-time option' if trains else 'a deployment option'}); use {valid}"
+        )
+    return Knob(method.rate_knob, scale, trains)
 
 
 @dataclass
@@ -131,17 +161,18 @@ def choose_rate(
     ``target`` (or ``max_probes`` probes); the probe closest to the target wins (ties: fewer interventions)."""
     _require_dev(folder)
     parsed = parse_method(spec)
-    knob = get_method(parsed.name).rate_knob
-    if knob not in KNOB_SCALES:
+    found = knob_of(parsed.name)
+    if found is None or found.trains:
         raise SteerEnvsError(
-            f"{parsed.name!r} has rate knob {knob!r}, which bisection cannot set "
-            f"(bisection knobs: {', '.join(KNOB_SCALES)}); a cost knob uses choose_from_grid"
+            f"{parsed.name!r} has no deployment rate knob to bisect ({found}); a training-time knob uses "
+            "choose_training_knob"
         )
+    knob = found.option
     base = without_option(spec, knob)
     cached = cached_choice(folder, base)
     if cached is not None and cached.target == target:
         return cached
-    scale = KNOB_SCALES[knob]
+    scale = KNOB_SCALES[found.scale]
     lo, hi = scale.lo, scale.hi
     probes: list[dict[str, Any]] = []
     for _ in range(max_probes):
@@ -165,32 +196,71 @@ def choose_rate(
     return _save_choice(folder, KnobChoice(base, knob, best["value"], best["rate"], target, best["label"], probes))
 
 
-def choose_from_grid(
+def choose_training_knob(
     folder: RunFolder,
     spec: str,
-    values: Sequence[str],
-    target: float = 1.0,
+    grid: Sequence[str],
+    target: float,
+    tolerance: float,
+    max_probes: int,
     progress: bool = False,
     log: Callable[[str], None] = print,
     pool: Any = None,
 ) -> KnobChoice:
-    """Evaluate ``spec`` at every value of its knob on dev (each may be a training run) and keep the value whose
-    interventions/task is closest to ``target`` (ties: fewer interventions)."""
+    """A training-time knob (an intervention cost), chosen on dev so that ``spec`` intervenes ~``target`` times per
+    task.
+
+    Every value is a training run, so the search is frugal: ``grid`` is walked from its lowest value upwards (the
+    rate falls as the cost rises) until a probe's dev rate is at or below ``target``; then the value is bisected
+    between the last two probes (geometric midpoint; arithmetic from 0) until a probe is within ``tolerance`` of
+    ``target`` or ``max_probes`` runs are spent. The probe closest to ``target`` is kept (ties: fewer
+    interventions); every probe is recorded in the dev folder's choices.json, and a rerun reads the choice back."""
     _require_dev(folder)
-    parsed = parse_method(spec)
-    knob = get_method(parsed.name).rate_knob
-    if knob is None:
-        raise SteerEnvsError(f"{parsed.name!r} has no rate knob")
-    base = without_option(spec, knob)
+    found = knob_of(parse_method(spec).name)
+    if found is None or not found.trains:
+        raise SteerEnvsError(f"{spec!r} has no training-time rate knob; a deployment knob uses choose_rate")
+    base = without_option(spec, found.option)
+    first = f"{min(float(c) for c in grid):.3g}"
     cached = cached_choice(folder, base)
-    if cached is not None and cached.target == target and [p["value"] for p in cached.probes] == list(values):
+    if cached is not None and cached.target == target and cached.probes and cached.probes[0]["value"] == first:
         return cached
-    probes = []
-    for value in values:
-        label = with_option(base, knob, value)
+    probes: list[dict[str, Any]] = []
+
+    def probe(value: float) -> dict[str, Any]:
+        text = f"{value:.3g}"
+        label = with_option(base, found.option, text)
         evaluate(folder, label, progress=progress, log=log, pool=pool)
-        rate = interventions_per_task(folder, label)
-        probes.append({"value": value, "rate": rate, "label": label})
-        log(f"[dev] {label}: {rate:.3f} interventions/task (target {target})")
-    best = min(probes, key=lambda p: (abs(p["rate"] - target), p["rate"]))
-    return _save_choice(folder, KnobChoice(base, knob, best["value"], best["rate"], target, best["label"], probes))
+        pr = {"value": text, "rate": interventions_per_task(folder, label), "label": label}
+        probes.append(pr)
+        log(f"[dev] {label}: {pr['rate']:.3f} interventions/task (target {target})")
+        return pr
+
+    def close(pr: dict[str, Any]) -> bool:
+        return abs(pr["rate"] - target) <= tolerance
+
+    below = above = None
+    for value in sorted(float(c) for c in grid):
+        if len(probes) >= max_probes:
+            break
+        pr = probe(value)
+        if close(pr):
+            break
+        if pr["rate"] > target:
+            above = pr
+        else:
+            below = pr
+            break
+    while above is not None and below is not None and len(probes) < max_probes and not close(probes[-1]):
+        lo, hi = float(above["value"]), float(below["value"])
+        mid = math.sqrt(lo * hi) if lo > 0 else hi / 2
+        if f"{mid:.3g}" in (above["value"], below["value"]):
+            break
+        pr = probe(mid)
+        if pr["rate"] > target:
+            above = pr
+        else:
+            below = pr
+    best = min(probes, key=lambda pr: (abs(pr["rate"] - target), pr["rate"]))
+    return _save_choice(
+        folder, KnobChoice(base, found.option, best["value"], best["rate"], target, best["label"], probes)
+    )

@@ -10,10 +10,10 @@ regeneration continues where it stopped. When a profile is finished its compact 
 summaries only by the page builder (:mod:`benchmarks.pages.results`; ``steer-envs report results`` rebuilds it
 without running). The run folders (``--out``) need not outlive the summary: a profile can be run on one machine and
 its summary committed. Nothing here chooses a value on test: the RL steerer's configuration is a parameter
-(``--rl``), chosen beforehand on dev.
+(``--method steering_rl:...``, which replaces the protocol's RL row), chosen beforehand on dev.
 
-Planning and verification (``--own-rate-rows``, default :data:`~.comparison.OWN_RATE_ROWS`) run beside the
-rate-matched rows at their own rate, trained with ``--rl``'s trainer options and ``--train-seeds``. A summary
+Planning and verification (``--own-rate-rows``, default :data:`~.protocols.OWN_RATE_ROWS`) run beside the
+rate-matched rows at their own rate, trained with the RL row's trainer options and ``--train-seeds``. A summary
 written without them gets them with ``--add-rows NAME ...`` (:mod:`.summary_rows`): only those rows are trained and
 evaluated, on the summary's tasks, seeds and trainer options, paired with its stored episodes; the rest of the
 profile is not rerun and its run folders are not needed.
@@ -21,9 +21,9 @@ profile is not rerun and its run folders are not needed.
 Usage::
 
     python -m benchmarks.harness.results_doc --profiles sim:default --limit 100 --dev-limit 20 --seeds 3 \\
-        --train-seeds 3 --rl steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 --spearman-tasks 10 --llm-limit 0
+        --train-seeds 3 --method steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 --spearman-tasks 10 --llm-limit 0
     python -m benchmarks.harness.results_doc --limit 2 --dev-limit 2 --seeds 1 --train-seeds 2 \\
-        --rl steering_rl:G=2,N=2,bank_tasks=16,k=4,m=2 --llm-limit 0 --doc /tmp/results.md \\
+        --method steering_rl:G=2,N=2,bank_tasks=16,k=4,m=2 --llm-limit 0 --doc /tmp/results.md \\
         --summaries /tmp/summaries                                                            # a dry run
     python -m benchmarks.harness.results_doc --profiles sim:default \\
         --add-rows planning_untrained planning_rl verification_untrained verification_rl     # rows added later
@@ -43,8 +43,9 @@ from benchmarks.pages.results import FULL, LLM, PAGE, PROFILES, is_dry_run, is_s
 from steer_envs.atomic import atomic_write_text
 from steer_envs.paths import REPO_ROOT
 
-from .comparison import OWN_RATE_ROWS, RL, RULE, UNTRAINED, Comparison, ComparisonPlan, Row
+from .comparison import Comparison, ComparisonPlan, Row
 from .operating import choose_rate
+from .protocols import OWN_RATE_ROWS, RL, RULE, UNTRAINED
 from .provenance import portable_command
 from .results_summary import (
     LLM_DIR,
@@ -141,7 +142,10 @@ def llm_section_data(args: argparse.Namespace, main: Comparison) -> dict:
 def command_and_options(args: argparse.Namespace) -> tuple[str, dict]:
     """The command a summary records (as typed, machine folders as ``RUNS/...``) and the options the page states."""
     command = portable_command("python -m benchmarks.harness.results_doc", args.argv)
-    options = {k: getattr(args, k) for k in ("seeds", "train_seeds", "split", "limit", "llm_limit", "target", "rl")}
+    options = {
+        k: getattr(args, k)
+        for k in ("protocol", "seeds", "train_seeds", "split", "limit", "llm_limit", "target", "method")
+    }
     return command, options
 
 
@@ -207,11 +211,10 @@ def transfer_main(args: argparse.Namespace, doc: Path) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     from benchmarks.cli import _add_protocol, add_compare_arguments
     from steer_envs.rollouts import add_pool_arguments
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/results", help="parent of the run folders (default runs/results)")
     parser.add_argument("--doc", default=str(REPO_ROOT / "docs" / "results.md"))
@@ -232,8 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         metavar="NAME",
         help="only add these own-rate rows (e.g. planning_rl verification_rl) to each profile's existing summary: "
-        "trained with the summary's --rl and training seeds, evaluated on its tasks and seeds, paired with its stored "
-        "episodes; the other rows are not rerun (the summary's setting is used, not --limit, --seeds, --rl)",
+        "trained with the summary's RL trainer options and training seeds, evaluated on its tasks and seeds, "
+        "paired with its stored "
+        "episodes; the other rows are not rerun (the summary's setting is used, not --limit, --seeds, --method)",
     )
     parser.add_argument(
         "--transfer",
@@ -265,7 +269,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.set_defaults(context_rows=list(CONTEXT_ROWS), own_rate_rows=list(OWN_RATE_ROWS))
     _add_protocol(parser, split="test")
     add_pool_arguments(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
     args.argv = argv
     doc = Path(args.doc)
     if args.add_rows:

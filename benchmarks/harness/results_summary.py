@@ -35,7 +35,8 @@ from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.episodes import EpisodeLog
 from steer_envs.paths import REPO_ROOT
 
-from .comparison import RULE, Comparison, Row, _summary_dict
+from .comparison import Comparison, Row, _summary_dict
+from .protocols import RULE
 from .provenance import read_runs
 from .runfolder import RunFolder
 from .runner import REFERENCE

@@ -25,12 +25,13 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from baselines.registry import parse_method
 from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.episodes import EpisodeRecord
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import using_pool
 
-from .comparison import RL, Comparison, ComparisonPlan, Row, _summary_dict, row_order, row_runs
+from .comparison import Comparison, ComparisonPlan, Row, _summary_dict, row_runs
 from .provenance import code_version, read_runs
 from .results_summary import (
     EPISODES_FILE,
@@ -186,15 +187,17 @@ def merged(stored: StoredProfile, added: Addition, command: str) -> tuple[dict[s
     own = [*plan.get("own_rate_rows", []), *(n for n in added.rows if n not in plan.get("own_rate_rows", []))]
     plan["own_rate_rows"] = own
     runs = {**stored.runs(), **{r.name: r for r in added.runs}}
-    order = row_order(runs, own)
+    context = {parse_method(spec).label for spec in plan.get("context_rows", [])}
+    first = [name for name in summary["rows"] if name not in context]
+    order = [*first, *(n for n in own if n not in first), *(n for n in summary["rows"] if n in context)]
     rows = [runs[name] for name in order]
     boot = HierarchicalBootstrap(rows, summary["benchmarks"])
     summaries = summarize_rows(rows, summary["benchmarks"], reference=REFERENCE, boot=boot)
     all_rows = {**summary["rows"], **added.records}
     summary["rows"] = {name: all_rows[name] for name in order}
     summary["summaries"] = [_summary_dict(s) for s in summaries]
-    if RL in order:
-        summary["pairwise"] = [{"a": RL, "b": n, **asdict(boot.gain(RL, n)[1])} for n in order if n != RL]
+    focus = plan["focus"] or [n for n in first if n not in own][-1]
+    summary["pairwise"] = [{"a": focus, "b": n, **asdict(boot.gain(focus, n)[1])} for n in order if n != focus]
     summary["vs_none"], summary["vs_rule"] = against(order, boot)
     summary["card"]["commits"] += [c for c in added.commits if c not in summary["card"]["commits"]]
     for step, value in added.seconds.items():

@@ -27,7 +27,8 @@ from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.errors import SteerEnvsError
 from steer_envs.rollouts import using_pool
 
-from .comparison import RL, RULE, Comparison, Row, _summary_dict, row_runs
+from .comparison import Comparison, Row, _summary_dict, row_runs
+from .protocols import RL, RULE
 from .provenance import code_version, read_runs
 from .results_summary import EPISODES_FILE, SUMMARY_FILE, episode_lines, gzip_lines, machine, now, read_episodes
 from .runner import REFERENCE, evaluate

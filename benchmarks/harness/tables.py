@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from baselines.methods import BUILTIN_METHODS
+
 from .stats import Interval, MethodSummary
 from .verdicts import PAIRED_WORDS, PAIRWISE_WORDS, verdict
 
@@ -112,8 +114,16 @@ DISPLAY_NAMES = {
 }
 
 
-#: rows that see what no real supervisor sees (the oracle reads hidden state): shown as headroom, never marked best
-HEADROOM = frozenset({"oracle"})
+def headroom_names() -> frozenset[str]:
+    """Rows that see what no real supervisor sees (a method registered with ``headroom=True``: the oracle reads
+    hidden state), installed plugins included: shown as headroom, never marked best."""
+    from baselines.registry import known_methods
+
+    return frozenset(method.name for method in known_methods() if method.headroom)
+
+
+#: the built-in headroom rows (the default of the table functions; :func:`headroom_names` adds plugins')
+HEADROOM = frozenset(method.name for method in BUILTIN_METHODS.values() if method.headroom)
 
 
 def display_name(row: str) -> str:
@@ -211,8 +221,8 @@ def closing_line(
     pairs: dict[tuple[str, str], Interval],
     not_best: frozenset[str] = HEADROOM,
 ) -> str:
-    """One sentence: which row won (rows of ``not_best`` excluded: :func:`best_row`), and whether ``main`` (the RL
-    steerer) beats the best fixed rule."""
+    """One sentence: which row won (rows of ``not_best`` excluded: :func:`best_row`), and whether ``main`` (the
+    comparison's focus row) beats ``rule`` (the bar: the best fixed rule in the paper's protocol)."""
     best = best_row(summaries, not_best)
     if best is None:
         return "**Verdict:** no method was compared with no supervision.\n"
@@ -227,8 +237,8 @@ def closing_line(
         gap = pairs[(main, rule)]
         off_rate = [display_name(name) for name in (main, rule) if name in not_best]
         if off_rate:  # a row at another operating point gets no verdict against a rate-matched one
-            text += f". No verdict against the best fixed rule: {' and '.join(off_rate)} not matched in rate"
+            text += f". No verdict against {display_name(rule)}: {' and '.join(off_rate)} not matched"
         else:
             words = PAIRED_WORDS[verdict(gap)]
-            text += f". {display_name(main)} {words} the best fixed rule ({_ci(gap, 2)} F1, paired 95% CI)"
+            text += f". {display_name(main)} {words} {display_name(rule)} ({_ci(gap, 2)} F1, paired 95% CI)"
     return text + ".\n"

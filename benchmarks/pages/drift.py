@@ -86,7 +86,7 @@ def _level(level: str, data: dict[str, Any]) -> str:
 #: the main comparison's setting, on a drift level (planning and verification left out: they do not read drift)
 ALGORITHMS_COMMAND = (
     "python -m benchmarks.harness.results_doc --profiles sim:{level} --limit 100 --dev-limit 20 --seeds 3 "
-    "--train-seeds 3 --rl steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 --spearman-tasks 10 --no-curves "
+    "--train-seeds 3 --method steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 --spearman-tasks 10 --no-curves "
     "--own-rate-rows --llm-limit 0 --summaries docs/results/drift --doc runs/drift_main.md\n"
     "steer-envs report results_drift   # rebuilds this page with the level's summary"
 )

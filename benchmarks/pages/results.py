@@ -16,14 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from baselines.registry import parse_method
-from benchmarks.harness.comparison import (
-    OWN_RATE_ROWS,
-    RL,
-    RULE,
-    ComparisonPlan,
-    render_comparison,
-    summary_from_dict,
-)
+from benchmarks.harness.comparison import ComparisonPlan, render_comparison, summary_from_dict
+from benchmarks.harness.protocols import OWN_RATE_ROWS, RL, RULE
 from benchmarks.harness.results_summary import SUMMARY_ROOT, profile_dir, read_llm, read_summaries
 from benchmarks.harness.runner import REFERENCE
 from benchmarks.harness.setting import SettingCard
@@ -40,7 +34,7 @@ FULL = {"limit": 0, "seeds": 3, "train_seeds": 3, "min_llm_limit": 20}
 #: the generator's options for one profile at the page's setting (the first 100 test tasks per benchmark; the RL
 #: configuration chosen on dev beforehand); a profile's own command replaces it once it is measured
 MEASURE = (
-    "--limit 100 --dev-limit 20 --seeds 3 --train-seeds 3 --rl steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 "
+    "--limit 100 --dev-limit 20 --seeds 3 --train-seeds 3 --method steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800 "
     "--spearman-tasks 10 --llm-limit 0"
 )
 GENERATOR = "python -m benchmarks.harness.results_doc"
@@ -151,7 +145,7 @@ def comparison_markdown(summary: dict[str, Any], doc: Path, root: Path) -> str:
         summary.get("curves") or {},
         summary.get("spearman") or {},
         plot,
-        not_matched=[name for name, row in summary["rows"].items() if row.get("matched") is False],
+        not_matched=[name for name, row in summary["rows"].items() if False in (row["matched"], row["budget_matched"])],
     )
 
 

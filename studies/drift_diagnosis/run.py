@@ -3,7 +3,7 @@ one measured once on test.
 
 On ``sim:drift2`` the learnable ceiling beats the best fixed rule by ~8 F1 and SB3 PPO (a feature MLP trained on the
 same budget) by ~10, while the paper's trainer ties the rule. Each variant changes one thing the margin could be
-lost to, everything else being the main comparison's RL row (its ``--rl``, training seeds, dev split and rate):
+lost to, everything else being the main comparison's RL row (its spec, training seeds, dev split and rate):
 
 * ``paper``: the main comparison's RL steerer as it is;
 * ``rank_any``: the fast path's ranking loss on pairs of states of *any* task (``rank_pairs = "any"``), where the
@@ -35,7 +35,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.comparison import RL, RULE, Comparison, Row, _summary_dict, row_runs, spearman_per_label
+from baselines.registry import parse_method
+from benchmarks.harness.comparison import Comparison, Row, _summary_dict, row_runs, spearman_per_label
+from benchmarks.harness.protocols import RL, RULE
 from benchmarks.harness.provenance import code_version, portable_command
 from benchmarks.harness.results_summary import machine, now
 from benchmarks.harness.runner import REFERENCE, evaluate
@@ -50,12 +52,11 @@ EXECUTOR = "sim:drift2"
 
 def _twice_rounds(rl: str) -> dict[str, str]:
     from agents.steering.config import SteeringConfig
-    from baselines.registry import parse_method
 
     return {"m": str(2 * int(parse_method(rl).given.get("m", SteeringConfig.m)))}
 
 
-#: variant -> the options it sets on the comparison's ``--rl`` (a path is relative to the repository root)
+#: variant -> the options it sets on the comparison's RL spec (a path is relative to the repository root)
 VARIANTS: dict[str, Callable[[str], dict[str, str]]] = {
     "paper": lambda rl: {},
     "rank_any": lambda rl: {"config": "studies/drift_diagnosis/rank_any.toml"},
@@ -66,6 +67,11 @@ PAIRED_WITH = (REFERENCE, RULE, RL, "sb3_ppo")
 SUMMARY = "diagnosis.json"
 
 
+def rl_spec(plan: dict[str, Any]) -> str:
+    """The RL steerer's spec among a stored comparison plan's contenders."""
+    return next(spec for spec in plan["contenders"] if parse_method(spec).name == RL)
+
+
 def variant_spec(rl: str, variant: str) -> str:
     spec = rl
     for key, value in VARIANTS[variant](rl).items():
@@ -73,9 +79,9 @@ def variant_spec(rl: str, variant: str) -> str:
     return spec
 
 
-def comparison(stored: StoredProfile, out: Path, rl: str, checkpoints: str | None) -> Comparison:
+def comparison(stored: StoredProfile, out: Path, checkpoints: str | None) -> Comparison:
     plan = stored_plan(stored.summary, out, progress=False)
-    plan = replace(plan, rl=rl, own_rate_rows=(), checkpoints=Path(checkpoints) if checkpoints else None)
+    plan = replace(plan, own_rate_rows=(), checkpoints=Path(checkpoints) if checkpoints else None)
     cmp = Comparison(plan)
     check_same_setting(cmp.report, stored)
     return cmp
@@ -91,8 +97,8 @@ def spearman_on_dev(cmp: Comparison, labels: list[str], tasks_per_benchmark: int
 def run_variant(stored: StoredProfile, variant: str, out: Path, checkpoints: str | None) -> dict[str, Any]:
     """Train the variant's seeds, rate-match each on dev, and score it there against no supervision."""
     t0 = time.perf_counter()
-    spec = variant_spec(stored.summary["plan"]["rl"], variant)
-    cmp = comparison(stored, out, spec, checkpoints)
+    spec = variant_spec(rl_spec(stored.summary["plan"]), variant)
+    cmp = comparison(stored, out, checkpoints)
     labels = []
     for seed in range(cmp.plan.train_seeds):
         label = with_option(spec, "seed", str(seed))
@@ -136,7 +142,7 @@ def run_test(stored: StoredProfile, out: Path, checkpoints: str | None, summarie
     }
     if chosen != "paper":
         t0 = time.perf_counter()
-        cmp = comparison(stored, out, records[chosen]["spec"], checkpoints)
+        cmp = comparison(stored, out, checkpoints)
         for label in records[chosen]["labels"]:
             evaluate(cmp.report, label, progress=False)
         tested = row_runs(cmp.report, {chosen: Row(chosen, records[chosen]["labels"])})

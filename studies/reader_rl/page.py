@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.comparison import RL, RULE, UNTRAINED
+from benchmarks.harness.protocols import RL, RULE, UNTRAINED
 from benchmarks.harness.runner import REFERENCE
 from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns, summarize_rows
 from benchmarks.harness.summary_rows import StoredProfile
@@ -285,7 +285,8 @@ def render(root: Path = RESULTS) -> str:
         f"paths' statistics. Every RL run trains at `{BUDGETS['base']}` (m rounds of k measured states, G "
         "continuations, N slow-path samples, a bank of tasks to draw states from); the reader row with twice the "
         f"rounds at `{BUDGETS['double']}`. Filtered BC, SB3 PPO, rate curves and the fast path's Spearman are "
-        "left out (`--no-budget-match --no-curves --spearman-tasks 0`). A run without the reader links its "
+        "left out (`--without filtered_bc --without sb3_ppo --no-curves --spearman-tasks 0`). "
+        "A run without the reader links its "
         "reader run's `dev/`, `test/` and `checkpoints/`, so the rows both have (no supervision, random, the best "
         "fixed rule, the context row) are the same episodes. Each run's command:\n\n```bash\n"
         + "\n".join(results.stored(r.name).summary["command"] for r in RUNS)

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from baselines.registry import parse_method
 from benchmarks.cli import compare_plan
-from benchmarks.harness.comparison import RL, UNTRAINED, Comparison
+from benchmarks.harness.comparison import Comparison
+from benchmarks.harness.protocols import RL, UNTRAINED
 from benchmarks.harness.results_summary import now, record_part, write_profile_summary
 from benchmarks.harness.stats import macro_mean
 from steer_envs.atomic import atomic_write_text
@@ -39,11 +40,13 @@ BUDGETS = {"base": "m=8,k=64,G=4,N=8,bank_tasks=150", "double": "m=16,k=64,G=4,N
 #: the dev-chosen note of ``sim:loopy`` at its rate-matched decision, shown beside the rate-matched rows
 LOOPY_CONTEXT = ("fixed_rule:option=refocus,at=1",)
 PROTOCOL = (
-    "--train-seeds 3 --split test --seeds 3 --limit 10 --dev-limit 8 --dev-seeds 1 --no-budget-match --no-curves "
+    "--train-seeds 3 --split test --seeds 3 --limit 10 --dev-limit 8 --dev-seeds 1 "
+    "--without filtered_bc --without sb3_ppo --no-curves "
     "--spearman-tasks 0 --workers 1 --no-progress"
 )
 QUICK_PROTOCOL = (
-    "--train-seeds 2 --split test --seeds 1 --limit 2 --dev-limit 2 --dev-seeds 1 --no-budget-match --no-curves "
+    "--train-seeds 2 --split test --seeds 1 --limit 2 --dev-limit 2 --dev-seeds 1 "
+    "--without filtered_bc --without sb3_ppo --no-curves "
     "--spearman-tasks 0 --workers 1 --no-progress --benchmarks nq hotpotqa --max-probes 3"
 )
 QUICK_BUDGET = "m=1,k=8,G=2,N=2,bank_tasks=6"
@@ -67,7 +70,7 @@ class RunSpec:
 
     def argv(self, out: Path, quick: bool) -> list[str]:
         protocol = QUICK_PROTOCOL if quick else PROTOCOL
-        args = ["compare", "--out", str(out / self.name), "--executor", self.executor, "--rl", self.rl(quick)]
+        args = ["compare", "--out", str(out / self.name), "--executor", self.executor, "--method", self.rl(quick)]
         args += shlex.split(protocol)
         return args + (["--context-rows", *self.context_rows] if self.context_rows else [])
 

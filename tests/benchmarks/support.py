@@ -16,7 +16,7 @@ def results_doc_argv(out: Path, doc: Path, *extra: str, train_seeds: int, max_pr
     (:func:`summaries_of`); ``extra``: further options."""
     return [
         *("--out", str(out), "--doc", str(doc), "--summaries", str(summaries_of(out)), "--profiles", "sim:default"),
-        *("--limit", "1", "--dev-limit", "1", "--seeds", "1", "--train-seeds", str(train_seeds), "--rl", TINY),
+        *("--limit", "1", "--dev-limit", "1", "--seeds", "1", "--train-seeds", str(train_seeds), "--method", TINY),
         *("--max-probes", str(max_probes), "--curve-seeds", "1", "--spearman-tasks", "1"),
         *("--llm-limit", str(llm_limit), "--benchmarks", "nq", "musique", "--no-progress", *extra),
     ]

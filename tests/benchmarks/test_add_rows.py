@@ -10,8 +10,9 @@ import shutil
 
 import pytest
 
-from benchmarks.harness.comparison import OWN_RATE_ROWS, own_rate_labels, own_rate_spec
+from benchmarks.harness.comparison import own_rate_labels, own_rate_spec
 from benchmarks.harness.config import EvalConfig
+from benchmarks.harness.protocols import OWN_RATE_ROWS
 from benchmarks.harness.results_summary import EPISODES_FILE, SUMMARY_FILE, SUMMARY_ROOT, read_episodes
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.stats import HierarchicalBootstrap
@@ -101,7 +102,16 @@ def test_rows_added_to_a_summary_pair_with_its_stored_episodes(tmp_path):
     from benchmarks.harness.results_doc import main as results_main
 
     runs, doc = tmp_path / "runs", tmp_path / "docs" / "results.md"
-    quick = ("--no-budget-match", "--no-curves", "--spearman-tasks", "0", "--own-rate-rows")  # no own-rate rows
+    quick = (
+        "--without",
+        "filtered_bc",
+        "--without",
+        "sb3_ppo",
+        "--no-curves",
+        "--spearman-tasks",
+        "0",
+        "--own-rate-rows",
+    )  # no own-rate rows
     assert results_main(results_doc_argv(runs, doc, *quick, train_seeds=2, max_probes=2, llm_limit=0)) == 0
     root = summaries_of(runs)
     before = json.loads((root / "sim_default" / SUMMARY_FILE).read_text(encoding="utf-8"))

@@ -106,13 +106,15 @@ def test_the_table_marks_the_best_row_and_the_closing_line_names_the_winner():
     assert len(best) == 1 and "RL steering" in best[0] and "| 3 | 1.2M | tau=0.1 |" in best[0]
     pairs = {("steering_rl", "best_fixed_rule"): boot.gain("steering_rl", "best_fixed_rule")[1]}
     line = closing_line(summaries, "steering_rl", "best_fixed_rule", pairs)
-    assert line.startswith("**Verdict:** RL steering") and "beats the best fixed rule (+10.00" in line
+    assert line.startswith("**Verdict:** RL steering") and "beats Best fixed rule (chosen on dev) (+10.00" in line
     loses = closing_line(
         summaries, "best_fixed_rule", "steering_rl", {("best_fixed_rule", "steering_rl"): Interval(-10.0, -15.0, -5.0)}
     )
     assert "does not" in loses and "loses to" in loses
     off_rate = closing_line(summaries, "steering_rl", "best_fixed_rule", pairs, not_best=frozenset({"steering_rl"}))
-    assert "No verdict against the best fixed rule: RL steering (the paper's trainer) not matched in rate" in off_rate
+    assert (
+        "No verdict against Best fixed rule (chosen on dev): RL steering (the paper's trainer) not matched" in off_rate
+    )
     assert "beats" not in off_rate
     assert "B better" in pairwise_table([("best_fixed_rule", "steering_rl", Interval(-10.0, -15.0, -5.0))])
     assert format_steps(1_234_567) == "1.23M" and format_steps(45_600) == "46k" and format_steps(None) == "–"
@@ -248,7 +250,11 @@ def test_a_context_row_never_takes_the_star_or_the_verdict(tmp_path):
     from benchmarks.harness.comparison import ComparisonPlan
     from benchmarks.harness.tables import best_row
 
-    plan = ComparisonPlan(tmp_path, context_rows=("fixed_rule:option=refocus,at=1", "no_supervision"))
+    plan = ComparisonPlan(
+        tmp_path,
+        contenders=("no_supervision", "steering_rl"),
+        context_rows=("fixed_rule:option=refocus,at=1", "no_supervision"),
+    )
     benches = ["nq", "musique"] * 10
     rows = [
         _runs("no_supervision", [[0.4] * 20], benches),
@@ -293,7 +299,7 @@ def test_a_row_whose_dev_search_missed_the_rate_never_takes_the_star_or_the_verd
     text = render_comparison(plan, ["nq", "musique"], summaries, pairs, {}, {}, card, {}, {}, None, ["sb3_ppo"])
     starred = [line for line in text.splitlines() if "★" in line and line.startswith("|")]
     assert len(starred) == 1 and "RL steering" in starred[0]
-    assert "*Not matched in rate: `sb3_ppo`" in text
+    assert "*Not matched: `sb3_ppo`" in text
     assert "**Verdict:** RL steering" in text
     unmatched_free = render_comparison(plan, ["nq", "musique"], summaries, pairs, {}, {}, card, {}, {}, None)
     assert [line for line in unmatched_free.splitlines() if "★" in line and line.startswith("|")][0].startswith(

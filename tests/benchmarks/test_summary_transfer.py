@@ -18,7 +18,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
 from tests.benchmarks.support import results_doc_argv, summaries_of
 
-QUICK = ("--no-budget-match", "--no-curves", "--spearman-tasks", "0", "--own-rate-rows")
+QUICK = ("--without", "filtered_bc", "--without", "sb3_ppo", "--no-curves", "--spearman-tasks", "0", "--own-rate-rows")
 
 
 @pytest.mark.slow

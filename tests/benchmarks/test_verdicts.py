@@ -55,7 +55,7 @@ def test_the_closing_verdict_reads_the_paired_interval_by_the_same_rule():
     ]
     for gap, word in ((Interval(1.0, 0.2, 1.8), "beats"), (Interval(-1.0, -1.8, -0.2), "loses to")):
         line = closing_line(rows, "steering_rl", "best_fixed_rule", {("steering_rl", "best_fixed_rule"): gap})
-        assert f"RL steering (the paper's trainer) {word} the best fixed rule" in line
+        assert f"RL steering (the paper's trainer) {word} Best fixed rule (chosen on dev)" in line
     line = closing_line(
         rows, "steering_rl", "best_fixed_rule", {("steering_rl", "best_fixed_rule"): Interval(1, -1, 3)}
     )

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from benchmarks.harness.comparison import OWN_RATE_ROWS
+from benchmarks.harness.protocols import OWN_RATE_ROWS
 from benchmarks.harness.results_summary import EPISODES_FILE, SUMMARY_FILE, SUMMARY_ROOT, read_episodes
 from benchmarks.pages import get_page
 from benchmarks.pages.results import PROFILES
@@ -24,7 +24,9 @@ def test_results_page_is_rebuilt_from_the_summaries_alone(tmp_path):
     from benchmarks.harness.results_doc import main as results_main
 
     runs, doc = tmp_path / "runs", tmp_path / "docs" / "results.md"
-    argv = results_doc_argv(runs, doc, "--no-budget-match", train_seeds=1, max_probes=2, llm_limit=0)
+    argv = results_doc_argv(
+        runs, doc, "--without", "filtered_bc", "--without", "sb3_ppo", train_seeds=1, max_probes=2, llm_limit=0
+    )
     assert results_main(argv) == 0  # runs everything, writes the summary, then the page from the summaries
     page = doc.read_text(encoding="utf-8")
     root = summaries_of(runs)

@@ -32,7 +32,18 @@ def test_tiny_diagnosis_runs_every_variant_on_dev_and_tests_only_the_chosen_one(
     from benchmarks.harness.results_doc import main as results_main
 
     runs, doc = tmp_path / "runs", tmp_path / "results.md"
-    quick = ("--no-budget-match", "--no-curves", "--spearman-tasks", "0", "--own-rate-rows", "--ppo-costs", "0")
+    quick = (
+        "--without",
+        "filtered_bc",
+        "--without",
+        "sb3_ppo",
+        "--no-curves",
+        "--spearman-tasks",
+        "0",
+        "--own-rate-rows",
+        "--knob-grid",
+        "sb3_ppo=0",
+    )
     argv = results_doc_argv(runs, doc, *quick, train_seeds=2, max_probes=2, llm_limit=0)
     argv[argv.index("--profiles") + 1] = "sim:drift2"
     assert results_main(argv) == 0
