@@ -339,10 +339,49 @@ def _configure_compare(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from .harness.comparison import run_comparison
+    from .harness.comparison import Comparison
+    from .harness.provenance import portable_command
+    from .harness.results_summary import write_profile_summary
 
-    run_comparison(compare_plan(args, args.out))
+    cmp = Comparison(compare_plan(args, args.out))
+    cmp.run()
     print(Path(args.out, "comparison.md").read_text(encoding="utf-8"))
+    options = {"protocol": args.protocol, "method": args.method, "without": args.without}
+    entry = write_profile_summary(
+        cmp, Path(args.out) / LEADERBOARD_DIR, portable_command("steer-envs compare", args.argv), options
+    )
+    print(
+        f"leaderboard entry: {entry} (render it: steer-envs leaderboard --protocol {cmp.plan.protocol} "
+        f"--add {args.out} --doc FILE)"
+    )
+    return 0
+
+
+# -- leaderboard ---------------------------------------------------------------------------------------------------
+#: the folder of a compare run that holds its leaderboard entry (``<profile>/summary.json`` + episodes)
+LEADERBOARD_DIR = "leaderboard"
+
+
+def _configure_leaderboard(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--protocol", default="standard", help="the protocol whose comparisons the page shows (default standard)"
+    )
+    parser.add_argument(
+        "--add",
+        nargs="+",
+        default=[],
+        metavar="RUN",
+        help="compare run folders (or their leaderboard/<profile>/summary.json) to add as rows: an entry of the "
+        "committed tables' setting joins its table, any other gets its own",
+    )
+    parser.add_argument("--doc", default=None, help="the page to write (default docs/leaderboard.md)")
+
+
+def _run_leaderboard(args: argparse.Namespace) -> int:
+    from .pages.leaderboard import DOC, build
+
+    doc = build(Path(args.doc) if args.doc else DOC, protocol=args.protocol, added=tuple(args.add))
+    print(f"wrote {doc} and its performance profiles in {doc.parent / 'leaderboard'}")
     return 0
 
 
@@ -515,11 +554,19 @@ def register_commands() -> None:
     register_command(
         Command(
             "compare",
-            "rate-matched comparison: every knob chosen on dev, training seeds, equal "
-            "budgets, paired intervals (default split dev: the development loop)",
+            "the fair comparison of a protocol's contenders and yours (--method): knobs chosen on dev, training "
+            "seeds, matched budgets, paired intervals; writes a leaderboard entry",
             _configure_compare,
             _run_compare,
             resume=rerun,
+        )
+    )
+    register_command(
+        Command(
+            "leaderboard",
+            "the leaderboard page from the committed comparisons' summaries, plus your compare runs (--add)",
+            _configure_leaderboard,
+            _run_leaderboard,
         )
     )
     register_command(

@@ -54,11 +54,12 @@ PROTOCOLS: dict[str, Protocol] = {
     for p in (
         Protocol(
             "quick",
-            "one profile, 10 test tasks per benchmark x 1 seed, 3 training seeds of a small trainer; curves off",
+            "one profile, 10 test tasks per benchmark x 1 seed, 3 training seeds of a small trainer, knobs on 5 dev "
+            "tasks per benchmark; curves off",
             "steering_rl:G=4,N=3,bank_tasks=300,k=24,m=12",
             20,
             {"limit": 10, "seeds": 1, "dev_limit": 5, "train_seeds": 3, "max_probes": 7, "tolerance": 0.1,
-             "curves": False, "spearman_tasks": 0},
+             "curves": False, "spearman_tasks": 0, "context_rows": ("oracle",)},
         ),
         Protocol(
             "standard",

@@ -36,7 +36,6 @@ from steer_envs.episodes import EpisodeLog
 from steer_envs.paths import REPO_ROOT
 
 from .comparison import Comparison, Row, _summary_dict
-from .protocols import RULE
 from .provenance import read_runs
 from .runfolder import RunFolder
 from .runner import REFERENCE
@@ -129,11 +128,14 @@ def read_episodes(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def against(names: list[str], boot: HierarchicalBootstrap) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every row against no supervision and against the best fixed rule (paired, training seeds of both rows
-    resampled): the summary's ``vs_none`` and ``vs_rule``."""
-    vs_none = [{"a": n, "b": REFERENCE, **asdict(boot.gain(n, REFERENCE)[1])} for n in names if n != REFERENCE]
-    vs_rule = [{"a": n, "b": RULE, **asdict(boot.gain(n, RULE)[1])} for n in names if RULE in names and n != RULE]
+def against(
+    names: list[str], boot: HierarchicalBootstrap, reference: str = REFERENCE, bar: str = ""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every row against the reference (no supervision) and against the protocol's bar (the best fixed rule; none
+    when ``bar`` is empty or not a row), paired, training seeds of both rows resampled: the summary's ``vs_none``
+    and ``vs_rule``."""
+    vs_none = [{"a": n, "b": reference, **asdict(boot.gain(n, reference)[1])} for n in names if n != reference]
+    vs_rule = [{"a": n, "b": bar, **asdict(boot.gain(n, bar)[1])} for n in names if bar in names and n != bar]
     return vs_none, vs_rule
 
 
@@ -142,8 +144,8 @@ def write_profile_summary(cmp: Comparison, root: Path, command: str, options: di
     p = cmp.plan
     data = json.loads((p.out / "comparison.json").read_text(encoding="utf-8"))
     summaries, boot = cmp.summaries()
-    vs_none, vs_rule = against([s.method for s in summaries], boot)
-    rule_dir = cmp.dev.checkpoint_dir(cmp.rows[RULE].labels[0]) if RULE in cmp.rows else None
+    vs_none, vs_rule = against([s.method for s in summaries], boot, p.reference, p.bar)
+    rule_dir = cmp.dev.checkpoint_dir(cmp.rows[p.bar].labels[0]) if p.bar in cmp.rows else None
     dest = profile_dir(root, p.executor)
     dest.mkdir(parents=True, exist_ok=True)
     blob, count = episodes_bytes(cmp)

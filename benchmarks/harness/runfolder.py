@@ -14,7 +14,8 @@ Several folders may share one checkpoints folder (``checkpoints=``): a method tr
 then evaluated on dev (to choose its operating point) and on test from the same weights.
 
 A folder made for one protocol refuses another, with a message naming the differing fields: mixing episodes of
-two protocols would silently break the pairing every interval relies on.
+two protocols would silently break the pairing every interval relies on. A folder where nothing ran yet (a command
+refused before its first episode) is no claim: the next command's protocol replaces it.
 """
 
 from __future__ import annotations
@@ -64,11 +65,20 @@ class RunFolder:
             return
         config = config if config.task_ids_sha else config.resolved()
         if stored is not None and stored.config_hash() != config.config_hash():
-            raise ConfigMismatchError(self._mismatch_message(stored, config))
+            if self.holds_results():
+                raise ConfigMismatchError(self._mismatch_message(stored, config))
+            stored = None  # a command refused before anything ran (a typo in --executor) claims nothing
+            (self.root / "methods.json").unlink(missing_ok=True)
         self.root.mkdir(parents=True, exist_ok=True)
         if stored is None:
             _write_json(self.config_path, config.to_json())
         self.config = config
+
+    def holds_results(self) -> bool:
+        """Whether anything ran here: a file other than the config and the method list that is not empty (an
+        episode, a training curve, a checkpoint, a record of a run)."""
+        kept = {self.config_path, self.root / "methods.json"}
+        return any(p.is_file() and p not in kept and p.stat().st_size > 0 for p in self.root.rglob("*"))
 
     # -- paths ------------------------------------------------------------------------------------------------
     @property

@@ -198,7 +198,9 @@ def merged(stored: StoredProfile, added: Addition, command: str) -> tuple[dict[s
     summary["summaries"] = [_summary_dict(s) for s in summaries]
     focus = plan["focus"] or [n for n in first if n not in own][-1]
     summary["pairwise"] = [{"a": focus, "b": n, **asdict(boot.gain(focus, n)[1])} for n in order if n != focus]
-    summary["vs_none"], summary["vs_rule"] = against(order, boot)
+    summary["vs_none"], summary["vs_rule"] = against(
+        order, boot, plan.get("reference") or REFERENCE, plan.get("bar", "")
+    )
     summary["card"]["commits"] += [c for c in added.commits if c not in summary["card"]["commits"]]
     for step, value in added.seconds.items():
         summary["seconds"][step] = round(summary["seconds"].get(step, 0.0) + value, 1)

@@ -57,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = chosen_command(argv)
     parser = build_parser(configure=() if chosen is None else (chosen,))
     args = parser.parse_args(argv)
+    args.argv = argv[argv.index(chosen) + 1 :] if chosen in argv else []  # as typed after the command's name
     command = COMMANDS[args.command]
     previous = signal.getsignal(signal.SIGTERM)
     try:

@@ -98,7 +98,7 @@ def test_every_method_in_the_table_ran_on_the_same_tasks_and_seeds(tmp_path):
 
 def test_run_folder_of_another_config_is_refused_with_a_clear_message(tmp_path, capsys):
     out = tmp_path / "run"
-    RunFolder(out, EvalConfig(benchmarks=("nq", "musique"), split="dev", limit=4, seeds=2))
+    assert main(["eval", "--method", "no_supervision", "--out", str(out), *PROTOCOL]) == 0  # episodes: a claim
     code = main(
         ["eval", "--method", "no_supervision", "--out", str(out), *PROTOCOL[:-3], "--seeds", "1", "--no-progress"]
     )
@@ -106,7 +106,7 @@ def test_run_folder_of_another_config_is_refused_with_a_clear_message(tmp_path, 
     assert code == 2
     assert "different configuration" in err and "seeds: folder has 2, this run asks for 1" in err
     assert "Traceback" not in err
-    assert not (out / "episodes").exists()
+    assert len(_lines(out, "no_supervision")) == 16  # the folder's episodes untouched
 
 
 def test_unknown_method_lists_the_known_ones(tmp_path, capsys):
@@ -173,3 +173,19 @@ def test_episode_records_hold_each_decision_and_report_actions_shows_them(tmp_pa
     assert not (out / "report.md").exists()  # --actions writes nothing
     assert main(["report", str(out)]) == 0
     assert "### `random:p=0.5`" in (out / "report.md").read_text()
+
+
+def test_a_command_refused_before_any_episode_leaves_no_claim_on_its_folder(tmp_path, capsys):
+    """A typo in --executor is refused before any episode ran; the corrected command then runs in the same --out
+    (eval and compare alike), while a folder that holds episodes still refuses another protocol."""
+    out = tmp_path / "run"
+    small = ["--benchmarks", "nq", "--limit", "1", "--seeds", "1", "--split", "dev", "--no-progress"]
+    assert main(["eval", "--executor", "sim:defualt", "--method", "no_supervision", "--out", str(out), *small]) == 2
+    assert "unknown simulator profile 'defualt'" in capsys.readouterr().err
+    assert main(["eval", "--executor", "sim:default", "--method", "no_supervision", "--out", str(out), *small]) == 0
+    assert _lines(out, "no_supervision")
+    assert main(["eval", "--executor", "sim:loopy", "--method", "no_supervision", "--out", str(out), *small]) == 2
+    assert "different configuration" in capsys.readouterr().err  # episodes ran here: the folder is claimed
+    compare = ["compare", "--protocol", "demo-quick", "--out", str(tmp_path / "cmp"), "--no-progress"]
+    assert main([*compare, "--executor", "sim:defualt"]) == 2
+    assert RunFolder(tmp_path / "cmp" / "dev", EvalConfig(executor="sim:default", split="dev", limit=2)).config

@@ -32,9 +32,12 @@ def _record(method, task, seed, f1, bench="nq", interventions=0, turns=3):
 
 def test_run_folder_refuses_a_different_config(tmp_path):
     cfg = EvalConfig(executor="sim:default", benchmarks=("nq",), split="dev", seeds=2, limit=3)
-    RunFolder(tmp_path / "run", cfg)
+    folder = RunFolder(tmp_path / "run", cfg)
     RunFolder(tmp_path / "run", cfg)  # same config: reopened without complaint
     other = EvalConfig(executor="sim:weak", benchmarks=("nq",), split="dev", seeds=2, limit=3)
+    assert RunFolder(tmp_path / "run", other).config.executor == "sim:weak"  # nothing ran: no claim, replaced
+    folder = RunFolder(tmp_path / "run", cfg)
+    folder.episodes_path("no_supervision").write_text('{"task_id": "t"}\n')  # an episode ran: a claim
     with pytest.raises(ConfigMismatchError) as err:
         RunFolder(tmp_path / "run", other)
     message = str(err.value)
@@ -71,7 +74,7 @@ def test_skip_takes_the_tasks_after_the_first_ones(tmp_path):
     assert first.protocol()["skip"] == 0 and later.protocol()["skip"] == 2
     assert EvalConfig.from_json(later.to_json()) == later
     assert later.resolved().config_hash() != head.resolved().config_hash()
-    RunFolder(tmp_path / "run", later)
+    RunFolder(tmp_path / "run", later).episodes_path("m").write_text("{}\n")  # an episode: the folder is claimed
     with pytest.raises(ConfigMismatchError, match="skip: folder has 2, this run asks for 0"):
         RunFolder(tmp_path / "run", head)
     with pytest.raises(SteerEnvsError, match="--skip"):
