@@ -68,7 +68,7 @@ class EpisodeRecord:
     #: that stays in every mean, unlike ``failed``; the summaries count these episodes
     truncation: str | None = None
     #: each decision's action, compactly (``info["action"]``: ``"pass"``, a note's name, ``"note: <text>"``), so a
-    #: reader sees what the policy did (``steer-envs report actions RUN``); empty for envs that do not say
+    #: reader sees what the policy did (``steer-envs report RUN --actions``); empty for envs that do not say
     actions: tuple[str, ...] = ()
     #: what the policy counted during this episode that the outcome does not show (``policy.counters()``'s change:
     #: unparseable outputs, elided prompts, ...; :mod:`steer_envs.policy_counters`); empty when nothing happened

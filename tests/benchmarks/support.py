@@ -7,6 +7,11 @@ from pathlib import Path
 
 #: a steering-RL method small enough to train in a test
 TINY = "steering_rl:G=2,N=2,bank_tasks=12,k=4,m=2"
+#: the results page's rows without the two slow baselines, the curves and the Spearman section, own-rate rows off
+ONLY_FAST_ROWS = (
+    *("--without", "filtered_bc", "--without", "sb3_ppo"),
+    *("--no-curves", "--spearman-tasks", "0", "--own-rate-rows"),
+)
 
 
 def results_doc_argv(out: Path, doc: Path, *extra: str, train_seeds: int, max_probes: int, llm_limit: int) -> list[str]:

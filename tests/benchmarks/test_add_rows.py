@@ -20,7 +20,7 @@ from benchmarks.harness.summary_rows import StoredProfile, check_same_setting
 from benchmarks.pages import get_page
 from steer_envs.cli.main import main as cli_main
 from steer_envs.errors import SteerEnvsError
-from tests.benchmarks.support import TINY, results_doc_argv, summaries_of
+from tests.benchmarks.support import ONLY_FAST_ROWS, TINY, results_doc_argv, summaries_of
 
 RL_SPEC = "steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800"
 
@@ -102,17 +102,7 @@ def test_rows_added_to_a_summary_pair_with_its_stored_episodes(tmp_path):
     from benchmarks.harness.results_doc import main as results_main
 
     runs, doc = tmp_path / "runs", tmp_path / "docs" / "results.md"
-    quick = (
-        "--without",
-        "filtered_bc",
-        "--without",
-        "sb3_ppo",
-        "--no-curves",
-        "--spearman-tasks",
-        "0",
-        "--own-rate-rows",
-    )  # no own-rate rows
-    assert results_main(results_doc_argv(runs, doc, *quick, train_seeds=2, max_probes=2, llm_limit=0)) == 0
+    assert results_main(results_doc_argv(runs, doc, *ONLY_FAST_ROWS, train_seeds=2, max_probes=2, llm_limit=0)) == 0
     root = summaries_of(runs)
     before = json.loads((root / "sim_default" / SUMMARY_FILE).read_text(encoding="utf-8"))
     assert "planning_rl" not in before["rows"] and "Not measured on this profile yet" in doc.read_text("utf-8")

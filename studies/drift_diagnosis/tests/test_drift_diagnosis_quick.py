@@ -9,7 +9,7 @@ import json
 import pytest
 
 from studies.drift_diagnosis.run import PAIRED_WITH, SUMMARY, VARIANTS, choose, main, variant_spec
-from tests.benchmarks.support import TINY, results_doc_argv, summaries_of
+from tests.benchmarks.support import ONLY_FAST_ROWS, TINY, results_doc_argv, summaries_of
 
 
 def test_variants_change_one_thing_each():
@@ -32,19 +32,7 @@ def test_tiny_diagnosis_runs_every_variant_on_dev_and_tests_only_the_chosen_one(
     from benchmarks.harness.results_doc import main as results_main
 
     runs, doc = tmp_path / "runs", tmp_path / "results.md"
-    quick = (
-        "--without",
-        "filtered_bc",
-        "--without",
-        "sb3_ppo",
-        "--no-curves",
-        "--spearman-tasks",
-        "0",
-        "--own-rate-rows",
-        "--knob-grid",
-        "sb3_ppo=0",
-    )
-    argv = results_doc_argv(runs, doc, *quick, train_seeds=2, max_probes=2, llm_limit=0)
+    argv = results_doc_argv(runs, doc, *ONLY_FAST_ROWS, train_seeds=2, max_probes=2, llm_limit=0)
     argv[argv.index("--profiles") + 1] = "sim:drift2"
     assert results_main(argv) == 0
     root = summaries_of(runs)
