@@ -244,7 +244,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--without", action="append", default=[], metavar="NAME", help="drop a built-in contender (repeatable)"
     )
-    parser.add_argument("--train-seeds", type=int, help="training seeds per learned method (protocol's: 3)")
+    parser.add_argument(
+        "--train-seeds", type=int, help="training seeds per learned method (default: the protocol's, 3 except demo's 1)"
+    )
     parser.add_argument("--target", type=float, help="interventions per task every knob is set to on dev")
     parser.add_argument("--dev-limit", type=int, help="dev tasks per benchmark for choosing (0: all)")
     parser.add_argument("--dev-seeds", type=int, help="seeds per dev task for choosing")
@@ -272,7 +274,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         "--own-rate-rows",
         nargs="*",
         metavar="NAME",
-        help="methods run at their own rate with the focus row's trainer options and --train-seeds (e.g. "
+        help="methods run at their own rate with the budget row's trainer options and --train-seeds (e.g. "
         "planning_rl verification_rl)",
     )
 
@@ -348,7 +350,10 @@ def _run_compare(args: argparse.Namespace) -> int:
     print(Path(args.out, "comparison.md").read_text(encoding="utf-8"))
     options = {"protocol": args.protocol, "method": args.method, "without": args.without}
     entry = write_profile_summary(
-        cmp, Path(args.out) / LEADERBOARD_DIR, portable_command("steer-envs compare", args.argv), options
+        cmp,
+        Path(args.out) / LEADERBOARD_DIR,
+        portable_command("steer-envs compare", getattr(args, "argv", [])),
+        options,
     )
     print(
         f"leaderboard entry: {entry} (render it: steer-envs leaderboard --protocol {cmp.plan.protocol} "

@@ -127,8 +127,8 @@ class ComparisonPlan:
     spearman_tasks: int = 20
     #: methods shown beside the contenders, as they are (no knob, no training seeds): context, not contenders
     context_rows: tuple[str, ...] = ()
-    #: method names run at their own rate with the ``focus`` row's trainer options and training seeds (planning,
-    #: verification); shown in the table, never contenders
+    #: method names run at their own rate with the budget row's (else the focus row's) trainer options and training
+    #: seeds (planning, verification); shown in the table, never contenders
     own_rate_rows: tuple[str, ...] = ()
     data_dir: str | None = None
     #: where trained models live (default OUT/checkpoints); another comparison's, to reuse its trained rows
@@ -459,12 +459,13 @@ class Comparison:
         return [name for name, row in self.rows.items() if not (row.matched and row.budget_matched)]
 
     def own_rate(self, names: tuple[str, ...]) -> dict[str, Row]:
-        """The rows of ``names`` at their own rate: each trained (or loaded) once per training seed with the focus
-        row's trainer options (:func:`own_rate_labels`), its knob left where the method puts it."""
+        """The rows of ``names`` at their own rate: each trained (or loaded) once per training seed with the trainer
+        options of the protocol's budget row (else the focus row: :func:`own_rate_labels`), its knob left where the
+        method puts it."""
         rows = {}
-        focus = self.plan.spec_of(self.plan.focus_row) if names else ""
+        trainer = self.plan.spec_of(self.plan.budget_from or self.plan.focus_row) if names else ""
         for name in names:
-            labels = own_rate_labels(focus, name, self.plan.train_seeds)
+            labels = own_rate_labels(trainer, name, self.plan.train_seeds)
             for label in labels:
                 self.train(label)
             rows[name] = Row(name, labels, own_rate_knob(labels[0]))
@@ -764,7 +765,7 @@ def own_rate_legend(plan: ComparisonPlan) -> str:
     return (
         f" Rows at their **own rate** ({names}; a plan or a rejected answer is one intervention): no knob is set "
         "on dev, so they are not rate-matched and never marked ★; the trained ones use "
-        f"{display_name(plan.focus_row)}'s "
+        f"{display_name(plan.budget_from or plan.focus_row)}'s "
         "trainer options and training seeds, and their *Budget* is their own measured env steps."
     )
 

@@ -28,6 +28,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.extras import import_extra
 
 from .results_summary import EPISODES_FILE, SUMMARY_FILE, read_episodes
+from .runner import REFERENCE
 
 #: bootstrap resamples of every IQM interval, and the fixed seed that makes a rebuilt page equal the committed one
 IQM_REPS = 2000
@@ -56,18 +57,25 @@ class Entry:
 
     @property
     def reference(self) -> str:
-        return str(self.summary["plan"].get("reference") or "no_supervision")
+        return str(self.summary["plan"].get("reference") or REFERENCE)
 
     @property
     def bar(self) -> str:
         return str(self.summary["plan"].get("bar") or "")
 
     def setting_key(self) -> tuple:
-        """What must be equal for two entries' rows to share one table: the protocol and the setting card (corpus,
-        executor, tasks, seeds), never the commit."""
-        card = self.summary["card"]
-        keys = ("corpus_sha", "retriever", "topk", "executor", "executor_hash", "split", "tasks", "seeds", "max_turns")
-        return (self.protocol, *(json.dumps(card.get(k), sort_keys=True) for k in keys))
+        """What must be equal for two entries' rows to share one table: the protocol, the setting card (corpus,
+        executor, tasks, seeds, training seeds) and what the protocol fixes on dev (target, tolerances, dev tasks
+        and seeds), never the commit."""
+        card, plan = self.summary["card"], self.summary["plan"]
+        keys = ("corpus_sha", "retriever", "topk", "executor", "executor_hash", "split", "tasks", "seeds", "max_turns",
+                "train_seeds")  # fmt: skip
+        fixed = ("target", "tolerance", "train_knob_tolerance", "budget_tolerance", "dev_limit", "dev_seeds")
+        return (
+            self.protocol,
+            *(json.dumps(card.get(k), sort_keys=True) for k in keys),
+            *(json.dumps(plan.get(k)) for k in fixed),
+        )
 
 
 def summary_path(path: str | Path) -> Path:

@@ -25,7 +25,7 @@ from typing import Any
 from baselines.registry import MethodContext, get_method, parse_method
 from steer_envs.errors import SteerEnvsError, unknown_name
 
-from .comparison import ComparisonPlan
+from .comparison import ComparisonPlan, row_name
 
 RL = "steering_rl"
 UNTRAINED = "steering_untrained"
@@ -125,19 +125,19 @@ def paper_contenders(rl: str, dev_limit: int, dev_seeds: int, bc_pilot_tasks: in
 
 
 def with_methods(contenders: Sequence[str], methods: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
-    """``contenders`` with each of ``methods`` replacing the contender of the same method, or added after them;
-    returns the list and the names of the added methods."""
+    """``contenders`` with each of ``methods`` replacing the protocol's contender of the same method, or added
+    after them (two specs of one method not in the protocol are two rows, named by their labels); returns the list
+    and the row names of the added ones."""
+    preset = {parse_method(c).name: i for i, c in enumerate(contenders)}
     out = list(contenders)
-    added = []
+    extra: list[str] = []
     for spec in methods:
-        name = parse_method(spec).name
-        same = [i for i, c in enumerate(out) if parse_method(c).name == name]
-        if same:
-            out[same[0]] = parse_method(spec).label
-        else:
-            out.append(parse_method(spec).label)
-            added.append(name)
-    return tuple(out), added
+        parsed = parse_method(spec)
+        if parsed.name in preset:
+            out[preset[parsed.name]] = parsed.label
+        elif parsed.label not in extra:
+            extra.append(parsed.label)
+    return (*out, *extra), [row_name(spec, extra) for spec in extra]
 
 
 def plan_for(
@@ -175,8 +175,3 @@ def plan_for(
         budget_from=RL,
         **values,
     )
-
-
-def protocols_help() -> str:
-    """One line per protocol (``steer-envs compare --help``)."""
-    return "; ".join(f"{p.name}: {p.description}" for p in PROTOCOLS.values())

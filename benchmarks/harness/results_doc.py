@@ -139,13 +139,13 @@ def llm_section_data(args: argparse.Namespace, main: Comparison) -> dict:
     return data
 
 
-def command_and_options(args: argparse.Namespace) -> tuple[str, dict]:
-    """The command a summary records (as typed, machine folders as ``RUNS/...``) and the options the page states."""
+def command_and_options(args: argparse.Namespace, plan: ComparisonPlan | None = None) -> tuple[str, dict]:
+    """The command a summary records (as typed, machine folders as ``RUNS/...``) and the options the page states:
+    the plan's values (the protocol's, with the flags given on top) where a plan is at hand."""
     command = portable_command("python -m benchmarks.harness.results_doc", args.argv)
-    options = {
-        k: getattr(args, k)
-        for k in ("protocol", "seeds", "train_seeds", "split", "limit", "llm_limit", "target", "method")
-    }
+    options = {k: getattr(args, k) for k in ("protocol", "llm_limit", "method")}
+    for key in ("seeds", "train_seeds", "split", "limit", "target"):
+        options[key] = getattr(plan, key) if plan is not None else getattr(args, key)
     return command, options
 
 
@@ -158,7 +158,7 @@ def run_profile(args: argparse.Namespace, executor: str) -> Comparison:
     start = now()
     cmp.run()
     record_part(cmp.plan.out, start, before, json.loads(times.read_text(encoding="utf-8")))
-    command, options = command_and_options(args)
+    command, options = command_and_options(args, cmp.plan)
     dest = write_profile_summary(cmp, Path(args.summaries), command, options)
     print(f"wrote the summary {dest}", flush=True)
     return cmp
@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_compare_arguments(parser)
     parser.set_defaults(context_rows=list(CONTEXT_ROWS), own_rate_rows=list(OWN_RATE_ROWS))
-    _add_protocol(parser, split="test")
+    _add_protocol(parser, split=None, seeds=None, limit=None)  # the protocol's, unless given
     add_pool_arguments(parser)
     return parser
 

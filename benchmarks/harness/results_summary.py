@@ -5,8 +5,8 @@ commit, and a machine that runs one part of the work need not keep it. When a pr
 results generator (:mod:`.results_doc`) writes its summary into the repository (``docs/results/main/<profile>/``):
 
 * ``summary.json``: the command and options, the setting card, every row's dev choice and measured budget, the
-  table's summaries, paired intervals (RL steering against every row; every row against no supervision and against
-  the best fixed rule), the rate curves (the τ sweep of each steerer around its dev choice), the fast path's
+  table's summaries, paired intervals (the focus row against every row; every row against the reference and against
+  the protocol's bar), the rate curves (each knob swept around its dev choice), the fast path's
   Spearman, the dev choices behind every knob (each probe's dev rate, the fixed rules' dev table, the budget match),
   and the wall time of each part of the run (a run resumed on another machine is another part);
 * ``episodes.jsonl.gz``: one line per test episode of every row (label, task, benchmark, seed, F1, EM,
@@ -173,7 +173,7 @@ def write_profile_summary(cmp: Comparison, root: Path, command: str, options: di
         "parts": _parts(cmp),
         "dev": {
             "choices": _json(cmp.dev.root / "choices.json"),
-            "best_fixed_rule": _json(rule_dir / "selection.json") if rule_dir else None,
+            "bar_selection": _json(rule_dir / "selection.json") if rule_dir else None,
             "budget_match": _json(p.out / "budget_match.json"),
         },
         "episodes": {"file": EPISODES_FILE, "count": count, "fields": ["row", "label", *EPISODE_FIELDS]},

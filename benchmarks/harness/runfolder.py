@@ -75,10 +75,12 @@ class RunFolder:
         self.config = config
 
     def holds_results(self) -> bool:
-        """Whether anything ran here: a file other than the config and the method list that is not empty (an
-        episode, a training curve, a checkpoint, a record of a run)."""
+        """Whether anything ran for this folder: a file other than the config and the method list that is not
+        empty (an episode, a training curve, a record of a run), here or in its checkpoints folder (shared with
+        other folders, it may lie outside)."""
         kept = {self.config_path, self.root / "methods.json"}
-        return any(p.is_file() and p not in kept and p.stat().st_size > 0 for p in self.root.rglob("*"))
+        places = [self.root] + ([self.checkpoints_root] if self.checkpoints_root.exists() else [])
+        return any(p.is_file() and p not in kept and p.stat().st_size > 0 for place in places for p in place.rglob("*"))
 
     # -- paths ------------------------------------------------------------------------------------------------
     @property

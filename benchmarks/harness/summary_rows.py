@@ -196,7 +196,7 @@ def merged(stored: StoredProfile, added: Addition, command: str) -> tuple[dict[s
     all_rows = {**summary["rows"], **added.records}
     summary["rows"] = {name: all_rows[name] for name in order}
     summary["summaries"] = [_summary_dict(s) for s in summaries]
-    focus = plan["focus"] or [n for n in first if n not in own][-1]
+    focus = plan.get("focus") or [n for n in first if n not in own][-1]
     summary["pairwise"] = [{"a": focus, "b": n, **asdict(boot.gain(focus, n)[1])} for n in order if n != focus]
     summary["vs_none"], summary["vs_rule"] = against(
         order, boot, plan.get("reference") or REFERENCE, plan.get("bar", "")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.registry import known_methods
+from baselines.registry import known_methods, parse_method
 from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
@@ -92,7 +92,8 @@ def _headroom(name: str) -> bool:
 def status(entry: Entry, name: str) -> str:
     plan, row = entry.summary["plan"], entry.summary["rows"][name]
     headroom = _headroom(name)
-    if headroom or name in plan.get("context_rows", ()):
+    context = {parse_method(spec).label for spec in plan.get("context_rows", ())}  # rows carry labels
+    if headroom or name in context:
         return "headroom" if headroom else "context"
     if name in plan.get("own_rate_rows", ()):
         return "own rate"
@@ -127,9 +128,8 @@ def image_names(found: list[Table]) -> list[str]:
 def render_table(table: Table, doc: Path, image_name: str) -> str:
     first = table.entries[0]
     reference, bar = first.reference, first.bar
-    matrices: dict[str, Any] = {}
-    for name, entry in table.rows.items():
-        matrices[name] = score_matrices(entry)[name]
+    per_entry = {id(e): score_matrices(e) for e in table.entries}  # each entry's episodes read once
+    matrices: dict[str, Any] = {name: per_entry[id(entry)][name] for name, entry in table.rows.items()}
     ceiling = next((n for n in table.rows if _headroom(n)), None)
     if ceiling is None:
         raise SteerEnvsError(f"{first.source}: no headroom row (the oracle) to normalise by")
@@ -137,8 +137,9 @@ def render_table(table: Table, doc: Path, image_name: str) -> str:
     normalised = {name: ((m - low) / np.where(usable, high - low, 1.0))[:, usable] for name, m in matrices.items()}
     left_out = [b for b, ok in zip(first.summary["benchmarks"], usable, strict=True) if not ok]
     aggs = aggregates(normalised, [r for r in (reference, bar) if r])
-    summaries = {s["method"]: (s, entry) for entry in table.entries for s in entry.summary["summaries"]}
-    order = sorted(table.rows, key=lambda n: -summaries[n][0]["avg_f1"])
+    # each row's numbers from the entry it is read from (an added entry's copy of a built-in row is not shown)
+    summaries = {name: _summary_of(entry, name) for name, entry in table.rows.items()}
+    order = sorted(table.rows, key=lambda n: -_number(summaries[n].get("avg_f1")))
     matched = [n for n in order if status(table.rows[n], n) == "matched"]
     star = matched[0] if matched else None  # the comparison's rule: the highest average F1 of the matched rows
     image = doc.parent / "leaderboard" / f"{image_name}.png"
@@ -160,13 +161,13 @@ def render_table(table: Table, doc: Path, image_name: str) -> str:
     ]
     for name in order:
         entry = table.rows[name]
-        s = summaries[name][0]
+        s = summaries[name]
         row = entry.summary["rows"][name]
         agg: Aggregates = aggs[name]
         shown = f"**★ {display_name(name)}**" if name == star else display_name(name)
         lines.append(
             f"| {shown} | {status(entry, name)} | {s.get('train_seeds', '–')} | {row.get('budget') or '–'} "
-            f"| {s.get('interventions_per_task', 0.0):.2f} | {s.get('avg_f1', 0.0):.1f} | "
+            f"| {_fixed(s.get('interventions_per_task'), 2)} | {_fixed(s.get('avg_f1'), 1)} | "
             f"{_interval(s.get('avg_gain'))} | {_interval(_against(entry, name, bar), 2) if name != bar else '–'} | "
             f"{agg.iqm:.2f} [{agg.iqm_low:.2f}, {agg.iqm_high:.2f}] | {_probability(agg, reference)} | "
             f"{_probability(agg, bar)} | {_source(entry)} |"
@@ -177,6 +178,19 @@ def render_table(table: Table, doc: Path, image_name: str) -> str:
                   f"there): {', '.join(left_out)}.*"]  # fmt: skip
     lines += ["", f"![Performance profile: {title}]({rel})", ""]
     return "\n".join(lines) + "\n"
+
+
+def _summary_of(entry: Entry, name: str) -> dict[str, Any]:
+    return next((s for s in entry.summary["summaries"] if s["method"] == name), {})
+
+
+def _number(value: Any) -> float:
+    """A summary's number, or -inf where nothing was scored (sorted last, shown as a dash)."""
+    return float("-inf") if value is None else float(value)
+
+
+def _fixed(value: Any, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
 
 
 def _probability(agg: Aggregates, other: str) -> str:

@@ -152,7 +152,7 @@ def verdict(iv: Interval) -> str:
 
 def rule_dev(summary: dict[str, Any]) -> tuple[str, float, float]:
     """The dev-chosen rule's name and dev F1, and no supervision's dev F1, from the rule's dev table."""
-    table = summary["dev"]["best_fixed_rule"]
+    table = summary["dev"]["bar_selection"]
     chosen = table["chosen"]
     row = next(s for s in table["scores"] if s["option"] == chosen["option"] and s["at"] == chosen["at"])
     return f"{chosen['option']}@{chosen['at']}", row["f1"], row["f1"] - row["gain"]

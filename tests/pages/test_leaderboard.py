@@ -53,16 +53,20 @@ def test_the_committed_page_is_what_the_command_rebuilds(tmp_path):
     assert rebuilt == DOC.read_text(encoding="utf-8")
 
 
-def _user_entry(tmp_path, renamed: str):
+def _user_entry(tmp_path, renamed: str, folder: str = "mine", target: float | None = None):
     """A user's run of the standard setting on sim:default: the committed summary with its random row renamed (the
-    same episodes under a new method's name)."""
+    same episodes under a new method's name), its copy of no supervision's average set to 99.9 (a table shows each
+    row from the entry it reads that row from), and the plan's target moved when ``target`` is given."""
     source = REPO_ROOT / "docs" / "results" / "main" / "sim_default"
-    dest = tmp_path / "mine" / "leaderboard" / "sim_default"
+    dest = tmp_path / folder / "leaderboard" / "sim_default"
     dest.mkdir(parents=True)
     summary = json.loads((source / "summary.json").read_text(encoding="utf-8"))
     summary["rows"] = {renamed if k == "random" else k: v for k, v in summary["rows"].items()}
     for s in summary["summaries"]:
         s["method"] = renamed if s["method"] == "random" else s["method"]
+        s["avg_f1"] = 99.9 if s["method"] == "no_supervision" else s["avg_f1"]
+    if target is not None:
+        summary["plan"]["target"] = target
     for key in ("vs_none", "vs_rule", "pairwise"):
         for pair in summary[key]:
             pair.update({k: renamed for k in ("a", "b") if pair[k] == "random"})
@@ -72,7 +76,7 @@ def _user_entry(tmp_path, renamed: str):
     for e in episodes:
         e["row"] = renamed if e["row"] == "random" else e["row"]
     (dest / "episodes.jsonl.gz").write_bytes(gzip.compress("\n".join(map(json.dumps, episodes)).encode()))
-    return tmp_path / "mine"
+    return tmp_path / folder
 
 
 def test_a_user_entry_of_the_same_setting_joins_the_committed_table(tmp_path):
@@ -84,8 +88,14 @@ def test_a_user_entry_of_the_same_setting_joins_the_committed_table(tmp_path):
     mine = next(line for line in table.splitlines() if line.startswith("| my_method"))
     random = next(line for line in table.splitlines() if line.startswith("| Random"))
     assert "`mine` (added)" in mine and "docs/results/main" not in mine
+    none = next(line for line in table.splitlines() if line.startswith("| No supervision"))
+    assert "| 40.5 |" in none and "99.9" not in table  # the committed table's own row, not the entry's copy
     # the same episodes under another name: the same aggregates, from the committed table's normalisation
     assert mine.split("|")[3:12] == random.split("|")[3:12]
+    elsewhere = _user_entry(tmp_path, "other_method", "other", target=2.0)  # another rate target: not comparable
+    text = build(tmp_path / "page2.md", added=(elsewhere,), roots=roots).read_text(encoding="utf-8")
+    committed, own = text.split("## `sim:default` — protocol `standard`\n")[1:]  # two tables of one profile
+    assert "| other_method" in own and "| other_method" not in committed and "`other` (added)" in own
     with pytest.raises(SteerEnvsError, match="another protocol"):
         build(tmp_path / "page.md", protocol="quick", added=(entry,), roots=roots)
 
