@@ -10,6 +10,7 @@ intervals against no supervision and the protocol's bar (from the row's own comp
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,17 +56,11 @@ def committed_entries(roots: tuple[Path, ...], protocol: str) -> list[Entry]:
     out = []
     for root in roots:
         for path in sorted(Path(root).glob(f"*/{SUMMARY_FILE}")):
-            entry = read_entry(path) if _is_comparison(path) else None
-            if entry is not None and entry.protocol == protocol:
-                out.append(entry)
+            summary = json.loads(path.read_text(encoding="utf-8"))
+            comparison = isinstance(summary, dict) and {"plan", "rows", "episodes"} <= set(summary)
+            if comparison and summary["plan"].get("protocol", "custom") == protocol:
+                out.append(read_entry(path))  # episodes read only for the protocol's comparisons
     return out
-
-
-def _is_comparison(path: Path) -> bool:
-    import json
-
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return isinstance(data, dict) and {"plan", "rows", "episodes"} <= set(data)
 
 
 def tables(entries: list[Entry], added: list[Entry]) -> list[Table]:
