@@ -16,11 +16,12 @@ ends, so a slot that runs out keeps what finished):
   ``generate`` with G return sequences (generated tokens/s), then a few steering-trainer rounds with the LLM
   steerer in bf16 + LoRA (iterations/min);
 * ``actguide``: a few ACTGUIDE-RL iterations with the causal-LM learner (iterations/min, generated tokens/s);
-* ``vector``: the concurrent vector env with 256 episodes in flight against a loopback OpenAI-compatible server
-  answering every request after 100 ms (requests/s against the 2,560/s the server can take);
+* ``vector``: the async vector env (``AsyncPoolEnv``, 8 envs per ``recv``) with 256 envs in flight, then the
+  concurrent vector env, against a loopback OpenAI-compatible server in its own process answering every request
+  after 100 ms (requests/s against the 2,560/s the server can take);
 * ``vllm``: the real engine. A vLLM server (``steer_envs.llm.vllm_engine``, on the GPU) serves the learner-shaped
   random model and a LoRA steerer adapter written by ``CausalLMSteerer.save_adapter`` (``--lora-modules``); the
-  suite's eval path (``evaluate`` on the threads pool, an ``openai:`` executor) runs 256 episodes in flight
+  suite's eval path (``evaluate`` on the default pool, an ``openai:`` executor) runs 256 episodes in flight
   against it (completion tokens/s from the server's ``usage``, steady state and whole run; episodes/min); then
   one scored request through the adapter and the served-vs-peft check
   (``agents.steering.served_check.check_served_adapter``) on a few states. The server runs in float32: the
@@ -86,6 +87,8 @@ class CheckPlan:
     actguide_group: int = 8
     vector_envs: int = 256
     vector_steps: int = 8
+    vector_batch: int = 8
+    vector_results: int = 12 * 256
     latency_s: float = 0.1
     vllm_in_flight: int = 256
     vllm_episodes: int = 1024  # nq test tasks x 2 seeds
@@ -115,6 +118,8 @@ class CheckPlan:
             actguide_group=2,
             vector_envs=16,
             vector_steps=3,
+            vector_batch=4,
+            vector_results=64,
             latency_s=0.05,
             vllm_in_flight=16,
             vllm_episodes=32,  # two waves of 16 in flight: new episodes start as others end
@@ -319,44 +324,70 @@ def check_actguide(shape: ModelShape, plan: CheckPlan, work: Path) -> dict[str, 
 
 
 def check_vector(plan: CheckPlan) -> dict[str, Any]:
+    """The async vector env (its default engine) with ``vector_envs`` envs, ``vector_batch`` returned per ``recv``
+    and sent straight back, then the concurrent vector env (every env per step), against one loopback server in its
+    own process: requests/s at the server, as a share of what it can take."""
     import numpy as np
 
+    from steer_envs.async_vector import make_async_pool
     from steer_envs.ids import STEERING_ENV
-    from steer_envs.llm.latency_server import LatencyServer
+    from steer_envs.llm.latency_server import LatencyServerProcess
     from steer_envs.vector import make_concurrent_vec
 
     section = Section()
-    with LatencyServer(latency=plan.latency_s) as server:
-        envs = make_concurrent_vec(
-            STEERING_ENV,
-            plan.vector_envs,
-            max_in_flight=plan.vector_envs,
-            executor=server.spec,
-            split="dev",
-            action_mode="discrete",
-        )
+    n = plan.vector_envs
+    ceiling = n / plan.latency_s
+    server = LatencyServerProcess(plan.latency_s, reply="search", seed=0).start()
+    try:
+        kw = dict(executor=f"{server.spec}?max_in_flight={n}", split="dev", action_mode="discrete")
+        pool = make_async_pool(STEERING_ENV, n, batch_size=plan.vector_batch, **kw)
+        try:
+            pool.async_reset(seed=0)
+            _async_results(pool, 2 * n)  # untimed: first searches, new connections
+            server.counters(reset=True)
+            start = time.perf_counter()
+            _async_results(pool, plan.vector_results)
+            async_rate = server.counters()["requests"] / (time.perf_counter() - start)
+        finally:
+            pool.close()
+        envs = make_concurrent_vec(STEERING_ENV, n, max_in_flight=n, **kw)
         try:
             envs.reset(seed=0)
-            actions = np.zeros(plan.vector_envs, dtype=np.int64)
-            envs.step(actions)  # untimed: the first step (first searches, new connections) costs ~2.6 later ones
+            actions = np.zeros(n, dtype=np.int64)
+            envs.step(actions)  # untimed, as above
             server.counters(reset=True)
             start = time.perf_counter()
             for _ in range(plan.vector_steps):
                 envs.step(actions)
-            seconds = time.perf_counter() - start
-            requests = server.counters()["requests"]
+            concurrent_rate = server.counters()["requests"] / (time.perf_counter() - start)
         finally:
             envs.close()
-    ceiling = plan.vector_envs / plan.latency_s
+    finally:
+        server.stop()
     return section.close(
         {
-            "episodes_in_flight": plan.vector_envs,
+            "episodes_in_flight": n,
             "latency_s": plan.latency_s,
-            "requests_per_s": round(requests / seconds, 1),
             "ceiling_requests_per_s": ceiling,
-            "share_of_ceiling": round(requests / seconds / ceiling, 3),
+            "async_batch": plan.vector_batch,
+            "requests_per_s": round(async_rate, 1),
+            "share_of_ceiling": round(async_rate / ceiling, 3),
+            "concurrent_vec_requests_per_s": round(concurrent_rate, 1),
+            "concurrent_vec_share_of_ceiling": round(concurrent_rate / ceiling, 3),
         }
     )
+
+
+def _async_results(pool: Any, results: int) -> None:
+    """recv() the ready envs and send them straight back (action 0, a pass) until ``results`` env results came."""
+    import numpy as np
+
+    got = 0
+    while got < results:
+        *_, info = pool.recv()
+        ids = info["env_id"]
+        pool.send(np.zeros(len(ids), dtype=np.int64), ids)
+        got += len(ids)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ import threading
 import time
 from urllib.parse import urlparse
 
+from . import cooperative
+
 CHUNK = 1 << 16
 
 
@@ -73,10 +75,13 @@ class _LibraryConnection:
     def exchange(
         self, method: str, path: str, body: bytes | None, headers: dict[str, str], deadline: float
     ) -> tuple[int, str, bytes, bool]:
-        self.conn.request(method, path, body=body, headers=headers)
-        response = self.conn.getresponse()
-        data = read_body(response, deadline)
-        return response.status, response.reason, data, not response.will_close
+        def exchange() -> tuple[int, str, bytes, bool]:
+            self.conn.request(method, path, body=body, headers=headers)
+            response = self.conn.getresponse()
+            data = read_body(response, deadline)
+            return response.status, response.reason, data, not response.will_close
+
+        return cooperative.offload(exchange)  # TLS reads cannot wait on a hub: a hub's task hands them to a thread
 
     def close(self) -> None:
         self.conn.close()
@@ -103,6 +108,7 @@ class _PlainConnection:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the reply was still arriving at the deadline ({received} bytes so far)")
         assert self.sock is not None
+        cooperative.wait_readable(self.sock, deadline)  # inside a hub's task: the other tasks run meanwhile
         return self.sock.recv(CHUNK)
 
     def exchange(
@@ -193,7 +199,8 @@ class _PlainConnection:
 
 
 class KeepAlivePool:
-    """Keep-alive HTTP connections to one server, at most ``max_in_flight`` requests at once (thread-safe).
+    """Keep-alive HTTP connections to one server, at most ``max_in_flight`` requests at once (thread-safe; inside
+    a :class:`~steer_envs.cooperative.Hub`'s tasks every wait yields to the other tasks).
 
     A request waits for a free slot (a semaphore), takes an idle connection or opens one, and gives it back
     when the reply was read whole and the server keeps it open; so the connections held never exceed
@@ -253,7 +260,7 @@ class KeepAlivePool:
         ``TimeoutError`` included)."""
         full = path if root else f"{self.prefix}{path}"
         headers = headers or {}
-        with self._slots:
+        with cooperative.holding(self._slots):
             deadline = time.monotonic() + self.timeout
             conn, reused = self._checkout()
             keep: _PlainConnection | _LibraryConnection | None = None

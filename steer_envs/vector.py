@@ -228,8 +228,12 @@ def check_num_envs(num_envs: Any) -> None:
 def max_in_flight_for(env_id: str, num_envs: int, kwargs: dict[str, Any]) -> int:
     """:func:`default_max_in_flight` for ``gymnasium.make(env_id, **kwargs)``'s executor (the id's default when
     ``kwargs`` names none)."""
-    executor = kwargs["executor"] if "executor" in kwargs else (gym.spec(env_id).kwargs or {}).get("executor")
-    return default_max_in_flight(num_envs, executor)
+    return default_max_in_flight(num_envs, executor_for(env_id, kwargs))
+
+
+def executor_for(env_id: str, kwargs: dict[str, Any]) -> str | None:
+    """The executor spec ``gymnasium.make(env_id, **kwargs)`` runs (the id's default when ``kwargs`` names none)."""
+    return kwargs["executor"] if "executor" in kwargs else (gym.spec(env_id).kwargs or {}).get("executor")
 
 
 def env_factory(

@@ -72,7 +72,8 @@ def episode_item(worker: tuple[Any, Any], item: tuple[str, int, str, int]) -> Ep
     return run_episode(env, policy, seed, task_id, label, seed_index)
 
 
-#: the largest pickled (env, policy) job copied into every thread of a ``threads`` pool (a local LLM policy is not)
+#: the largest pickled (env, policy) job copied into every replica of a ``greenlets`` or ``threads`` pool (a local
+#: LLM policy is not)
 THREAD_JOB_BYTES = 64 * 2**20
 
 
@@ -86,7 +87,7 @@ def _episode_job(env: Any, policy: Any, pool: Any, log: Callable[[str], None]):
     except SteerEnvsError as exc:
         log(f"[{getattr(policy, 'name', 'policy')}] runs in this process: {exc}")
         return LocalPool(), Job(GivenState((env, policy)), episode_item)
-    if pool.kind == "threads" and size > THREAD_JOB_BYTES:  # every thread would unpickle its own copy
+    if pool.kind in ("greenlets", "threads") and size > THREAD_JOB_BYTES:  # every replica unpickles its own copy
         log(
             f"[{getattr(policy, 'name', 'policy')}] runs one episode at a time: the policy is "
             f"{size / 2**20:.0f} MB, too large to copy into each of {pool.workers} threads"

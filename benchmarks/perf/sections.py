@@ -21,6 +21,7 @@ VECTOR = "benchmarks/perf/test_perf_vector.py"
 NOTES = "benchmarks/perf/test_perf_notes.py"
 STEERER = "benchmarks/perf/test_perf_steerer.py"
 CLI = "benchmarks/perf/test_perf_cli.py"
+COLD_START = "benchmarks/perf/test_perf_cold_start.py"
 
 
 # -- the env and retrieval -----------------------------------------------------------------------------------------
@@ -319,6 +320,37 @@ def cli(f: Figures, c: RunContext) -> Body:
     return Body(rows, notes)
 
 
+#: the cold-start rows in page order
+COLD_START_TESTS = (
+    "test_first_step_with_a_text_note",
+    "test_serve_env_until_health_answers",
+    "test_first_eval_episode",
+    "test_build_tiny_model",
+)
+
+
+def cold_start(f: Figures, c: RunContext) -> Body:
+    found = [f.extra(name) for test in COLD_START_TESTS for name in f.names(test) if f.extra(name)]
+    rows, notes = [_cold_row(e) for e in found], []
+    for e in found:
+        if e.get("target_cpu_s") is not None:
+            notes.append(
+                f"Target: {e['row']} ({e['cache']} cache) within {e['target_cpu_s']:g} s of CPU "
+                f"({met(e['cpu_s'] <= e['target_cpu_s'])}: {e['cpu_s']:.2f} s)."
+            )
+    notes.append(
+        "An empty cache pays once for what later processes read from disk: the BM25 index of the corpus, the note "
+        "reader's prototype vectors and its fitted probe (`$STEER_ENVS_CACHE`). A warm process never imports "
+        "scikit-learn (the probe is applied with NumPy), and `serve-env` does not import OpenEnv's Gradio web "
+        "interface, which it does not serve."
+    )
+    return Body(rows, notes)
+
+
+def _cold_row(e: dict) -> list[str]:
+    return [e["row"], e["cache"], num(e["cpu_s"], 2), num(e["wall_s"], 2), num(e["load_1min"], 1)]
+
+
 SECTIONS: tuple[Section, ...] = (
     Section(
         "Env step (`SearchSteering-v0`, `sim:default`, pass policy)",
@@ -451,6 +483,18 @@ SECTIONS: tuple[Section, ...] = (
     SERVING_SECTIONS["engine"],
     SERVING_SECTIONS["served_adapter"],
     SERVING_SECTIONS["hostile_load"],
+    Section(
+        "Cold start",
+        COLD_START,
+        COLD_START_TESTS,
+        "each row a fresh interpreter, from its start: the first step of `SearchSteering-v0` with a text note "
+        "(`gym.make`, `reset`, `step(note)`), `serve-env` until `GET /health` answers (it builds and steps one env "
+        "first, so the first session's note is read at once), `steer-envs eval` of one episode to its exit, and "
+        "`build-tiny-model`. CPU seconds of the process and its children (other jobs inflate the wall time, not "
+        "them); `warm`: the suite's cache, `empty`: a new one.",
+        ("from a fresh process", "cache", "CPU s", "wall s", "load (1 min)"),
+        cold_start,
+    ),
     Section(
         "Command-line start-up",
         CLI,

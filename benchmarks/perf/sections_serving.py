@@ -22,17 +22,18 @@ MIB = 1 << 20
 
 # -- episodes in flight --------------------------------------------------------------------------------------------
 #: the rows of test_perf_inflight.py in page order: each latency's eval path, then the vector envs beside it
-IN_FLIGHT_RUNS = (
-    "test_eval_rollout_path_in_flight[lognormal-1s]",
-    "test_async_pool_in_flight[lognormal-1s]",
-    "test_vector_envs_beside[lognormal-1s-concurrent-256]",
-    "test_vector_envs_beside[lognormal-1s-sync-8]",
-    "test_eval_rollout_path_in_flight[fixed-100ms]",
-    "test_async_pool_in_flight[fixed-100ms]",
-    "test_vector_envs_beside[fixed-100ms-concurrent-256]",
-    "test_vector_envs_beside[fixed-100ms-sync-32]",
-    "test_eval_on_the_processes_pool",
-)
+IN_FLIGHT_RUNS = tuple(
+    name
+    for latency in ("lognormal-1s", "fixed-100ms")
+    for name in (
+        f"test_eval_rollout_path_in_flight[{latency}-greenlets]",
+        f"test_eval_rollout_path_in_flight[{latency}-threads]",
+        f"test_async_pool_in_flight[{latency}-greenlets]",
+        f"test_async_pool_in_flight[{latency}-threads]",
+        f"test_vector_envs_beside[{latency}-concurrent-256]",
+        f"test_vector_envs_beside[{latency}-sync-{8 if latency == 'lognormal-1s' else 32}]",
+    )
+) + ("test_eval_on_the_processes_pool",)
 
 
 def latency_label(e: dict[str, Any]) -> str:
@@ -95,14 +96,43 @@ def _barrier(found: list[dict[str, Any]]) -> str:
     )
 
 
+def _engines(found: list[dict[str, Any]]) -> list[str]:
+    """Client CPU per request on one thread (greenlets) against threads, per path and latency, from this run."""
+    notes = []
+    for e in found:
+        if "greenlets" not in e["path"]:
+            continue
+        twin = next((t for t in found if t["path"] == _threads_twin(e["path"]) and t["cv"] == e["cv"]), None)
+        if twin:
+            notes.append(
+                f"At {latency_label(e)}, {e['path'].split(' (')[0]}: {e['cpu_ms_per_request']:.2f} ms of client CPU a "
+                f"request on greenlets, {twin['cpu_ms_per_request']:.2f} ms on threads "
+                f"({times(twin['cpu_ms_per_request'] / e['cpu_ms_per_request'])} as much: the interpreter lock "
+                "changes hands several times a request between threads, never on one thread)."
+            )
+    return notes
+
+
+def _threads_twin(path: str) -> str:
+    """The threads row's label beside a greenlets row's."""
+    return path.replace("greenlets pool, the default", "threads pool").replace("greenlets, the default", "threads")
+
+
 def in_flight(f: Figures, c: RunContext) -> Body:
     found = [f.extra(name) for name in IN_FLIGHT_RUNS if f.extra(name)]
     notes = _in_flight_targets(found)
     if found:
         notes.append(_barrier(found))
+    notes += _engines(found)
     if any(e["share_of_ceiling"] > 1 for e in found):
         notes.append("A share above 100 % is the draw: that window's requests drew a mean latency under the mean.")
     return Body([_in_flight_row(e) for e in found], notes)
+
+
+def _pool_size(e: dict[str, Any]) -> str:
+    """The eval's pool as the record names it (records before the greenlets pool name none: they ran on threads)."""
+    pool = e.get("pool", "threads")
+    return f"{e['in_flight']} {'tasks of a greenlets pool' if pool == 'greenlets' else 'threads'}"
 
 
 # -- the real engine -----------------------------------------------------------------------------------------------
@@ -138,7 +168,7 @@ def engine(f: Figures, c: RunContext) -> Body:
     mode = " in eager mode (no graph compilation: the quick scale)" if e.get("eager") else ""
     notes = [
         f"vLLM {version}{mode} serving a tiny random model ({_model(e)}) on loopback; `evaluate` (`no_supervision`, "
-        f"the `auto` pool: {e['in_flight']} threads) with the executor `{e['executor']}`, {e['episodes']:,} nq test "
+        f"the `auto` pool: {_pool_size(e)}) with the executor `{e['executor']}`, {e['episodes']:,} nq test "
         f"episodes of at most {e['max_turns']} turns, {e['max_new_tokens']} new tokens per request. The steady "
         f"window runs from the {e['in_flight']}th finished request to the {e['in_flight'] * e['max_turns']}th from "
         f"last. Load (1 min) before: {e['before']['load_1min']:.1f}, after: {e['after']['load_1min']:.1f}, on "
@@ -149,8 +179,8 @@ def engine(f: Figures, c: RunContext) -> Body:
     ]
     if e["steady_ratio"] > 1:
         notes.append(
-            'Read a ratio above 100 % as "the eval path is not the bottleneck", not as threads beating asyncio in '
-            "general: the server shares the machine's cores with both clients."
+            f'Read a ratio above 100 % as "the eval path is not the bottleneck", not as {e.get("pool", "threads")} '
+            "beating asyncio in general: the server shares the machine's cores with both clients."
         )
     return Body(rows, notes)
 
@@ -282,9 +312,11 @@ SERVING_SECTIONS: dict[str, Section] = {
             "test_vector_envs_beside",
             "test_eval_on_the_processes_pool",
         ),
-        "`evaluate` (no_supervision, nq test; the `auto` pool: a threads pool of one thread per request the backend "
-        "keeps in flight) beside the async pool (`AsyncPoolEnv`: the first few envs ready per `recv()`, sent straight "
-        "back) and `make_concurrent_vec` and `SyncVectorEnv` (pass actions, same-step autoreset), "
+        "`evaluate` (no_supervision, nq test; the `auto` pool, the default: a greenlets pool of one task per request "
+        "the backend keeps in flight, all on one thread; beside it a threads pool of as many threads) and the async "
+        "pool (`AsyncPoolEnv`: the first few envs ready per `recv()`, sent straight back; on its default engine, "
+        "greenlets, and on threads), beside `make_concurrent_vec` and `SyncVectorEnv` (pass actions, same-step "
+        "autoreset), "
         "against a loopback OpenAI-compatible server in its own process (one asyncio loop; search-then-answer "
         "episodes, real BM25 between the requests) whose latency is lognormal or fixed. Requests/s at the server "
         "over the steady state (the eval path: after the first N episodes' requests, before the last N's; vector "

@@ -4,8 +4,8 @@ with ``STEER_ENVS_ENGINE_REPLAYS=aiohttp,httpx``) that replays the very request 
 it sent them, at the same concurrency; the ratio is against the fastest replay.
 
 Why: the loopback-server benchmark (test_perf_inflight.py) bounds the client's overhead against a server that does
-no work; this one asks whether the suite's path (threads pool, ``http.client`` keep-alive pool, env steps, BM25
-search) leaves throughput on the table against a server that does, on the same cores. Figures: completion
+no work; this one asks whether the suite's path (the default pool's greenlets, the keep-alive connection pool, env
+steps, BM25 search) leaves throughput on the table against a server that does, on the same cores. Figures: completion
 tokens/s, the server's ``usage.completion_tokens`` summed, over the steady state (requests finishing between the
 N-th and the (total - N x turns)-th finish, the same window for both clients) and over the whole run, and their
 ratio; the client's CPU per request. The eval runs again after the replay (load drifts on a shared machine), and
@@ -226,6 +226,7 @@ def _context() -> dict[str, object]:
 
 def test_eval_path_against_vllm_vs_async_replay(benchmark, server, tmp_path):
     from steer_envs.llm.registry import make_backend
+    from steer_envs.rollouts import PoolConfig, concurrent_pool
 
     spec = server.spec(max_new_tokens=MAX_NEW_TOKENS, chat_template="off", max_in_flight=N, temperature=0)
     measured = episodes()
@@ -278,6 +279,7 @@ def test_eval_path_against_vllm_vs_async_replay(benchmark, server, tmp_path):
         "model": MODEL,
         "target_ratio": TARGET_RATIO,
         "in_flight": N,
+        "pool": concurrent_pool(PoolConfig("auto"), spec).kind,  # what the eval ran on (its `auto` pool)
         "max_turns": MAX_TURNS,
         "max_new_tokens": MAX_NEW_TOKENS,
         "eval": asdict(eval_figures),

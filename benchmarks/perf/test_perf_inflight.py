@@ -1,6 +1,7 @@
 """Episodes in flight without a per-step barrier: the evaluation's rollout path (``evaluate`` on the ``auto`` pool,
-which becomes a threads pool of one thread per request the backend keeps in flight) at N = 256 episodes in flight,
-beside the concurrent vector env (``steer_envs.vector``: all N step, then all wait for the slowest) and gymnasium's
+which becomes a greenlets pool of one task per request the backend keeps in flight; and on a threads pool of as many
+threads) at N = 256 episodes in flight, the async vector env (on each engine), beside the concurrent vector env
+(``steer_envs.vector``: all N step, then all wait for the slowest) and gymnasium's
 SyncVectorEnv, against a loopback OpenAI-compatible server in its own process whose latency is lognormal (mean 1 s,
 coefficient of variation 1) or fixed (100 ms); and, at the fixed latency, the ``processes`` pool. Figures: requests
 per second at the server over the steady state (every slot busy: after the first N episodes' requests, before the
@@ -120,20 +121,24 @@ def _record(benchmark, latency: str, path: str, in_flight: int, figures: dict, c
     )
 
 
-@pytest.mark.parametrize("latency", list(LATENCIES))
-def test_eval_rollout_path_in_flight(benchmark, servers, latency, tmp_path):
-    """``evaluate`` on the command line's default pool: N episodes in flight, none waiting for another's step."""
+#: the eval path's pools: the command line's default (``auto``: greenlets for ``openai:``) and threads beside it
+EVAL_POOLS = {"greenlets": "auto", "threads": "threads"}
+
+
+@pytest.mark.parametrize("latency,pool_kind", [(lat, kind) for lat in LATENCIES for kind in EVAL_POOLS])
+def test_eval_rollout_path_in_flight(benchmark, servers, latency, pool_kind, tmp_path):
+    """``evaluate`` with N episodes in flight, none waiting for another's step: on the command line's default pool
+    (the acceptance row) and on a threads pool of N threads."""
     from steer_envs.rollouts import PoolConfig
 
     server = servers[latency]
     limit, seeds = EVAL_EPISODES[latency]
     spec = f"{server.spec}?max_in_flight={N}"
-    _evaluate(spec, 8, 1, PoolConfig("auto"), tmp_path / "warm")  # corpus, BM25 index, tasks, connections
+    pool = PoolConfig(EVAL_POOLS[pool_kind], workers=N if pool_kind == "threads" else 1)
+    _evaluate(spec, 8, 1, pool, tmp_path / "warm")  # corpus, BM25 index, tasks, connections
     server.counters(reset=True)
     with Sampler(server) as sampler:
-        ran = benchmark.pedantic(
-            _evaluate, args=(spec, limit, seeds, PoolConfig("auto"), tmp_path / "run"), rounds=1, iterations=1
-        )
+        ran = benchmark.pedantic(_evaluate, args=(spec, limit, seeds, pool, tmp_path / "run"), rounds=1, iterations=1)
     counts = server.counters()
     per_episode = counts["requests"] / ran
     figures = sampler.steady(int(N * per_episode), int(counts["requests"] - N * per_episode))
@@ -141,16 +146,17 @@ def test_eval_rollout_path_in_flight(benchmark, servers, latency, tmp_path):
     # more in flight than the pool's former fixed 16 threads (where client CPU binds, as at 100 ms on 2 cores, the
     # requests in flight are what that CPU sustains times the latency, not N)
     assert counts["peak_in_flight"] > 16
+    default = EVAL_POOLS[pool_kind] == "auto"
     _record(
         benchmark,
         latency,
-        "eval (threads pool)",
+        f"eval ({pool_kind} pool{', the default' if default else ''})",
         N,
         figures,
         counts,
         episodes=ran,
         requests=counts["requests"],
-        target_share=EVAL_TARGET_SHARE[latency],
+        target_share=EVAL_TARGET_SHARE[latency] if default else None,
     )
 
 
@@ -230,15 +236,16 @@ def _async_cycles(pool, results: int) -> int:
     return got
 
 
-@pytest.mark.parametrize("latency", list(LATENCIES))
-def test_async_pool_in_flight(benchmark, servers, latency):
+@pytest.mark.parametrize("latency,engine", [(lat, engine) for lat in LATENCIES for engine in ("greenlets", "threads")])
+def test_async_pool_in_flight(benchmark, servers, latency, engine):
     """The EnvPool-style async vector env (steer_envs.async_vector): N envs, the first few ready returned per
-    recv() and sent straight back, so no env waits for another's reply."""
+    recv() and sent straight back, so no env waits for another's reply; on its default engine (greenlets: the
+    acceptance row) and on threads."""
     from steer_envs.async_vector import make_async_pool
 
     server = servers[latency]
     kw = dict(executor=f"{server.spec}?max_in_flight={N}", split="test", max_turns=MAX_TURNS)
-    pool = make_async_pool(STEERING_ENV, N, batch_size=ASYNC_BATCH, **kw)
+    pool = make_async_pool(STEERING_ENV, N, batch_size=ASYNC_BATCH, engine=engine, **kw)
     try:
         pool.async_reset(seed=0)
         _async_cycles(pool, 2 * N)  # connections, BM25 index, tasks
@@ -250,16 +257,17 @@ def test_async_pool_in_flight(benchmark, servers, latency):
         pool.close()
     figures = sampler.steady(N, int(counts["requests"] - N))
     assert got >= ASYNC_RESULTS[latency] and figures["window_s"] > 1.0
+    default = engine == "greenlets"
     _record(
         benchmark,
         latency,
-        f"AsyncPoolEnv (batch {ASYNC_BATCH})",
+        f"AsyncPoolEnv (batch {ASYNC_BATCH}, {engine}{', the default' if default else ''})",
         N,
         figures,
         counts,
         results=got,
         requests=counts["requests"],
-        target_share=ASYNC_TARGET_SHARE[latency],
+        target_share=ASYNC_TARGET_SHARE[latency] if default else None,
     )
 
 

@@ -59,7 +59,8 @@ CORE_COMMANDS: tuple[Command, ...] = (
     ),
     lazy_command(
         "build-tiny-model",
-        "write a small tool-calling model (offline, about 20 s on CPU) for TRL's GRPOTrainer examples and tests",
+        "write a small tool-calling model (offline; about 20 s of CPU once, 40 s on a new cache, then a copy) for "
+        "TRL's GRPOTrainer examples and tests",
         f"{_PACKAGE}.tiny_model_command",
     ),
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from ..serving import (
@@ -106,6 +107,10 @@ def _env_kwargs(args: argparse.Namespace) -> dict:
     return kwargs
 
 
+#: OpenEnv's optional web interface (Gradio), which ``serve-env`` never serves
+OPENENV_WEB_INTERFACE = "openenv.core.env_server.web_interface"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..envs.registration import NAMESPACE, env_ids
     from ..errors import SteerEnvsError, unknown_name
@@ -114,6 +119,10 @@ def run(args: argparse.Namespace) -> int:
     if env_id not in env_ids():
         raise unknown_name("env_id", args.env_id, tuple(env_ids()))
     kwargs = _env_kwargs(args)
+    # OpenEnv's server package imports its Gradio web interface when it is imported (about 3.5 s of CPU, 40 % of a
+    # start-up); this server never serves it, so this process declines that import as Python declines a missing
+    # module (OpenEnv then leaves the web interface out, as it does when Gradio is not installed)
+    sys.modules.setdefault(OPENENV_WEB_INTERFACE, None)  # type: ignore[arg-type]
     try:
         from ..integrations.openenv import EnvServer, EnvServerConfig
     except ImportError as exc:

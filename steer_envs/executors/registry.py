@@ -27,19 +27,31 @@ DETERMINISTIC_KINDS: dict[str, bool] = {}
 #: many at once in threads of one process (the concurrent vector env, the thread rollout pool); CPU-bound kinds
 #: (the simulator, a model in this process) would only contend for the interpreter lock
 IO_BOUND_KINDS: dict[str, bool] = {}
+#: whether an I/O-bound kind waits through :mod:`steer_envs.cooperative` (so many of its episodes share one thread
+#: as greenlets); a kind whose waits block its thread runs its concurrent episodes on threads
+COOPERATIVE_KINDS: dict[str, bool] = {}
 
 
-def register_executor(kind: str, factory: ExecutorFactory | str, deterministic: bool, io_bound: bool = False) -> None:
+def register_executor(
+    kind: str, factory: ExecutorFactory | str, deterministic: bool, io_bound: bool = False, cooperative: bool = False
+) -> None:
     """Register a kind. ``factory`` may be ``"module:function"``, imported on first use (keeps imports light)."""
     EXECUTORS.register(kind, factory)
     DETERMINISTIC_KINDS[kind] = deterministic
     IO_BOUND_KINDS[kind] = io_bound
+    COOPERATIVE_KINDS[kind] = cooperative
 
 
 register_executor("sim", "steer_envs.executors.sim:make_sim_executor", deterministic=True)
 register_executor("hf", "steer_envs.executors.llm_search:make_hf_executor", deterministic=False)
 register_executor("llamacpp", "steer_envs.executors.llm_search:make_llamacpp_executor", deterministic=False)
-register_executor("openai", "steer_envs.executors.llm_search:make_openai_executor", deterministic=False, io_bound=True)
+register_executor(
+    "openai",
+    "steer_envs.executors.llm_search:make_openai_executor",
+    deterministic=False,
+    io_bound=True,
+    cooperative=True,
+)
 register_executor("replay", "steer_envs.executors.replay:make_replay_executor", deterministic=True)
 
 
@@ -76,3 +88,15 @@ def is_io_bound(spec: str | None) -> bool:
         except Exception:  # noqa: BLE001 - as above
             return False
     return IO_BOUND_KINDS[kind]
+
+
+def waits_cooperatively(spec: str | None) -> bool:
+    """Whether episodes on executor ``spec`` can share one thread as greenlets: a CPU-bound kind (nothing to wait
+    for) or an I/O-bound one whose waits yield (``openai:``; a plugin's factory may say ``cooperative = True``).
+    False for an I/O-bound kind that blocks its thread while it waits: its episodes need threads."""
+    if not spec or not is_io_bound(spec):
+        return True
+    kind = parse_spec(spec)[0]  # parsed by is_io_bound already
+    if kind not in COOPERATIVE_KINDS:
+        COOPERATIVE_KINDS[kind] = bool(getattr(EXECUTORS.resolve(kind), "cooperative", False))
+    return COOPERATIVE_KINDS[kind]

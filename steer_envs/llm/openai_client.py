@@ -27,6 +27,7 @@ requests on the server.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -40,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .. import cooperative
 from ..errors import SteerEnvsError
 from ..httpio import KeepAlivePool
 from .base import (
@@ -173,7 +175,7 @@ class OpenAIBackend:
         cannot be reached is asked again after :data:`CONTEXT_RETRY_S` seconds)."""
         if self.options.max_model_len is not None:
             return self.options.max_model_len
-        with self._context_lock:
+        with cooperative.holding(self._context_lock):  # held across a request: a hub's other tasks must run
             if self._context is not None and time.monotonic() < self._context[1]:
                 return self._context[0]
             try:  # a server that answered is final; one that could not be reached is asked again later
@@ -272,7 +274,7 @@ class OpenAIBackend:
                 with self._stats_lock:
                     self.stats.retries += 1
                 delay = min(self.options.max_backoff, self.options.backoff * 2 ** (attempt - 1))
-                time.sleep(delay * (0.5 + random.random() / 2))  # jitter: concurrent retries do not align
+                cooperative.sleep(delay * (0.5 + random.random() / 2))  # jitter: concurrent retries do not align
             try:
                 data = self._post_once(path, body, root)
                 try:
@@ -293,6 +295,9 @@ class OpenAIBackend:
     def _map(self, fn, items: list):
         if len(items) <= 1 or self.options.concurrency == 1:
             return [fn(x) for x in items]
+        hub = cooperative.current_hub()
+        if hub is not None:  # one task per item on the running hub (concurrency: the in-flight bound applies)
+            return hub.gather([functools.partial(fn, x) for x in items])
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="openai")
         return list(self._pool.map(fn, items))

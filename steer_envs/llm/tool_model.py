@@ -1,6 +1,7 @@
 """A tiny random causal LM that speaks Qwen2.5's tool-call format, for real ``GRPOTrainer`` steps on CPU, offline.
 
-``steer-envs build-tiny-model PATH`` writes it (about 20 s on CPU; no network): the README's TRL example trains it
+``steer-envs build-tiny-model PATH`` writes it (no network; about 20 s of CPU, 40 s on a new cache, which it also
+fills with the corpus's BM25 index; a copy from the cache afterwards): the README's TRL example trains it
 on ``GuidedSearch-v0``, and the TRL tests use the same model. It is a smoke-test model, not a search agent.
 
 Why not the plain tiny model (:mod:`steer_envs.llm.tiny`): a random model never writes a parseable ``<tool_call>``
@@ -200,7 +201,7 @@ def cached_tool_model(cases: Sequence[ToolCase], **kwargs: Any) -> Path:
     final = root / f"tool-qwen2.5-{digest}"
     if not (final / "config.json").exists():
         print(
-            f"building the tiny tool-calling model in {final} (offline; about 20 s on a free CPU, once)",
+            f"building the tiny tool-calling model in {final} (offline, once: about 20 s of CPU, 40 s on a new cache)",
             file=sys.stderr,
             flush=True,
         )
@@ -229,5 +230,5 @@ def tiny_tool_model(path: str | os.PathLike) -> str:
     """``path`` as a model folder for ``GRPOTrainer(model=...)``, or a clear error naming the command that builds it
     (transformers would read a missing folder as a Hub id and fail on the network)."""
     if not (Path(path) / "config.json").is_file():
-        raise SteerEnvsError(f"no model in {path}: build it with `{BUILD_COMMAND} {path}` (offline, about 20 s)")
+        raise SteerEnvsError(f"no model in {path}: build it with `{BUILD_COMMAND} {path}` (offline, about 20 s of CPU)")
     return str(path)

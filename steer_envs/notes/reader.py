@@ -1,10 +1,11 @@
 """Reading a supervisor's note by meaning: which intent it expresses, how confidently, and its argument.
 
 The note is embedded with MiniLM (:mod:`.encoder`) and compared with the prototypes of the intent set
-(:mod:`.intents`) through a multinomial logistic regression fitted on the prototypes' embeddings (a linear probe:
-nearest-prototype matching confuses "answer now" with "don't answer yet", whose embeddings are close; a probe learns
-the directions that separate them). Its probability of the chosen intent is the reading's confidence. A note far
-from every prototype (cosine similarity below :data:`MIN_SIMILARITY`), or read as ``none``, is not actionable.
+(:mod:`.intents`) through a multinomial logistic regression fitted on the prototypes' embeddings (a linear probe,
+:mod:`.probe`: nearest-prototype matching confuses "answer now" with "don't answer yet", whose embeddings are close;
+a probe learns the directions that separate them). Its probability of the chosen intent is the reading's
+confidence. A note far from every prototype (cosine similarity below :data:`MIN_SIMILARITY`), or read as ``none``, is
+not actionable.
 Every string has a defined reading: empty, huge, binary-looking or hostile text included.
 
 The argument of an intent that takes one (``search_for``) is the note's payload: the text after a colon, or after
@@ -18,13 +19,13 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .encoder import MiniLMEncoder, shared_encoder
 from .intents import NONE, IntentSet, get_intent_set
 from .memo import TextMemo
+from .probe import LinearProbe, fitted_probe
 
 #: inverse regularisation of the probe (chosen on the development paraphrases)
 PROBE_C = 30.0
@@ -88,7 +89,7 @@ class NoteReader:
         self.intent_set = get_intent_set(intent_set) if isinstance(intent_set, str) else intent_set
         self._encoder = encoder
         self._prototypes: np.ndarray | None = None
-        self._probe: Any = None  # sklearn's LogisticRegression, fitted on first use (_fit)
+        self._probe: LinearProbe | None = None  # fitted on first use (_fit)
         self._cache_size = cache_size
         self._memo: TextMemo[Reading] = TextMemo(cache_size)
         self._fit_lock = threading.Lock()
@@ -113,15 +114,13 @@ class NoteReader:
         with self._fit_lock:
             if self._probe is not None:
                 return
-            from sklearn.linear_model import LogisticRegression
-
             sentences, labels = [], []
             for spec in self.intent_set.intents:
                 for sentence in spec.prototypes:
                     sentences.append(sentence)
                     labels.append(spec.name)
             prototypes = self.encoder.encode_stored(sentences)  # from the disk cache after the first process
-            probe = LogisticRegression(C=PROBE_C, max_iter=5000).fit(prototypes, labels)
+            probe = fitted_probe(prototypes, labels, PROBE_C)  # from the disk cache after the first process
             self._prototypes = prototypes
             self._probe = probe  # assigned last: a reader that sees the probe sees the prototypes too
 
@@ -135,7 +134,7 @@ class NoteReader:
         probe, prototypes = self._probe, self._prototypes
         assert probe is not None and prototypes is not None  # _fit set both
         vector = self.encoder.encode(text)
-        classes = [str(c) for c in probe.classes_]
+        classes = list(probe.classes)
         probs = probe.predict_proba(vector[None])[0]
         similarity = float((prototypes @ vector).max())
         payload = note_argument(text)

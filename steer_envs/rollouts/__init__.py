@@ -42,6 +42,12 @@ def _ray(config: PoolConfig) -> RolloutPool:
     return RayPool(config)
 
 
+def _greenlets(config: PoolConfig) -> RolloutPool:
+    from .greenlets import GreenletPool
+
+    return GreenletPool(config)
+
+
 def _threads(config: PoolConfig) -> RolloutPool:
     from .threads import ThreadPool
 
@@ -49,7 +55,8 @@ def _threads(config: PoolConfig) -> RolloutPool:
 
 
 register_pool("local", LocalPool)
-register_pool("auto", LocalPool)  # serial here; concurrent_pool swaps it for threads where the executor waits
+register_pool("auto", LocalPool)  # serial here; concurrent_pool swaps it where the executor waits on a server
+register_pool("greenlets", _greenlets)
 register_pool("processes", _processes)
 register_pool("ray", _ray)
 register_pool("threads", _threads)
@@ -93,22 +100,23 @@ def concurrent_pool(
     spec: PoolConfig | RolloutPool | None, executor: str | None, threads: int | None = None
 ) -> PoolConfig | RolloutPool | None:
     """``spec``, except that an ``auto`` pool (the command line's default: a ``PoolConfig("auto")`` or the pool
-    made from one) becomes a ``threads`` pool when ``executor`` is I/O-bound (``openai:``: its episodes wait on
-    a model server, so many run at once in this process). Other executors keep the serial path, so their
-    results stay those of the local loop by construction; any other pool (None and ``local`` included: one
-    episode at a time, in order, as a test against a dying server needs) is kept as it is.
+    made from one) becomes a ``greenlets`` pool when ``executor`` is I/O-bound and its waits yield (``openai:``:
+    its episodes wait on a model server, so many run at once on this thread), or a ``threads`` pool when its
+    waits block (a plugin kind that says so). Other executors keep the serial path, so their results stay those
+    of the local loop by construction; any other pool (None and ``local`` included: one episode at a time, in
+    order, as a test against a dying server needs) is kept as it is.
 
-    The threads pool keeps one episode in flight per thread, so it has as many threads as the backend lets
-    requests reach the server (:func:`in_flight_of`; ``threads`` overrides it): 64 for ``openai:`` unless the
-    spec's ``?max_in_flight=N`` says otherwise."""
-    from ..executors.registry import is_io_bound
+    Either keeps as many episodes in flight as the backend lets requests reach the server (:func:`in_flight_of`;
+    ``threads`` overrides it): 64 for ``openai:`` unless the spec's ``?max_in_flight=N`` says otherwise."""
+    from ..executors.registry import is_io_bound, waits_cooperatively
 
     config = spec if isinstance(spec, PoolConfig) else getattr(spec, "config", None)
     if getattr(config, "kind", None) != "auto" or not is_io_bound(executor):
         return spec
     from .threads import FALLBACK_THREADS
 
-    return PoolConfig("threads", workers=threads or in_flight_of(executor) or FALLBACK_THREADS)
+    kind = "greenlets" if waits_cooperatively(executor) else "threads"
+    return PoolConfig(kind, workers=threads or in_flight_of(executor) or FALLBACK_THREADS)
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import SteerEnvsError
 
-POOL_KINDS = ("auto", "local", "processes", "ray", "threads")
+POOL_KINDS = ("auto", "greenlets", "local", "processes", "ray", "threads")
 #: fault injection for the replacement tests: ``"N:MARKER"`` makes the first worker process that runs its N-th
 #: item while MARKER does not exist yet create MARKER and SIGKILL itself (a real hard kill at a reproducible
 #: point, the same idea as the harness's STEER_ENVS_KILL_AFTER_EPISODES)
@@ -42,11 +42,13 @@ class Job:
 @dataclass(frozen=True)
 class PoolConfig:
     """``kind``: local (in this process), processes (standard-library worker processes on this machine), ray
-    (actors on a Ray cluster: a local one started for the run, or ``ray_address``), threads (threads of this
-    process, for executors that wait on a model server) or auto (the command line's default: threads where the
-    executor is I/O-bound, ``openai:``, else local; see :func:`~steer_envs.rollouts.concurrent_pool`).
-    ``workers``: worker count (for ray without a count: one per CPU of the cluster; for threads without one:
-    the executor's in-flight bound, :func:`~steer_envs.rollouts.in_flight_of`)."""
+    (actors on a Ray cluster: a local one started for the run, or ``ray_address``), greenlets (many items in
+    flight on this thread, for executors whose waits on a model server yield), threads (threads of this process,
+    for executors that wait on a server and block while they do) or auto (the command line's default: greenlets
+    or threads where the executor is I/O-bound, ``openai:``, else local; see
+    :func:`~steer_envs.rollouts.concurrent_pool`). ``workers``: worker count (for ray without a count: one per
+    CPU of the cluster; for greenlets and threads without one: the executor's in-flight bound,
+    :func:`~steer_envs.rollouts.in_flight_of`)."""
 
     kind: str = "local"
     workers: int = 1

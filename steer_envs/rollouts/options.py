@@ -13,15 +13,15 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
         "--pool",
         choices=POOL_KINDS,
         default=None,
-        help="auto (default: threads for an openai: executor, else local), local (this process, one episode at "
-        "a time), processes (worker processes on this machine), ray, or threads (many episodes in "
-        "flight in this process)",
+        help="auto (default: greenlets for an openai: executor, else local), local (this process, one episode at "
+        "a time), processes (worker processes on this machine), ray, greenlets (many episodes in flight on "
+        "one thread of this process) or threads (many episodes in flight on threads of this process)",
     )
     group.add_argument(
         "--workers",
         type=int,
         default=None,
-        help="worker count (default 1 for local, 2 for processes; ray: one per cluster CPU; threads: "
+        help="worker count (default 1 for local, 2 for processes; ray: one per cluster CPU; greenlets and threads: "
         "the model backend's in-flight bound, e.g. openai:...?max_in_flight=64)",
     )
     group.add_argument("--ray", action="store_true", help="run the pool on Ray (a local Ray started for the run)")
@@ -48,6 +48,6 @@ def pool_config_from_args(args: argparse.Namespace) -> PoolConfig:
         from ..errors import SteerEnvsError
 
         raise SteerEnvsError(f"--ray/--ray-address and --pool {kind} contradict each other; drop one")
-    defaults = {"auto": 1, "local": 1, "processes": 2, "ray": 0, "threads": 0}
+    defaults = {"auto": 1, "greenlets": 0, "local": 1, "processes": 2, "ray": 0, "threads": 0}
     workers = defaults[kind] if args.workers is None else args.workers
     return PoolConfig(kind=kind, workers=workers, ray_address=args.ray_address, cpus_per_worker=args.worker_cpus)
