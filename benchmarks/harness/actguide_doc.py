@@ -156,8 +156,9 @@ def evaluate_run(
     if not expected <= have:
         learner, _ = load_learner(model_dir)
         todo = [t for t in ids if any((t, seed * 100 + r) not in have for r in range(plan.eval_rollouts))]
-        for episode in evaluate(learner, env, todo, plan.eval_rollouts, label, seed=seed, seed_offset=seed * 100):
-            log.append(episode)
+        with log:
+            for episode in evaluate(learner, env, todo, plan.eval_rollouts, label, seed=seed, seed_offset=seed * 100):
+                log.append(episode)
     return [r for r in log.records if (r.task_id, r.seed) in expected]
 
 

@@ -507,10 +507,11 @@ class Ladder:
         if todo:
             self.policy(rung)  # makes the dev choices it needs here, before any worker reads them
             start = time.perf_counter()
-            for chunk in _chunks(todo, max(1, len(todo) // 50)):  # logged as they finish: a killed run resumes
-                items = [(task.id, seed, index) for task, seed, index in chunk]
-                for record in self._map(_records_chunk, (rung,), items):
-                    log.append(record)
+            with log:
+                for chunk in _chunks(todo, max(1, len(todo) // 50)):  # logged as they finish: a killed run resumes
+                    items = [(task.id, seed, index) for task, seed, index in chunk]
+                    for record in self._map(_records_chunk, (rung,), items):
+                        log.append(record)
             self._timed(f"{cfg.split}: {rung}", start)
         wanted = {(t.id, s) for t, _, s in pairs}
         return [r for r in log.records if (r.task_id, r.seed) in wanted]

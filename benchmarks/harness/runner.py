@@ -186,7 +186,7 @@ def evaluate(
         )
         action_mode = getattr(policy, "action_mode", method.action_mode)
         env = context.make_env(method.env_id, split=cfg.split, action_mode=action_mode, task_ids=[t.id for t in tasks])
-        # an I/O-bound executor (openai:) runs many episodes in flight on threads unless a pool was asked for
+        # an I/O-bound executor (openai:) runs many episodes in flight unless a pool was asked for
         episode_pool = make_pool(concurrent_pool(own_pool, executor_of(env)))
         run_pool, job = _episode_job(env, policy, episode_pool, log)
         items = [(task.id, episode_seed(task.id, seed_index), label, seed_index) for task, seed_index in todo]
@@ -203,6 +203,7 @@ def evaluate(
                     if stop_after is not None and ran >= stop_after:
                         break
         finally:
+            episodes.close()
             env.close()
             if episode_pool is not own_pool:
                 episode_pool.close()

@@ -28,6 +28,7 @@ agent that talks past its context: an outcome that evaluations keep in their mea
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -35,7 +36,8 @@ from ..data.records import Task
 from ..errors import SteerEnvsError
 from ..llm.base import Generation, GenerationConfig, LLMBackend, LLMBackendError
 from ..llm.registry import make_backend, split_spec_options
-from ..retrieval.base import Retriever
+from ..retrieval.base import Hit, Retriever
+from ..retrieval.cache import cached_search
 from .base import Executor, ExecutorContext, Intervention, TurnResult
 from .chat import CHAT_TEMPLATE_MODES, ChatFormat, resolve_chat_format
 from .prompts import get_prompt_template
@@ -113,6 +115,9 @@ class LLMSearchExecutor(Executor):
         self.chat_format = chat_format or resolve_chat_format(settings.chat_template, backend, settings.tokenizer)
         self.topk = topk
         self._retriever = retriever
+        #: the retriever's spec, which keys its results in the process's search cache (a retriever object handed in
+        #: is searched directly: nothing says two such objects answer alike)
+        self._retriever_spec = retriever if isinstance(retriever, str) else None
         self._data_dir = data_dir
         self._seed: int | None = None
 
@@ -124,6 +129,14 @@ class LLMSearchExecutor(Executor):
 
             self._retriever = make_retriever(self._retriever, data_dir=self._data_dir)
         return self._retriever
+
+    def _search(self, query: str) -> Sequence[Hit]:
+        """The top ``topk`` hits, through the process's search cache (:mod:`steer_envs.retrieval.cache`, as every
+        simulated episode's search): an evaluation repeats its queries across seeds and a GRPO group across its
+        samples, and a BM25 search is the largest share of a served step's client CPU."""
+        if self._retriever_spec is None:
+            return self.retriever.search(query, k=self.topk)
+        return cached_search(self.retriever, self._retriever_spec, query, self.topk)
 
     @property
     def context(self) -> str:
@@ -156,7 +169,7 @@ class LLMSearchExecutor(Executor):
         if action.kind == "search":
             assert action.query is not None, "parse_action gives every search its query"
             try:
-                hits = self.retriever.search(action.query, k=self.topk)
+                hits = self._search(action.query)
             except SteerEnvsError as exc:
                 return TurnResult(
                     "failed",
@@ -180,7 +193,7 @@ class LLMSearchExecutor(Executor):
             self.spec,
             self.backend,
             self.settings,
-            self._retriever,
+            self._retriever if self._retriever_spec is None else self._retriever_spec,
             self._data_dir,
             self.max_turns,
             self.topk,

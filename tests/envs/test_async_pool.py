@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from steer_envs.async_vector import AsyncPoolEnv, SubEnvFailed, make_async_pool
+from steer_envs.async_vector import ENGINES, AsyncPoolEnv, SubEnvFailed, make_async_pool
 from steer_envs.envs.registration import env_ids
 from steer_envs.errors import SteerEnvsError
 from steer_envs.llm.latency_server import LatencyServer, answer_at_once
@@ -35,10 +35,11 @@ def _unbatched_obs(space, obs, j):
     return obs[j]
 
 
-def test_step_with_every_env_in_the_batch_is_sync_vector_envs_step():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_step_with_every_env_in_the_batch_is_sync_vector_envs_step(engine):
     n = 2
     sync = SyncVectorEnv([lambda: gym.make(ENV_ID, **KW)] * n, autoreset_mode=AutoresetMode.NEXT_STEP)
-    pool = AsyncPoolEnv([lambda: gym.make(ENV_ID, **KW)] * n)
+    pool = AsyncPoolEnv([lambda: gym.make(ENV_ID, **KW)] * n, engine=engine)
     try:
         assert pool.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
         assert pool.single_observation_space == sync.single_observation_space
@@ -88,10 +89,10 @@ def _trajectories_sync(make, n: int, seed: int, steps: int) -> list[list[tuple]]
         sync.close()
 
 
-def _trajectories_async(make, n: int, batch: int, seed: int, steps: int) -> list[list[tuple]]:
+def _trajectories_async(make, n: int, batch: int, seed: int, steps: int, engine: str) -> list[list[tuple]]:
     """Every env keeps working (as a learner keeps them) until each has ``steps`` steps after its reset; the
     results each env gave first are its trajectory."""
-    pool = AsyncPoolEnv([make] * n, batch_size=batch, max_in_flight=n)
+    pool = AsyncPoolEnv([make] * n, batch_size=batch, max_in_flight=n, engine=engine)
     try:
         space = pool.single_observation_space
         plans = [_actions_for(pool.single_action_space, i, 3 * steps) for i in range(n)]
@@ -112,14 +113,16 @@ def _trajectories_async(make, n: int, batch: int, seed: int, steps: int) -> list
         pool.close()
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("env_id", env_ids())
-def test_each_envs_trajectory_is_its_own_whatever_order_envs_finish_in(env_id):
-    """Conformance, every env id: 4 envs, 2 returned per recv, each env driven by its own action sequence; every
-    env's trajectory (seeded ``seed + i``, NEXT_STEP autoreset) equals SyncVectorEnv's for that env."""
+def test_each_envs_trajectory_is_its_own_whatever_order_envs_finish_in(env_id, engine):
+    """Conformance, every env id, on each engine: 4 envs, 2 returned per recv, each env driven by its own action
+    sequence; every env's trajectory (seeded ``seed + i``, NEXT_STEP autoreset) equals SyncVectorEnv's for that env
+    (threads finish in any order; the served-executor test below has greenlets finish out of order)."""
     make = _env_fn(env_id)
     n, steps = 4, 5
     want = _trajectories_sync(make, n, seed=11, steps=steps)
-    got = _trajectories_async(make, n, batch=2, seed=11, steps=steps)
+    got = _trajectories_async(make, n, batch=2, seed=11, steps=steps, engine=engine)
     for i in range(n):
         assert len(got[i]) == len(want[i]) == steps + 1
         for a, b in zip(got[i], want[i]):
@@ -139,7 +142,7 @@ def test_recv_returns_the_envs_that_are_ready_while_a_slow_one_still_waits():
     with LatencyServer(0.0, reply=reply) as server:
         pool = make_async_pool(ENV_ID, 3, batch_size=2, split="dev", max_turns=2, executor=server.spec)
         try:
-            assert pool.max_in_flight == 3  # an I/O-bound executor: every env in flight
+            assert pool.max_in_flight == 3 and pool.engine == "greenlets"  # openai:: every env in flight, one thread
             obs, info = pool.reset(seed=0)
             assert list(info["env_id"]) == [0, 1, 2]
             slow["goal"] = obs["goal"][0]
