@@ -17,6 +17,7 @@ ENGINE = "benchmarks/perf/test_perf_engine.py"
 ADAPTER = "benchmarks/perf/test_perf_served_adapter.py"
 HOSTILE = "benchmarks/perf/test_perf_hostile_load.py"
 CLI = "benchmarks/perf/test_perf_cli.py"
+COLD_START = "benchmarks/perf/test_perf_cold_start.py"
 
 
 def bench(file: str, name: str, mean: float = 0.01, **extra: Any) -> dict[str, Any]:
@@ -263,8 +264,8 @@ def benchmarks() -> list[dict[str, Any]]:
         ),
         bench(
             IN_FLIGHT,
-            "test_eval_rollout_path_in_flight[lognormal-1s]",
-            **_in_flight("lognormal-1s", "eval (threads pool)", 256, 1.02, target_share=0.9),
+            "test_eval_rollout_path_in_flight[lognormal-1s-greenlets]",
+            **_in_flight("lognormal-1s", "eval (greenlets pool, the default)", 256, 1.02, target_share=0.9),
         ),
         bench(
             IN_FLIGHT,
@@ -273,8 +274,18 @@ def benchmarks() -> list[dict[str, Any]]:
         ),
         bench(
             IN_FLIGHT,
-            "test_eval_rollout_path_in_flight[fixed-100ms]",
-            **_in_flight("fixed-100ms", "eval (threads pool)", 256, 0.29, target_share=0.8),
+            "test_eval_rollout_path_in_flight[fixed-100ms-greenlets]",
+            **_in_flight("fixed-100ms", "eval (greenlets pool, the default)", 256, 0.29, target_share=0.8),
+        ),
+        bench(
+            IN_FLIGHT,
+            "test_eval_rollout_path_in_flight[fixed-100ms-threads]",
+            **{**_in_flight("fixed-100ms", "eval (threads pool)", 256, 0.21), "cpu_ms_per_request": 2.42},
+        ),
+        bench(
+            IN_FLIGHT,
+            "test_async_pool_in_flight[fixed-100ms-greenlets]",
+            **_in_flight("fixed-100ms", "AsyncPoolEnv (batch 8, greenlets, the default)", 256, 0.83, target_share=0.8),
         ),
         bench(
             IN_FLIGHT,
@@ -347,7 +358,32 @@ def benchmarks() -> list[dict[str, Any]]:
             target_cpu_s=2.0,
         ),
         bench(CLI, "test_eval_help", 2.9, command="steer-envs eval --help", rounds=2, cpu_s_mean=2.5, cpu_s_min=2.4),
+        bench(
+            COLD_START,
+            "test_first_step_with_a_text_note[warm]",
+            **_cold("first step of SearchSteering-v0 with a text note", 3.47, "warm", 5.0),
+        ),
+        bench(
+            COLD_START,
+            "test_first_step_with_a_text_note[empty]",
+            **_cold("first step of SearchSteering-v0 with a text note", 23.89, "empty"),
+        ),
+        bench(
+            COLD_START,
+            "test_serve_env_until_health_answers",
+            **_cold("`steer-envs serve-env SearchSteering-v0` until `/health` answers", 11.5, "warm", 10.0),
+        ),
+        bench(COLD_START, "test_first_eval_episode", **_cold("`steer-envs eval` of one episode", 1.61, "warm")),
+        bench(
+            COLD_START,
+            "test_build_tiny_model[model built]",
+            **_cold("`steer-envs build-tiny-model PATH`", 5.55, "model built"),
+        ),
     ]
+
+
+def _cold(row: str, cpu_s: float, cache: str, target: float | None = None) -> dict[str, Any]:
+    return {"row": row, "cpu_s": cpu_s, "wall_s": cpu_s * 1.1, "cache": cache, "target_cpu_s": target, "load_1min": 0.9}
 
 
 def context(**changes: Any) -> dict[str, Any]:

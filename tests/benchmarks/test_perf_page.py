@@ -50,6 +50,11 @@ def test_every_section_renders_its_rows_and_its_command_from_the_run():
     for figure in ("| 256 | 261.1 | 102 % |", "| 1,568 | 14.2 s |", "| 1.3e-06 |", "| 1.06× | 0 |", "| 0.41 | 5 |"):
         assert figure in page
     assert "Eval path ÷ plain async client (aiohttp): 122 % steady (116 % whole run)" in page
+    # the pools side by side, the cold starts against their bars
+    assert "eval at fixed 100 ms: 1.21 ms on greenlets, 2.42 on threads (2.00×)" in page
+    assert "the async pool ≥ 80 % of 256 / latency (met: 83 %)" in page
+    assert "| first step of SearchSteering-v0 with a text note | warm | 3.47 |" in page
+    assert "(warm cache) within 10 s of CPU (not met in this run: 11.50 s)" in page
     assert "vLLM 0.32.0 in eager mode (no graph compilation: the quick scale) serving a tiny random model" in page
 
 
@@ -118,7 +123,7 @@ def test_the_header_names_date_commit_machine_load_tests_and_wall_time():
     head = page.split("\n## ", 1)[0]
     for text in ("in 12.0 min on 2026-12-05 at commit `abc1234` (a clean tree)", "AMD EPYC, 2 cores, 23.5 GiB RAM"):
         assert text in head
-    assert "before: 0.20 / 0.30 / 0.40; after: 0.50 / 0.40 / 0.40" in head and "33 passed (pytest exit code 0)" in head
+    assert "before: 0.20 / 0.30 / 0.40; after: 0.50 / 0.40 / 0.40" in head and "40 passed (pytest exit code 0)" in head
     assert "shared the machine" not in head
     dirty = render(perf_run.record(commit="abc1234+dirty", commit_after="abc1234+dirty", load_after=[3.5, 2, 1]))
     assert "uncommitted changes" in dirty and "1-minute load up to 3.5 on 2 cores" in dirty
