@@ -30,8 +30,9 @@ keep-alive connections):
 * ``greenlets`` (the default): each env call is a task of a :class:`~steer_envs.cooperative.Hub` on the learner's
   own thread. ``send`` runs the calls until each waits on its server (so every request is out before ``send``
   returns) and ``recv`` runs the hub until ``batch_size`` calls have finished. A served step costs no thread
-  hand-over (0.50 ms of client CPU a request against 0.83 on threads at 256 in flight, 100 ms latency), and a
-  CPU-bound executor (``sim:``, ``hf:``) simply steps one env after another;
+  hand-over (measured side by side in ``BENCHMARKS.md``, *Episodes in flight*), and a CPU-bound executor
+  (``sim:``, ``hf:``) simply steps one env after another. The pool is driven from one thread: the one that first
+  sends to it (greenlets never change threads);
 * ``threads``: ``max_in_flight`` threads, for a plugin executor whose waits block the thread instead of yielding
   (:func:`~steer_envs.executors.registry.waits_cooperatively` is false for its kind). :func:`make_async_pool`
   picks it for such kinds; with ``max_in_flight=None`` every env of an I/O-bound kind is in flight and a CPU-bound

@@ -4,10 +4,9 @@ Why: an env step on a served executor is a few hundred microseconds of Python (t
 scores) around a wait of tens to thousands of milliseconds on the model server. With a thread per step in flight,
 every request hands the interpreter lock over four or five times (the worker wakes, sends, wakes on the reply,
 signals the learner, the learner wakes), and at hundreds of requests a second those hand-overs cost more CPU than
-the steps' own work (0.83 ms of client CPU a request at 256 in flight, against 0.50 ms on one thread; measured with
-``benchmarks/perf/test_perf_inflight.py``). A :class:`Hub` runs the steps as greenlets on the thread that drives
-it: a step runs until it would wait, then the hub runs the next one, and one ``select`` call wakes every step
-whose reply arrived.
+the steps' own work (``BENCHMARKS.md``, *Episodes in flight*, measures both side by side). A :class:`Hub` runs the
+steps as greenlets on the thread that drives it: a step runs until it would wait, then the hub runs the next one,
+and one ``select`` call wakes every step whose reply arrived.
 
 What yields: code that waits through this module (:func:`wait_readable`, :func:`sleep`, :func:`acquire`,
 :func:`offload`, :meth:`Hub.gather`): the ``openai:`` backend's plain-HTTP reads, its retry pauses, its request

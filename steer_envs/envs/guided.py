@@ -55,7 +55,7 @@ from ..reference_plans.noise import inject_noise
 from ..reference_plans.records import ANSWER, SEARCH, PlanAction, ReferencePlan
 from ..reference_plans.store import SOURCE_KINDS, ReferencePlans, load_reference_plans
 from ..retrieval.base import Retriever
-from ..retrieval.cache import cached_search
+from ..retrieval.cache import cached_search, search_key
 from ..retrieval.registry import make_retriever
 from ..task_families import TaskFamily, get_task_family
 from .admissible import FEATURE_NAMES, HINT_COLUMNS, Candidate, RetrievedDoc, build_candidates, candidate_features
@@ -446,7 +446,7 @@ class GuidedSearchEnv(SearchTaskEnv):
         if family is not None and family.owns(s.task.id):  # a family's tasks search the family's own documents
             retriever, key = family.retriever(), family.retriever_key
         else:
-            retriever, key = self.retriever, self.config.retriever
+            retriever, key = self.retriever, search_key(self.config.retriever, self.config.data_dir)
         try:
             hits = cached_search(retriever, key, query, self.config.topk)
         except ServiceError as exc:  # failed after its retries: the episode stops here, truncated

@@ -37,7 +37,7 @@ from ..errors import SteerEnvsError
 from ..llm.base import Generation, GenerationConfig, LLMBackend, LLMBackendError
 from ..llm.registry import make_backend, split_spec_options
 from ..retrieval.base import Hit, Retriever
-from ..retrieval.cache import cached_search
+from ..retrieval.cache import cached_search, search_key
 from .base import Executor, ExecutorContext, Intervention, TurnResult
 from .chat import CHAT_TEMPLATE_MODES, ChatFormat, resolve_chat_format
 from .prompts import get_prompt_template
@@ -136,7 +136,7 @@ class LLMSearchExecutor(Executor):
         samples, and a BM25 search is the largest share of a served step's client CPU."""
         if self._retriever_spec is None:
             return self.retriever.search(query, k=self.topk)
-        return cached_search(self.retriever, self._retriever_spec, query, self.topk)
+        return cached_search(self.retriever, search_key(self._retriever_spec, self._data_dir), query, self.topk)
 
     @property
     def context(self) -> str:

@@ -44,6 +44,12 @@ def set_enabled(enabled: bool) -> None:
         _CACHE.clear()
 
 
+def search_key(spec: str, data_dir: str | None) -> str:
+    """The cache key of the retriever ``make_retriever(spec, data_dir=data_dir)`` builds: one spec over two data
+    folders is two indexes, whose results must not be shared."""
+    return spec if data_dir is None else f"{spec}@{data_dir}"
+
+
 def cached_search(retriever: Retriever, key: str, query: str, k: int) -> tuple[Hit, ...]:
     cache_key = (key, query, k)
     with _LOCK:

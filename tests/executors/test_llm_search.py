@@ -74,6 +74,22 @@ def test_search_then_answer_episode_with_real_bm25(mini_data_dir, task):
     assert ex.stats.searches == 1 and ex.stats.turns == 2 and ex.stats.tokens > 0
 
 
+def test_searches_go_through_the_process_search_cache_keyed_by_the_data_folder(mini_data_dir, task, monkeypatch):
+    from steer_envs.retrieval import cache
+
+    monkeypatch.setattr(cache, "_ENABLED", [True])
+    first = scripted(mini_data_dir, [SEARCH, ANSWER])
+    first.reset(task, seed=1)
+    searched = first.step()
+    calls, misses = cache.STATS.calls, cache.STATS.misses
+    again = scripted(mini_data_dir, [SEARCH, ANSWER])
+    again.reset(task, seed=1)
+    assert again.step().observation == searched.observation
+    assert (cache.STATS.calls, cache.STATS.misses) == (calls + 1, misses)  # answered from the cache
+    assert cache.search_key("bm25s", None) == "bm25s"
+    assert cache.search_key("bm25s", "/data/a") != cache.search_key("bm25s", "/data/b")  # two indexes, two keys
+
+
 def test_invalid_output_gets_the_search_r1_reply_and_the_budget_ends_the_episode(mini_data_dir, task):
     ex = scripted(mini_data_dir, ["I am not sure what to do."])
     ex.reset(task)

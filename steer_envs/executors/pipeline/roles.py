@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...data.scoring import f1 as f1_score
 from ...data.scoring import squad_normalize
-from ...retrieval.cache import cached_search
+from ...retrieval.cache import cached_search, search_key
 from ...text import PIPELINE_ENTITY_RULES, sentences, tokens
 from ...text import entities as _entities
 from ..sim.hops import fill_query, is_choice
@@ -132,7 +132,7 @@ def run_search(p: Pipeline, query: str, recognise: bool = True) -> list:
     query = " ".join(query.split())[:300] or p.current_task.question
     hits = [
         replace(h, title=h.title.strip().strip('"').strip())
-        for h in cached_search(p.retriever, p.context.retriever, query, p.context.topk)
+        for h in cached_search(p.retriever, search_key(p.context.retriever, p.context.data_dir), query, p.context.topk)
     ]
     s.queries.append(query)
     ids = [h.id for h in hits]

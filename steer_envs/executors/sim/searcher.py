@@ -28,7 +28,7 @@ import numpy as np
 from ...data.records import Task
 from ...data.scoring import f1 as f1_score
 from ...notes import Reading, shared_reader
-from ...retrieval.cache import cached_search
+from ...retrieval.cache import cached_search, search_key
 from ...text import STOP_WORDS, entities
 from ..base import Executor, ExecutorContext, Intervention, TurnResult
 from ..protocol import (
@@ -304,7 +304,9 @@ class SimSearcher(SimResources, Executor):
         s = self.state
         query = query.strip() or self.current_task.question
         think = self._think("search", query=query)
-        hits = cached_search(self.retriever, self.context.retriever, query, self.topk)
+        hits = cached_search(
+            self.retriever, search_key(self.context.retriever, self.context.data_dir), query, self.topk
+        )
         s.queries.append(query)
         s.last_hit_ids = [h.id for h in hits]
         s.last_titles = [h.title for h in hits]
