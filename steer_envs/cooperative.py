@@ -57,6 +57,9 @@ class Task(greenlet.greenlet):
     def _main(self, *_: Any) -> None:
         try:
             self.result = self.fn()
+        except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C lands in whichever task runs: it stops the driver
+            self.error = exc
+            raise
         except BaseException as exc:  # noqa: BLE001 - handed to whoever collects the task
             self.error = exc
         finally:

@@ -178,6 +178,21 @@ def test_outside_a_hub_the_helpers_block_as_their_plain_counterparts():
     b.close()
 
 
+def test_an_interrupt_inside_a_task_reaches_the_driver():
+    """Ctrl-C arrives in whichever task runs (they all run on the driver's thread): it stops the driver, not just the
+    task, and the task is finished with it as its error."""
+    hub = Hub()
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    task = hub.spawn(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        hub.run_until(lambda: task.done)
+    assert task.done and isinstance(task.error, KeyboardInterrupt) and not hub.tasks
+    hub.close()
+
+
 def test_misuse_says_what_is_wrong():
     hub = Hub()
     with pytest.raises(SteerEnvsError, match="ran out of tasks"):
