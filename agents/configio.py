@@ -38,7 +38,7 @@ def config_fingerprint(data: dict[str, Any]) -> str:
 
 def config_keys(cls: type) -> set[str]:
     """The keys a config file of ``cls`` may hold: its fields (those of an extended env protocol included)."""
-    return {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return {f.name for f in fields(cls)}
 
 
 def config_from_dict(cls: type[C], data: dict[str, Any], where: str = "config", what: str = "config") -> C:

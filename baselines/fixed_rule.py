@@ -207,6 +207,8 @@ def describe_choice(label: str, checkpoint_dir: Path) -> tuple[str, list[tuple[s
     chosen = json.loads(path.read_text(encoding="utf-8"))["chosen"]
     from .registry import parse_method
 
-    max_at = parse_method(label).options.max_at
+    options = parse_method(label).options
+    assert isinstance(options, BestFixedRuleOptions)  # the label names a best_fixed_rule run
+    max_at = options.max_at
     sweep = [(f"fixed_rule:at={k},option={chosen['option']}", f"at={k}") for k in range(max_at + 1)]
     return f"option={chosen['option']}, at={chosen['at']} (best dev F1)", sweep

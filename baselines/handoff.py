@@ -219,7 +219,7 @@ def _pass_bias(agent: SteeringAgent, context: MethodContext, chosen: HandoffOpti
                     scores[f"{bias:g}"] = dev_f1(env, agent, dev_task_ids(context, per_benchmark))
             finally:
                 env.close()
-            best = max(scores, key=scores.get)  # the first (smallest) shift wins a tie
+            best = max(scores, key=lambda shift: scores[shift])  # the first (smallest) shift wins a tie
             stored = {
                 "pass_bias": float(best),
                 "dev_f1": scores,

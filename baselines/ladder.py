@@ -70,7 +70,8 @@ class ReadingBound:
         self.reset()
 
     def reset(self, seed: int | None = None) -> None:
-        self._decision, self._last, self._sent = 0, None, 0
+        self._decision, self._sent = 0, 0
+        self._last: int | None = None
 
     def bind(self, env: Any) -> None:
         self.env = env.unwrapped

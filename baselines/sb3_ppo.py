@@ -104,7 +104,7 @@ class _ProgressCallback:
 
 def make_training_env(context: MethodContext, split: str = "train", buckets: int = 128, cost: float | None = None):
     """The featurised training env; ``cost`` (the method's rate knob) replaces the run's intervention cost."""
-    overrides = {} if cost is None else {"intervention_cost": cost}
+    overrides: dict[str, Any] = {} if cost is None else {"intervention_cost": cost}
     return FeatureObservation(context.make_env(split=split, action_mode="discrete", **overrides), buckets=buckets)
 
 

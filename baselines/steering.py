@@ -241,7 +241,7 @@ def steering_config(context: MethodContext, options: SteererOptions | None = Non
         base,
         **overrides,
         executor=context.executor,
-        benchmarks=list(context.benchmarks) if context.benchmarks else None,
+        benchmarks=tuple(context.benchmarks) if context.benchmarks else None,
         split="train",
         max_turns=context.max_turns,
         metric=context.metric,

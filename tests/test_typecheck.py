@@ -1,4 +1,5 @@
-"""The type-check gate: mypy over the public API package, as configured in pyproject.toml (``[tool.mypy]``).
+"""The type-check gate: mypy over the installed packages (``steer_envs``, ``agents``, ``baselines``), as configured
+in pyproject.toml (``[tool.mypy]``).
 
 mypy is pinned in the ``test`` extra, so the verdict changes only when the code does; the test checks that the
 installed mypy is that pin before trusting its verdict.
@@ -33,7 +34,7 @@ def _pinned_mypy() -> str:
 
 @pytest.mark.slow
 @pytest.mark.first
-def test_steer_envs_type_checks() -> None:
+def test_the_installed_packages_type_check() -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.fail(f"mypy is not installed; it is part of the test extra: {INSTALL_HINT}")
     installed, pinned = importlib.metadata.version("mypy"), _pinned_mypy()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any, cast
 
 import torch
 
@@ -106,9 +107,8 @@ class CausalLMLearner:
 
     def __init__(self, spec: CausalLMSpec | None = None) -> None:
         self.spec = spec or CausalLMSpec()
-        self.backend = make_backend(
-            self.spec.model, shared=False, device=self.spec.resolved_device(), dtype=self.spec.dtype
-        )
+        backend = make_backend(self.spec.model, shared=False, device=self.spec.resolved_device(), dtype=self.spec.dtype)
+        self.backend: Any = cast(Any, backend)  # an hf: backend: its model, tokenizer and token log-probs
         if not hasattr(self.backend, "token_logprobs"):
             raise SteerEnvsError(
                 f"learner_args: model={self.spec.model!r} is not a local model the learner can train "

@@ -73,7 +73,8 @@ class AdmissiblePolicy(nn.Module):
         """Masked logits of ``π_u`` (the hint columns are not read)."""
         features = torch.as_tensor(features, dtype=torch.float32)
         mask = torch.as_tensor(mask).bool()
-        scores = self.head(self.trunk(features.index_select(-1, self.columns))).squeeze(-1)
+        columns: torch.Tensor = self.columns  # type: ignore[assignment]  # a buffer, typed Tensor | Module
+        scores = self.head(self.trunk(features.index_select(-1, columns))).squeeze(-1)
         return scores.masked_fill(~mask, float("-inf"))
 
     def log_probs(self, features, mask) -> torch.Tensor:

@@ -44,7 +44,7 @@ class TextAction(str):
         obj.token_ids = ids
         return obj
 
-    def __getnewargs__(self) -> tuple[str, tuple[int, ...]]:  # pickle / copy rebuild with the ids
+    def __getnewargs__(self) -> tuple[str, tuple[int, ...]]:  # type: ignore[override]  # pickle / copy rebuild with the ids
         return str(self), self.token_ids
 
     def __repr__(self) -> str:
@@ -173,4 +173,6 @@ def reset_task(
     if reference is not None:
         options["reference"] = reference
     env.reset(seed=seed, options=options)
-    return env.state.env_steps
+    state = env.state
+    assert state is not None  # a reset sets it
+    return state.env_steps

@@ -30,9 +30,11 @@ def demonstrations(env: GuidedSearchEnv, learner, task_ids: list[str], seed: int
     views, actions, steps = [], [], 0
     for i, task_id in enumerate(task_ids):
         reset_task(env, task_id, int(np.random.default_rng([seed, i, 5]).integers(2**31 - 1)), 0)
-        reference = env.state.reference
+        state = env.state
+        assert state is not None  # reset_task sets it
+        reference = state.reference
         for ref_action in reference.actions if reference is not None else ():
-            if env.state.done:
+            if state.done:
                 break
             obs = env._observation()
             if learner.action_mode == "discrete":

@@ -64,6 +64,7 @@ def keep_regions(task_ids: list[str], config: ActGuideConfig) -> list[str]:
 
     Every task must have a region there: a regions file of other tasks (another split, seed or pool size) would
     silently train on a different pool, so it is refused with the command that writes the right one."""
+    assert config.pool_regions is not None  # the caller keeps regions only when a regions file is named
     return tasks_in_regions(
         task_ids,
         config.pool_regions,

@@ -322,7 +322,10 @@ class ActGuideTrainer(TrainerBase):
             "searches_unknown": 0,
         }
         groups: list[list[Trajectory]] = []
-        rollouts, hard, rescued, unguided_success, ks, rescued_tasks = 0, 0, 0, [], [], []
+        rollouts, hard, rescued = 0, 0, 0
+        unguided_success: list[float] = []
+        ks: list[int] = []
+        rescued_tasks: list[str] = []
         failed_trajectories = 0
         for j, task_id in enumerate(task_ids):
             seed = int(np.random.default_rng([c.seed, it, j]).integers(2**31 - 1))

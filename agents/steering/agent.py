@@ -23,6 +23,9 @@ from .steerer import SlowSample, Steerer
 class SteeringAgent:
     """A :class:`agents.base.Policy`. ``last`` keeps the latest decision (z, p, slow sample) for logging."""
 
+    #: what a method's deployment chose (set by the method when it has something to say; read into the run card)
+    run_info: dict[str, Any]
+
     def __init__(
         self,
         steerer: Steerer,

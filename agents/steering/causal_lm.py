@@ -225,7 +225,7 @@ class CausalLMSteerer(Steerer):
     def _load_through_backend(folder: Path, device: str, dtype: str):
         from steer_envs.llm.registry import make_backend
 
-        backend = make_backend(f"hf:{folder}", shared=False, device=device, dtype=dtype)  # own copy: it trains
+        backend: Any = make_backend(f"hf:{folder}", shared=False, device=device, dtype=dtype)  # own copy: it trains
         return backend.model, backend.tokenizer
 
     def _load_4bit(self, folder: Path, device: str, dtype: torch.dtype):

@@ -89,14 +89,16 @@ def measure_bank(
     for j, state in enumerate(collect_state_bank(env, task_ids, seed, ACTION_MODE)):
         base.set_state(state.env_state)
         kind = state_type(base.executor.privileged(), state.turn)
-        baselines, returns = [], []
+        baselines: list[float] = []
+        returns: list[list[float]] = []
         for k in range(seed_sets):
             seeds = continuation_seeds([seed, j, k], N)
             m = measure_state(env, state, options, seeds, ACTION_MODE)
             if not m.usable or len(m.valid) < len(m.returns):  # a failed measurement has no q: skip the state
                 break
-            baselines.append(m.baseline)
-            returns.append(m.returns)
+            baseline, measured = m.measured()  # every sample measured: the returns of every option, in order
+            baselines.append(baseline)
+            returns.append(measured)
         else:
             out.append(MeasuredState(state.task_id, state.turn, kind, baselines, returns))
         if len(baselines) < seed_sets and dropped is not None:

@@ -152,7 +152,7 @@ class EncoderSteerer(Steerer):
         self.fast_hidden = fast_hidden
         self.features = features
         self.reader = reader
-        self._reader_model = None
+        self._reader_model: Any = None  # the reader (steer_envs.reader), loaded on first use
         if reader:  # fail fast on an unknown encoder, before any parameter is built
             from steer_envs.reader import check_encoder_spec
 
@@ -167,7 +167,9 @@ class EncoderSteerer(Steerer):
             nn.init.normal_(self.bag.weight, std=0.01)
             self.encode = nn.Linear(embed_dim + n_stats + n_reader, hidden)
             if fast_input == "stats":
-                self.fast_trunk = nn.Sequential(nn.Linear(n_stats + n_fast_extra + n_reader, fast_hidden), nn.Tanh())
+                self.fast_trunk: nn.Module = nn.Sequential(
+                    nn.Linear(n_stats + n_fast_extra + n_reader, fast_hidden), nn.Tanh()
+                )
                 self.fast_head = nn.Linear(fast_hidden, 1)
             else:
                 self.fast_trunk = nn.Identity()
@@ -253,7 +255,8 @@ class EncoderSteerer(Steerer):
     # -- slow path ------------------------------------------------------------------------------------------
     def _argument_logits(self, observation: Any, h: torch.Tensor, option_pos: int, spans: list[str]) -> torch.Tensor:
         goal, transcript, _, _ = split_observation(observation)
-        ids, offsets = [], []
+        ids: list[int] = []
+        offsets: list[int] = []
         for span in spans:
             offsets.append(len(ids))
             toks = words(span) or ["<empty>"]

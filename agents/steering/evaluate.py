@@ -36,7 +36,7 @@ from steer_envs.data import load_tasks
 from steer_envs.data.tasks import BENCHMARKS
 
 from .objectives import intervention_effect
-from .rollouts import collect_state_bank, continuation_seeds, make_steering_env, measure_states
+from .rollouts import StateMeasurement, collect_state_bank, continuation_seeds, make_steering_env, measure_states
 from .selection import random_subset
 from .steerer import Steerer
 
@@ -59,7 +59,7 @@ def select_tasks(
     return ids
 
 
-def _spearman(x: Sequence[float], y: Sequence[float]) -> float:
+def _spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
     from scipy import stats
 
     if len(x) < 3 or len(set(y)) < 2 or len(set(x)) < 2:
@@ -68,22 +68,26 @@ def _spearman(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def spearman_summary(
-    z: Sequence[float], q: Sequence[float], task_of: Sequence[str], resamples: int = 500, seed: int = 0
+    z: Sequence[float] | np.ndarray,
+    q: Sequence[float] | np.ndarray,
+    task_of: Sequence[str],
+    resamples: int = 500,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Across-task and within-task Spearman of ``z`` against ``q`` with task-resampled 95% intervals."""
-    z, q = np.asarray(z, dtype=float), np.asarray(q, dtype=float)
+    z_all, q_all = np.asarray(z, dtype=float), np.asarray(q, dtype=float)
     by_task: dict[str, list[int]] = defaultdict(list)
     for i, task in enumerate(task_of):
         by_task[task].append(i)
     groups = [np.asarray(v) for v in by_task.values()]
-    per_task = np.array([_spearman(z[idx], q[idx]) for idx in groups])  # nan where a task cannot rank
+    per_task = np.array([_spearman(z_all[idx], q_all[idx]) for idx in groups])  # nan where a task cannot rank
     informative = ~np.isnan(per_task)
     rng = np.random.default_rng(seed)
     across_draws, within_draws = [], []
     for _ in range(resamples):
         picks = rng.integers(0, len(groups), size=len(groups))
         idx = np.concatenate([groups[i] for i in picks])
-        across_draws.append(_spearman(z[idx], q[idx]))
+        across_draws.append(_spearman(z_all[idx], q_all[idx]))
         kept = per_task[picks][informative[picks]]
         within_draws.append(float(kept.mean()) if len(kept) else float("nan"))
 
@@ -92,14 +96,14 @@ def spearman_summary(
         return [float(v) for v in np.percentile(clean, [2.5, 97.5])] if clean else [float("nan")] * 2
 
     return {
-        "across": _spearman(z, q),
+        "across": _spearman(z_all, q_all),
         "across_ci": interval(across_draws),
         "within": float(per_task[informative].mean()) if informative.any() else float("nan"),
         "within_ci": interval(within_draws),
-        "states": int(len(z)),
+        "states": int(len(z_all)),
         "tasks": len(groups),
         "tasks_within": int(informative.sum()),
-        "mean_q": float(q.mean()) if len(q) else float("nan"),
+        "mean_q": float(q_all.mean()) if len(q_all) else float("nan"),
     }
 
 
@@ -137,8 +141,14 @@ def fast_path_spearman(
         ]
     measured = measure_states(env, requests, action_mode, pool=pool)
     keep = [i for i, m in enumerate(measured) if m.usable]  # a state whose continuations all failed has no label
-    q = [intervention_effect([measured[i].returns[j] for j in measured[i].valid], measured[i].baseline) for i in keep]
+    q = [_effect(measured[i]) for i in keep]
     return {**spearman_summary(z[keep], q, [bank[i].task_id for i in keep], seed=seed), "G": G, "N": N}
+
+
+def _effect(measurement: StateMeasurement) -> float:
+    """q(s) of a usable measurement: its samples' mean return over its baseline's."""
+    baseline, returns = measurement.measured()
+    return intervention_effect(returns, baseline)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -231,6 +231,12 @@ class StateMeasurement:
         """Indices of the samples whose return was measured."""
         return [j for j, r in enumerate(self.returns) if r is not None]
 
+    def measured(self) -> tuple[float, list[float]]:
+        """A usable state's baseline and its measured samples' returns (in :attr:`valid` order)."""
+        if self.baseline is None:
+            raise ValueError("this state's baseline was not measured: check usable first")
+        return self.baseline, [r for r in self.returns if r is not None]
+
 
 def measure_state(
     env,
@@ -283,7 +289,7 @@ def measure_state(
     )
 
 
-def measure_item(env, item: tuple[BankState, Sequence[Any], Sequence[int], str]) -> StateMeasurement:
+def measure_item(env, item: tuple[Any, ...]) -> StateMeasurement:
     """Pool work function: :func:`measure_state` of ``item = (state, actions, seeds, action_mode[, policy])``."""
     state, actions, seeds, action_mode, *policy = item
     return measure_state(env, state, actions, seeds, action_mode, policy=policy[0] if policy else None)
@@ -300,9 +306,11 @@ def measure_states(
     """:func:`measure_state` for every ``(state, actions, seeds)``, on ``pool`` (default: here), in order.
 
     Each measurement depends only on its snapshot, actions and seeds, so the labels are identical whichever
-    worker measures which state. The default pool becomes a thread pool for an I/O-bound executor
+    worker measures which state. The default pool becomes a concurrent pool for an I/O-bound executor
     (:func:`~steer_envs.rollouts.concurrent_pool`): an ``openai:`` executor's continuations wait on the server."""
-    items = [(state, list(actions), list(seeds), action_mode) for state, actions, seeds in requests]
+    items: list[tuple[Any, ...]] = [
+        (state, list(actions), list(seeds), action_mode) for state, actions, seeds in requests
+    ]
     if policy is not None:  # it travels with each item (a process pool pickles the steerer once per item)
         items = [(*item, policy) for item in items]
     with using_pool(concurrent_pool(pool, executor_of(env))) as pool:

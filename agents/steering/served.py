@@ -290,7 +290,7 @@ class ServedSteerer(Steerer):
         self.context_stats = ContextStats()
         #: the share of the estimated character budget prompts get; each refit shrinks it (kept for later prompts)
         self.fit_scale = 1.0
-        self._backend = None
+        self._backend: Any = None  # an openai: backend (its HTTP pool, tokenizer routes), built on first use
         self._vocab: _ServedVocab | None = None  # the server's prefix and candidate ids, read on first use
         self._suffix_ids: dict[str, list[int]] = {}  # the questions' ids in the server's tokens
         self._log_lock = threading.Lock()

@@ -53,6 +53,8 @@ class Steerer(nn.Module, ABC):
 
     #: registry key of the backbone, stored in checkpoints
     kind: str = ""
+    #: added to the slow path's pass logit at deployment (backbones with a pass option set it; see baselines.handoff)
+    pass_bias: float
 
     def __init__(self, options: Sequence[InterventionOption]) -> None:
         super().__init__()

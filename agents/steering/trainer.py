@@ -95,6 +95,13 @@ class TrainResult:
     weights_changed: bool | None = None
 
 
+def labelled_q(state: BankState) -> float:
+    """The q(s) of a state the round ranks (measured this round or kept from an earlier one: never None there)."""
+    if state.q is None:
+        raise ValueError(f"a state of task {state.task_id} has no q(s) label to rank by")
+    return state.q
+
+
 def _noop(*_args, **_kwargs) -> None:
     return None
 
@@ -222,7 +229,7 @@ class SteeringTrainer(TrainerBase):
         resuming = self._prepare_run_dir()
         env = self._build_env()
         if pools is not None:
-            # one pool for the whole run: an ``auto`` pool with an I/O-bound executor becomes a threads pool here,
+            # one pool for the whole run: an ``auto`` pool with an I/O-bound executor becomes a concurrent pool here,
             # once, instead of a fresh one (its env replicas rebuilt) on every collect/measure call
             pool = pools.enter_context(using_pool(concurrent_pool(pool, executor_of(env))))
         options = options_from_catalogue(env.unwrapped.catalogue)
@@ -445,11 +452,10 @@ class SteeringTrainer(TrainerBase):
             if not m.usable:
                 skipped_states += 1
                 continue
-            valid = m.valid
-            returns = [m.returns[j] for j in valid]
-            samples = [samples[j] for j in valid]
-            q = intervention_effect(returns, m.baseline)
-            adv = grpo_advantages(returns, m.baseline)
+            baseline, returns = m.measured()
+            samples = [samples[j] for j in m.valid]
+            q = intervention_effect(returns, baseline)
+            adv = grpo_advantages(returns, baseline)
             state.q, state.measured_round, state.used = q, round_index, True
             qs.append(q)
             advantages_all.extend(adv.tolist())
@@ -463,12 +469,11 @@ class SteeringTrainer(TrainerBase):
         rank_states += [
             s for s in bank if s.q is not None and id(s) not in ids_now and (c.rank_replay or s.task_id in tasks_now)
         ]
+        rank_q = [labelled_q(s) for s in rank_states]
         if c.rank_pairs == "same_task":
-            pairs = same_task_pairs([s.task_id for s in rank_states], [s.q for s in rank_states])
+            pairs = same_task_pairs([s.task_id for s in rank_states], rank_q)
         else:
-            pairs = sampled_pairs(
-                [s.q for s in rank_states], c.rank_max_pairs, np.random.default_rng([c.seed, round_index, 3])
-            )
+            pairs = sampled_pairs(rank_q, c.rank_max_pairs, np.random.default_rng([c.seed, round_index, 3]))
         learn = [
             (state, samples, torch.as_tensor(adv, dtype=torch.float32))
             for state, samples, adv in measured
