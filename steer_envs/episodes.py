@@ -177,8 +177,8 @@ class EpisodeLog:
         self._done.add(record.key)
 
     def sync(self) -> None:
-        """fsync what was written (per record this cost an evaluation of hundreds of episodes a second most of its
-        client CPU, and held every episode in flight while the disk answered)."""
+        """fsync what was written. Why not per record: an fsync waits for the disk, and an evaluation of hundreds of
+        episodes a second would spend its time there, with every episode in flight held until the disk answers."""
         if self._file is not None:
             os.fsync(self._file.fileno())
         self._next_sync = time.monotonic() + FSYNC_EVERY_S

@@ -119,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
     if env_id not in env_ids():
         raise unknown_name("env_id", args.env_id, tuple(env_ids()))
     kwargs = _env_kwargs(args)
-    # OpenEnv's server package imports its Gradio web interface when it is imported (about 3.5 s of CPU, 40 % of a
-    # start-up); this server never serves it, so this process declines that import as Python declines a missing
-    # module (OpenEnv then leaves the web interface out, as it does when Gradio is not installed)
+    # OpenEnv's server package imports its Gradio web interface when it is imported (seconds of CPU at every
+    # start: BENCHMARKS.md, Cold start); this server never serves it, so this process declines that import as
+    # Python declines a missing module (OpenEnv then leaves the web interface out, as without Gradio)
     sys.modules.setdefault(OPENENV_WEB_INTERFACE, None)  # type: ignore[arg-type]
     try:
         from ..integrations.openenv import EnvServer, EnvServerConfig

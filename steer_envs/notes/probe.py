@@ -1,10 +1,10 @@
 """The note reader's linear probe: fitted by scikit-learn once, applied with NumPy, kept on disk between processes.
 
-Why: importing scikit-learn costs about 1.6 s of CPU, a third of a fresh process's first env step with a text
-note, and the probe's fit is the same in every process (the same prototypes' vectors, the same labels, the same
-solver). So the fitted weights are stored under ``$STEER_ENVS_CACHE/notes`` (keyed by the vectors, the labels, the
-regularisation and scikit-learn's version) and a process that finds them never imports scikit-learn; applying the
-probe is one matrix product and a softmax, which is what ``LogisticRegression.predict_proba`` computes.
+Why: importing scikit-learn costs seconds of CPU in every fresh process that reads a note (``BENCHMARKS.md``,
+*Cold start*), and the probe's fit is the same in every process (the same prototypes' vectors, the same labels, the
+same solver). So the fitted weights are stored under ``$STEER_ENVS_CACHE/notes`` (keyed by the vectors, the labels,
+the regularisation and scikit-learn's version) and a process that finds them never imports scikit-learn; applying
+the probe is one matrix product and a softmax, which is what ``LogisticRegression.predict_proba`` computes.
 """
 
 from __future__ import annotations
