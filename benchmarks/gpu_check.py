@@ -343,10 +343,10 @@ def check_vector(plan: CheckPlan) -> dict[str, Any]:
         pool = make_async_pool(STEERING_ENV, n, batch_size=plan.vector_batch, **kw)
         try:
             pool.async_reset(seed=0)
-            _async_results(pool, 2 * n)  # untimed: first searches, new connections
+            drive_async_pool(pool, 2 * n)  # untimed: first searches, new connections
             server.counters(reset=True)
             start = time.perf_counter()
-            _async_results(pool, plan.vector_results)
+            drive_async_pool(pool, plan.vector_results)
             async_rate = server.counters()["requests"] / (time.perf_counter() - start)
         finally:
             pool.close()
@@ -378,8 +378,9 @@ def check_vector(plan: CheckPlan) -> dict[str, Any]:
     )
 
 
-def _async_results(pool: Any, results: int) -> None:
-    """recv() the ready envs and send them straight back (action 0, a pass) until ``results`` env results came."""
+def drive_async_pool(pool: Any, results: int) -> int:
+    """recv() the ready envs and send them straight back (action 0, a pass) until ``results`` env results came;
+    how many came (the last recv may overshoot). The perf suite's in-flight benchmark drives the pool the same way."""
     import numpy as np
 
     got = 0
@@ -388,6 +389,7 @@ def _async_results(pool: Any, results: int) -> None:
         ids = info["env_id"]
         pool.send(np.zeros(len(ids), dtype=np.int64), ids)
         got += len(ids)
+    return got
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
-from .cooperative import Hub, Task
+from .cooperative import TaskQueue
 from .errors import SteerEnvsError, unknown_name
 from .vector import check_num_envs, env_factory, executor_for, max_in_flight_for, per_env_seeds, threads_for
 
@@ -106,44 +106,20 @@ class _Greenlets:
     """Each call a task of a hub on the driving thread, at most ``limit`` running at once (the rest queue)."""
 
     def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._hub: Hub | None = None  # made on first use, on the thread that drives the pool
-        self._queued: deque[tuple[int, Callable[[], _Result]]] = deque()
-        self._running = 0
-        self._done: deque[tuple[int, _Result | BaseException]] = deque()
-
-    @property
-    def hub(self) -> Hub:
-        if self._hub is None:
-            self._hub = Hub()
-        return self._hub
+        self._queue = TaskQueue(limit)  # its hub is made on first use, on the thread that drives the pool
 
     def submit(self, i: int, call: Callable[[], _Result]) -> None:
-        self._queued.append((i, call))
-        self._spawn_queued()
-
-    def _spawn_queued(self) -> None:
-        while self._queued and self._running < self._limit:
-            i, call = self._queued.popleft()
-            self._running += 1
-            self.hub.spawn(call, on_done=functools.partial(self._finished, i))
-
-    def _finished(self, i: int, task: Task) -> None:
-        self._running -= 1
-        self._done.append((i, task.error if task.error is not None else task.result))
-        self._spawn_queued()
+        self._queue.submit(i, call)
 
     def start(self) -> None:
-        self.hub.run_ready()  # every submitted call runs until it waits: its request is out
+        self._queue.run_ready()  # every submitted call runs until it waits: its request is out
 
     def next(self) -> tuple[int, _Result | BaseException]:
-        self.hub.run_until(lambda: bool(self._done))
-        return self._done.popleft()
+        i, task = self._queue.next()
+        return i, task.error if task.error is not None else task.result
 
     def close(self) -> None:
-        self._queued.clear()
-        if self._hub is not None:
-            self._hub.close()
+        self._queue.close()
 
 
 #: the engines an AsyncPoolEnv can step its envs on (by name; see the module docstring)

@@ -270,6 +270,67 @@ class Hub:
             raise SteerEnvsError("a hub is driven from the thread that made it (greenlets cannot change threads)")
 
 
+class TaskQueue:
+    """Calls run as tasks of a hub, at most ``limit`` at once (the others wait their turn, in order); :meth:`next`
+    gives the finished ones in the order they finished, each with the key it was submitted with. The async vector env
+    and the greenlets rollout pool both keep their work in flight this way.
+
+    ``hub``: the hub to run on; None makes one on first use (on the thread that first drives the queue)."""
+
+    def __init__(self, limit: int, hub: Hub | None = None) -> None:
+        self.limit = limit
+        self._hub = hub
+        self._waiting: deque[tuple[Any, Callable[[], Any]]] = deque()
+        self._running: dict[Task, Any] = {}
+        self._finished: deque[tuple[Any, Task]] = deque()
+
+    @property
+    def hub(self) -> Hub:
+        if self._hub is None:
+            self._hub = Hub()
+        return self._hub
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call waits, runs, or has finished without :meth:`next` having returned it."""
+        return bool(self._waiting or self._running or self._finished)
+
+    def submit(self, key: Any, fn: Callable[[], Any]) -> None:
+        """Queue ``fn()`` under ``key``; it starts at once if fewer than ``limit`` run (at the next run of the hub)."""
+        self._waiting.append((key, fn))
+        self._start_waiting()
+
+    def run_ready(self) -> None:
+        """Run the started calls until each finishes or waits (a served call's request is then out)."""
+        self.hub.run_ready()
+
+    def next(self) -> tuple[Any, Task]:
+        """The first call to finish that :meth:`next` has not returned yet (the hub runs until there is one)."""
+        self.hub.run_until(lambda: bool(self._finished))
+        return self._finished.popleft()
+
+    def cancel(self) -> None:
+        """Drop the waiting calls and stop the running ones (see :meth:`Hub.cancel`)."""
+        self._waiting.clear()
+        for task in list(self._running):
+            self.hub.cancel(task)
+
+    def close(self) -> None:
+        """:meth:`cancel`, then close the hub (if one was made)."""
+        self.cancel()
+        if self._hub is not None:
+            self._hub.close()
+
+    def _start_waiting(self) -> None:
+        while self._waiting and len(self._running) < self.limit:
+            key, fn = self._waiting.popleft()
+            self._running[self.hub.spawn(fn, on_done=self._done)] = key
+
+    def _done(self, task: Task) -> None:
+        self._finished.append((self._running.pop(task), task))
+        self._start_waiting()
+
+
 def current_hub() -> Hub | None:
     """The hub whose task is running here, or None (a plain thread, the hub's own driver)."""
     return getattr(greenlet.getcurrent(), "hub", None)
@@ -318,4 +379,4 @@ def offload(fn: Callable[[], Any]) -> Any:
     return fn() if hub is None else hub.offload(fn)
 
 
-__all__ = ["Hub", "Task", "acquire", "current_hub", "holding", "offload", "sleep", "wait_readable"]
+__all__ = ["Hub", "Task", "TaskQueue", "acquire", "current_hub", "holding", "offload", "sleep", "wait_readable"]

@@ -72,7 +72,7 @@ def _record(benchmark, row: str, cpu_s: float, wall_s: float, cache: str, target
 
 
 @pytest.fixture
-def env_with(tmp_path):
+def env_with():
     def make(cache: Path | None) -> dict[str, str]:
         env = dict(os.environ)
         if cache is not None:

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import steer_envs  # noqa: F401
+from benchmarks.gpu_check import drive_async_pool
 from steer_envs.ids import STEERING_ENV
 
 #: episodes in flight
@@ -225,17 +226,6 @@ ASYNC_RESULTS = {"lognormal-1s": 3000, "fixed-100ms": 12000}
 ASYNC_TARGET_SHARE = {"lognormal-1s": 0.9, "fixed-100ms": 0.8}
 
 
-def _async_cycles(pool, results: int) -> int:
-    """recv() the ready envs and send them straight back (action 0, a pass) until ``results`` env results came."""
-    got = 0
-    while got < results:
-        *_, info = pool.recv()
-        ids = info["env_id"]
-        pool.send(np.zeros(len(ids), dtype=np.int64), ids)
-        got += len(ids)
-    return got
-
-
 @pytest.mark.parametrize("latency,engine", [(lat, engine) for lat in LATENCIES for engine in ("greenlets", "threads")])
 def test_async_pool_in_flight(benchmark, servers, latency, engine):
     """The EnvPool-style async vector env (steer_envs.async_vector): N envs, the first few ready returned per
@@ -248,10 +238,10 @@ def test_async_pool_in_flight(benchmark, servers, latency, engine):
     pool = make_async_pool(STEERING_ENV, N, batch_size=ASYNC_BATCH, engine=engine, **kw)
     try:
         pool.async_reset(seed=0)
-        _async_cycles(pool, 2 * N)  # connections, BM25 index, tasks
+        drive_async_pool(pool, 2 * N)  # connections, BM25 index, tasks
         server.counters(reset=True)
         with Sampler(server) as sampler:
-            got = benchmark.pedantic(_async_cycles, args=(pool, ASYNC_RESULTS[latency]), rounds=1, iterations=1)
+            got = benchmark.pedantic(drive_async_pool, args=(pool, ASYNC_RESULTS[latency]), rounds=1, iterations=1)
         counts = server.counters()
     finally:
         pool.close()

@@ -66,11 +66,15 @@ def make_executor(spec: str, context: ExecutorContext | None = None, **kwargs) -
     return EXECUTORS.resolve(kind)(arg, ctx)
 
 
+def _declared(kind: str, table: dict[str, bool], attribute: str) -> bool:
+    """What ``table`` says of ``kind``; for a plugin's kind, what its factory declares as ``attribute`` (kept)."""
+    if kind not in table:
+        table[kind] = bool(getattr(EXECUTORS.resolve(kind), attribute, False))
+    return table[kind]
+
+
 def is_deterministic(spec: str) -> bool:
-    kind = parse_spec(spec)[0]
-    if kind not in DETERMINISTIC_KINDS:  # a plugin's kind: what its factory declares
-        DETERMINISTIC_KINDS[kind] = bool(getattr(EXECUTORS.resolve(kind), "deterministic", False))
-    return DETERMINISTIC_KINDS[kind]
+    return _declared(parse_spec(spec)[0], DETERMINISTIC_KINDS, "deterministic")
 
 
 def is_io_bound(spec: str | None) -> bool:
@@ -82,12 +86,10 @@ def is_io_bound(spec: str | None) -> bool:
         kind = parse_spec(spec)[0]
     except Exception:  # noqa: BLE001 - the env that uses the spec gives the clear error
         return False
-    if kind not in IO_BOUND_KINDS:
-        try:
-            IO_BOUND_KINDS[kind] = bool(getattr(EXECUTORS.resolve(kind), "io_bound", False))
-        except Exception:  # noqa: BLE001 - as above
-            return False
-    return IO_BOUND_KINDS[kind]
+    try:
+        return _declared(kind, IO_BOUND_KINDS, "io_bound")
+    except Exception:  # noqa: BLE001 - as above
+        return False
 
 
 def waits_cooperatively(spec: str | None) -> bool:
@@ -96,7 +98,4 @@ def waits_cooperatively(spec: str | None) -> bool:
     False for an I/O-bound kind that blocks its thread while it waits: its episodes need threads."""
     if not spec or not is_io_bound(spec):
         return True
-    kind = parse_spec(spec)[0]  # parsed by is_io_bound already
-    if kind not in COOPERATIVE_KINDS:
-        COOPERATIVE_KINDS[kind] = bool(getattr(EXECUTORS.resolve(kind), "cooperative", False))
-    return COOPERATIVE_KINDS[kind]
+    return _declared(parse_spec(spec)[0], COOPERATIVE_KINDS, "cooperative")  # parsed by is_io_bound already

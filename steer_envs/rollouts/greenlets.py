@@ -18,11 +18,11 @@ from __future__ import annotations
 import functools
 import pickle
 import traceback
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..cooperative import Hub, Task
+from ..cooperative import Hub, TaskQueue
 from .base import Job, PoolConfig, PoolError, RolloutPool, WorkerCache, job_bytes
 from .threads import FALLBACK_THREADS, threads_for
 
@@ -62,35 +62,20 @@ class GreenletPool(RolloutPool):
         key, data = job_bytes(job)
         if self._size is None:
             self._size = threads_for(job)
-        hub = self._hub = self._hub or Hub()
-        waiting = deque(enumerate(items))
-        finished: deque[tuple[int, Task]] = deque()
-        running: dict[Task, int] = {}
-
-        def start_next() -> None:
-            while waiting and len(running) < self.workers:
-                position, item = waiting.popleft()
-                task = hub.spawn(functools.partial(self._run, key, data, item), on_done=done)
-                running[task] = position
-
-        def done(task: Task) -> None:
-            finished.append((running.pop(task), task))
-            start_next()
-
-        start_next()
+        self._hub = self._hub or Hub()
+        queue = TaskQueue(self.workers, self._hub)
+        for position, item in enumerate(items):
+            queue.submit(position, functools.partial(self._run, key, data, item))
         try:
-            while running or finished:
-                hub.run_until(lambda: bool(finished))
-                position, task = finished.popleft()
+            while queue.busy:
+                position, task = queue.next()
                 if task.error is not None:
                     raise PoolError(
                         f"item {position} failed in a rollout task:\n" + "".join(traceback.format_exception(task.error))
                     ) from task.error
                 yield position, task.result
         finally:  # stopped early (an error, the caller broke off): items not started never start, running ones stop
-            waiting.clear()
-            for task in list(running):
-                hub.cancel(task)
+            queue.cancel()
 
     def close(self) -> None:
         if self._hub is not None:

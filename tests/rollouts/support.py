@@ -62,3 +62,20 @@ def kill_once(monkeypatch, tmp_path, after_items: int = 2):
     marker = tmp_path / "killed-once"
     monkeypatch.setenv(KILL_ONCE_ENV, f"{after_items}:{marker}")
     return marker
+
+
+def evaluate_against_a_latency_server(folder, latency: float, episodes: int):
+    """``evaluate`` (no supervision, nq dev, at most 3 turns) of ``episodes`` episodes on the command line's default
+    pool against a loopback server answering after ``latency`` s: the outcome and the server's counters."""
+    from benchmarks.harness.config import EvalConfig
+    from benchmarks.harness.runfolder import RunFolder
+    from benchmarks.harness.runner import evaluate
+    from steer_envs.llm.latency_server import LatencyServer
+    from steer_envs.rollouts import PoolConfig
+
+    with LatencyServer(latency) as server:
+        config = EvalConfig(executor=server.spec, benchmarks=("nq",), split="dev", seeds=1, limit=episodes, max_turns=3)
+        outcome = evaluate(
+            RunFolder(folder, config), "no_supervision", progress=False, log=lambda _: None, pool=PoolConfig("auto")
+        )
+        return outcome, server.counters()

@@ -18,7 +18,14 @@ from steer_envs.llm.latency_server import LatencyServer
 from steer_envs.meter import env_steps
 from steer_envs.rollouts import Job, LocalPool, PoolConfig, PoolError, concurrent_pool, make_pool
 
-from .support import Offset, add_after_a_nap, bank_and_requests, labels, records_without_time
+from .support import (
+    Offset,
+    add_after_a_nap,
+    bank_and_requests,
+    evaluate_against_a_latency_server,
+    labels,
+    records_without_time,
+)
 
 ITEMS = list(range(30))
 CONCURRENT = ("greenlets", "threads")
@@ -122,16 +129,7 @@ def test_the_auto_pool_becomes_greenlets_or_threads_for_an_io_bound_executor_onl
 
 
 def test_evaluation_on_an_openai_executor_keeps_episodes_in_flight(tmp_path):
-    with LatencyServer(0.05) as server:
-        config = EvalConfig(executor=server.spec, benchmarks=("nq",), split="dev", seeds=1, limit=6, max_turns=3)
-        outcome = evaluate(
-            RunFolder(tmp_path / "run", config),
-            "no_supervision",
-            progress=False,
-            log=lambda _: None,
-            pool=PoolConfig("auto"),
-        )  # the command line's default
-        counts = server.counters()
+    outcome, counts = evaluate_against_a_latency_server(tmp_path / "run", 0.05, 6)
     assert outcome.ran == 6 and all(r.failure is None for r in outcome.records)
     assert counts["requests"] >= 12 and counts["peak_in_flight"] >= 3  # 6 episodes in flight, not one at a time
 

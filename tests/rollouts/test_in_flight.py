@@ -1,4 +1,4 @@
-"""The threads pool keeps as many episodes in flight as the model backend allows (``max_in_flight``, 64 by
+"""The concurrent pools keep as many episodes in flight as the model backend allows (``max_in_flight``, 64 by
 default), not a fixed worker count: evaluation episodes, the state bank's rollouts and the counterfactual
 continuations all reach a loopback server with far more than 16 requests at once."""
 
@@ -7,14 +7,13 @@ from __future__ import annotations
 import pytest
 
 from agents.steering.rollouts import collect_state_bank, make_steering_env, measure_states
-from benchmarks.harness.config import EvalConfig
-from benchmarks.harness.runfolder import RunFolder
-from benchmarks.harness.runner import evaluate
 from steer_envs.llm.latency_server import LatencyServer
 from steer_envs.rollouts import PoolConfig, in_flight_of, make_pool
 from steer_envs.rollouts.threads import FALLBACK_THREADS
 
-#: seconds the stand-in server takes per request: long enough that 64 threads building their replicas overlap
+from .support import evaluate_against_a_latency_server
+
+#: seconds the stand-in server takes per request: long enough that 64 items building their replicas overlap
 LATENCY = 0.4
 #: more than the old fixed 16 threads could hold, the episodes being at least 64
 MORE_THAN_FIXED = 16
@@ -32,16 +31,7 @@ def test_the_in_flight_bound_comes_from_the_executor_spec():
 
 @pytest.mark.slow
 def test_evaluation_keeps_more_than_16_episodes_in_flight(tmp_path):
-    with LatencyServer(LATENCY) as server:
-        config = EvalConfig(executor=server.spec, benchmarks=("nq",), split="dev", seeds=1, limit=64, max_turns=3)
-        outcome = evaluate(
-            RunFolder(tmp_path / "run", config),
-            "no_supervision",
-            progress=False,
-            log=lambda _: None,
-            pool=PoolConfig("auto"),
-        )  # the command line's default
-        counts = server.counters()
+    outcome, counts = evaluate_against_a_latency_server(tmp_path / "run", LATENCY, 64)
     assert outcome.ran == 64 and all(r.failure is None for r in outcome.records)
     assert counts["peak_in_flight"] > MORE_THAN_FIXED, counts
     assert counts["peak_in_flight"] <= 64  # the backend's bound holds
