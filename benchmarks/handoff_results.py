@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from steer_envs.atomic import atomic_write_text
+from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.cpu_threads import cpu_thread_default
 from steer_envs.episodes import EpisodeLog, EpisodeRecord, episode_seed
@@ -52,6 +52,8 @@ from steer_envs.failures import episode_failed
 from steer_envs.ids import HANDOFF_ENV
 
 from .harness.config import EvalConfig
+from .harness.provenance import portable_command
+from .harness.results_summary import EPISODES_FILE, gzip_lines, read_episodes
 from .harness.runfolder import RunFolder
 from .harness.runner import evaluate
 from .harness.setting import setting_card
@@ -236,12 +238,14 @@ def run(
     skip: int = 0,
     only_rows: Sequence[str] | None = None,
     checkpoints: str | Path | None = None,
+    summary: str | Path | None = None,
 ) -> dict[str, Any]:
     """Evaluate every row in the run folder ``out`` (resumable), write ``results_handoff.json`` and the page.
     ``method_options``: extra options per method name (e.g. ``{"handoff_zero_shot": "dev_tasks=2"}``, for a small
     run); ``train_options`` is the same for ``handoff_rl``. ``only_rows``: these rows (and no supervision), a
     confirmation: written to ``results_handoff_confirm.json``, no page; ``skip``: the tasks to pass over first;
-    ``checkpoints``: the trained steerers' folder (default ``out/checkpoints``; another run's, to deploy its)."""
+    ``checkpoints``: the trained steerers' folder (default ``out/checkpoints``; another run's, to deploy its);
+    ``summary``: a folder for the compact summary (:func:`write_summary`) beside the run folder's report."""
     from steer_envs.data.tasks import BENCHMARKS
 
     start = time.time()
@@ -271,16 +275,7 @@ def run(
             outcome = evaluate(folder, spec, progress=progress)
             records[name].append(EpisodeLog(folder.episodes_path(outcome.label)).records)
     benchmarks = list(config.benchmarks)
-    # one paired bootstrap over every row: the same task draws pair them, training seeds resampled per row
-    boot = HierarchicalBootstrap(
-        [row_runs(name, recs) for name, recs in records.items()], benchmarks, resamples=RESAMPLES
-    )
-    rows = {}
-    for name, recs in records.items():
-        rows[name] = row_summary(recs, benchmarks)
-        rows[name]["labels"] = specs[name]
-        if name != "no supervision":
-            rows[name]["gain"] = asdict(boot.gain(name, "no supervision")[1])
+    rows, comparisons = table(records, specs, benchmarks, None if only_rows else coverage)
     if only_rows:  # a confirmation: the rows against no supervision only
         report = {
             "card": handoff_card(folder, coverage, train_seeds),
@@ -290,15 +285,6 @@ def run(
         }
         atomic_write_text(Path(out, CONFIRM_FILE), json.dumps(report, indent=2) + "\n")
         return report
-    rl_name = f"RL steering, {coverage:.0%} coverage"
-    comparisons = {
-        name: asdict(boot.gain(rl_name, name)[1])
-        for name in (
-            f"zero-shot steering, {coverage:.0%} coverage",
-            f"random, {coverage:.0%} coverage",
-            "best fixed rule (chosen on dev)",
-        )
-    }
     report = {
         "card": handoff_card(folder, coverage, train_seeds),
         "calibration": calibrate(config),
@@ -307,8 +293,71 @@ def run(
         "wall_s": round(time.time() - start, 1),
     }
     atomic_write_text(Path(out, REPORT_FILE), json.dumps(report, indent=2) + "\n")
+    if summary is not None:
+        write_summary(Path(summary), report, records)
     HANDOFF_PAGE.build(out, Path(out, "results_handoff.md"))
     return report
+
+
+def table(
+    records: dict[str, list[list[EpisodeRecord]]],
+    specs: dict[str, list[str]],
+    benchmarks: Sequence[str],
+    coverage: float | None,
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]]]:
+    """The table's rows (each with its paired gain over no supervision) and, given the ``coverage`` of the RL row,
+    that row against zero-shot, random and the best fixed rule: one paired bootstrap over every row (the same task
+    draws pair them, training seeds resampled per row). What a run computes and what a test recomputes from the
+    committed episodes."""
+    boot = HierarchicalBootstrap(
+        [row_runs(name, recs) for name, recs in records.items()], list(benchmarks), resamples=RESAMPLES
+    )
+    rows = {}
+    for name, recs in records.items():
+        rows[name] = row_summary(recs, benchmarks)
+        rows[name]["labels"] = specs[name]
+        if name != "no supervision":
+            rows[name]["gain"] = asdict(boot.gain(name, "no supervision")[1])
+    if coverage is None:
+        return rows, {}
+    rl_name = f"RL steering, {coverage:.0%} coverage"
+    others = (f"zero-shot steering, {coverage:.0%} coverage", f"random, {coverage:.0%} coverage")
+    comparisons = {name: asdict(boot.gain(rl_name, name)[1]) for name in (*others, "best fixed rule (chosen on dev)")}
+    return rows, comparisons
+
+
+#: the per-episode fields a committed summary keeps (every number of the table is computed from them)
+SUMMARY_FIELDS = ("task_id", "benchmark", "seed", "f1", "em", "interventions", "executor_turns", "decisions", "failed")
+
+
+def write_summary(folder: Path, report: dict[str, Any], records: dict[str, list[list[EpisodeRecord]]]) -> None:
+    """The compact summary a page and the README read without a run folder: ``results_handoff.json`` (the report)
+    and ``episodes.jsonl.gz`` (one line per test episode of every row, with the row's method spec of its training
+    run), from which :func:`table_from_summary` recomputes every interval."""
+    lines = [
+        {"row": name, "label": label, **{k: getattr(r, k) for k in SUMMARY_FIELDS}}
+        for name, runs in records.items()
+        for label, run_records in zip(report["rows"][name]["labels"], runs, strict=True)
+        for r in run_records
+    ]
+    command = portable_command("python -m benchmarks.handoff_results", sys.argv[1:])
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(folder / EPISODES_FILE, gzip_lines(lines))
+    atomic_write_text(folder / REPORT_FILE, json.dumps({"command": command, **report}, indent=2) + "\n")
+
+
+def table_from_summary(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]]]:
+    """:func:`table` recomputed from a committed summary's episodes (the report's rows, labels and coverage)."""
+    report = json.loads((folder / REPORT_FILE).read_text(encoding="utf-8"))
+    by_label: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
+    for line in read_episodes(folder / EPISODES_FILE):
+        fields = {k: line[k] for k in SUMMARY_FIELDS}
+        record = EpisodeRecord(method=line["label"], reward=line["f1"], **fields)
+        by_label[line["row"], line["label"]].append(record)
+    specs = {name: row["labels"] for name, row in report["rows"].items()}
+    records = {name: [by_label[name, label] for label in labels] for name, labels in specs.items()}
+    benchmarks = list(report["card"]["tasks"])
+    return table(records, specs, benchmarks, report["card"]["coverage"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -340,6 +389,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--coverage", type=float, default=0.25)
     add_protocol_arguments(parser, include=("max_turns", "executor"), defaults={"max_turns": 30})
     parser.add_argument("--train-options", default="", help="extra handoff_rl options, e.g. m=8,k=32")
+    parser.add_argument(
+        "--summary",
+        default=None,
+        metavar="DIR",
+        help="also write the compact summary (results_handoff.json, episodes.jsonl.gz) there: what the page and the "
+        "README are rebuilt from, committed under docs/results/handoff",
+    )
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)
     cpu_thread_default()
@@ -358,6 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         skip=args.skip,
         only_rows=args.rows,
         checkpoints=args.checkpoints,
+        summary=args.summary,
     )
     if args.rows:
         print(confirmation_lines(report))

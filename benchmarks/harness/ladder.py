@@ -242,6 +242,13 @@ class Ladder:
         tmp.write_text(json.dumps(data, indent=2, default=float), encoding="utf-8")
         tmp.replace(self.out / name)
 
+    def _commits(self) -> list[str]:
+        """The code versions that wrote this ladder, in order (``+dirty`` marks a tree with uncommitted changes): those
+        of the ladder this run resumes, then this one's."""
+        path = self.out / "ladder.json"
+        earlier = json.loads(path.read_text(encoding="utf-8")).get("commits", []) if path.is_file() else []
+        return earlier + [c for c in (code_version(),) if c not in earlier]
+
     def _timed(self, key: str, start: float) -> None:
         self.timings[key] = round(self.timings.get(key, 0.0) + time.perf_counter() - start, 1)
         self._save("timings.json", self.timings)
@@ -597,6 +604,7 @@ class Ladder:
         self._save(
             "ladder.json",
             {
+                "commits": self._commits(),
                 "config": self.config.protocol(),
                 "rows": summary,
                 "choices": {k: v for k, v in ch.items() if k not in ("fixed_rule_scores", "threshold_trials")},

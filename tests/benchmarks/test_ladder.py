@@ -16,6 +16,7 @@ import steer_envs  # noqa: F401
 from baselines.ladder import GainPolicy, ReadingBound, gold_in_text, observation_features, retrieved_text
 from baselines.simple import PASS
 from benchmarks.harness.ladder import RUNGS
+from benchmarks.harness.provenance import code_version
 from steer_envs.cli.main import main
 from steer_envs.errors import SteerEnvsError
 
@@ -61,6 +62,7 @@ def test_headroom_writes_every_rung_with_intervals_and_dev_choices(tiny_ladder):
     data = json.loads((tiny_ladder / "ladder.json").read_text(encoding="utf-8"))
     rows = {r["rung"]: r for r in data["rows"]}
     assert list(rows) == list(RUNGS)
+    assert data["commits"] == [code_version()]  # the card names the code that wrote it (``+dirty``: a changed tree)
     for name, row in rows.items():
         if name != "none":
             iv = row["gain"]

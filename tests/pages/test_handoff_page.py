@@ -31,6 +31,7 @@ def test_handoff_page_is_rebuilt_from_its_run_folder(tmp_path):
         train_options=TINY_RL,
         benchmarks=("nq", "hotpotqa"),
         method_options=SMALL,
+        summary=tmp_path / "summary",
     )
     stored = json.loads((out / "results_handoff.json").read_text(encoding="utf-8"))
     assert stored["rows"] == json.loads(json.dumps(report["rows"]))
@@ -42,6 +43,12 @@ def test_handoff_page_is_rebuilt_from_its_run_folder(tmp_path):
     assert "| RL steering, every hand-off, slow path may pass |" in new
     assert "| RL steering, every hand-off, slow path may pass, its pass reads the fast path's z |" in new
     assert new == (out / "results_handoff.md").read_text(encoding="utf-8")  # the generator wrote it with the builder
+    # the compact summary: every interval recomputed from its episodes alone equals the run's
+    from benchmarks.handoff_results import table_from_summary
+
+    rows, comparisons = table_from_summary(tmp_path / "summary")
+    assert rows == json.loads(json.dumps(report["rows"])) and comparisons == report["comparisons"]
+    assert get_page("results_handoff").build(tmp_path / "summary", tmp_path / "from_summary.md").read_text() == new
 
 
 @pytest.mark.slow
