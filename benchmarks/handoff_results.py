@@ -52,7 +52,7 @@ from steer_envs.failures import episode_failed
 from steer_envs.ids import HANDOFF_ENV
 
 from .harness.config import EvalConfig
-from .harness.provenance import portable_command
+from .harness.provenance import code_record, portable_command
 from .harness.results_summary import EPISODES_FILE, gzip_lines, read_episodes
 from .harness.runfolder import RunFolder
 from .harness.runner import evaluate
@@ -294,7 +294,7 @@ def run(
     }
     atomic_write_text(Path(out, REPORT_FILE), json.dumps(report, indent=2) + "\n")
     if summary is not None:
-        write_summary(Path(summary), report, records)
+        write_summary(Path(summary), report, records, folder.root)
     HANDOFF_PAGE.build(out, Path(out, "results_handoff.md"))
     return report
 
@@ -330,10 +330,13 @@ def table(
 SUMMARY_FIELDS = ("task_id", "benchmark", "seed", "f1", "em", "interventions", "executor_turns", "decisions", "failed")
 
 
-def write_summary(folder: Path, report: dict[str, Any], records: dict[str, list[list[EpisodeRecord]]]) -> None:
+def write_summary(
+    folder: Path, report: dict[str, Any], records: dict[str, list[list[EpisodeRecord]]], run_root: Path
+) -> None:
     """The compact summary a page and the README read without a run folder: ``results_handoff.json`` (the report)
     and ``episodes.jsonl.gz`` (one line per test episode of every row, with the row's method spec of its training
-    run), from which :func:`table_from_summary` recomputes every interval."""
+    run), from which :func:`table_from_summary` recomputes every interval; with the code behind it
+    (:func:`~benchmarks.harness.provenance.code_record` of the run folder)."""
     lines = [
         {"row": name, "label": label, **{k: getattr(r, k) for k in SUMMARY_FIELDS}}
         for name, runs in records.items()
@@ -343,7 +346,10 @@ def write_summary(folder: Path, report: dict[str, Any], records: dict[str, list[
     command = portable_command("python -m benchmarks.handoff_results", sys.argv[1:])
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(folder / EPISODES_FILE, gzip_lines(lines))
-    atomic_write_text(folder / REPORT_FILE, json.dumps({"command": command, **report}, indent=2) + "\n")
+    atomic_write_text(
+        folder / REPORT_FILE,
+        json.dumps({"command": command, "code": code_record([run_root]), **report}, indent=2) + "\n",
+    )
 
 
 def table_from_summary(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]]]:

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from steer_envs.atomic import atomic_write_json
+from steer_envs.atomic import atomic_write_bytes, atomic_write_json
 from steer_envs.cli.common import add_protocol_arguments
 from steer_envs.errors import SteerEnvsError
 
@@ -345,6 +345,7 @@ def build_report(
     """Rows whose test episodes are complete, their paired intervals, the card and the wall times."""
     from steer_envs.episodes import EpisodeLog
 
+    from .harness.provenance import code_record
     from .harness.setting import setting_card
     from .harness.stats import HierarchicalBootstrap, RowRuns
 
@@ -402,8 +403,10 @@ def build_report(
         episodes_in_flight=config.workers,
         vllm=state.get("vllm", ""),
     )
+    folders = [test_folder.root, *([dev_folder.root] if dev_folder is not None else [])]
     return {
         "card": card,
+        "code": code_record(folders),
         "rows": rows,
         "comparisons": comparisons,
         "timings": timings.data,
@@ -414,15 +417,31 @@ def build_report(
 
 
 def write_report(
-    config: HeadlineConfig, report: dict[str, Any], doc: str | Path | None = None, summary: str | Path | None = None
+    config: HeadlineConfig,
+    report: dict[str, Any],
+    doc: str | Path | None = None,
+    summary: str | Path | None = None,
+    test_folder=None,
 ) -> None:
-    """The report in the run folder (and its copy in ``summary``, a folder the page can be rebuilt from alone), the
+    """The report in the run folder (and its copy in ``summary``, a folder the page can be rebuilt from alone, with
+    every test episode of the report's rows from ``test_folder``: the evidence behind its paired intervals), the
     page beside it (and at ``doc``)."""
     from .pages.llm_headline import PAGE
 
     for folder in {Path(config.out), *([Path(summary)] if summary else [])}:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / REPORT_FILE, report, sort_keys=False)
+    if summary and test_folder is not None:
+        from steer_envs.episodes import EpisodeLog
+
+        from .harness.results_summary import EPISODE_FIELDS, EPISODES_FILE, gzip_lines
+
+        lines = [
+            {"row": key, "label": row["label"], **{k: getattr(r, k) for k in EPISODE_FIELDS}}
+            for key, row in report["rows"].items()
+            for r in EpisodeLog(test_folder.episodes_path(row["label"])).records
+        ]
+        atomic_write_bytes(Path(summary, EPISODES_FILE), gzip_lines(lines))
     for path in {Path(config.out, "results_llm_headline.md"), *([Path(doc)] if doc else [])}:
         PAGE.build(config.out, path, data={"report": report})
 
@@ -462,7 +481,7 @@ def run(
 
     def checkpoint() -> dict[str, Any]:
         report = build_report(config, test, choices, timings, state, list(pending), dev)
-        write_report(config, report, doc, summary)
+        write_report(config, report, doc, summary, test)
         return report
 
     def evaluate_part(part: str, folder, spec: str, pool=None) -> None:

@@ -72,7 +72,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
 
 from .config import EvalConfig
-from .provenance import code_version
+from .provenance import code_record, code_version
 from .runner import run_episode
 from .setting import RETRIEVER, TOPK, corpus_card, executor_hash
 from .stats import HierarchicalBootstrap, RowRuns
@@ -242,12 +242,14 @@ class Ladder:
         tmp.write_text(json.dumps(data, indent=2, default=float), encoding="utf-8")
         tmp.replace(self.out / name)
 
-    def _commits(self) -> list[str]:
-        """The code versions that wrote this ladder, in order (``+dirty`` marks a tree with uncommitted changes): those
-        of the ladder this run resumes, then this one's."""
+    def _code(self) -> dict[str, Any]:
+        """The code behind this ladder (:func:`~.provenance.code_record`): the commits of the ladder this run resumes,
+        then this one's (``+dirty`` marks a tree with uncommitted changes), and the repository files they loaded."""
         path = self.out / "ladder.json"
-        earlier = json.loads(path.read_text(encoding="utf-8")).get("commits", []) if path.is_file() else []
-        return earlier + [c for c in (code_version(),) if c not in earlier]
+        earlier = json.loads(path.read_text(encoding="utf-8")).get("code", {}) if path.is_file() else {}
+        record = code_record(extra_commits=[*earlier.get("commits", []), code_version()])
+        record["files"] = sorted({*record["files"], *earlier.get("files", [])})
+        return record
 
     def _timed(self, key: str, start: float) -> None:
         self.timings[key] = round(self.timings.get(key, 0.0) + time.perf_counter() - start, 1)
@@ -604,7 +606,7 @@ class Ladder:
         self._save(
             "ladder.json",
             {
-                "commits": self._commits(),
+                "code": self._code(),
                 "config": self.config.protocol(),
                 "rows": summary,
                 "choices": {k: v for k, v in ch.items() if k not in ("fixed_rule_scores", "threshold_trials")},

@@ -1,9 +1,10 @@
 """Where a number came from: the commit that produced it and the split it was measured on.
 
 Every :func:`~.runner.evaluate` call that runs episodes appends one line to ``RUN_DIR/runs.jsonl`` (method label,
-split, commit, whether the tree had uncommitted changes, date, episodes run), so a results page can list, for
-every table, which code evaluated which split, and a reader can check that test was run for the reported numbers
-only (dev for choosing, test once).
+split, commit, whether the tree had uncommitted changes, date, episodes run, and the repository files the process had
+loaded by then), so a results page can list, for every table, which code evaluated which split, a reader can check
+that test was run for the reported numbers only (dev for choosing, test once), and a maintainer can tell whether
+the code a number depends on changed since (:func:`code_record`, read by ``python -m benchmarks.pages.freshness``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import json
 import os
 import shlex
 import subprocess
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -47,19 +49,57 @@ def code_version() -> str:
     return commit + ("+dirty" if status else "")
 
 
+#: the data files beside a loaded module that its numbers can depend on (a simulator profile, a catalogue)
+DATA_SUFFIXES = (".json", ".toml", ".txt", ".yaml")
+
+
+def loaded_files(modules: Iterable[object] | None = None) -> tuple[str, ...]:
+    """The repository files this process's numbers can depend on: every imported module's source file inside the
+    repository's packages (relative to the repository), and the data files (:data:`DATA_SUFFIXES`) beside them: in
+    a module's folder and in the folders under it that hold no modules (a simulator's profiles, a page's
+    templates)."""
+    root = REPO_ROOT.resolve()
+    files: set[str] = set()
+    folders: set[Path] = set()
+    for module in list(sys.modules.values()) if modules is None else modules:
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        resolved = Path(path).resolve()
+        if resolved.is_relative_to(root) and resolved.suffix == ".py":
+            files.add(resolved.relative_to(root).as_posix())
+            if resolved.parent != root:  # the repository's own folder holds its configuration, not data
+                folders.add(resolved.parent)
+    for folder in folders:
+        for data in _data_files(folder):
+            files.add(data.relative_to(root).as_posix())
+    return tuple(sorted(files))
+
+
+def _data_files(folder: Path) -> Iterator[Path]:
+    for path in folder.iterdir():
+        if path.is_file() and path.suffix in DATA_SUFFIXES:
+            yield path
+        elif path.is_dir() and not path.name.startswith((".", "__")) and not any(path.glob("*.py")):
+            yield from _data_files(path)
+
+
 @dataclass(frozen=True)
 class RunEntry:
-    """One evaluation call: what ran, on which split, with which code."""
+    """One evaluation call: what ran, on which split, with which code (``files``: :func:`loaded_files` when it
+    finished)."""
 
     label: str
     split: str
     commit: str
     episodes: int
     date: str
+    files: tuple[str, ...] = ()
 
 
 def record_run(root: str | Path, label: str, split: str, episodes: int) -> RunEntry:
-    entry = RunEntry(label, split, code_version(), episodes, _dt.datetime.now().isoformat(timespec="seconds"))
+    date = _dt.datetime.now().isoformat(timespec="seconds")
+    entry = RunEntry(label, split, code_version(), episodes, date, loaded_files())
     with open(Path(root) / RUNS_FILE, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(asdict(entry), sort_keys=True) + "\n")
     return entry
@@ -72,7 +112,8 @@ def read_runs(root: str | Path) -> list[RunEntry]:
     entries = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            entries.append(RunEntry(**json.loads(line)))
+            data = json.loads(line)
+            entries.append(RunEntry(**{**data, "files": tuple(data.get("files", ()))}))
         except (ValueError, TypeError):
             continue  # a torn last line of a killed run
     return entries
@@ -85,6 +126,22 @@ def commits_of(root: str | Path) -> list[str]:
         if entry.commit not in seen:
             seen.append(entry.commit)
     return seen
+
+
+def code_record(roots: Iterable[str | Path] = (), extra_commits: Iterable[str] = ()) -> dict[str, object]:
+    """What a committed summary records of the code behind its numbers: the commits that evaluated its run folders
+    (``roots``; ``extra_commits`` for work done outside them, in order of first use), whether every one was a clean
+    tree, and the repository files the runs loaded (this process's too). ``python -m benchmarks.pages.freshness``
+    flags a summary whose files changed after its first commit."""
+    files: set[str] = set(loaded_files())
+    used: list[str] = []
+    for root in roots:
+        for entry in read_runs(root):
+            files.update(entry.files)
+            used.append(entry.commit)
+    commits = list(dict.fromkeys([*used, *extra_commits]))
+    clean = bool(commits) and not any(c.endswith("+dirty") or c == "unknown" for c in commits)
+    return {"commits": commits, "clean": clean, "files": sorted(files)}
 
 
 #: what stands for the folder a recorded command's run folders lived in (a machine path means nothing elsewhere)

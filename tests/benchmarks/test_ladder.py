@@ -62,7 +62,10 @@ def test_headroom_writes_every_rung_with_intervals_and_dev_choices(tiny_ladder):
     data = json.loads((tiny_ladder / "ladder.json").read_text(encoding="utf-8"))
     rows = {r["rung"]: r for r in data["rows"]}
     assert list(rows) == list(RUNGS)
-    assert data["commits"] == [code_version()]  # the card names the code that wrote it (``+dirty``: a changed tree)
+    code = data["code"]  # the code that wrote it (``+dirty``: a changed tree) and the files its numbers depend on
+    assert code["commits"] == [code_version()] and code["clean"] == ("+dirty" not in code_version())
+    profile = "steer_envs/executors/sim/profiles/default.json"
+    assert {"benchmarks/harness/ladder.py", "baselines/ladder.py", profile} <= set(code["files"])
     for name, row in rows.items():
         if name != "none":
             iv = row["gain"]

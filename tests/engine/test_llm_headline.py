@@ -61,3 +61,9 @@ def test_llm_headline_quick_runs_resumes_and_builds_its_page(engine_model_dir, t
     assert "| no supervision |" in page and "LoRA adapter, served" in page and "Setting card" in page
     assert "Partial" not in page
     assert json.loads((summary / REPORT_FILE).read_text()) == again  # the compact copy the repository keeps
+    # with every test episode of its rows (the evidence of its intervals) and the code behind them
+    from benchmarks.harness.results_summary import EPISODES_FILE, read_episodes
+
+    lines = read_episodes(summary / EPISODES_FILE)
+    assert {line["row"] for line in lines} == set(again["rows"]) and len(lines) == 2 * len(again["rows"])
+    assert again["code"]["commits"] and "benchmarks/llm_headline.py" in again["code"]["files"]
