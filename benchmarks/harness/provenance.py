@@ -65,8 +65,11 @@ def loaded_files(modules: Iterable[object] | None = None) -> tuple[str, ...]:
         path = getattr(module, "__file__", None)
         if not path:
             continue
-        resolved = Path(path).resolve()
-        if resolved.is_relative_to(root) and resolved.suffix == ".py":
+        resolved = Path(path)
+        if not resolved.is_absolute():  # a frozen or built-in module's name, not a file (``_classes.py``)
+            continue
+        resolved = resolved.resolve()
+        if resolved.is_relative_to(root) and resolved.suffix == ".py" and resolved.is_file():
             files.add(resolved.relative_to(root).as_posix())
             if resolved.parent != root:  # the repository's own folder holds its configuration, not data
                 folders.add(resolved.parent)

@@ -84,6 +84,19 @@ def test_headroom_writes_every_rung_with_intervals_and_dev_choices(tiny_ladder):
     assert set(_episode_lines(tiny_ladder).values()) == {8}
 
 
+def test_a_ladders_summary_recomputes_every_interval_from_its_episodes(tiny_ladder, tmp_path):
+    """What the repository commits of a ladder (``ladder_summary``): every rung's paired intervals, recomputed from the
+    summary's episodes alone, equal the ladder's."""
+    from benchmarks.harness.ladder_summary import rows_from_summary, write_summary
+
+    dest = write_summary(tiny_ladder, tmp_path / "summary", "steer-envs headroom ...")
+    ladder = json.loads((tiny_ladder / "ladder.json").read_text(encoding="utf-8"))
+    recomputed = rows_from_summary(dest)
+    for row in ladder["rows"]:
+        assert {k: row[k] for k in ("gain", "vs_best_fixed_rule") if k in row} == recomputed[row["rung"]]
+    assert json.loads((dest / "run.json").read_text())["test_episodes"] == 8
+
+
 def test_headroom_resumes_and_is_the_same_for_the_same_seeds(tiny_ladder, tmp_path):
     before = _episode_lines(tiny_ladder)
     assert main(["headroom", *TINY, "--out", str(tiny_ladder)]) == 0  # resumes: nothing left to do

@@ -1,0 +1,135 @@
+"""The README's headline is rendered from committed summaries (benchmarks/pages/headline.py): the README equals its
+render, every verdict in it comes from the one rule, each quoted summary names its commit, and the rows whose data
+the repository commits per episode (hand-offs, the headroom ladder) are recomputed here from those files alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from benchmarks.harness.verdicts import VERDICTS
+from benchmarks.pages import freshness, headline
+from steer_envs.errors import SteerEnvsError
+from steer_envs.paths import REPO_ROOT
+
+
+def test_the_readme_headline_equals_its_render():
+    text = headline.README.read_text(encoding="utf-8")
+    assert headline.replaced(text, headline.render()) == text, "run: python -m benchmarks.pages.headline"
+
+
+def test_no_verdict_is_written_by_hand_outside_the_rendered_region():
+    text = headline.README.read_text(encoding="utf-8")
+    head, _, rest = text.partition(headline.START)
+    _, _, tail = rest.partition(headline.END)
+    outside = (head + tail).lower()
+    for word in (*VERDICTS, "partly", "| yes", "| no |"):
+        assert word not in outside, word
+
+
+def test_an_edited_figure_or_verdict_fails_the_check(tmp_path, capsys):
+    text = headline.README.read_text(encoding="utf-8")
+    region = text[text.index(headline.START) : text.index(headline.END)]
+    row = next(
+        line
+        for line in region.splitlines()
+        if "| reproduces" in line or "; reproduces" in line or ": reproduces" in line
+    )
+    for edited in (row.replace("reproduces", "not shown", 1), row.replace("[+", "[+1", 1)):
+        readme = tmp_path / "README.md"
+        readme.write_text(text.replace(row, edited), encoding="utf-8")
+        assert headline.main(["--check", "--readme", str(readme)]) == 1
+    readme.write_text(text, encoding="utf-8")
+    assert headline.main(["--check", "--readme", str(readme)]) == 0
+    capsys.readouterr()
+
+
+def test_a_quoted_summary_must_name_its_commit(monkeypatch):
+    source = "docs/results/x/summary.json"
+    monkeypatch.setattr(
+        headline, "load", lambda s: {"pairwise": [{"a": "a", "b": "b", "mean": 1, "low": 0.5, "high": 2}]}
+    )
+    value = headline.pair(source, "a", "b")
+    with pytest.raises(SteerEnvsError, match="records no commit"):
+        headline.measured_at({"gain": value})
+
+
+def test_every_check_reads_an_interval_and_every_source_is_committed():
+    tracked = set(
+        subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files"], capture_output=True, text=True).stdout.split()
+    )
+    assert set(headline.sources()) <= tracked
+    for row in headline.headline().claims:
+        for check in row.checks:
+            iv = row.values[check.value].interval()
+            assert iv.low <= iv.mean <= iv.high, (row.claim, check)
+
+
+def test_the_handoff_rows_recompute_from_the_committed_episodes():
+    from benchmarks.handoff_results import table_from_summary
+
+    folder = REPO_ROOT / "docs" / "results" / "handoff"
+    report = json.loads((folder / "results_handoff.json").read_text(encoding="utf-8"))
+    rows, comparisons = table_from_summary(folder)
+    assert json.loads(json.dumps(rows)) == report["rows"]
+    assert json.loads(json.dumps(comparisons)) == report["comparisons"]
+
+
+def test_the_headroom_rows_recompute_from_the_committed_episodes():
+    from benchmarks.harness.ladder_summary import rows_from_summary
+
+    folder = REPO_ROOT / "docs" / "results" / "testbed" / "default"
+    ladder = json.loads((folder / "ladder.json").read_text(encoding="utf-8"))
+    recomputed = rows_from_summary(folder)
+    for row in ladder["rows"]:
+        assert {k: row[k] for k in ("gain", "vs_best_fixed_rule") if k in row} == recomputed[row["rung"]], row["rung"]
+
+
+# -- freshness --------------------------------------------------------------------------------------------------------
+def test_code_of_reads_every_shape_a_summary_records():
+    record = freshness.code_of({"code": {"commits": ["abc1234"], "clean": True, "files": ["a.py"]}})
+    assert record == freshness.CodeRecord(("abc1234",), True, ("a.py",))
+    assert freshness.code_of({"card": {"commits": ["abc1234+dirty"]}}).clean is False
+    assert freshness.code_of({"code": "abc1234"}).commits == ("abc1234",)
+    assert freshness.code_of({"cells": [{"commits": ["a1"]}, {"commits": ["a1", "b2"]}]}).commits == ("a1", "b2")
+    assert freshness.code_of({}).commits == ()
+
+
+def _head() -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+
+
+def test_a_summary_is_stale_when_a_file_it_loaded_changed_since(tmp_path):
+    # the first commit that added this module: every later change to it is a change since
+    first = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "log", "--format=%h", "--diff-filter=A", "--", "benchmarks/harness/stats.py"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()[-1]
+    assert freshness.changed_since(first, ["benchmarks/harness/stats.py"]) == ["benchmarks/harness/stats.py"]
+
+    def verdict_of(code: dict) -> freshness.Freshness:
+        path = tmp_path / "summary.json"
+        path.write_text(json.dumps({"code": code}), encoding="utf-8")
+        return freshness.freshness(path)
+
+    stale = verdict_of({"commits": [first], "clean": True, "files": ["benchmarks/harness/stats.py"]})
+    assert not stale.current and stale.changed == ("benchmarks/harness/stats.py",)
+    assert verdict_of({"commits": [_head()], "clean": True, "files": []}).current
+    assert "uncommitted" in verdict_of({"commits": [_head() + "+dirty"], "clean": False, "files": []}).why
+    assert "not in this history" in verdict_of({"commits": ["0000000"], "clean": True, "files": []}).why
+    assert "no commit" in verdict_of({"commits": [], "clean": False, "files": []}).why
+
+
+def test_the_files_a_run_loaded_are_files_of_this_repository():
+    import torch  # noqa: F401 - its modules name files relative to nothing (``_classes.py``): never counted
+
+    from benchmarks.harness.provenance import loaded_files
+
+    files = loaded_files()
+    assert "benchmarks/harness/provenance.py" in files and "benchmarks/pages/headline.py" in files
+    assert all((REPO_ROOT / f).is_file() for f in files)
