@@ -103,7 +103,8 @@ def freshness(source: str | Path) -> Freshness:
         return Freshness(name, (), recorded, (), "names no commit")
     if not code.clean:
         return Freshness(name, code.commits, recorded, (), "measured on a tree with uncommitted changes")
-    changed = changed_since(code.commits[0].removesuffix("+dirty"), code.files or FALLBACK_FILES)
+    files = code.files if code.files is not None else FALLBACK_FILES
+    changed = changed_since(code.commits[0].removesuffix("+dirty"), files)
     if changed is None:
         return Freshness(name, code.commits, recorded, (), f"commit {code.commits[0]} is not in this history")
     if changed:
