@@ -329,7 +329,7 @@ def _card(ctx: PageContext) -> str:
             f"evaluation {wall(s.get('eval', 0.0))}, barrier {wall(s.get('barrier', 0.0))}, in all "
             f"{wall(sum(s.get(k, 0.0) for k in ('train', 'eval', 'barrier')))}; "
             f"one training run at this setting: at most {max(walls, default=0.0) / 60:.1f} min "
-            f"(mean {np.mean(walls) / 60 if walls else 0.0:.1f} min) on one core of a shared 2-core machine\n",
+            f"(mean {np.mean(walls) / 60 if walls else 0.0:.1f} min) on one core of a 2-core machine\n",
         ]
     )
 

@@ -280,7 +280,7 @@ def section_selection(s: dict) -> list[str]:
     dev_fam, dev_real = dev["family"]["levels"], dev["real"]["levels"]
     seeds = dev_fam[chosen]["seeds"]
     lines = [
-        "### The method's arm, chosen on dev before test",
+        "### The method's arm: proposed from test results, picked on dev",
         "",
         "Candidates for the arm that stands for the method: "
         + ", ".join(NAMES[n] for n in names)
@@ -406,9 +406,7 @@ def render(s: dict, intro: str) -> str:
         intro.strip(),
         "",
         f"Wall time of the pipeline (summed over its runs; trainings {s['plan'].get('jobs', 1)} at a time, one core "
-        "each, on a shared 2-core machine): "
-        + ", ".join(f"{k} {v / 60:.1f} min" for k, v in sorted(times.items()))
-        + ".",
+        "each, on a 2-core machine): " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in sorted(times.items())) + ".",
         "",
         *section_barrier(s),
         *section_compare(s),
