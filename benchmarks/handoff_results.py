@@ -17,7 +17,9 @@
    harness's setting card on top. The page is written by the page builder (:mod:`benchmarks.pages.handoff`;
    ``steer-envs report results_handoff --out OUT`` rebuilds it from the run folder).
 
-Writes ``OUT/results_handoff.md`` and ``OUT/results_handoff.json``; the run folder is ``OUT`` (resumable).
+Writes ``OUT/results_handoff.md`` and ``OUT/results_handoff.json``; the run folder is ``OUT`` (resumable). With
+``--summary DIR`` also the compact summary the page and the README read without the run folder (the report and every
+test episode, :func:`write_summary`).
 
 A confirmation (``--skip 40 --rows NAME ...``): the named rows and no supervision only, on tasks the table's
 ``--limit 40`` never used (bamboogle, whose 36 test tasks the table uses all of, has none left: the averages are

@@ -2,9 +2,9 @@
 
 ``python -m benchmarks.pages.headline`` rewrites the part of ``README.md`` between :data:`START` and :data:`END`;
 ``--check`` exits 1 when the README differs from its render (the test suite holds the same). Every figure is read
-from a summary committed in the repository (:data:`ROWS` names each file and the field), every verdict is computed
-from its interval by :func:`benchmarks.harness.verdicts.verdict`, and every row names the commit that measured it,
-so a figure cannot be edited by hand, drift from its data, or outlive the code it describes without
+from a summary committed in the repository (each row of :func:`headline` names its file and field), every verdict
+is computed from its interval by :func:`benchmarks.harness.verdicts.verdict`, and every row names the commit that
+measured it, so a figure cannot be edited by hand, drift from its data, or outlive the code it describes without
 ``python -m benchmarks.pages.freshness`` saying so.
 """
 
@@ -319,7 +319,7 @@ CLAIMS: tuple[Claim, ...] = (
         },
         (Check("rule", label="vs the rule", tasks="tasks"),),
         "{rate}/task",
-        (("weak", "docs/results_reader.md#simweak"),),
+        (("its summary", WEAK), ("the study's page, from a joint bootstrap", "docs/results_reader.md#simweak")),
     ),
     Claim(
         "offline filtered BC is worse than online RL",
