@@ -124,8 +124,8 @@ class HandoffZeroShotOptions(HandoffOptions, SteererOptions):
 @dataclass(frozen=True)
 class HandoffRLOptions(HandoffOptions, RLOptions):
     """The trained hand-off steerer's options: its default training budget was chosen on dev
-    (docs/results_handoff.md): 24 rounds x 96 states x (4 samples + pass) x 6 continuations, about 69k continuation
-    rollouts."""
+    (docs/archive/results_handoff.md): 24 rounds x 96 states x (4 samples + pass) x 6 continuations, about 69k
+    continuation rollouts."""
 
     bank_tasks: int = RLOptions.redefault("bank_tasks", 400)
     m: int = RLOptions.redefault("m", 24)
