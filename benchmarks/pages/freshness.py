@@ -17,9 +17,10 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from steer_envs.paths import REPO_ROOT
+
+from .code_records import code_of
 
 #: where committed summaries live (relative to the repository)
 SUMMARY_GLOBS = (
@@ -31,30 +32,6 @@ SUMMARY_GLOBS = (
 )
 #: what a summary that does not list its files is taken to depend on: everything a measurement can run
 FALLBACK_FILES = ("steer_envs", "agents", "baselines", "benchmarks/harness")
-
-
-@dataclass(frozen=True)
-class CodeRecord:
-    """The code a summary says it was measured with: its commits (oldest first), whether every tree was clean, and
-    the files its runs loaded (None: not recorded, :data:`FALLBACK_FILES` stand in)."""
-
-    commits: tuple[str, ...]
-    clean: bool
-    files: tuple[str, ...] | None
-
-
-def code_of(data: dict[str, Any]) -> CodeRecord:
-    """The :class:`CodeRecord` of a summary's JSON: its ``code`` record, else the commits its setting card (or a
-    ``commits`` / ``code`` field, or each transfer cell) names; a commit marked ``+dirty`` makes it unclean."""
-    if isinstance(data.get("code"), dict):
-        code = data["code"]
-        return CodeRecord(tuple(code["commits"]), bool(code["clean"]), tuple(code["files"]))
-    card = data.get("card") if isinstance(data.get("card"), dict) else {}
-    found = card.get("commits") or data.get("commits") or data.get("code") or ()
-    if not found and isinstance(data.get("cells"), list):  # a transfer summary: each cell names its own
-        found = list(dict.fromkeys(c for cell in data["cells"] for c in cell.get("commits", ())))
-    commits = (found,) if isinstance(found, str) else tuple(found)
-    return CodeRecord(commits, bool(commits) and not any("+dirty" in c for c in commits), None)
 
 
 def _git(*args: str) -> subprocess.CompletedProcess:

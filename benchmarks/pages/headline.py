@@ -24,7 +24,7 @@ from steer_envs.atomic import atomic_write_text
 from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
 
-from .freshness import code_of
+from .code_records import code_of
 
 README = REPO_ROOT / "README.md"
 START = "<!-- headline: rendered from committed summaries by `python -m benchmarks.pages.headline`; do not edit -->"
@@ -204,10 +204,8 @@ DEFAULT = "docs/results/main/sim_default/summary.json"
 LOOPY = "docs/results/main/sim_loopy/summary.json"
 R1 = "docs/results/main/sim_r1searcher/summary.json"
 TRANSFER = "docs/results/main/transfer/summary.json"
-WEAK = "studies/reader_rl/results/weak_noreader/sim_weak/summary.json"
 LLM = "docs/data/llm_headline/llm_headline.json"
 BARRIER = "studies/actguide_barrier/results/summary.json"
-HEADROOM = "docs/results/testbed/default/ladder.json"
 
 
 def drift(level: int) -> str:
@@ -306,20 +304,6 @@ CLAIMS: tuple[Claim, ...] = (
             ("loopy", "docs/results.md#rate-matched-comparison-on-simloopy-test-split"),
             ("r1searcher", "docs/results.md#rate-matched-comparison-on-simr1searcher-test-split"),
         ),
-    ),
-    Claim(
-        "the same on `sim:weak` (a quarter of the training budget)",
-        "best row",
-        "RL − best fixed rule {rule}; − untrained steerer {untrained} ({tasks} tasks)",
-        {
-            "rule": pair(WEAK, "steering_rl", "best_fixed_rule"),
-            "untrained": pair(WEAK, "steering_rl", "steering_untrained"),
-            "tasks": method(WEAK, "steering_rl", "n_tasks", "{}"),
-            "rate": method(WEAK, "steering_rl", "interventions_per_task"),
-        },
-        (Check("rule", label="vs the rule", tasks="tasks"),),
-        "{rate}/task",
-        (("its summary", WEAK), ("the study's page, from a joint bootstrap", "docs/results_reader.md#simweak")),
     ),
     Claim(
         "offline filtered BC is worse than online RL",
@@ -459,10 +443,6 @@ ACTGUIDE: tuple[Claim, ...] = (
 )
 
 
-def _ladder(source: str, rung: str, key: str = "gain", fmt: str = "{:+.2f}") -> Value:
-    return Value(source, ("rows", f"rung={rung}", key), fmt)
-
-
 def drift_measure() -> Measure:
     values: dict[str, Value] = {}
     for n in (1, 2, 3):
@@ -478,25 +458,6 @@ def drift_measure() -> Measure:
     )
 
 
-def headroom_measure() -> Measure:
-    return Measure(
-        "headroom over no supervision on `sim:default` ({limit} test tasks per benchmark × {seeds} seeds): the best "
-        "fixed rule and the learnable ceiling (a gain model fitted on fork-measured gains of train tasks)",
-        "best fixed rule {rule}; learnable ceiling {ceiling}, {vs_rule} over the rule",
-        {
-            "rule": _ladder(HEADROOM, "best_fixed_rule"),
-            "ceiling": _ladder(HEADROOM, "learnable_ceiling"),
-            "vs_rule": _ladder(HEADROOM, "learnable_ceiling", "vs_best_fixed_rule"),
-            "limit": Value(HEADROOM, ("config", "limit"), "{}"),
-            "seeds": Value(HEADROOM, ("config", "seeds"), "{}"),
-            "r_rate": _ladder(HEADROOM, "best_fixed_rule", "interventions_per_task", "{:.2f}"),
-            "c_rate": _ladder(HEADROOM, "learnable_ceiling", "interventions_per_task", "{:.2f}"),
-        },
-        "{r_rate} and {c_rate}/task",
-        (("headroom ladder", "docs/results/testbed/default/ladder.md"),),
-    )
-
-
 @dataclass
 class Headline:
     """The rows the README shows, in order."""
@@ -507,7 +468,7 @@ class Headline:
 
 def headline() -> Headline:
     claims = [*CLAIMS, transfer_claim(), *ACTGUIDE]
-    return Headline(claims, [headroom_measure(), drift_measure()])
+    return Headline(claims, [drift_measure()])
 
 
 INTRO = """F1 (steering) or exact-match success (ACTGUIDE-RL) in points, paired 95% intervals; *rate*: interventions per
@@ -528,7 +489,7 @@ def render() -> str:
     lines += [claim_line(row) for row in h.claims]
     lines += [
         "",
-        "The testbed's own checks (no paper figure): where the headroom is, and whether a learner can reach it.",
+        "The testbed's own checks (no paper figure): whether a learner can reach the headroom.",
         "",
         "| check | the suite [95% CI] | rate | where |",
         "| --- | --- | --- | --- |",

@@ -1,6 +1,6 @@
 """The README's headline is rendered from committed summaries (benchmarks/pages/headline.py): the README equals its
 render, every verdict in it comes from the one rule, each quoted summary names its commit, and the rows whose data
-the repository commits per episode (the headroom ladder) are recomputed here from those files alone."""
+the repository commits per episode (the LLM steerer's) are recomputed here from those files alone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from benchmarks.harness.verdicts import VERDICTS
-from benchmarks.pages import freshness, headline
+from benchmarks.pages import code_records, freshness, headline
 from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
 
@@ -95,24 +95,14 @@ def test_the_llm_steerer_rows_recompute_from_the_committed_episodes():
     assert asdict(boot.gain("trained", "zero_shot")[1]) == report["comparisons"]["trained vs zero-shot"]
 
 
-def test_the_headroom_rows_recompute_from_the_committed_episodes():
-    from benchmarks.harness.ladder_summary import rows_from_summary
-
-    folder = REPO_ROOT / "docs" / "results" / "testbed" / "default"
-    ladder = json.loads((folder / "ladder.json").read_text(encoding="utf-8"))
-    recomputed = rows_from_summary(folder)
-    for row in ladder["rows"]:
-        assert {k: row[k] for k in ("gain", "vs_best_fixed_rule") if k in row} == recomputed[row["rung"]], row["rung"]
-
-
 # -- freshness --------------------------------------------------------------------------------------------------------
 def test_code_of_reads_every_shape_a_summary_records():
-    record = freshness.code_of({"code": {"commits": ["abc1234"], "clean": True, "files": ["a.py"]}})
-    assert record == freshness.CodeRecord(("abc1234",), True, ("a.py",))
-    assert freshness.code_of({"card": {"commits": ["abc1234+dirty"]}}).clean is False
-    assert freshness.code_of({"code": "abc1234"}).commits == ("abc1234",)
-    assert freshness.code_of({"cells": [{"commits": ["a1"]}, {"commits": ["a1", "b2"]}]}).commits == ("a1", "b2")
-    assert freshness.code_of({}).commits == ()
+    record = code_records.code_of({"code": {"commits": ["abc1234"], "clean": True, "files": ["a.py"]}})
+    assert record == code_records.CodeRecord(("abc1234",), True, ("a.py",))
+    assert code_records.code_of({"card": {"commits": ["abc1234+dirty"]}}).clean is False
+    assert code_records.code_of({"code": "abc1234"}).commits == ("abc1234",)
+    assert code_records.code_of({"cells": [{"commits": ["a1"]}, {"commits": ["a1", "b2"]}]}).commits == ("a1", "b2")
+    assert code_records.code_of({}).commits == ()
 
 
 def _head() -> str:
@@ -159,6 +149,7 @@ WITHOUT_COMMIT = {
     "docs/results/drift/drift1/ladder.json",
     "docs/results/drift/drift2/ladder.json",
     "docs/results/drift/drift3/ladder.json",
+    "docs/results/testbed/default/ladder.json",
     "docs/results/testbed/loopy/ladder.json",
     "docs/results/testbed/r1searcher/ladder.json",
     "docs/results/testbed/r1searcher_llama/ladder.json",
@@ -169,7 +160,7 @@ WITHOUT_COMMIT = {
 
 def test_every_committed_summary_names_the_commits_that_measured_it():
     for source in freshness.committed_summaries():
-        record = freshness.code_of(json.loads((REPO_ROOT / source).read_text(encoding="utf-8")))
+        record = code_records.code_of(json.loads((REPO_ROOT / source).read_text(encoding="utf-8")))
         if source in WITHOUT_COMMIT:
             assert not record.commits, f"{source} names its commits now: take it off WITHOUT_COMMIT"
         else:

@@ -51,7 +51,7 @@ def test_quick_pipeline_summary_and_page(tmp_path):
 
     page = render(json.loads(json.dumps(summary)), "intro")
     assert "## 1. The barrier" in page and "## 2. ACTGUIDE-RL against zero RL" in page
-    assert "### The method's arm, chosen on dev before test" in page and "**Chosen:" in page
+    assert "### The method's arm: proposed from test results, picked on dev" in page and "**Chosen:" in page
     assert "steer-envs barrier --model RUNS/runs/base" in page
     # every stage's commands at the quick size (one seed): base, zero RL, its diagnostics, ACTGUIDE-RL, its
     # diagnostics, the other candidates, the ablations, the two runs at twice the budget
