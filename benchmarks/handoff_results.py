@@ -60,10 +60,12 @@ from .harness.runfolder import RunFolder
 from .harness.runner import evaluate
 from .harness.setting import setting_card
 from .harness.stats import HierarchicalBootstrap, RowRuns, macro_mean
+from .harness.summary_rows import stored_record
 from .pages.handoff import PAGE as HANDOFF_PAGE
 from .pages.handoff import REPORT_FILE
 
 RESAMPLES = 2000
+PROG = "python -m benchmarks.handoff_results"
 #: what a confirmation (``--rows``) writes instead of the page's report
 CONFIRM_FILE = "results_handoff_confirm.json"
 #: the every-hand-off steerer with the paper's pass ∪ A_int at every decision: the slow path may
@@ -241,13 +243,15 @@ def run(
     only_rows: Sequence[str] | None = None,
     checkpoints: str | Path | None = None,
     summary: str | Path | None = None,
+    command: str = "",
 ) -> dict[str, Any]:
     """Evaluate every row in the run folder ``out`` (resumable), write ``results_handoff.json`` and the page.
     ``method_options``: extra options per method name (e.g. ``{"handoff_zero_shot": "dev_tasks=2"}``, for a small
     run); ``train_options`` is the same for ``handoff_rl``. ``only_rows``: these rows (and no supervision), a
     confirmation: written to ``results_handoff_confirm.json``, no page; ``skip``: the tasks to pass over first;
     ``checkpoints``: the trained steerers' folder (default ``out/checkpoints``; another run's, to deploy its);
-    ``summary``: a folder for the compact summary (:func:`write_summary`) beside the run folder's report."""
+    ``summary``: a folder for the compact summary (:func:`write_summary`) beside the run folder's report, which
+    records ``command`` (what made it, as :func:`main` writes it)."""
     from steer_envs.data.tasks import BENCHMARKS
 
     start = time.time()
@@ -296,7 +300,7 @@ def run(
     }
     atomic_write_text(Path(out, REPORT_FILE), json.dumps(report, indent=2) + "\n")
     if summary is not None:
-        write_summary(Path(summary), report, records, folder.root)
+        write_summary(Path(summary), report, records, folder.root, command)
     HANDOFF_PAGE.build(out, Path(out, "results_handoff.md"))
     return report
 
@@ -333,7 +337,11 @@ SUMMARY_FIELDS = ("task_id", "benchmark", "seed", "f1", "em", "interventions", "
 
 
 def write_summary(
-    folder: Path, report: dict[str, Any], records: dict[str, list[list[EpisodeRecord]]], run_root: Path
+    folder: Path,
+    report: dict[str, Any],
+    records: dict[str, list[list[EpisodeRecord]]],
+    run_root: Path,
+    command: str = "",
 ) -> None:
     """The compact summary a page and the README read without a run folder: ``results_handoff.json`` (the report)
     and ``episodes.jsonl.gz`` (one line per test episode of every row, with the row's method spec of its training
@@ -345,7 +353,6 @@ def write_summary(
         for label, run_records in zip(report["rows"][name]["labels"], runs, strict=True)
         for r in run_records
     ]
-    command = portable_command("python -m benchmarks.handoff_results", sys.argv[1:])
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(folder / EPISODES_FILE, gzip_lines(lines))
     atomic_write_text(
@@ -359,9 +366,7 @@ def table_from_summary(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[st
     report = json.loads((folder / REPORT_FILE).read_text(encoding="utf-8"))
     by_label: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
     for line in read_episodes(folder / EPISODES_FILE):
-        fields = {k: line[k] for k in SUMMARY_FIELDS}
-        record = EpisodeRecord(method=line["label"], reward=line["f1"], **fields)
-        by_label[line["row"], line["label"]].append(record)
+        by_label[line["row"], line["label"]].append(stored_record(line))
     specs = {name: row["labels"] for name, row in report["rows"].items()}
     records = {name: [by_label[name, label] for label in labels] for name, labels in specs.items()}
     benchmarks = list(report["card"]["tasks"])
@@ -369,7 +374,7 @@ def table_from_summary(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.handoff_results", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/handoff_results")
     add_protocol_arguments(parser, include=("split", "benchmarks"), defaults={"split": "test"})
     parser.add_argument("--limit", type=int, default=40, help="first N tasks of each benchmark (0: all)")
@@ -423,6 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         only_rows=args.rows,
         checkpoints=args.checkpoints,
         summary=args.summary,
+        command=portable_command(PROG, sys.argv[1:] if argv is None else list(argv)),
     )
     if args.rows:
         print(confirmation_lines(report))

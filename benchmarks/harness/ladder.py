@@ -161,6 +161,11 @@ def _pairs(cfg: EvalConfig) -> list[tuple[Any, int, int]]:
     return [(t, episode_seed(t.id, s), s) for s in range(cfg.seeds) for t in cfg.tasks()]
 
 
+def rung_episodes(out: Path, rung: str) -> Path:
+    """Where a ladder's run folder keeps one rung's test episodes (``@`` is not a file-name character everywhere)."""
+    return Path(out) / "episodes" / f"{rung.replace('@', '_at_')}.jsonl"
+
+
 def _chunks(items: Sequence[Any], n: int) -> list[list[Any]]:
     """``items`` cut into at most ``n`` runs of consecutive items (concatenated, they are ``items`` again)."""
     size = max(1, -(-len(items) // max(n, 1)))
@@ -510,7 +515,7 @@ class Ladder:
 
     def records(self, rung: str) -> list[EpisodeRecord]:
         cfg = self.config
-        log = EpisodeLog(self.out / "episodes" / f"{rung.replace('@', '_at_')}.jsonl")
+        log = EpisodeLog(rung_episodes(self.out, rung))
         pairs = _pairs(cfg.eval_config(cfg.split, cfg.limit, cfg.seeds))
         todo = [p for p in pairs if not log.done(p[0].id, p[2], rung)]
         if todo:

@@ -21,13 +21,13 @@ from typing import Any
 from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 
-from .results_summary import EPISODES_FILE, gzip_lines, machine, read_episodes
+from .ladder import rung_episodes
+from .results_summary import EPISODE_FIELDS, EPISODES_FILE, gzip_lines, machine, read_episodes
 from .stats import HierarchicalBootstrap, RowRuns
+from .summary_rows import stored_record
 
 #: what a ladder's run folder holds that the summary keeps as it is
 KEPT = ("ladder.json", "choices.json", "ladder.md")
-#: the per-episode fields kept
-FIELDS = ("task_id", "benchmark", "seed", "f1", "em", "interventions", "executor_turns", "failed")
 
 
 def write_summary(run_dir: str | Path, dest: str | Path, command: str) -> Path:
@@ -41,10 +41,8 @@ def write_summary(run_dir: str | Path, dest: str | Path, command: str) -> Path:
         shutil.copyfile(run / name, out / name)
     lines = []
     for row in ladder["rows"]:
-        for r in EpisodeLog(
-            run / "episodes" / f"{row['rung'].replace('@', '_at_')}.jsonl"
-        ).records:  # the ladder's names
-            lines.append({"rung": row["rung"], **{k: getattr(r, k) for k in FIELDS}})
+        for r in EpisodeLog(rung_episodes(run, row["rung"])).records:
+            lines.append({"rung": row["rung"], **{k: getattr(r, k) for k in EPISODE_FIELDS}})
     atomic_write_bytes(out / EPISODES_FILE, gzip_lines(lines))
     run_record = {"command": command, "test_episodes": len(lines) // max(1, len(ladder["rows"])), "machine": machine()}
     atomic_write_text(out / "run.json", json.dumps(run_record, indent=1) + "\n")
@@ -58,8 +56,7 @@ def rows_from_summary(dest: str | Path) -> dict[str, dict[str, Any]]:
     ladder = json.loads((folder / "ladder.json").read_text(encoding="utf-8"))
     by_rung: dict[str, list[EpisodeRecord]] = {row["rung"]: [] for row in ladder["rows"]}
     for line in read_episodes(folder / EPISODES_FILE):
-        fields = {k: line[k] for k in FIELDS}
-        by_rung[line["rung"]].append(EpisodeRecord(method=line["rung"], reward=line["f1"], **fields))
+        by_rung[line["rung"]].append(stored_record(line, method=line["rung"]))
     boot = HierarchicalBootstrap(
         [RowRuns(name, {name: recs}) for name, recs in by_rung.items()], ladder["config"]["benchmarks"]
     )

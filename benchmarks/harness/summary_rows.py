@@ -82,7 +82,7 @@ class StoredProfile:
         """Each stored row's episodes per training seed, as the records its intervals were computed from."""
         by_label: dict[str, list[EpisodeRecord]] = {}
         for e in self.episodes:
-            by_label.setdefault(e["label"], []).append(_record(e))
+            by_label.setdefault(e["label"], []).append(stored_record(e))
         return {
             name: RowRuns(name, {label: by_label.get(label, []) for label in row["labels"]})
             for name, row in self.summary["rows"].items()
@@ -92,10 +92,11 @@ class StoredProfile:
 _RECORD_FIELDS = {f.name for f in fields(EpisodeRecord)}
 
 
-def _record(episode: dict[str, Any]) -> EpisodeRecord:
-    """A stored episode as an :class:`EpisodeRecord` (its reward is not stored: no summary number reads it)."""
+def stored_record(episode: dict[str, Any], method: str | None = None) -> EpisodeRecord:
+    """A stored episode (a line of a summary's ``episodes.jsonl.gz``) as an :class:`EpisodeRecord` of ``method``
+    (default: the line's ``label``); its reward is not stored: no summary number reads it."""
     kept = {k: v for k, v in episode.items() if k in _RECORD_FIELDS}
-    return EpisodeRecord(method=episode["label"], reward=0.0, **kept)
+    return EpisodeRecord(method=method or episode["label"], reward=0.0, **kept)
 
 
 def stored_plan(summary: dict[str, Any], out: Path, **local: Any) -> ComparisonPlan:

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.harness.results_summary import EPISODES_FILE, SUMMARY_FILE, read_episodes
 from benchmarks.harness.stats import HierarchicalBootstrap, RowRuns
-from benchmarks.harness.summary_rows import StoredProfile, _record
+from benchmarks.harness.summary_rows import StoredProfile, stored_record
 from benchmarks.harness.summary_transfer import TRANSFER_DIR, TRANSFERRED, read_transfer
 from steer_envs.cli.main import main as cli_main
 from steer_envs.errors import SteerEnvsError
@@ -55,7 +55,9 @@ def test_a_steerer_trained_on_one_profile_is_paired_with_anothers_stored_rows(tm
     for label in cell["labels"]:
         assert {(e["task_id"], e["seed"]) for e in episodes if e["label"] == label} == pairs
     stored = target.runs()
-    moved = RowRuns(TRANSFERRED, {lab: [_record(e) for e in episodes if e["label"] == lab] for lab in cell["labels"]})
+    moved = RowRuns(
+        TRANSFERRED, {lab: [stored_record(e) for e in episodes if e["label"] == lab] for lab in cell["labels"]}
+    )
     runs_ = [stored["no_supervision"], stored["best_fixed_rule"], stored["steering_rl"], moved]
     boot = HierarchicalBootstrap(runs_, target.summary["benchmarks"])
     gain = boot.gain(TRANSFERRED, "best_fixed_rule")[1]
