@@ -36,7 +36,7 @@ from steer_envs.episodes import EpisodeLog
 from steer_envs.paths import REPO_ROOT
 
 from .comparison import Comparison, Row, _summary_dict
-from .provenance import read_runs
+from .provenance import RUNS_FILE, code_record, read_runs
 from .runfolder import RunFolder
 from .runner import REFERENCE
 from .stats import HierarchicalBootstrap
@@ -157,6 +157,8 @@ def write_profile_summary(cmp: Comparison, root: Path, command: str, options: di
         "executor": p.executor,
         "command": command,
         "options": options,
+        # the commits and files behind every evaluation of the run (``python -m benchmarks.pages.freshness``)
+        "code": code_record(sorted({path.parent for path in p.out.rglob(RUNS_FILE)})),
         "written": now(),
         "plan": {k: v for k, v in data["plan"].items() if k not in LOCAL_FIELDS},
         "benchmarks": list(cmp.report.config.benchmarks),

@@ -363,9 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown stage(s) {unknown}; stages: {', '.join(STAGES)}")
     Pipeline(plan, progress=not args.quiet, stages=stages).run(stages)
     if args.summary:
-        from .summarize import summarize
+        from .summarize import EPISODES_FILE, summarize
 
-        atomic_write_json(Path(args.summary), summarize(plan.out))
+        to = Path(args.summary)
+        atomic_write_json(to, summarize(plan.out, episodes_to=to.parent / EPISODES_FILE))
     return 0
 
 

@@ -9,7 +9,10 @@ macro mean). A level's interval (a row against 0) is the same bootstrap against 
 from __future__ import annotations
 
 import argparse
+import gzip
+import importlib
 import json
+import pkgutil
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,15 +20,19 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness.provenance import code_version
+from benchmarks.harness.provenance import code_record
 from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns
 from steer_envs.atomic import atomic_write_json
 from steer_envs.data.tasks import BENCHMARKS
 from steer_envs.episodes import EpisodeRecord
 
-from .run import ABLATIONS, DONE, FAMILY, MAIN, SELECT, Plan, planned_commands
+from .run import ABLATIONS, DONE, FAMILY, GROUPS, MAIN, SELECT, Plan, planned_commands
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: beside the summary: every test episode its groups' levels and gains are computed from (:func:`eval_rows`)
+EPISODES_FILE = "episodes.jsonl.gz"
+#: the fields of a stored episode (with ``label``, ``run`` and ``group``): what :func:`compare` reads
+STORED_FIELDS = ("task_id", "benchmark", "seed", "f1", "em", "reward", "failed")
 
 
 def _interval(i: Interval) -> list[float]:
@@ -185,15 +192,76 @@ def _times(out: Path) -> dict[str, float]:
 
 
 LONGER = tuple(f"{v}_longer" for v in MAIN)
+#: the rows every group compares: each against zero RL and the method, the longer runs against both budgets
+PAIRS = (
+    ("zero_rl", "base"),
+    ("actguide", "zero_rl"),
+    ("actguide", "base"),
+    *((a, "actguide") for a in (*SELECT, *ABLATIONS)),
+    *((a, "zero_rl") for a in (*SELECT, *ABLATIONS)),
+    ("actguide_longer", "zero_rl_longer"),
+    ("actguide_longer", "actguide"),
+    ("zero_rl_longer", "zero_rl"),
+)
 
 
-def summarize(out: Path) -> dict:
+def eval_rows(out: Path, plan: dict) -> dict[str, dict[str, dict[str, list[EpisodeRecord]]]]:
+    """Every label's test evaluation records per training run, per group (``family``, ``real``)."""
+    split, n, seeds = plan["eval_split"], plan["eval_rollouts"], plan["seeds"]
+    labels = ["base", *MAIN, *SELECT, *ABLATIONS, *LONGER]
+
+    def seeds_of(label: str) -> int:
+        return seeds if label in (*MAIN, *SELECT) else 1 if label in LONGER else plan["ablation_seeds"]
+
+    return {group: {label: _runs(out, label, group, split, n, seeds_of(label)) for label in labels} for group in GROUPS}
+
+
+def write_episodes(groups: dict[str, dict[str, dict[str, list[EpisodeRecord]]]], path: Path) -> None:
+    """The records of :func:`eval_rows`, one line each (:data:`STORED_FIELDS` with label, run and group), gzipped
+    with a fixed header time so the same records give the same bytes."""
+    lines = []
+    for group, rows in groups.items():
+        for label, runs in rows.items():
+            for run, records in runs.items():
+                for r in records:
+                    stored = {"group": group, "label": label, "run": run, **{k: getattr(r, k) for k in STORED_FIELDS}}
+                    lines.append(json.dumps(stored, sort_keys=True))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) as gz:
+        gz.write(("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def read_episodes(path: Path) -> dict[str, dict[str, dict[str, list[EpisodeRecord]]]]:
+    """What :func:`write_episodes` stored, in the shape :func:`eval_rows` returns (records in stored order)."""
+    groups: dict[str, dict[str, dict[str, list[EpisodeRecord]]]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            d = json.loads(line)
+            record = EpisodeRecord(d["label"], **{k: d[k] for k in STORED_FIELDS})
+            groups.setdefault(d["group"], {}).setdefault(d["label"], {}).setdefault(d["run"], []).append(record)
+    return groups
+
+
+def code_files() -> dict[str, object]:
+    """The code behind the study (:func:`~benchmarks.harness.provenance.code_record`): its training and evaluation
+    run in child processes (``steer-envs train actguide``, ``steer-envs barrier``), so every module of the CLI and
+    of ``agents.actguide`` is imported here first and the files this process has then loaded stand for theirs."""
+    import agents.actguide
+
+    importlib.import_module("steer_envs.cli")
+    for info in pkgutil.walk_packages(agents.actguide.__path__, "agents.actguide."):
+        importlib.import_module(info.name)
+    return code_record()
+
+
+def summarize(out: Path, episodes_to: Path | None = None) -> dict:
+    """The compact summary of the pipeline's ``out`` folder; its test episodes go to ``episodes_to`` (default: ``out``
+    itself)."""
     out = Path(out)
     plan = json.loads((out / "plan.json").read_text())
     split, n, seeds = plan["eval_split"], plan["eval_rollouts"], plan["seeds"]
-    labels = ["base", *MAIN, *SELECT, *ABLATIONS, *LONGER]
     summary: dict = {
-        "code": code_version(),
+        "code": code_files(),
         "plan": plan,
         "times_s": _times(out),
         "commands": planned_commands(Plan(out, **{k: v for k, v in plan.items() if k != "out"})),
@@ -204,6 +272,7 @@ def summarize(out: Path) -> dict:
         "alignment": {},
         "dev": {},
         "selection": {},
+        "episodes": {"file": EPISODES_FILE, "fields": ["group", "label", "run", *STORED_FIELDS]},
     }
     dev_split = plan.get("dev_split", "dev")
     if (out / "choice.json").is_file():
@@ -217,22 +286,10 @@ def summarize(out: Path) -> dict:
             summary["base_pass"][s] = compare({"base": runs}, "family", [])["levels"]["base"] | {
                 "K": plan["base_pass_k"]
             }
-    pairs = [("zero_rl", "base"), ("actguide", "zero_rl"), ("actguide", "base")]
-    pairs += [(a, "actguide") for a in (*SELECT, *ABLATIONS)] + [(a, "zero_rl") for a in (*SELECT, *ABLATIONS)]
-    pairs += [("actguide_longer", "zero_rl_longer"), ("actguide_longer", "actguide"), ("zero_rl_longer", "zero_rl")]
-    for group in ("family", "real"):
-        rows = {
-            label: _runs(
-                out,
-                label,
-                group,
-                split,
-                n,
-                seeds if label in (*MAIN, *SELECT) else 1 if label in LONGER else plan["ablation_seeds"],
-            )
-            for label in labels
-        }
-        summary["groups"][group] = compare(rows, group, pairs)
+    groups = eval_rows(out, plan)
+    for group, rows in groups.items():
+        summary["groups"][group] = compare(rows, group, PAIRS)
+    write_episodes(groups, episodes_to or out / EPISODES_FILE)
     for path in sorted((out / "alignment").glob(f"*.{split}.json")) if (out / "alignment").is_dir() else []:
         summary["alignment"][path.name.removesuffix(f".{split}.json")] = json.loads(path.read_text())
     return summary
@@ -243,7 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("out", help="the pipeline's --out folder")
     parser.add_argument("--to", default=str(RESULTS / "summary.json"), help="where the summary goes")
     args = parser.parse_args(argv)
-    atomic_write_json(Path(args.to), summarize(Path(args.out)))
+    to = Path(args.to)
+    atomic_write_json(to, summarize(Path(args.out), episodes_to=to.parent / EPISODES_FILE))
     print(f"written: {args.to}")
     return 0
 

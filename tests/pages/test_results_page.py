@@ -37,6 +37,9 @@ def test_results_page_is_rebuilt_from_the_summaries_alone(tmp_path):
     assert {e["label"] for e in episodes} == set(labels) and all(0 <= e["f1"] <= 1 for e in episodes)
     assert sum(f.stat().st_size for f in (root / "sim_default").iterdir()) < 2_000_000
     assert summary["card"]["commits"] and summary["parts"] and summary["dev"]["choices"]
+    # the code behind it, for the freshness check: the commits of the card and the files the evaluations loaded
+    assert summary["code"]["commits"] == summary["card"]["commits"]
+    assert {"steer_envs/envs/steering.py", "benchmarks/harness/runner.py"} <= set(summary["code"]["files"])
     assert summary["dev"]["bar_selection"]["chosen"] and "choose on dev + train" in summary["seconds"]
     assert list(summary["rows"])[-5:] == [*OWN_RATE_ROWS, "oracle"]  # a fresh run has planning and verification
     # the page holds the rows, the intervals against no supervision and against the best fixed rule

@@ -12,7 +12,7 @@ import pytest
 from studies.actguide_barrier.page import render
 from studies.actguide_barrier.run import ABLATIONS, DONE, SELECT, main
 from studies.actguide_barrier.selection import CANDIDATES, IN_REGION_TOLERANCE, choose
-from studies.actguide_barrier.summarize import _times, passes, summarize
+from studies.actguide_barrier.summarize import EPISODES_FILE, PAIRS, _times, compare, passes, read_episodes, summarize
 
 
 @pytest.mark.slow
@@ -29,6 +29,10 @@ def test_quick_pipeline_summary_and_page(tmp_path):
     assert _times(out) == times
 
     summary = summarize(out)
+    # the levels and gains recomputed from the stored test episodes alone, as a reader of the committed files would
+    stored = read_episodes(out / EPISODES_FILE)
+    assert {group: compare(rows, group, PAIRS) for group, rows in stored.items()} == summary["groups"]
+    assert summary["code"]["clean"] in (True, False) and "agents/actguide/trainer.py" in summary["code"]["files"]
     family, real = summary["groups"]["family"], summary["groups"]["real"]
     assert family["levels"]["base"]["tasks"] == 3 and real["levels"]["base"]["tasks"] == 7
     for group in (family, real):
