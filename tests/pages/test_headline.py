@@ -29,21 +29,57 @@ def test_no_verdict_is_written_by_hand_outside_the_rendered_region():
         assert word not in outside, word
 
 
+def current(source: str) -> freshness.Freshness:
+    return freshness.Freshness(source, ("abc1234",), True, (), "")
+
+
+def stale(source: str) -> freshness.Freshness:
+    return freshness.Freshness(source, ("abc1234",), True, ("x.py",), "1 of the files its runs loaded changed since")
+
+
 def test_an_edited_figure_or_verdict_fails_the_check(tmp_path, capsys):
-    text = headline.README.read_text(encoding="utf-8")
+    text = headline.replaced(headline.README.read_text(encoding="utf-8"), headline.render(check=current))
     region = text[text.index(headline.START) : text.index(headline.END)]
     row = next(
         line
         for line in region.splitlines()
         if "| reproduces" in line or "; reproduces" in line or ": reproduces" in line
     )
+    readme = tmp_path / "README.md"
     for edited in (row.replace("reproduces", "not shown", 1), row.replace("[+", "[+1", 1)):
-        readme = tmp_path / "README.md"
         readme.write_text(text.replace(row, edited), encoding="utf-8")
-        assert headline.main(["--check", "--readme", str(readme)]) == 1
-    readme.write_text(text, encoding="utf-8")
+        assert headline.replaced(readme.read_text(encoding="utf-8"), headline.render(check=current)) != (
+            readme.read_text(encoding="utf-8")
+        )
+    readme.write_text(headline.README.read_text(encoding="utf-8").replace(headline.END, "edited\n" + headline.END))
+    assert headline.main(["--check", "--readme", str(readme)]) == 1
+    readme.write_text(headline.README.read_text(encoding="utf-8"), encoding="utf-8")
     assert headline.main(["--check", "--readme", str(readme)]) == 0
     capsys.readouterr()
+
+
+def test_a_row_whose_summary_is_stale_is_listed_without_figures_or_verdicts():
+    """Every declared row is quoted when its summaries are current, and only listed (claim, page, why) when one is
+    stale: a stale summary's interval, verdict or commit row never reaches the table."""
+    h = headline.headline()
+    claims = [row.claim for row in h.claims]
+    quoted = headline.render(check=current)
+    assert all(f"| {claim} |" in quoted for claim in claims) and headline.WAITING not in quoted
+    llm = "docs/data/llm_headline/llm_headline.json"
+    text = headline.render(check=lambda source: stale(source) if source == llm else current(source))
+    waiting = [line for line in text[text.index(headline.WAITING) :].splitlines() if line.startswith("- ")]
+    llm_rows = [row.claim for row in h.claims if any(v.source == llm for v in row.values.values())]
+    assert len(llm_rows) == 2 and [line.split(":")[0] for line in waiting] == [f"- {c}" for c in llm_rows]
+    for claim in llm_rows:
+        assert f"| {claim} |" not in text
+        line = next(w for w in waiting if w.startswith(f"- {claim}:"))
+        assert "1 of the files its runs loaded changed since" in line and "[-" not in line and "[+" not in line
+        assert not any(word in line for word in VERDICTS)
+    assert sum(f"| {c} |" in text for c in claims) == len(claims) - 2
+    everything = headline.render(check=stale)
+    assert "| claim |" not in everything and "| check |" not in everything
+    listed = [line for line in everything[everything.index(headline.WAITING) :].splitlines() if line.startswith("- ")]
+    assert len(listed) == len(claims) + len(h.measures)
 
 
 def test_a_quoted_summary_must_name_its_commit(monkeypatch):
