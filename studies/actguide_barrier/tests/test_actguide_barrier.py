@@ -9,8 +9,13 @@ import json
 
 import pytest
 
+from benchmarks.harness.verdicts import NOT_SHOWN, REPRODUCES
+from steer_envs.data.tasks import BENCHMARKS
+from steer_envs.episodes import EpisodeRecord
+from studies.actguide_barrier import confirm
+from studies.actguide_barrier.confirm import main as confirm_main
 from studies.actguide_barrier.page import render
-from studies.actguide_barrier.run import ABLATIONS, DONE, SELECT, main
+from studies.actguide_barrier.run import ABLATIONS, DONE, FAMILY, SELECT, main
 from studies.actguide_barrier.selection import CANDIDATES, IN_REGION_TOLERANCE, choose
 from studies.actguide_barrier.summarize import EPISODES_FILE, PAIRS, _times, compare, passes, read_episodes, summarize
 
@@ -61,6 +66,19 @@ def test_quick_pipeline_summary_and_page(tmp_path):
     # diagnostics, the other candidates, the ablations, the two runs at twice the budget
     assert len(summary["commands"]) == 1 + 1 + 1 + 1 + 1 + len(SELECT) + len(ABLATIONS) + 2
 
+    # the confirmation on fresh seeds: every arm trained again from the same base, its verdict by the stated rule,
+    # recomputed from the episodes it stores
+    results = tmp_path / "results"
+    assert confirm_main(["--out", str(out), "--results", str(results), "--quiet"]) == 0
+    confirmation = json.loads((results / confirm.RESULT_FILE).read_text())
+    for arm in confirm.ARMS:
+        assert (out / "confirm" / "runs" / arm / "seed3" / DONE).is_file()
+    assert confirmation["chosen"] == choice["chosen"] and confirmation["earlier_seeds"] == [0]
+    stored = read_episodes(results / confirm.EPISODES_FILE)
+    again = confirm.result(stored, confirmation["chosen"], [0])
+    assert json.loads(json.dumps(again)) == {k: confirmation[k] for k in again}
+    assert confirmation["confirmation"]["family"]["levels"]["zero_rl"]["seeds"] == len(confirm.CONFIRM_SEEDS)
+
 
 def _dev(family: dict[str, float], real_gain: dict[str, float]) -> dict:
     return {
@@ -105,3 +123,25 @@ def test_pass_at_k_rows_collapse_rollouts_per_task():
     ]
     rows = {r.task_id: r.em for r in passes(records)}
     assert rows == {"a": 1.0, "b": 0.0}
+
+
+def _records(arm: str, seed: int, em: float) -> dict[str, list]:
+    family = [EpisodeRecord(arm, f"{FAMILY}-{t}", FAMILY, r, em, em, em) for t in range(8) for r in range(2)]
+    real = [EpisodeRecord(arm, f"{b}-0", b, 0, 0.5, 0.5, 0.5) for b in BENCHMARKS]
+    return {"family": family, "real": real}
+
+
+def test_the_confirmation_verdict_reads_the_fresh_seeds_alone():
+    """The chosen arm confirms only on the confirmation seeds' interval: an arm that gains on the earlier seeds and
+    not on the fresh ones is not confirmed, and the other way round."""
+    wins_late = {"zero_rl": 0.0, "actguide": 0.0, "unguided_baseline": 1.0}
+    groups: dict = {"family": {}, "real": {}}
+    for arm in confirm.ARMS:
+        for seed in (0, 1, 2, *confirm.CONFIRM_SEEDS):
+            em = wins_late[arm] if seed in confirm.CONFIRM_SEEDS else float(arm == "actguide")
+            for group, records in _records(arm, seed, em).items():
+                groups[group].setdefault(arm, {})[f"{arm}.seed{seed}"] = records
+    assert confirm.result(groups, "unguided_baseline", [0, 1, 2])["verdict"] == REPRODUCES
+    late = confirm.result(groups, "actguide", [0, 1, 2])
+    assert late["verdict"] == NOT_SHOWN
+    assert late["all_seeds"]["family"]["gains"]["actguide - zero_rl"]["success"][0] == 50.0  # the earlier seeds' win
