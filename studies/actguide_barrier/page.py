@@ -11,9 +11,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.harness.stats import Interval
+from benchmarks.harness.verdicts import verdict
+from benchmarks.pages.code_records import code_of
 from steer_envs.paths import REPO_ROOT
 
 from .alignment import STEP_NAMES
+from .confirm import RESULT_FILE
 from .run import ABLATIONS
 from .summarize import RESULTS
 
@@ -46,9 +50,11 @@ def num(x: float | None, digits: int = 2) -> str:
 
 
 def card(summary: dict, split: str, tasks: str, what: str, setting: dict) -> str:
+    code = code_of(summary)
+    commits = ", ".join(f"`{c}`" for c in code.commits)
     return (
-        f"*Setting card: split {split}, {tasks}, code `{summary['code']}`, {what}, training setting "
-        f"`{json.dumps(setting, sort_keys=True)}`.*"
+        f"*Setting card: split {split}, {tasks}, code {commits} ({'clean' if code.clean else 'uncommitted changes'}), "
+        f"{what}, training setting `{json.dumps(setting, sort_keys=True)}`.*"
     )
 
 
@@ -398,7 +404,148 @@ def section_ablations(s: dict) -> list[str]:
     ]
 
 
-def render(s: dict, intro: str) -> str:
+def gain(s: dict, group: str, pair: str, measure: str = "success") -> list[float] | None:
+    return s["groups"].get(group, {}).get("gains", {}).get(pair, {}).get(measure)
+
+
+def judged(x: Sequence[float] | None, direction: int = 1) -> str:
+    """An interval and its verdict by the one rule (:func:`benchmarks.harness.verdicts.verdict`)."""
+    return "–" if not x else f"{iv(x)} ({verdict(Interval(*x), direction)})"
+
+
+def section_answer(s: dict, confirmation: dict | None) -> list[str]:
+    """The answer, every figure read from the summaries and every verdict from the one rule."""
+    fam = s["groups"].get("family", {}).get("levels", {})
+    if "zero_rl" not in fam or "actguide" not in fam:
+        return []
+    lines = ["## Answer", ""]
+    bp = s.get("base_pass", {})
+    z = fam["zero_rl"]
+    base_pass = ", ".join(f"{iv(row['pass'], False)} on {split}" for split, row in bp.items())
+    hint = s.get("barrier", {}).get("base", {}).get("intervals", {}).get("prompt", {})
+    top = max(hint, key=int) if hint else None
+    lines += [
+        f"*The barrier.* The base's Pass@{next(iter(bp.values()))['K'] if bp else '–'} on the family: {base_pass}. "
+        f"Zero RL at the full budget: family success {iv(z['success'], False)} % "
+        f"(per training seed {', '.join(f'{v:.1f}' for v in z['per_seed'])})"
+        + (f"; a {top}-action hint in the prompt changes the base's Pass@8 by {iv(hint[top])} points" if top else "")
+        + ".",
+        "",
+    ]
+    sel = s.get("selection", {})
+    chosen = sel.get("chosen", "actguide")
+    if sel:
+        dev = "; ".join(
+            f"{NAMES[c['name']]}: real − zero RL {c['real_gain']:+.2f}, family {c['family_success']:.2f} %"
+            for c in sel["candidates"]
+        )
+        lines += [
+            f"*The method's arm, chosen on dev by the rule fixed before the run* ({dev}; the in-region bound "
+            f"{'held for at least one' if sel['bound_met'] else 'held for none, so the smaller in-region loss decided'}"
+            f"): **{NAMES[chosen]}**.",
+            "",
+        ]
+    lines += [
+        "*Test, against zero RL at the equal budget* (points of success; verdict on the family, the real benchmarks):",
+        "",
+    ]
+    for name in dict.fromkeys([chosen, *(c["name"] for c in sel.get("candidates", []))]):
+        pair = f"{name} - zero_rl"
+        mark = " (chosen)" if name == chosen and sel else ""
+        lines.append(
+            f"- {NAMES[name]}{mark}: family {judged(gain(s, 'family', pair))}, real {judged(gain(s, 'real', pair))}"
+        )
+    longer = gain(s, "family", "actguide_longer - zero_rl_longer")
+    if longer:
+        lines.append(
+            f"- {NAMES['actguide_longer']} − {NAMES['zero_rl_longer']} (one seed each): family {judged(longer)}, real "
+            f"{judged(gain(s, 'real', 'actguide_longer - zero_rl_longer'))}"
+        )
+    lines.append("")
+    if confirmation:
+        fresh = confirmation["confirmation"]
+        pair = f"{confirmation['chosen']} - zero_rl"
+        lines += [
+            f"*On fresh training seeds* ({', '.join(map(str, confirmation['confirmation_seeds']))}; section 5): "
+            f"{NAMES[confirmation['chosen']]} − zero RL, family {iv(fresh['family']['gains'][pair]['success'])}, real "
+            f"{iv(fresh['real']['gains'][pair]['success'])}: **{confirmation['verdict']}** by the criterion fixed "
+            "before the run.",
+            "",
+        ]
+    tr = s.get("training", {})
+    pushes = [
+        f"{NAMES[n]} {tr[n]['guided_push_up']:.2f} / {tr[n]['guided_push_down']:.2f}"
+        for n in ("actguide", "unguided_baseline")
+        if n in tr
+    ]
+    if pushes:
+        lines += [
+            "*Where the update goes* (training logs, per trained token, means over seeds): how hard guided rollouts "
+            "push π_u toward / away from the guided actions: "
+            + "; ".join(pushes)
+            + ". Normalised within the guided group, a guided failure gets a negative advantage and pushes away from "
+            "what the guide showed; baselined by the unguided group it replaces, a guided failure gets 0.",
+            "",
+        ]
+    present = [a for a in ABLATIONS if f"{a} - actguide" in s["groups"].get("family", {}).get("gains", {})]
+    if present:
+        lines += [
+            "*Ablations against ACTGUIDE-RL on the family* (section 4): "
+            + "; ".join(f"{NAMES[a]} {judged(gain(s, 'family', f'{a} - actguide'), -1)}" for a in present)
+            + ".",
+            "",
+        ]
+    return lines
+
+
+def section_confirmation(s: dict, confirmation: dict | None) -> list[str]:
+    """The arm chosen on dev against zero RL on training seeds no earlier run used."""
+    if not confirmation:
+        return []
+    plan = s["plan"]
+    c = confirmation
+    seeds = ", ".join(map(str, c["confirmation_seeds"]))
+    pair = f"{c['chosen']} - zero_rl"
+    fresh_gain = c["confirmation"]["family"]["gains"][pair]["success"]
+    return [
+        "## 5. Confirmation on fresh training seeds",
+        "",
+        f"Zero RL and every candidate trained again from the same base, setting and budget on training seeds {seeds} "
+        "(the runs above use seeds "
+        f"{', '.join(map(str, c['earlier_seeds']))}), evaluated on the same test tasks. The criterion, fixed in "
+        f"`studies/actguide_barrier/confirm.py` before this run: {c['criterion']}.",
+        "",
+        f"**{NAMES[c['chosen']]} − zero RL on the fresh seeds, family success: {iv(fresh_gain)} points → "
+        f"{c['verdict']}.**",
+        "",
+        *table_groups(
+            s,
+            ["zero_rl", *dict.fromkeys([c["chosen"], "actguide", "unguided_baseline"])],
+            "zero_rl",
+            groups=c["confirmation"],
+        ),
+        "",
+        f"All {len(c['earlier_seeds']) + len(c['confirmation_seeds'])} training seeds together:",
+        "",
+        *table_groups(
+            s,
+            ["zero_rl", *dict.fromkeys([c["chosen"], "actguide", "unguided_baseline"])],
+            "zero_rl",
+            groups=c["all_seeds"],
+        ),
+        "",
+        card(
+            c,
+            plan["eval_split"],
+            "the tasks of section 2",
+            f"{plan['eval_rollouts']} rollouts per task and training seed",
+            plan["setting"],
+        ),
+        "",
+    ]
+
+
+def render(s: dict, intro: str, confirmation: dict | None = None) -> str:
     times = s.get("times_s", {})
     lines = [
         "# ACTGUIDE-RL against a skill barrier (the `skill_chain` family)",
@@ -408,11 +555,13 @@ def render(s: dict, intro: str) -> str:
         f"Wall time of the pipeline (summed over its runs; trainings {s['plan'].get('jobs', 1)} at a time, one core "
         "each, on a 2-core machine): " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in sorted(times.items())) + ".",
         "",
+        *section_answer(s, confirmation),
         *section_barrier(s),
         *section_compare(s),
         *section_selection(s),
         *section_longer(s),
         *section_ablations(s),
+        *section_confirmation(s, confirmation),
         "## Commands",
         "",
         "Each resumable; `RUNS` is the pipeline's `--out` folder. The first command runs the `steer-envs` commands "
@@ -422,7 +571,8 @@ def render(s: dict, intro: str) -> str:
         f"python -m studies.actguide_barrier.run --out RUNS --jobs {s['plan'].get('jobs', 1)}"
         + (f" --ablation-seeds {s['plan']['ablation_seeds']}" if s["plan"].get("ablation_seeds", 1) != 1 else ""),
         "python -m studies.actguide_barrier.summarize RUNS      # results/summary.json",
-        "python -m studies.actguide_barrier.page                # this page, from the summary",
+        "python -m studies.actguide_barrier.confirm --out RUNS  # section 5: results/confirmation.json",
+        "python -m studies.actguide_barrier.page                # this page, from the summaries",
         *s.get("commands", []),
         "```",
         "",
@@ -439,7 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--page", default=str(PAGE))
     args = parser.parse_args(argv)
     summary = json.loads(Path(args.summary).read_text())
-    Path(args.page).write_text(render(summary, INTRO.read_text()), encoding="utf-8")
+    found = Path(args.summary).parent / RESULT_FILE
+    confirmation = json.loads(found.read_text()) if found.is_file() else None
+    Path(args.page).write_text(render(summary, INTRO.read_text(), confirmation), encoding="utf-8")
     print(f"written: {args.page}")
     return 0
 

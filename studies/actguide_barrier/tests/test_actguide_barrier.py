@@ -78,6 +78,9 @@ def test_quick_pipeline_summary_and_page(tmp_path):
     again = confirm.result(stored, confirmation["chosen"], [0])
     assert json.loads(json.dumps(again)) == {k: confirmation[k] for k in again}
     assert confirmation["confirmation"]["family"]["levels"]["zero_rl"]["seeds"] == len(confirm.CONFIRM_SEEDS)
+    page = render(json.loads(json.dumps(summary)), "intro", confirmation)
+    assert "## Answer" in page and "## 5. Confirmation on fresh training seeds" in page
+    assert f"→ {confirmation['verdict']}" in page
 
 
 def _dev(family: dict[str, float], real_gain: dict[str, float]) -> dict:
