@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ SUMMARY_GLOBS = (
     "docs/results/**/results_*.json",
     "docs/data/**/*.json",
     "studies/*/results/**/summary.json",
+    "studies/*/results/**/confirmation.json",
 )
 #: what a summary that does not list its files is taken to depend on: everything a measurement can run
 FALLBACK_FILES = ("steer_envs", "agents", "baselines", "benchmarks/harness")
@@ -80,7 +82,7 @@ def freshness(source: str | Path) -> Freshness:
         return Freshness(name, (), recorded, (), "names no commit")
     if not code.clean:
         return Freshness(name, code.commits, recorded, (), "measured on a tree with uncommitted changes")
-    files = code.files if code.files is not None else FALLBACK_FILES
+    files = [f for f in (code.files if code.files is not None else FALLBACK_FILES) if not is_result(f)]
     changed = changed_since(code.commits[0].removesuffix("+dirty"), files)
     if changed is None:
         return Freshness(name, code.commits, recorded, (), f"commit {code.commits[0]} is not in this history")
@@ -88,6 +90,16 @@ def freshness(source: str | Path) -> Freshness:
         scope = "files its runs loaded" if recorded else "packages it may depend on (its files are not recorded)"
         return Freshness(name, code.commits, recorded, tuple(changed), f"{len(changed)} of the {scope} changed since")
     return Freshness(name, code.commits, recorded, (), "")
+
+
+#: where measurements write what they measured (the folders of :data:`SUMMARY_GLOBS`): outputs, not code
+RESULT_FOLDERS = re.compile(r"^(docs/results/|docs/data/|studies/[^/]+/results/)")
+
+
+def is_result(path: str) -> bool:
+    """Whether ``path`` is a measurement's output rather than code (a study's ``results/`` sits beside its modules,
+    so the data files recorded beside them include it)."""
+    return RESULT_FOLDERS.match(path) is not None
 
 
 def committed_summaries() -> list[str]:

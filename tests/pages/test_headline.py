@@ -164,6 +164,11 @@ def test_a_summary_is_stale_when_a_file_it_loaded_changed_since(tmp_path):
     stale = verdict_of({"commits": [first], "clean": True, "files": ["benchmarks/harness/stats.py"]})
     assert not stale.current and stale.changed == ("benchmarks/harness/stats.py",)
     assert verdict_of({"commits": [_head()], "clean": True, "files": []}).current
+    # a measurement's own outputs recorded beside its modules (a study's results/) are not code it depends on
+    outputs = ["studies/actguide_barrier/results/summary.json", "docs/results/main/sim_default/summary.json"]
+    assert verdict_of({"commits": [first], "clean": True, "files": outputs}).current
+    with_code = [*outputs, "benchmarks/harness/stats.py"]
+    assert not verdict_of({"commits": [first], "clean": True, "files": with_code}).current
     assert "uncommitted" in verdict_of({"commits": [_head() + "+dirty"], "clean": False, "files": []}).why
     assert "not in this history" in verdict_of({"commits": ["0000000"], "clean": True, "files": []}).why
     assert "no commit" in verdict_of({"commits": [], "clean": False, "files": []}).why
