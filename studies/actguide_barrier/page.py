@@ -507,6 +507,7 @@ def section_confirmation(s: dict, confirmation: dict | None) -> list[str]:
     seeds = ", ".join(map(str, c["confirmation_seeds"]))
     pair = f"{c['chosen']} - zero_rl"
     fresh_gain = c["confirmation"]["family"]["gains"][pair]["success"]
+    arms = ["zero_rl", *dict.fromkeys([c["chosen"], "actguide", "unguided_baseline"])]
     return [
         "## 5. Confirmation on fresh training seeds",
         "",
@@ -518,21 +519,11 @@ def section_confirmation(s: dict, confirmation: dict | None) -> list[str]:
         f"**{NAMES[c['chosen']]} − zero RL on the fresh seeds, family success: {iv(fresh_gain)} points → "
         f"{c['verdict']}.**",
         "",
-        *table_groups(
-            s,
-            ["zero_rl", *dict.fromkeys([c["chosen"], "actguide", "unguided_baseline"])],
-            "zero_rl",
-            groups=c["confirmation"],
-        ),
+        *table_groups(s, arms, "zero_rl", groups=c["confirmation"]),
         "",
         f"All {len(c['earlier_seeds']) + len(c['confirmation_seeds'])} training seeds together:",
         "",
-        *table_groups(
-            s,
-            ["zero_rl", *dict.fromkeys([c["chosen"], "actguide", "unguided_baseline"])],
-            "zero_rl",
-            groups=c["all_seeds"],
-        ),
+        *table_groups(s, arms, "zero_rl", groups=c["all_seeds"]),
         "",
         card(
             c,
