@@ -58,6 +58,17 @@ def card(summary: dict, split: str, tasks: str, what: str, setting: dict) -> str
     )
 
 
+def same_tasks_card(code_source: dict, plan: dict) -> str:
+    """The card of a table on section 2's test tasks; ``code_source`` is the summary whose code measured it."""
+    return card(
+        code_source,
+        plan["eval_split"],
+        "the tasks of section 2",
+        f"{plan['eval_rollouts']} rollouts per task and training seed",
+        plan["setting"],
+    )
+
+
 def section_barrier(s: dict) -> list[str]:
     plan, fam = s["plan"], s["groups"].get("family", {})
     levels = fam.get("levels", {})
@@ -393,13 +404,7 @@ def section_ablations(s: dict) -> list[str]:
         "",
         *table_groups(s, ["actguide", *present], "actguide"),
         "",
-        card(
-            s,
-            plan["eval_split"],
-            "the tasks of section 2",
-            f"{plan['eval_rollouts']} rollouts per task and training seed",
-            plan["setting"],
-        ),
+        same_tasks_card(s, plan),
         "",
     ]
 
@@ -525,13 +530,7 @@ def section_confirmation(s: dict, confirmation: dict | None) -> list[str]:
         "",
         *table_groups(s, arms, "zero_rl", groups=c["all_seeds"]),
         "",
-        card(
-            c,
-            plan["eval_split"],
-            "the tasks of section 2",
-            f"{plan['eval_rollouts']} rollouts per task and training seed",
-            plan["setting"],
-        ),
+        same_tasks_card(c, plan),
         "",
     ]
 
