@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness.provenance import code_record
+from benchmarks.harness.provenance import code_record, code_version
 from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns
 from steer_envs.atomic import atomic_write_json
 from steer_envs.data.tasks import BENCHMARKS
@@ -245,13 +245,14 @@ def read_episodes(path: Path) -> dict[str, dict[str, dict[str, list[EpisodeRecor
 def code_files() -> dict[str, object]:
     """The code behind the study (:func:`~benchmarks.harness.provenance.code_record`): its training and evaluation
     run in child processes (``steer-envs train actguide``, ``steer-envs barrier``), so every module of the CLI and
-    of ``agents.actguide`` is imported here first and the files this process has then loaded stand for theirs."""
+    of ``agents.actguide`` is imported here first and the files this process has then loaded stand for theirs; the
+    commit is this checkout's (``+dirty`` when it has uncommitted changes)."""
     import agents.actguide
 
     importlib.import_module("steer_envs.cli")
     for info in pkgutil.walk_packages(agents.actguide.__path__, "agents.actguide."):
         importlib.import_module(info.name)
-    return code_record()
+    return code_record(extra_commits=[code_version()])
 
 
 def summarize(out: Path, episodes_to: Path | None = None) -> dict:

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from benchmarks.harness.provenance import code_version
 from benchmarks.harness.verdicts import NOT_SHOWN, REPRODUCES
 from steer_envs.data.tasks import BENCHMARKS
 from steer_envs.episodes import EpisodeRecord
@@ -37,7 +38,8 @@ def test_quick_pipeline_summary_and_page(tmp_path):
     # the levels and gains recomputed from the stored test episodes alone, as a reader of the committed files would
     stored = read_episodes(out / EPISODES_FILE)
     assert {group: compare(rows, group, PAIRS) for group, rows in stored.items()} == summary["groups"]
-    assert summary["code"]["clean"] in (True, False) and "agents/actguide/trainer.py" in summary["code"]["files"]
+    assert summary["code"]["commits"] == [code_version()] and "agents/actguide/trainer.py" in summary["code"]["files"]
+    assert summary["code"]["clean"] == (not code_version().endswith("+dirty"))
     family, real = summary["groups"]["family"], summary["groups"]["real"]
     assert family["levels"]["base"]["tasks"] == 3 and real["levels"]["base"]["tasks"] == 7
     for group in (family, real):
@@ -74,6 +76,7 @@ def test_quick_pipeline_summary_and_page(tmp_path):
     for arm in confirm.ARMS:
         assert (out / "confirm" / "runs" / arm / "seed3" / DONE).is_file()
     assert confirmation["chosen"] == choice["chosen"] and confirmation["earlier_seeds"] == [0]
+    assert confirmation["code"]["commits"] == [code_version()]
     stored = read_episodes(results / confirm.EPISODES_FILE)
     again = confirm.result(stored, confirmation["chosen"], [0])
     assert json.loads(json.dumps(again)) == {k: confirmation[k] for k in again}
