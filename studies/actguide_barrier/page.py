@@ -451,7 +451,7 @@ def section_answer(s: dict, confirmation: dict | None) -> list[str]:
             "",
         ]
     lines += [
-        "*Test, against zero RL at the equal budget* (points of success; verdict on the family, the real benchmarks):",
+        "*Test, against zero RL at the equal budget* (points of success, each with its verdict):",
         "",
     ]
     for name in dict.fromkeys([chosen, *(c["name"] for c in sel.get("candidates", []))]):

@@ -131,6 +131,28 @@ def test_pass_at_k_rows_collapse_rollouts_per_task():
     assert rows == {"a": 1.0, "b": 0.0}
 
 
+def test_the_committed_levels_and_gains_recompute_from_the_committed_episodes():
+    """Every level and paired gain the page and the README quote (``groups``), recomputed from the committed test
+    episodes with the study's own comparison, equals the committed summary's."""
+    from studies.actguide_barrier.summarize import RESULTS
+
+    summary = json.loads((RESULTS / "summary.json").read_text(encoding="utf-8"))
+    stored = read_episodes(RESULTS / summary["episodes"]["file"])
+    assert set(stored) == set(summary["groups"]) == {"family", "real"}
+    assert {group: compare(rows, group, PAIRS) for group, rows in stored.items()} == summary["groups"]
+
+
+def test_the_committed_confirmation_recomputes_from_its_committed_episodes():
+    """The fresh seeds' gains, the pooled gains and the verdict, recomputed from the committed episodes by the same
+    functions, equal the committed confirmation."""
+    from studies.actguide_barrier.summarize import RESULTS
+
+    committed = json.loads((RESULTS / confirm.RESULT_FILE).read_text(encoding="utf-8"))
+    stored = read_episodes(RESULTS / committed["episodes"]["file"])
+    again = confirm.result(stored, committed["chosen"], committed["earlier_seeds"])
+    assert json.loads(json.dumps(again)) == {key: committed[key] for key in again}
+
+
 def _records(arm: str, seed: int, em: float) -> dict[str, list]:
     family = [EpisodeRecord(arm, f"{FAMILY}-{t}", FAMILY, r, em, em, em) for t in range(8) for r in range(2)]
     real = [EpisodeRecord(arm, f"{b}-0", b, 0, 0.5, 0.5, 0.5) for b in BENCHMARKS]
