@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.pages import freshness, headline
+from benchmarks.pages import headline, summary_freshness
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -98,7 +98,7 @@ def headline_rows() -> list[dict[str, str]]:
 def every_declared_row() -> list[dict[str, str]]:
     """The table rows of the headline rendered as if every summary were current: what the README shows once each
     row's summary is remeasured (each must already be on its page)."""
-    region = headline.render(check=lambda source: freshness.Freshness(source, ("abc1234",), True, (), ""))
+    region = headline.render(check=lambda source: summary_freshness.Freshness(source, ("abc1234",), True, (), ""))
     return [row for row in table_rows(region) if any(column in row for column in SUITE_COLUMNS)]
 
 

@@ -25,7 +25,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
 
 from .code_records import code_of
-from .freshness import Freshness, freshness
+from .summary_freshness import Freshness, freshness
 
 README = REPO_ROOT / "README.md"
 START = "<!-- headline: rendered from committed summaries by `python -m benchmarks.pages.headline`; do not edit -->"
@@ -554,7 +554,7 @@ records the command that remakes it, `python -m benchmarks.pages.freshness` list
 
 def render(check: FreshnessCheck = freshness) -> str:
     """The headline region of the README, rendered from the committed summaries: a row is quoted only while every
-    summary it reads is current (``check``, by default :func:`~.freshness.freshness` against this checkout); the
+    summary it reads is current (``check``, by default :func:`~.summary_freshness.freshness` against this checkout); the
     others are listed, without figures or verdicts, under :data:`WAITING`. So a change to code that a quoted number
     depends on takes that number off the README (the test suite holds the README equal to its render) until it is
     remeasured."""

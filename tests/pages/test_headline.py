@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from benchmarks.harness.verdicts import VERDICTS
-from benchmarks.pages import code_records, freshness, headline
+from benchmarks.pages import code_records, headline, summary_freshness
 from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
 
@@ -29,12 +29,12 @@ def test_no_verdict_is_written_by_hand_outside_the_rendered_region():
         assert word not in outside, word
 
 
-def current(source: str) -> freshness.Freshness:
-    return freshness.Freshness(source, ("abc1234",), True, (), "")
+def current(source: str) -> summary_freshness.Freshness:
+    return summary_freshness.Freshness(source, ("abc1234",), True, (), "")
 
 
-def stale(source: str) -> freshness.Freshness:
-    return freshness.Freshness(source, ("abc1234",), True, ("x.py",), "1 of the files its runs loaded changed since")
+def stale(source: str) -> summary_freshness.Freshness:
+    return summary_freshness.Freshness(source, ("abc1234",), True, ("x.py",), "1 of the files its runs loaded changed since")
 
 
 def test_an_edited_figure_or_verdict_fails_the_check(tmp_path, capsys):
@@ -154,12 +154,12 @@ def test_a_summary_is_stale_when_a_file_it_loaded_changed_since(tmp_path):
         capture_output=True,
         text=True,
     ).stdout.split()[-1]
-    assert freshness.changed_since(first, ["benchmarks/harness/stats.py"]) == ["benchmarks/harness/stats.py"]
+    assert summary_freshness.changed_since(first, ["benchmarks/harness/stats.py"]) == ["benchmarks/harness/stats.py"]
 
-    def verdict_of(code: dict) -> freshness.Freshness:
+    def verdict_of(code: dict) -> summary_freshness.Freshness:
         path = tmp_path / "summary.json"
         path.write_text(json.dumps({"code": code}), encoding="utf-8")
-        return freshness.freshness(path)
+        return summary_freshness.freshness(path)
 
     stale = verdict_of({"commits": [first], "clean": True, "files": ["benchmarks/harness/stats.py"]})
     assert not stale.current and stale.changed == ("benchmarks/harness/stats.py",)
@@ -200,7 +200,7 @@ WITHOUT_COMMIT = {
 
 
 def test_every_committed_summary_names_the_commits_that_measured_it():
-    for source in freshness.committed_summaries():
+    for source in summary_freshness.committed_summaries():
         record = code_records.code_of(json.loads((REPO_ROOT / source).read_text(encoding="utf-8")))
         if source in WITHOUT_COMMIT:
             assert not record.commits, f"{source} names its commits now: take it off WITHOUT_COMMIT"
