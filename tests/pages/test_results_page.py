@@ -106,3 +106,28 @@ def test_the_drift_family_section_reads_each_levels_ladder_and_comparison(tmp_pa
     assert "`sim:drift3`" in text and "**synthetic**" in text
     assert f"`{ladder_commit}`" in text.split("*Setting:", 1)[1]  # the table's card names its ladders' commits
     assert drift_markdown(tmp_path) == ""  # no drift folder beside the summaries: no section
+
+
+@pytest.mark.parametrize("executor", PROFILES)
+def test_the_committed_intervals_recompute_from_the_committed_episodes(executor):
+    """Every paired interval of a committed comparison (against no supervision, against the best fixed rule, and
+    the focus row against every other, the oracle's headroom included), recomputed here with the harness's bootstrap
+    from the summary's episode file alone."""
+    from dataclasses import asdict
+
+    from benchmarks.harness.results_summary import against
+    from benchmarks.harness.stats import HierarchicalBootstrap
+    from benchmarks.harness.summary_rows import StoredProfile
+
+    stored = StoredProfile.read(SUMMARY_ROOT, executor)
+    summary, plan = stored.summary, stored.summary["plan"]
+    runs = stored.runs()
+    assert len(stored.episodes) == summary["episodes"]["count"]
+    assert all(r.runs[label] for r in runs.values() for label in r.runs), "a row's label has no stored episode"
+    boot = HierarchicalBootstrap(list(runs.values()), summary["benchmarks"])
+    vs_none, vs_rule = against(list(runs), boot, plan["reference"], plan.get("bar", ""))
+    assert vs_none == summary["vs_none"] and vs_rule == summary["vs_rule"]
+    focus = {p["a"] for p in summary["pairwise"]}
+    assert len(focus) == 1 and "oracle" in {p["b"] for p in summary["pairwise"]}
+    (a,) = focus
+    assert [{"a": a, "b": b, **asdict(boot.gain(a, b)[1])} for b in runs if b != a] == summary["pairwise"]
