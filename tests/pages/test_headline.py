@@ -34,7 +34,9 @@ def current(source: str) -> summary_freshness.Freshness:
 
 
 def stale(source: str) -> summary_freshness.Freshness:
-    return summary_freshness.Freshness(source, ("abc1234",), True, ("x.py",), "1 of the files its runs loaded changed since")
+    return summary_freshness.Freshness(
+        source, ("abc1234",), True, ("x.py",), "1 of the files its runs loaded changed since"
+    )
 
 
 def test_an_edited_figure_or_verdict_fails_the_check(tmp_path, capsys):
