@@ -544,7 +544,7 @@ def current_rows(rows: Sequence[Row], check: FreshnessCheck) -> list[Row]:
 def waiting_line(title: str, row: Row, check: FreshnessCheck) -> str:
     """A row whose figures are not quoted: what it claims, where its page is, and why its numbers wait."""
     stale = [check(s) for s in dict.fromkeys(v.source for v in row.values.values()) if not check(s).current]
-    why = "; ".join(f"{f.source}: {f.why}" for f in stale)
+    why = "; ".join(f"{f.source}: {f.reason}" for f in stale)
     return f"- {title}: {where_text(row.where, row.values)}. {why}."
 
 

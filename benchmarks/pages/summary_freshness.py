@@ -5,12 +5,15 @@ that measured it; the newer ones also name the repository files those runs loade
 (:func:`benchmarks.harness.provenance.code_record`), and for the older ones the check falls back to the packages a
 measurement can touch (:data:`FALLBACK_FILES`). A summary is **stale** when its tree was not clean, when its first
 commit is not in this history, or when any of those files changed between that commit and the checkout (committed or
-not). The README's headline quotes only current summaries (:mod:`.headline` asks this module), and
+not). A Python file whose syntax tree is the same once docstrings are set aside (:func:`same_code`: an edit to its
+docstrings, comments or layout) has not changed what it computes, so it does not make a summary stale; a moved or
+deleted file does. The README's headline quotes only current summaries (:mod:`.headline` asks this module), and
 :mod:`.freshness` lists them for a maintainer, who knows from it what to remeasure before a release.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -51,7 +54,38 @@ def changed_since(commit: str, paths: Sequence[str]) -> list[str] | None:
     for start in range(0, len(existing), 200):  # bounded command lines
         run = _git("diff", "--name-only", commit, "--", *existing[start : start + 200])
         changed += [line for line in run.stdout.splitlines() if line]
-    return sorted(set(changed))
+    return sorted(p for p in set(changed) if not _same_code_since(commit, p))
+
+
+def _same_code_since(commit: str, path: str) -> bool:
+    """Whether the Python file ``path`` computes what it did at ``commit`` (see :func:`same_code`)."""
+    current = REPO_ROOT / path
+    if not path.endswith(".py") or not current.is_file():
+        return False
+    then = _git("show", f"{commit}:{path}")
+    return then.returncode == 0 and same_code(then.stdout, current.read_text(encoding="utf-8"))
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                if isinstance(body[0].value.value, str):
+                    node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def same_code(before: str, after: str) -> bool:
+    """Whether two versions of a Python module have the same syntax tree once the docstrings of the module, its
+    classes and functions are set aside: comments, layout and docstrings differ, the code does not. A module that
+    reads its own ``__doc__`` (an argparse description) changes only its help text that way. Text that does not
+    parse counts as changed."""
+    try:
+        trees = [_without_docstrings(ast.parse(text)) for text in (before, after)]
+    except SyntaxError:
+        return False
+    return ast.dump(trees[0]) == ast.dump(trees[1])
 
 
 @dataclass(frozen=True)
@@ -67,6 +101,16 @@ class Freshness:
     @property
     def current(self) -> bool:
         return not self.why
+
+    @property
+    def reason(self) -> str:
+        """``why`` without the number of changed files: what the README says, so that its text does not move with
+        every further commit while the summary waits to be remeasured."""
+        if not self.changed:
+            return self.why
+        if self.files_recorded:
+            return "files its runs loaded changed since"
+        return "packages it may depend on changed since (its files are not recorded)"
 
 
 def freshness(source: str | Path) -> Freshness:
