@@ -173,20 +173,22 @@ def fill(template: str, values: dict[str, Value]) -> str:
         raise SteerEnvsError(f"headline template {template!r} needs a value {exc.args[0]!r}") from None
 
 
-def measured_at(values: dict[str, Value]) -> str:
+def measured_at(values: dict[str, Value], quoted: bool = True) -> str:
+    """The commits that measured ``values``; a quoted figure must name them (a row only listed as waiting may
+    read a summary that names none)."""
     commits: list[str] = []
     sources = list(dict.fromkeys(v.source for v in values.values()))
     for source in sources:
         found = code_of(load(source)).commits
-        if not found:
+        if not found and quoted:
             raise SteerEnvsError(f"{source} records no commit: remeasure it with the command it records")
         commits += [c for c in found if c not in commits]
-    return ", ".join(f"`{c}`" for c in commits)
+    return ", ".join(f"`{c}`" for c in commits) or "no recorded commit"
 
 
-def where_text(where: tuple[tuple[str, str], ...], values: dict[str, Value]) -> str:
+def where_text(where: tuple[tuple[str, str], ...], values: dict[str, Value], quoted: bool = True) -> str:
     links = ", ".join(f"[{text}]({link})" for text, link in where)
-    return f"{links} (at {measured_at(values)})"
+    return f"{links} (at {measured_at(values, quoted)})"
 
 
 def claim_line(row: Claim) -> str:
@@ -545,11 +547,12 @@ def waiting_line(title: str, row: Row, check: FreshnessCheck) -> str:
     """A row whose figures are not quoted: what it claims, where its page is, and why its numbers wait."""
     stale = [check(s) for s in dict.fromkeys(v.source for v in row.values.values()) if not check(s).current]
     why = "; ".join(f"{f.source}: {f.reason}" for f in stale)
-    return f"- {title}: {where_text(row.where, row.values)}. {why}."
+    return f"- {title}: {where_text(row.where, row.values, quoted=False)}. {why}."
 
 
-WAITING = """Not quoted until remeasured (the code behind their summaries changed since they were measured; each summary
-records the command that remakes it, `python -m benchmarks.pages.freshness` lists what changed):"""
+WAITING = """Not quoted until remeasured (a summary they read is not current: the code its runs loaded changed since, or
+it names no clean commit of this history; each summary records the command that remakes it, `python -m
+benchmarks.pages.freshness` lists why):"""
 
 
 def render(check: FreshnessCheck = freshness) -> str:

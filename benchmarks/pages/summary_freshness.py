@@ -126,9 +126,13 @@ def freshness(source: str | Path) -> Freshness:
     if not code.clean:
         return Freshness(name, code.commits, recorded, (), "measured on a tree with uncommitted changes")
     files = [f for f in (code.files if code.files is not None else FALLBACK_FILES) if not is_result(f)]
-    changed = changed_since(code.commits[0].removesuffix("+dirty"), files)
-    if changed is None:
-        return Freshness(name, code.commits, recorded, (), f"commit {code.commits[0]} is not in this history")
+    # every commit that measured a part of it: a part resumed at a later commit is checked from there too, and a
+    # change between two of them counts (the order a record lists its commits in says nothing about their age)
+    changed_sets = {c: changed_since(c.removesuffix("+dirty"), files) for c in code.commits}
+    missing = [c for c, found in changed_sets.items() if found is None]
+    if missing:
+        return Freshness(name, code.commits, recorded, (), f"commit {missing[0]} is not in this history")
+    changed = sorted({f for found in changed_sets.values() for f in found or ()})
     if changed:
         scope = "files its runs loaded" if recorded else "packages it may depend on (its files are not recorded)"
         return Freshness(name, code.commits, recorded, tuple(changed), f"{len(changed)} of the {scope} changed since")

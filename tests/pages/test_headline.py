@@ -39,8 +39,11 @@ def stale(source: str) -> summary_freshness.Freshness:
     )
 
 
-def test_an_edited_figure_or_verdict_fails_the_check(tmp_path, capsys):
-    text = headline.replaced(headline.README.read_text(encoding="utf-8"), headline.render(check=current))
+def test_an_edited_figure_or_verdict_fails_the_check(tmp_path, capsys, monkeypatch):
+    # every row rendered as if current, so that the README has a verdict and a figure to edit whatever is stale
+    rendered = headline.render(check=current)
+    monkeypatch.setattr(headline, "render", lambda: rendered)
+    text = headline.replaced(headline.README.read_text(encoding="utf-8"), rendered)
     region = text[text.index(headline.START) : text.index(headline.END)]
     row = next(
         line
@@ -48,15 +51,14 @@ def test_an_edited_figure_or_verdict_fails_the_check(tmp_path, capsys):
         if "| reproduces" in line or "; reproduces" in line or ": reproduces" in line
     )
     readme = tmp_path / "README.md"
-    for edited in (row.replace("reproduces", "not shown", 1), row.replace("[+", "[+1", 1)):
-        readme.write_text(text.replace(row, edited), encoding="utf-8")
-        assert headline.replaced(readme.read_text(encoding="utf-8"), headline.render(check=current)) != (
-            readme.read_text(encoding="utf-8")
-        )
-    readme.write_text(headline.README.read_text(encoding="utf-8").replace(headline.END, "edited\n" + headline.END))
-    assert headline.main(["--check", "--readme", str(readme)]) == 1
-    readme.write_text(headline.README.read_text(encoding="utf-8"), encoding="utf-8")
+    readme.write_text(text, encoding="utf-8")
     assert headline.main(["--check", "--readme", str(readme)]) == 0
+    for edited in (row.replace("reproduces", "not shown", 1), row.replace("[+", "[+1", 1)):
+        assert edited != row
+        readme.write_text(text.replace(row, edited), encoding="utf-8")
+        assert headline.main(["--check", "--readme", str(readme)]) == 1
+    readme.write_text(text.replace(headline.END, "edited\n" + headline.END), encoding="utf-8")
+    assert headline.main(["--check", "--readme", str(readme)]) == 1
     capsys.readouterr()
 
 
@@ -188,6 +190,46 @@ def test_an_edit_to_docstrings_comments_or_layout_is_not_a_change_of_code():
     # a string that is not a docstring (the second statement of a body) is code
     assert not summary_freshness.same_code(before, before.replace("return 2 * x", '"note"\n    return 2 * x'))
     assert not summary_freshness.same_code(before, "def f(x:\n")
+
+
+def test_changes_since_each_commit_on_a_history_made_here(tmp_path, monkeypatch):
+    """On a repository made here: a docstring-only edit is no change, a code edit and a deleted file are, and every
+    commit a summary names is checked (the record may list the later one first)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    (tmp_path / "a.py").write_text('"""A."""\n\n\ndef f():\n    return 1\n')
+    (tmp_path / "b.py").write_text("X = 1\n")
+    (tmp_path / "c.py").write_text("Y = 1\n")
+    git("add", ".")
+    git("commit", "-qm", "one")
+    first = git("rev-parse", "--short", "HEAD").strip()
+    (tmp_path / "a.py").write_text('"""A, said again."""\n\n\ndef f():  # one\n    return 1\n')
+    (tmp_path / "b.py").write_text("X = 2\n")
+    git("add", ".")
+    git("commit", "-qm", "two")
+    second = git("rev-parse", "--short", "HEAD").strip()
+    (tmp_path / "c.py").unlink()
+    monkeypatch.setattr(summary_freshness, "REPO_ROOT", tmp_path)
+    files = ["a.py", "b.py", "c.py"]
+    assert summary_freshness.changed_since(first, files) == ["b.py", "c.py"]
+    assert summary_freshness.changed_since(second, files) == ["c.py"]  # the deletion is not committed: it counts
+    assert summary_freshness.changed_since("0000000", files) is None
+    (tmp_path / "c.py").write_text("Y = 1\n")
+    assert summary_freshness.changed_since(second, files) == []
+
+    def verdict_of(commits: list[str]) -> summary_freshness.Freshness:
+        path = tmp_path / "summary.json"
+        path.write_text(json.dumps({"code": {"commits": commits, "clean": True, "files": files}}), encoding="utf-8")
+        return summary_freshness.freshness(path)
+
+    assert verdict_of([second]).current
+    assert verdict_of([second, first]).changed == ("b.py",)  # the older commit listed last still counts
+    assert "0000000 is not in this history" in verdict_of([second, "0000000"]).why
 
 
 def test_the_files_a_run_loaded_are_files_of_this_repository():
