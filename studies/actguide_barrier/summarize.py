@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness.provenance import code_record, code_version
+from benchmarks.harness.results_summary import gzip_lines
 from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns
-from steer_envs.atomic import atomic_write_json
+from steer_envs.atomic import atomic_write_bytes, atomic_write_json
 from steer_envs.data.tasks import BENCHMARKS
 from steer_envs.episodes import EpisodeRecord
 
@@ -225,10 +226,9 @@ def write_episodes(groups: dict[str, dict[str, dict[str, list[EpisodeRecord]]]],
             for run, records in runs.items():
                 for r in records:
                     stored = {"group": group, "label": label, "run": run, **{k: getattr(r, k) for k in STORED_FIELDS}}
-                    lines.append(json.dumps(stored, sort_keys=True))
+                    lines.append(dict(sorted(stored.items())))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) as gz:
-        gz.write(("\n".join(lines) + "\n").encode("utf-8"))
+    atomic_write_bytes(path, gzip_lines(lines))
 
 
 def read_episodes(path: Path) -> dict[str, dict[str, dict[str, list[EpisodeRecord]]]]:
@@ -244,12 +244,14 @@ def read_episodes(path: Path) -> dict[str, dict[str, dict[str, list[EpisodeRecor
 
 def code_files() -> dict[str, object]:
     """The code behind the study (:func:`~benchmarks.harness.provenance.code_record`): its training and evaluation
-    run in child processes (``steer-envs train actguide``, ``steer-envs barrier``), so every module of the CLI and
-    of ``agents.actguide`` is imported here first and the files this process has then loaded stand for theirs; the
-    commit is this checkout's (``+dirty`` when it has uncommitted changes)."""
+    run in child processes (``steer-envs train actguide``, ``steer-envs barrier``), so the console script's modules
+    (``steer_envs.cli.main`` and the commands ``agents.cli`` registers) and every module of ``agents.actguide`` are
+    imported here first and the files this process has then loaded stand for theirs; the commit is this checkout's
+    (``+dirty`` when it has uncommitted changes)."""
     import agents.actguide
 
-    importlib.import_module("steer_envs.cli")
+    for name in ("steer_envs.cli.main", "agents.cli"):
+        importlib.import_module(name)
     for info in pkgutil.walk_packages(agents.actguide.__path__, "agents.actguide."):
         importlib.import_module(info.name)
     return code_record(extra_commits=[code_version()])
