@@ -3,11 +3,11 @@
 A number is current while the code it depends on is the code it was measured with. Every summary names the commits
 that measured it; the newer ones also name the repository files those runs loaded
 (:func:`benchmarks.harness.provenance.code_record`), and for the older ones the check falls back to the packages a
-measurement can touch (:data:`FALLBACK_FILES`). A summary is **stale** when its tree was not clean, when its first
-commit is not in this history, or when any of those files changed between that commit and the checkout (committed or
-not). A Python file whose syntax tree is the same once docstrings are set aside (:func:`same_code`: an edit to its
-docstrings, comments or layout) has not changed what it computes, so it does not make a summary stale; a moved or
-deleted file does. The README's headline quotes only current summaries (:mod:`.headline` asks this module), and
+measurement can touch (:data:`FALLBACK_FILES`). A summary is **stale** when its tree was not clean, when a commit it
+names is not in this history, or when any of those files changed between one of its commits and the checkout
+(committed or not). A Python file whose syntax tree is the same once docstrings are set aside (:func:`same_code`: an
+edit to its docstrings, comments or layout) has not changed what it computes, so it does not make a summary stale; a
+moved or deleted file does. The README's headline quotes only current summaries (:mod:`.headline` asks this module), and
 :mod:`.freshness` lists them for a maintainer, who knows from it what to remeasure before a release.
 """
 
@@ -18,7 +18,7 @@ import json
 import re
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from steer_envs.paths import REPO_ROOT
@@ -103,14 +103,16 @@ class Freshness:
         return not self.why
 
     @property
+    def scope(self) -> str:
+        """What the check compared: the files its runs loaded, or the packages a measurement can touch."""
+        recorded = "files its runs loaded"
+        return recorded if self.files_recorded else "packages it may depend on (its files are not recorded)"
+
+    @property
     def reason(self) -> str:
         """``why`` without the number of changed files: what the README says, so that its text does not move with
         every further commit while the summary waits to be remeasured."""
-        if not self.changed:
-            return self.why
-        if self.files_recorded:
-            return "files its runs loaded changed since"
-        return "packages it may depend on changed since (its files are not recorded)"
+        return f"{self.scope} changed since" if self.changed else self.why
 
 
 def freshness(source: str | Path) -> Freshness:
@@ -132,11 +134,9 @@ def freshness(source: str | Path) -> Freshness:
     missing = [c for c, found in changed_sets.items() if found is None]
     if missing:
         return Freshness(name, code.commits, recorded, (), f"commit {missing[0]} is not in this history")
-    changed = sorted({f for found in changed_sets.values() for f in found or ()})
-    if changed:
-        scope = "files its runs loaded" if recorded else "packages it may depend on (its files are not recorded)"
-        return Freshness(name, code.commits, recorded, tuple(changed), f"{len(changed)} of the {scope} changed since")
-    return Freshness(name, code.commits, recorded, (), "")
+    changed = tuple(sorted({f for found in changed_sets.values() for f in found or ()}))
+    verdict = Freshness(name, code.commits, recorded, changed, "")
+    return replace(verdict, why=f"{len(changed)} of the {verdict.scope} changed since") if changed else verdict
 
 
 #: where measurements write what they measured (the folders of :data:`SUMMARY_GLOBS`): outputs, not code
