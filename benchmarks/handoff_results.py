@@ -250,8 +250,8 @@ def run(
     run); ``train_options`` is the same for ``handoff_rl``. ``only_rows``: these rows (and no supervision), a
     confirmation: written to ``results_handoff_confirm.json``, no page; ``skip``: the tasks to pass over first;
     ``checkpoints``: the trained steerers' folder (default ``out/checkpoints``; another run's, to deploy its);
-    ``summary``: a folder for the compact summary (:func:`write_summary`) beside the run folder's report, which
-    records ``command`` (what made it, as :func:`main` writes it)."""
+    ``summary``: a folder for the compact summary (:func:`write_summary`) beside the run folder's report. The report
+    records ``command`` (what made it, as :func:`main` writes it), which the page shows."""
     from steer_envs.data.tasks import BENCHMARKS
 
     start = time.time()
@@ -292,6 +292,7 @@ def run(
         atomic_write_text(Path(out, CONFIRM_FILE), json.dumps(report, indent=2) + "\n")
         return report
     report = {
+        "command": command,
         "card": handoff_card(folder, coverage, train_seeds),
         "calibration": calibrate(config),
         "rows": rows,
@@ -300,7 +301,7 @@ def run(
     }
     atomic_write_text(Path(out, REPORT_FILE), json.dumps(report, indent=2) + "\n")
     if summary is not None:
-        write_summary(Path(summary), report, records, folder.root, command)
+        write_summary(Path(summary), report, records, folder.root)
     HANDOFF_PAGE.build(out, Path(out, "results_handoff.md"))
     return report
 
@@ -341,7 +342,6 @@ def write_summary(
     report: dict[str, Any],
     records: dict[str, list[list[EpisodeRecord]]],
     run_root: Path,
-    command: str = "",
 ) -> None:
     """The compact summary a page and the README read without a run folder: ``results_handoff.json`` (the report)
     and ``episodes.jsonl.gz`` (one line per test episode of every row, with the row's method spec of its training
@@ -357,7 +357,7 @@ def write_summary(
     atomic_write_bytes(folder / EPISODES_FILE, gzip_lines(lines))
     atomic_write_text(
         folder / REPORT_FILE,
-        json.dumps({"command": command, "code": code_record([run_root]), **report}, indent=2) + "\n",
+        json.dumps({"code": code_record([run_root]), **report}, indent=2) + "\n",
     )
 
 

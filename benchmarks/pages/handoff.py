@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .builder import Page, Section, read_run_json
+from .builder import Page, Section, read_run_json, template_section
 from .tables import markdown_table
 
 REPORT_FILE = "results_handoff.json"
@@ -20,6 +20,12 @@ REPORT_FILE = "results_handoff.json"
 
 def load(out: Path) -> dict[str, Any]:
     return {"report": read_run_json(out / REPORT_FILE, f"python -m benchmarks.handoff_results --out {out}")}
+
+
+def command_section(report: dict[str, Any]) -> str:
+    """The command that made the numbers, as the compact summary records it (a run folder records none)."""
+    command = report.get("command")
+    return f"Made by one resumable command:\n\n```bash\n{command}\n```\n\n" if command else ""
 
 
 def card_section(report: dict[str, Any]) -> str:
@@ -69,7 +75,8 @@ def methods_section(report: dict[str, Any]) -> str:
             )
         )
     return (
-        markdown_table(
+        f"## The table ({report['card']['split']} split)\n\n"
+        + markdown_table(
             ["method", "F1", "ΔF1 vs none [95%]", "agent turns / task", "coverage", "interventions / task"],
             rows,
             spaced=True,
@@ -80,7 +87,9 @@ def methods_section(report: dict[str, Any]) -> str:
 
 def comparisons_section(report: dict[str, Any]) -> str:
     rows = [(name, _ci(d)) for name, d in report["comparisons"].items()]
-    return markdown_table(["RL steering at the coverage vs", "ΔF1 [95%]"], rows, spaced=True)
+    return "## RL steering against the other supervisors at the same coverage\n\n" + markdown_table(
+        ["RL steering at the coverage vs", "ΔF1 [95%]"], rows, spaced=True
+    )
 
 
 SECTIONS = (card_section, calibration_section, methods_section, comparisons_section)
@@ -97,7 +106,9 @@ PAGE = Page(
     doc="docs/results_handoff.md",
     out="runs/handoff_results",
     load=load,
-    sections=tuple(
-        Section(f.__name__.removesuffix("_section"), lambda ctx, f=f: f(ctx.data["report"])) for f in SECTIONS
+    sections=(
+        template_section("intro", "results_handoff_intro"),
+        Section("command", lambda ctx: command_section(ctx.data["report"])),
+        *(Section(f.__name__.removesuffix("_section"), lambda ctx, f=f: f(ctx.data["report"])) for f in SECTIONS),
     ),
 )
