@@ -2,10 +2,10 @@
 in) and the env ids the methods act in.
 
 Why a module of its own: the method list (:mod:`baselines.methods`), the registry (:mod:`baselines.registry`) and
-the builders (:mod:`baselines.steering`, :mod:`baselines.handoff`, ...) all need these types; when they lived in
-the registry, the registry imported the list, the list the builders, and the builders the registry again (an import
-circle). Now every arrow points down to this module, which imports nothing of ``baselines`` but its option types,
-and no torch.
+the builders (:mod:`baselines.steering`, :mod:`baselines.handoff`, ...) all need these types. Held by the registry,
+they would make an import circle (the registry imports the list, the list the builders, and the builders the
+registry); here every arrow points down to this module, which imports nothing of ``baselines`` but its option
+types, and no torch.
 """
 
 from __future__ import annotations

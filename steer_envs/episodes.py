@@ -1,11 +1,11 @@
 """The one home of an episode's outcome: the record, its JSONL log, the episode loop and the episode seeds.
 
 Why one module: the evaluation harness, the ACTGUIDE evaluation and the baselines' calibration loops all run
-"a policy on an env for one episode" and keep "what it produced". They used to hold three record classes and two
-loops, each a little different; now they all speak :class:`EpisodeRecord`, write and read it with
-:class:`EpisodeLog`, run it with :func:`play_episode` / :func:`run_episode`, and take their env seeds from the
-functions below. It lives in ``steer_envs`` (the bottom floor) so that ``agents``, ``baselines`` and ``benchmarks``
-can all import it without importing each other.
+"a policy on an env for one episode" and keep "what it produced": one record class and one loop for all of them.
+They speak :class:`EpisodeRecord`, write and read it with :class:`EpisodeLog`, run it with :func:`play_episode` /
+:func:`run_episode`, and take their env seeds from the functions below, so two of them cannot differ in what an
+episode's outcome is. It lives in ``steer_envs`` (the bottom floor) so that ``agents``, ``baselines`` and
+``benchmarks`` can all import it without importing each other.
 
 The on-disk format is the harness's ``RUN_DIR/episodes/<label>.jsonl``: one ``json.dumps(asdict(record),
 sort_keys=True)`` line per finished (task, seed) episode, appended and flushed as it finishes (fsync'ed within a

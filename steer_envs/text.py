@@ -246,8 +246,8 @@ READER_ENTITY_RULES = EntityRules(openers=READER_OPENERS, skip=NO_WORDS, lowerca
 PIPELINE_ENTITY_RULES = EntityRules(openers=PIPELINE_OPENERS, skip=NO_WORDS)
 #: the admissible action set's question entities (``envs.admissible``): its candidates are searched and answered
 #: as they are, so they are clean names: quoted titles, the wider name span, leading function words trimmed,
-#: single function words out, each once, one-letter spans out. (The question words and auxiliaries it also used to
-#: drop by a case-sensitive match are all in ``CANDIDATE_STOP_WORDS``, so ``skip`` alone drops them.)
+#: single function words out, each once, one-letter spans out. (The question words and auxiliaries are all in
+#: ``CANDIDATE_STOP_WORDS``, so ``skip`` alone drops them.)
 CANDIDATE_ENTITY_RULES = EntityRules(
     pattern=CANDIDATE_SPAN,
     strip=" ,;:.'\"()[]",

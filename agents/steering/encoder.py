@@ -8,10 +8,9 @@ Architecture (θ is everything below):
   state (``fast_input="encoder"``), so the ranking loss also shapes the representation the slow head reads.
   ``fast_input="stats"`` gives the fast path a small MLP of its own over the behavioural statistics plus a few
   fast-path-only ones (turn one-hot, invalid streak), ``z = w · tanh(W_f stats + b_f) + b``, with no n-grams: a
-  priority that cannot memorise training tasks by their words. Trained with the paper's same-task ranking pairs
-  it ranked held-out states better than the default (Spearman 0.24 against 0.13) but its RL agent no longer beat
-  its untrained architecture; with pairs across tasks (``rank_pairs="any"``, not the paper) it reached 0.31 and
-  every learning margin (docs/steering_learning.md). The default stays the paper's setting;
+  priority that cannot memorise training tasks by their words. How it ranks held-out states and what its RL agent
+  gains, with the paper's same-task ranking pairs and with pairs across tasks (``rank_pairs="any"``, not the
+  paper): docs/steering_learning.md. The default is the paper's setting;
 * slow head: a categorical over the intervention options read from ``h``, then, for options with a slot, a
   categorical over argument spans of the observation scored as ``(W_arg[option] h) · e(span)``, where ``e(span)``
   embeds the span's hashed words and where it occurs. The rationale is a short deterministic description of what the

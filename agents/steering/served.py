@@ -87,7 +87,7 @@ NAME_CHOICES = ("parse", "choice")
 #: how prompts are fitted and z is read: "tokens" (the server's tokenizer, forced candidates: the local steerer's
 #: computation) | "chars" (estimated tokens, the top-k table) | "auto" (tokens where the server tokenises)
 FIT_MODES = ("auto", "tokens", "chars")
-#: the smallest ``max_prompt_chars`` accepted (twice the old head of a middle cut: room for the goal and a turn)
+#: the smallest ``max_prompt_chars`` accepted (room for the goal and a turn)
 HEAD_CHARS = 400
 #: the first guess of characters per token: English BPE text runs near 4, tags, digits and names lower, so 3 errs
 #: towards short prompts

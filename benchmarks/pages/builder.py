@@ -1,7 +1,7 @@
 """One page builder: a results page is a list of sections rendered from run folders, written atomically.
 
-Why: each results page used to have its own generator mixing the runs, the statistics and the page text, with code
-facts and measured numbers pasted into Python strings that drifted from the code. Here a page *declares* its
+Why: a page whose generator mixes the runs, the statistics and the page text, with code facts and measured numbers
+pasted into Python strings, drifts from the code. Here a page *declares* its
 sections (:class:`Section`: a name and a function of the :class:`PageContext`); prose lives in markdown templates
 (``benchmarks/pages/templates/*.md``), code facts are read from the code (:mod:`.codefacts`), measured numbers only
 from run folders (what ``load`` reads), and the page is written with :func:`steer_envs.atomic.atomic_write_text`

@@ -1,7 +1,7 @@
 """Facts about the code that a page states, read from the code itself so the page cannot drift from it.
 
-Why: a results page used to say "2x64 tanh MLP", "λ₀ = 0.7" and "k1 0.9, b 0.4" in Python strings; a change to
-the policy, its initial hint following or the retriever's parameters left the page wrong. Each fact here is read
+Why: a fact such as "2x64 tanh MLP", "λ₀ = 0.7" or "k1 0.9, b 0.4" written as a Python string goes wrong on the
+page when the policy, its initial hint following or the retriever's parameters change. Each fact here is read
 from the config dataclass defaults or the model's layers.
 """
 

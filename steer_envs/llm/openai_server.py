@@ -84,7 +84,7 @@ class ChatRequest(_SamplingFields):
     add_generation_prompt: bool | None = None
 
 
-#: what a validation error of each field means, in the words the old handler used
+#: what a validation error of each field means, in words that say what the field must be
 _FIELD_MESSAGES = {
     "prompt": "'prompt' must be a string or a non-empty list of strings",
     "messages": "'messages' must be a non-empty list of {role, content} objects with string content",

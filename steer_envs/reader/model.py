@@ -33,8 +33,8 @@ from .features import LEXICAL_NAMES, QuestionView, lexical_features, pair_featur
 from .states import Document, ReadingPair, collect_pairs, observation_documents
 
 #: bump when the features change meaning (invalidates cached readers; the cached pairs stay valid). 2: the sentence
-#: splitter, words, stop list and entities of :mod:`steer_envs.text` (a sentence now ends only before a capital, a
-#: digit, a quote or a parenthesis, so "vs. the" or "e.g. a" no longer ends one)
+#: splitter, words, stop list and entities of :mod:`steer_envs.text` (a sentence ends only before a capital, a digit,
+#: a quote or a parenthesis, so "vs. the" or "e.g. a" does not end one)
 FEATURE_VERSION = 2
 #: bump when the labels or the pair collection change meaning (invalidates cached pairs and readers)
 PAIRS_VERSION = 1
