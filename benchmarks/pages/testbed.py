@@ -29,6 +29,7 @@ from .ladders import headroom_overview, ladder_block, read_ladder
 HEADROOM = "headroom_test"
 #: the committed ladder of each shipped profile (section 7), as ``steer-envs headroom`` wrote it plus its run.json
 LADDERS = REPO_ROOT / "docs" / "results" / "testbed"
+LADDERS_HEADING = "## 7. The headroom ladder of every profile (test)"
 PROFILES: tuple[str, ...] = ("default", "loopy", "r1searcher", "r1searcher_llama", "strong", "weak")
 SENSITIVITY = "sensitivity"
 
@@ -65,7 +66,7 @@ def read_ladders(root: Path = LADDERS) -> dict[str, dict[str, Any]]:
 
 def ladders_markdown(ladders: dict[str, dict[str, Any]]) -> str:
     """Section 7: the method, the profiles side by side, then each profile's ladder."""
-    parts = ["## 7. The headroom ladder of every profile (test)\n\n", template("testbed_ladder")]
+    parts = [f"{LADDERS_HEADING}\n\n", template("testbed_ladder")]
     if not ladders:
         return "".join(parts) + "*No ladder is committed under docs/results/testbed/.*\n\n"
     parts.append(headroom_overview(ladders) + "\n")
@@ -75,6 +76,21 @@ def ladders_markdown(ladders: dict[str, dict[str, Any]]) -> str:
     for name, data in ladders.items():
         parts += [f"### `{name}`\n\n", ladder_block(data)]
     return "".join(parts) + template("testbed_ladder_limits")
+
+
+def refresh_ladders(page: str, ladders: str) -> str:
+    """``page`` (the text of docs/results_testbed.md) with its section 7 replaced by ``ladders`` (what
+    :func:`ladders_markdown` renders from the committed ladders): ``python -m benchmarks.pages.testbed --ladders``.
+
+    Why in place: sections 4 and 5 read run folders that are not committed, so the whole page is rebuilt only where
+    they are (``steer-envs report results_testbed --out RUNS``); section 7 reads committed ladders alone, so a
+    remeasured ladder reaches the page without those runs, and a test holds the section equal to its render."""
+    following = template("testbed_weak").splitlines()[0]
+    if LADDERS_HEADING not in page or following not in page.split(LADDERS_HEADING, 1)[1]:
+        raise SteerEnvsError(f"the page has no section {LADDERS_HEADING!r} followed by {following!r}")
+    start = page.index(LADDERS_HEADING)
+    end = page.index(following, start)
+    return page[:start] + ladders + page[end:]
 
 
 def _ladders(ctx: PageContext) -> str:
@@ -134,3 +150,21 @@ PAGE = Page(
         template_section("weak", "testbed_weak"),
     ),
 )
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from steer_envs.atomic import atomic_write_text
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.pages.testbed", description=refresh_ladders.__doc__)
+    parser.add_argument("--ladders", action="store_true", required=True, help="refresh section 7 from the ladders")
+    parser.parse_args(argv)
+    doc = REPO_ROOT / PAGE.doc
+    atomic_write_text(doc, refresh_ladders(doc.read_text(encoding="utf-8"), ladders_markdown(read_ladders())))
+    print(f"wrote section 7 of {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -32,3 +32,31 @@ def test_section_seven_shows_every_committed_profile_side_by_side_and_names_the_
 def test_without_a_committed_ladder_the_section_says_so(tmp_path):
     assert read_ladders(tmp_path) == {}
     assert "No ladder is committed" in ladders_markdown({})
+
+
+def test_the_committed_page_shows_the_committed_ladders():
+    """Section 7 of the committed page is the render of the committed ladders (``python -m benchmarks.pages.testbed
+    --ladders`` refreshes it), and refreshing a page keeps every other section as it is."""
+    from benchmarks.pages.testbed import refresh_ladders
+
+    page = (REPO_ROOT / "docs" / "results_testbed.md").read_text(encoding="utf-8")
+    assert refresh_ladders(page, ladders_markdown(read_ladders())) == page
+    refreshed = refresh_ladders(page, "## 7. The headroom ladder of every profile (test)\n\nnew\n\n")
+    assert refreshed.split("## 7.")[0] == page.split("## 7.")[0] and "new\n\n## What is weak here" in refreshed
+
+
+def test_every_committed_ladder_with_episodes_recomputes_from_them():
+    """A committed ladder summary with its test episodes (``benchmarks.harness.ladder_summary``): every rung's paired
+    intervals, recomputed from the committed episodes alone, equal the committed ladder's."""
+    from benchmarks.harness.ladder_summary import rows_from_summary
+    from benchmarks.harness.results_summary import EPISODES_FILE
+
+    folders = [p.parent for p in sorted((REPO_ROOT / "docs" / "results").glob(f"*/*/{EPISODES_FILE}"))]
+    ladders = [f for f in folders if (f / "ladder.json").is_file()]
+    assert REPO_ROOT / "docs" / "results" / "testbed" / "default" in ladders
+    for folder in ladders:
+        ladder = json.loads((folder / "ladder.json").read_text(encoding="utf-8"))
+        recomputed = rows_from_summary(folder)
+        for row in ladder["rows"]:
+            stored = {k: row[k] for k in ("gain", "vs_best_fixed_rule") if k in row}
+            assert stored == recomputed[row["rung"]], f"{folder.name}: {row['rung']}"
