@@ -23,7 +23,9 @@ from steer_envs.paths import REPO_ROOT
 
 #: the trees whose docstrings and comments are checked: what the wheel installs, and the studies
 TREES = ("steer_envs", "agents", "baselines", "benchmarks", "studies")
-CODE_PARTS = r"(?:handler|home|name|names|code|module|modules|path|paths|api|behaviou?r|implementation|class|function|way)"
+CODE_PARTS = (
+    r"(?:handler|home|name|names|code|module|modules|path|paths|api|behaviou?r|implementation|class|function|way)"
+)
 HISTORY = re.compile(
     "|".join(
         (

@@ -102,13 +102,14 @@ def test_trl_quick_start_runs_as_written(tmp_path):
 
 @pytest.mark.slow
 def test_serve_env_block_runs_as_pasted(tmp_path):
-    """The README's serve-env block run whole by bash, as a user pastes it (another port; ``steer-envs`` as this
-    interpreter's module): it waits for the server, searches and answers the question its reset drew, prints the
-    reward it promises and stops the server it started."""
+    """The serve-env session of docs/training_trl_openenv.md run whole by bash, as a user pastes it (another port;
+    ``steer-envs`` as this interpreter's module): it waits for the server, searches and answers the question its
+    reset drew, prints the reward it promises and stops the server it started."""
     pytest.importorskip("openenv")
     from steer_envs.llm.vllm_engine import free_port
 
-    block = block_after(README, "## Training with TRL, serving with OpenEnv", "bash", index=1)
+    doc = (ROOT / "docs" / "training_trl_openenv.md").read_text(encoding="utf-8")
+    block = block_after(doc, "## OpenEnv: `steer-envs serve-env ENV_ID`", "bash", index=1)
     assert "1.0 True" in block and block.rstrip().endswith("kill $!  # stop the server")
     script = block.replace("8001", str(free_port())).replace(
         "steer-envs ", f"{shlex.quote(sys.executable)} -m steer_envs "

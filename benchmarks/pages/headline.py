@@ -209,6 +209,8 @@ R1 = "docs/results/main/sim_r1searcher/summary.json"
 TRANSFER = "docs/results/main/transfer/summary.json"
 LLM = "docs/data/llm_headline/llm_headline.json"
 BARRIER = "studies/actguide_barrier/results/summary.json"
+HANDOFF = "docs/results/handoff/results_handoff.json"
+HEADROOM = "docs/results/testbed/default/ladder.json"
 CONFIRMATION = "studies/actguide_barrier/results/confirmation.json"
 #: the barrier study's arms as a row names them
 ARM_NAMES = {"actguide": "ACTGUIDE-RL as stated", "unguided_baseline": "guided groups baselined by the unguided group"}
@@ -385,6 +387,108 @@ def transfer_claim() -> Claim:
     )
 
 
+HANDOFF_WHERE = (("hand-off table", "docs/results_handoff.md#the-table-test-split"),)
+#: the hand-off table's rows the README reads (``benchmarks.handoff_results.method_specs`` names them)
+HANDOFF_ROWS = {
+    "none": "no supervision",
+    "zero_shot": "zero-shot steering, 25% coverage",
+    "forced": "zero-shot steering, every hand-off (forced)",
+    "rl": "RL steering, 25% coverage",
+    "rl_every": "RL steering, every hand-off",
+    "rl_pass": "RL steering, every hand-off, slow path may pass",
+}
+
+
+def _handoff(row: str, key: str, fmt: str = "{:+.2f}") -> Value:
+    """A field of a hand-off table row (``gain``: its paired interval over no supervision)."""
+    return Value(HANDOFF, ("rows", HANDOFF_ROWS[row], key), fmt)
+
+
+def handoff_claims() -> tuple[Claim, ...]:
+    """The multi-agent variant's rows: the paper's four figures, and RL at 25% coverage against every other supervisor
+    at that coverage (the best fixed rule is the bar)."""
+    turns = {"turns_none": _handoff("none", "agent_turns", "{:.2f}")}
+    return (
+        Claim(
+            "hand-offs: zero-shot steering at 25% of agent turns",
+            "-1.04",
+            "{gain} (untrained encoder steerer, simulated roles)",
+            {
+                "gain": _handoff("zero_shot", "gain"),
+                "cov": _handoff("zero_shot", "coverage", "{:.1%}"),
+                "rate": _handoff("zero_shot", "interventions", "{:.2f}"),
+            },
+            (Check("gain", direction=-1, paper=-1.04),),
+            "{cov} ({rate}/task)",
+            HANDOFF_WHERE,
+        ),
+        Claim(
+            "hand-offs: intervening at every hand-off hurts and inflates agent turns",
+            "-7.14, turns 9.2 → 24.1",
+            "{gain}, agent turns {turns_none} → {turns}",
+            {
+                "gain": _handoff("forced", "gain"),
+                "turns": _handoff("forced", "agent_turns", "{:.2f}"),
+                "rate": _handoff("forced", "interventions", "{:.2f}"),
+                **turns,
+            },
+            (Check("gain", direction=-1, paper=-7.14),),
+            "{rate}/task",
+            HANDOFF_WHERE,
+        ),
+        Claim(
+            "hand-offs: RL-trained steering at 25% of agent turns",
+            "+3.90",
+            "{gain} ({seeds} training seeds)",
+            {
+                "gain": _handoff("rl", "gain"),
+                "seeds": _handoff("rl", "training_seeds", "{}"),
+                "cov": _handoff("rl", "coverage", "{:.1%}"),
+                "rate": _handoff("rl", "interventions", "{:.2f}"),
+            },
+            (Check("gain", paper=3.90),),
+            "{cov} ({rate}/task)",
+            HANDOFF_WHERE,
+        ),
+        Claim(
+            "hand-offs: RL-trained steering at every hand-off",
+            "+5.34",
+            "as trained {gain}, agent turns {turns_none} → {turns}; its slow path may pass (the paper's action set; "
+            "added after the row as trained was seen on these test tasks) {pass_gain}, agent turns {pass_turns}",
+            {
+                "gain": _handoff("rl_every", "gain"),
+                "turns": _handoff("rl_every", "agent_turns", "{:.2f}"),
+                "pass_gain": _handoff("rl_pass", "gain"),
+                "pass_turns": _handoff("rl_pass", "agent_turns", "{:.2f}"),
+                "rate": _handoff("rl_every", "interventions", "{:.2f}"),
+                "pass_rate": _handoff("rl_pass", "interventions", "{:.2f}"),
+                **turns,
+            },
+            (Check("gain", paper=5.34, label="as trained"), Check("pass_gain", paper=5.34, label="may pass")),
+            "{rate} and {pass_rate}/task",
+            HANDOFF_WHERE,
+        ),
+        Claim(
+            "hand-offs: RL steering is the best supervisor at the same coverage",
+            "best row",
+            "RL − best fixed rule {rule}; − zero-shot {zero_shot}; − random {random}",
+            {
+                "rule": Value(HANDOFF, ("comparisons", "best fixed rule (chosen on dev)")),
+                "zero_shot": Value(HANDOFF, ("comparisons", HANDOFF_ROWS["zero_shot"])),
+                "random": Value(HANDOFF, ("comparisons", "random, 25% coverage")),
+                "rate": _handoff("rl", "interventions", "{:.2f}"),
+            },
+            (
+                Check("rule", label="vs the rule"),
+                Check("zero_shot", label="vs zero-shot"),
+                Check("random", label="vs random"),
+            ),
+            "{rate}/task",
+            HANDOFF_WHERE,
+        ),
+    )
+
+
 BARRIER_WHERE = (("skill barrier", "docs/results_actguide_barrier.md#2-actguide-rl-against-zero-rl-on-the-barrier"),)
 
 
@@ -495,6 +599,32 @@ def _confirmed(group: str, arm: str) -> Value:
     return Value(CONFIRMATION, ("confirmation", group, "gains", f"{arm} - zero_rl", "success"), "{:+.1f}")
 
 
+def _rung(rung: str, key: str, fmt: str = "{:+.1f}") -> Value:
+    return Value(HEADROOM, ("rows", f"rung={rung}", key), fmt)
+
+
+def headroom_measure() -> Measure:
+    """Where the headroom on the embedded default is: the oracle and the lookahead planner bound it, the learnable
+    ceiling estimates what an observer of the transcript reaches of it over the best fixed rule."""
+    return Measure(
+        "headroom over no supervision on `sim:default` (up to {tasks} test tasks per benchmark × {seeds} seeds)",
+        "oracle {oracle}; lookahead planner {planner}; best fixed rule {rule}; learnable ceiling − best fixed rule "
+        "{ceiling}",
+        {
+            "tasks": Value(HEADROOM, ("config", "limit"), "{}"),
+            "seeds": Value(HEADROOM, ("config", "seeds"), "{}"),
+            "oracle": _rung("oracle", "gain"),
+            "planner": _rung("lookahead_planner", "gain"),
+            "rule": _rung("best_fixed_rule", "gain"),
+            "ceiling": _rung("learnable_ceiling", "vs_best_fixed_rule"),
+            "o_rate": _rung("oracle", "interventions_per_task", "{:.2f}"),
+            "r_rate": _rung("best_fixed_rule", "interventions_per_task", "{:.2f}"),
+        },
+        "{o_rate} and {r_rate}/task",
+        (("headroom ladder", "docs/results_testbed.md#simdefault"),),
+    )
+
+
 def drift_measure() -> Measure:
     values: dict[str, Value] = {}
     for n in (1, 2, 3):
@@ -524,7 +654,7 @@ class Headline:
 
 def headline() -> Headline:
     claims = [*steering_claims(), transfer_claim(), *actguide_claims()]
-    return Headline(claims, [drift_measure()])
+    return Headline(claims, [headroom_measure(), drift_measure()])
 
 
 INTRO = """F1 (steering) or exact-match success (ACTGUIDE-RL) in points, paired 95% intervals; *rate*: interventions per
