@@ -484,7 +484,13 @@ def handoff_claims() -> tuple[Claim, ...]:
                 Check("random", label="vs random"),
             ),
             "{rate}/task",
-            HANDOFF_WHERE,
+            (
+                (
+                    "against the others",
+                    "docs/results_handoff.md#rl-steering-against-the-other-supervisors-at-the-same-coverage",
+                ),
+                *HANDOFF_WHERE,
+            ),
         ),
     )
 
@@ -653,7 +659,7 @@ class Headline:
 
 
 def headline() -> Headline:
-    claims = [*steering_claims(), transfer_claim(), *actguide_claims()]
+    claims = [*steering_claims(), *handoff_claims(), transfer_claim(), *actguide_claims()]
     return Headline(claims, [headroom_measure(), drift_measure()])
 
 

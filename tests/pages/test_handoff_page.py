@@ -108,3 +108,19 @@ def test_a_confirmation_runs_the_named_rows_on_tasks_the_table_never_used(tmp_pa
     assert json.loads((again / CONFIRM_FILE).read_text(encoding="utf-8"))["skip"] == 2
     with pytest.raises(SteerEnvsError, match="unknown hand-off row"):
         main(["--out", str(out), "--split", "dev", "--limit", "1", "--skip", "1", "--rows", "no such row"])
+
+
+def test_the_committed_handoff_table_recomputes_from_its_committed_episodes(tmp_path):
+    """Every row and paired interval of the committed hand-off table, recomputed with the harness's bootstrap from the
+    committed episodes alone; the committed page is the builder's render of that summary."""
+    from benchmarks.handoff_results import table_from_summary
+    from benchmarks.pages.handoff import REPORT_FILE
+    from steer_envs.paths import REPO_ROOT
+
+    folder = REPO_ROOT / "docs" / "results" / "handoff"
+    report = json.loads((folder / REPORT_FILE).read_text(encoding="utf-8"))
+    rows, comparisons = table_from_summary(folder)
+    assert json.loads(json.dumps(rows)) == report["rows"]
+    assert json.loads(json.dumps(comparisons)) == report["comparisons"]
+    page = get_page("results_handoff").build(folder, tmp_path / "results_handoff.md").read_text(encoding="utf-8")
+    assert page == (REPO_ROOT / "docs" / "results_handoff.md").read_text(encoding="utf-8")

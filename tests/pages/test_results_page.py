@@ -65,7 +65,7 @@ def test_an_empty_summary_folder_gives_a_page_of_profiles_not_measured_yet(tmp_p
     text = doc.read_text(encoding="utf-8")
     assert text.count("Not measured yet.") == len(PROFILES) + 1  # and the LLM section
     assert "| Method |" not in text and "*Setting:" not in text  # no number that no summary holds
-    for name in ("results_drift.md", "results_testbed.md", "archive/results_handoff.md", "results_llm_headline.md"):
+    for name in ("results_drift.md", "results_testbed.md", "results_handoff.md", "results_llm_headline.md"):
         assert f"]({name})" in text
     assert "](results_actguide_barrier.md)" in text and "**What it does not show.**" in text
 
