@@ -23,7 +23,7 @@ def load(out: Path) -> dict[str, Any]:
 
 
 def command_section(report: dict[str, Any]) -> str:
-    """The command that made the numbers, as the compact summary records it (a run folder records none)."""
+    """The command that made the numbers, as the report records it (nothing when the run was made without one)."""
     command = report.get("command")
     return f"Made by one resumable command:\n\n```bash\n{command}\n```\n\n" if command else ""
 

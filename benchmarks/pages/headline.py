@@ -396,6 +396,8 @@ HANDOFF_ROWS = {
     "rl": "RL steering, 25% coverage",
     "rl_every": "RL steering, every hand-off",
     "rl_pass": "RL steering, every hand-off, slow path may pass",
+    "random": "random, 25% coverage",
+    "rule": "best fixed rule (chosen on dev)",
 }
 
 
@@ -473,9 +475,10 @@ def handoff_claims() -> tuple[Claim, ...]:
             "best row",
             "RL − best fixed rule {rule}; − zero-shot {zero_shot}; − random {random}",
             {
-                "rule": Value(HANDOFF, ("comparisons", "best fixed rule (chosen on dev)")),
-                "zero_shot": Value(HANDOFF, ("comparisons", HANDOFF_ROWS["zero_shot"])),
-                "random": Value(HANDOFF, ("comparisons", "random, 25% coverage")),
+                **{
+                    name: Value(HANDOFF, ("comparisons", HANDOFF_ROWS[name]))
+                    for name in ("rule", "zero_shot", "random")
+                },
                 "rate": _handoff("rl", "interventions", "{:.2f}"),
             },
             (
