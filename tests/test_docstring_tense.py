@@ -1,5 +1,6 @@
 """Docstrings and comments say what the code *is* and why, not what it was: the history of a change belongs in
-CHANGELOG.md and the commit, where a reader of the code does not have to step over it.
+CHANGELOG.md and the commit, where a reader of the code does not have to step over it. (Narration of how the *work*
+went, sessions and the like, is ``tests/test_docs_vocabulary.py``'s; this test is about the code's own past.)
 
 The check is over the habit, not over known sentences: a sentence narrates the code's past when it carries a marker
 of a contrast between then and now — a past habit (``X used to have``), an adverb of former times (``formerly``,
