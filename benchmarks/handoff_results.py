@@ -70,10 +70,10 @@ PROG = "python -m benchmarks.handoff_results"
 CONFIRM_FILE = "results_handoff_confirm.json"
 #: the every-hand-off steerer with the paper's pass ∪ A_int at every decision: the slow path may
 #: pass, its initial pass probability 0.9 (chosen on dev among 0.8 / 0.9 / 0.95 at ``REDUCED_BUDGET``,
-#: docs/results_handoff.md), trained on continuations in which it takes every later hand-off
+#: docs/archive/results_handoff.md), trained on continuations in which it takes every later hand-off
 EVERY_WITH_PASS = "every=1,slow_pass=1,pass_prior=0.9,continuation=policy,continuation_gate=open"
 #: the same steerer whose slow-path pass reads the fast path's z (``pass_reads_fast``), its pass prior chosen on dev at
-#: ``REDUCED_BUDGET`` among 0.3 / 0.5 / 0.7 / 0.9 (docs/results_handoff.md)
+#: ``REDUCED_BUDGET`` among 0.3 / 0.5 / 0.7 / 0.9 (docs/archive/results_handoff.md)
 EVERY_PASS_READS_FAST = (
     "every=1,slow_pass=1,pass_prior=0.5,pass_reads_fast=1,continuation=policy,continuation_gate=open"
 )

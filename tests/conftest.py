@@ -66,24 +66,34 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def _runs_a_folder(config) -> bool:
-    """Whether this run may need the packaged Gemma before its tests are known: it names a folder (the whole suite,
-    CI's run, names ``tests`` and ``studies``), it is not ``--collect-only``, and its ``-m`` does not leave out
-    ``llm`` tests. A run of single files waits for collection (:func:`pytest_collection_finish`)."""
-    if config.option.collectonly or "not llm" in (config.option.markexpr or ""):
+    """Whether this run converts the packaged Gemma before its tests are known: it names a folder that holds the LLM
+    tests (the whole suite, CI's run, names ``tests`` and ``studies``), selects no tests by ``-k``, and its ``-m``
+    keeps a test marked ``llm`` (with ``slow`` and ``engine``, as the LLM tests are). Any other run converts after
+    collection, when a collected test is marked ``llm`` (:func:`pytest_collection_finish`)."""
+    from _pytest.mark.expression import Expression
+
+    option = config.option
+    if option.collectonly or option.keyword:
         return False
+    if option.markexpr and not Expression.compile(option.markexpr).evaluate(
+        lambda name, **_: name in ("llm", "slow", "engine")
+    ):
+        return False
+    llm_tests = (Path(__file__).parent / "llm").resolve()
     folder = config.invocation_params.dir
-    return any((folder / str(arg).split("::")[0]).is_dir() for arg in config.args)
+    named = [(folder / str(arg).split("::")[0]).resolve() for arg in config.args]
+    return any(path.is_dir() and llm_tests.is_relative_to(path) for path in named)
 
 
 def _convert_packaged_gemma() -> None:
     """Convert the packaged Gemma (``steer_envs.llm.packaged.gemma_model_dir``) in a process of its own, when it is
     installed (a no-op when the cache has a converted copy).
 
-    Why a process of its own, and why before collection where the run allows: de-quantising the GGUF file peaks
-    ~2.7 GB in the process that does it, for about 45 s. Done by whichever test loads Gemma first, that peak would
-    stack on everything the test process holds at that point of the run (about 1.3 GB); after collection it
-    stacks on the modules the test files imported (0.6 to 1.1 GB: the suite's peak, 3.8 GB, was there); before
-    collection, on a process of 0.1 GB. The memory gate counts it under ``(collection)``."""
+    Why a process of its own, and before collection where the run allows: de-quantising the GGUF file peaks ~2.7 GB
+    in the process that does it, for about 45 s. Done by whichever test loads Gemma first, that peak would stack on
+    everything the test process holds at that point of the run (about 1.3 GB); after collection, on the modules the
+    test files import (0.6 to 1.1 GB, enough to make it the suite's peak); before collection, on a process of
+    0.1 GB. The memory gate counts it under ``(collection)``."""
     import importlib.util
     import subprocess
     import sys

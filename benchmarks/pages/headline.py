@@ -427,7 +427,7 @@ def handoff_claims() -> tuple[Claim, ...]:
         Claim(
             "hand-offs: intervening at every hand-off hurts and inflates agent turns",
             "-7.14, turns 9.2 → 24.1",
-            "{gain}, agent turns {turns_none} → {turns}",
+            "{gain}, agent turns {turns_none} → {turns} (the budget: every episode ends at its turn limit)",
             {
                 "gain": _handoff("forced", "gain"),
                 "turns": _handoff("forced", "agent_turns", "{:.2f}"),
@@ -455,8 +455,9 @@ def handoff_claims() -> tuple[Claim, ...]:
         Claim(
             "hand-offs: RL-trained steering at every hand-off",
             "+5.34",
-            "as trained {gain}, agent turns {turns_none} → {turns}; its slow path may pass (the paper's action set; "
-            "added after the row as trained was seen on these test tasks) {pass_gain}, agent turns {pass_turns}",
+            "as trained {gain}, agent turns {turns_none} → {turns} (the budget); its slow path may pass (the paper's "
+            "action set; added after the row as trained was seen on these test tasks) {pass_gain}, agent turns "
+            "{pass_turns}",
             {
                 "gain": _handoff("rl_every", "gain"),
                 "turns": _handoff("rl_every", "agent_turns", "{:.2f}"),
@@ -471,22 +472,25 @@ def handoff_claims() -> tuple[Claim, ...]:
             HANDOFF_WHERE,
         ),
         Claim(
-            "hand-offs: RL steering is the best supervisor at the same coverage",
+            "hand-offs: RL steering at 25% of agent turns is the best supervisor",
             "best row",
-            "RL − best fixed rule {rule}; − zero-shot {zero_shot}; − random {random}",
+            "RL − best fixed rule (at its own coverage, {rule_cov}) {rule}; − zero-shot {zero_shot} and − random "
+            "{random} (each at 25%)",
             {
                 **{
                     name: Value(HANDOFF, ("comparisons", HANDOFF_ROWS[name]))
                     for name in ("rule", "zero_shot", "random")
                 },
                 "rate": _handoff("rl", "interventions", "{:.2f}"),
+                "rule_rate": _handoff("rule", "interventions", "{:.2f}"),
+                "rule_cov": _handoff("rule", "coverage", "{:.1%}"),
             },
             (
                 Check("rule", label="vs the rule"),
                 Check("zero_shot", label="vs zero-shot"),
                 Check("random", label="vs random"),
             ),
-            "{rate}/task",
+            "RL {rate}, the rule {rule_rate}/task",
             (
                 (
                     "against the others",
@@ -629,7 +633,7 @@ def headroom_measure() -> Measure:
             "o_rate": _rung("oracle", "interventions_per_task", "{:.2f}"),
             "r_rate": _rung("best_fixed_rule", "interventions_per_task", "{:.2f}"),
         },
-        "{o_rate} and {r_rate}/task",
+        "oracle {o_rate}, rule {r_rate}/task",
         (("headroom ladder", "docs/results_testbed.md#simdefault"),),
     )
 
