@@ -47,9 +47,12 @@ def test_the_committed_page_shows_the_committed_ladders():
 
 def test_every_committed_ladder_with_episodes_recomputes_from_them():
     """A committed ladder summary with its test episodes (``benchmarks.harness.ladder_summary``): every rung's paired
-    intervals, recomputed from the committed episodes alone, equal the committed ladder's."""
+    intervals, its F1 (macro over benchmarks), interventions and executor turns per task, recomputed from the
+    committed episodes alone, equal the committed ladder's (the README quotes them)."""
+    from collections import defaultdict
+
     from benchmarks.harness.ladder_summary import rows_from_summary
-    from benchmarks.harness.results_summary import EPISODES_FILE
+    from benchmarks.harness.results_summary import EPISODES_FILE, read_episodes
 
     folders = [p.parent for p in sorted((REPO_ROOT / "docs" / "results").glob(f"*/*/{EPISODES_FILE}"))]
     ladders = [f for f in folders if (f / "ladder.json").is_file()]
@@ -57,6 +60,19 @@ def test_every_committed_ladder_with_episodes_recomputes_from_them():
     for folder in ladders:
         ladder = json.loads((folder / "ladder.json").read_text(encoding="utf-8"))
         recomputed = rows_from_summary(folder)
+        by_rung = defaultdict(list)
+        for line in read_episodes(folder / EPISODES_FILE):
+            if not line["failed"]:
+                by_rung[line["rung"]].append(line)
         for row in ladder["rows"]:
             stored = {k: row[k] for k in ("gain", "vs_best_fixed_rule") if k in row}
             assert stored == recomputed[row["rung"]], f"{folder.name}: {row['rung']}"
+            episodes = by_rung[row["rung"]]
+            f1_by_benchmark = defaultdict(list)
+            for line in episodes:
+                f1_by_benchmark[line["benchmark"]].append(line["f1"])
+            f1 = 100 * sum(sum(v) / len(v) for v in f1_by_benchmark.values()) / len(f1_by_benchmark)
+            assert round(f1, 3) == row["f1"], f"{folder.name}: {row['rung']} F1"
+            for key, field in (("interventions_per_task", "interventions"), ("turns_per_task", "executor_turns")):
+                mean = sum(line[field] for line in episodes) / len(episodes)
+                assert round(mean, 4) == row[key], f"{folder.name}: {row['rung']} {key}"
