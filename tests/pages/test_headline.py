@@ -248,7 +248,6 @@ WITHOUT_COMMIT = {
     "docs/results/drift/drift1/ladder.json",
     "docs/results/drift/drift2/ladder.json",
     "docs/results/drift/drift3/ladder.json",
-    "docs/results/testbed/r1searcher/ladder.json",
     "docs/results/testbed/r1searcher_llama/ladder.json",
     "docs/results/testbed/strong/ladder.json",
     "docs/results/testbed/weak/ladder.json",
