@@ -86,10 +86,10 @@ def refresh_ladders(page: str, ladders: str) -> str:
     they are (``steer-envs report results_testbed --out RUNS``); section 7 reads committed ladders alone, so a
     remeasured ladder reaches the page without those runs, and a test holds the section equal to its render."""
     following = template("testbed_weak").splitlines()[0]
-    if LADDERS_HEADING not in page or following not in page.split(LADDERS_HEADING, 1)[1]:
+    start = page.find(LADDERS_HEADING)
+    end = page.find(following, start) if start >= 0 else -1
+    if end < 0:
         raise SteerEnvsError(f"the page has no section {LADDERS_HEADING!r} followed by {following!r}")
-    start = page.index(LADDERS_HEADING)
-    end = page.index(following, start)
     return page[:start] + ladders + page[end:]
 
 

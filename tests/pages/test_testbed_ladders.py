@@ -53,6 +53,8 @@ def test_every_committed_ladder_with_episodes_recomputes_from_them():
 
     from benchmarks.harness.ladder_summary import rows_from_summary
     from benchmarks.harness.results_summary import EPISODES_FILE, read_episodes
+    from benchmarks.harness.stats import macro_mean
+    from benchmarks.harness.summary_rows import stored_record
 
     folders = [p.parent for p in sorted((REPO_ROOT / "docs" / "results").glob(f"*/*/{EPISODES_FILE}"))]
     ladders = [f for f in folders if (f / "ladder.json").is_file()]
@@ -62,17 +64,13 @@ def test_every_committed_ladder_with_episodes_recomputes_from_them():
         recomputed = rows_from_summary(folder)
         by_rung = defaultdict(list)
         for line in read_episodes(folder / EPISODES_FILE):
-            if not line["failed"]:
-                by_rung[line["rung"]].append(line)
+            by_rung[line["rung"]].append(stored_record(line, method=line["rung"]))
         for row in ladder["rows"]:
             stored = {k: row[k] for k in ("gain", "vs_best_fixed_rule") if k in row}
             assert stored == recomputed[row["rung"]], f"{folder.name}: {row['rung']}"
-            episodes = by_rung[row["rung"]]
-            f1_by_benchmark = defaultdict(list)
-            for line in episodes:
-                f1_by_benchmark[line["benchmark"]].append(line["f1"])
-            f1 = 100 * sum(sum(v) / len(v) for v in f1_by_benchmark.values()) / len(f1_by_benchmark)
+            records = by_rung[row["rung"]]
+            f1 = 100 * macro_mean(records, ladder["config"]["benchmarks"])
             assert round(f1, 3) == row["f1"], f"{folder.name}: {row['rung']} F1"
             for key, field in (("interventions_per_task", "interventions"), ("turns_per_task", "executor_turns")):
-                mean = sum(line[field] for line in episodes) / len(episodes)
+                mean = sum(getattr(r, field) for r in records) / len(records)
                 assert round(mean, 4) == row[key], f"{folder.name}: {row['rung']} {key}"
