@@ -21,8 +21,9 @@ import module ``b``:
 
 Lazy ``"module:function"`` strings in registries are data, not imports, and are not edges.
 
-The one-off studies (``studies/``, run from a checkout) stand apart: they import the product, and no module of the
-installed packages imports them (:func:`study_imports`, over the same imports as the graph's, each as written).
+The one-off studies (``studies/``) and the perf suite (``perf/``), both run from a checkout, stand apart: they import
+the product, and no module of the installed packages imports them (:func:`lab_imports`, over the same imports as the
+graph's, each as written).
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("steer_envs", "agents", "baselines", "benchmarks")
 #: what ``steer_envs`` (the bottom floor) must never import
-UPPER_FLOORS = ("agents", "baselines", "benchmarks", "studies")
-#: the top-level folder of the one-off studies: not installed, imported by no installed module
-STUDIES = "studies"
+UPPER_FLOORS = ("agents", "baselines", "benchmarks", "studies", "perf")
+#: the top-level folders of the one-off studies and the perf suite: not installed, imported by no installed module
+LAB = ("studies", "perf")
 
 
 def module_files(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
@@ -95,14 +96,15 @@ def imported_names(tree: ast.AST, module: str, files: dict[str, Path]) -> list[s
     return names
 
 
-def study_imports(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES, studies: str = STUDIES) -> list[str]:
-    """``module -> name`` for every import of a study (``studies`` or below) by a module of ``packages``."""
+def lab_imports(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES, lab: tuple[str, ...] = LAB) -> list[str]:
+    """``module -> name`` for every import of a study or the perf suite (``lab``, or below) by a module of
+    ``packages``."""
     files = module_files(root, packages)
     found = []
     for module, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         found += sorted(
-            {f"{module} -> {name}" for name in imported_names(tree, module, files) if name.split(".")[0] == studies}
+            {f"{module} -> {name}" for name in imported_names(tree, module, files) if name.split(".")[0] in lab}
         )
     return found
 
@@ -206,13 +208,14 @@ def test_steer_envs_imports_no_upper_floor():
         for target in targets
         if target.split(".")[0] in UPPER_FLOORS
     )
-    assert not bad, "steer_envs must not import agents, baselines, benchmarks or studies:\n" + "\n".join(bad)
+    assert not bad, "steer_envs must not import agents, baselines, benchmarks, studies or perf:\n" + "\n".join(bad)
 
 
-def test_no_installed_module_imports_a_study():
-    assert (ROOT / STUDIES / "__init__.py").is_file()  # the folder the rule is about is where it says
-    bad = study_imports()
-    assert not bad, "studies/ is not installed; nothing installed may import it:\n" + "\n".join(bad)
+def test_no_installed_module_imports_a_study_or_the_perf_suite():
+    for folder in LAB:  # the folders the rule is about are where it says
+        assert (ROOT / folder / "__init__.py").is_file()
+    bad = lab_imports()
+    assert not bad, "studies/ and perf/ are not installed; nothing installed may import them:\n" + "\n".join(bad)
 
 
 def test_study_imports_are_found_in_every_form(tmp_path):
@@ -223,18 +226,21 @@ def test_study_imports_are_found_in_every_form(tmp_path):
         "pkg/b.py": "def f():\n    from studies.x import run\n",
         "pkg/c.py": "import importlib\nimportlib.import_module('studies.y')\n",
         "pkg/d.py": "from studies import x\n",
-        "pkg/ok.py": "import studies_like\nfrom . import a\n",
+        "pkg/e.py": "from perf.suite import main\n",
+        "pkg/ok.py": "import studies_like\nimport perfect\nfrom . import a\n",
     }
     for name, text in forms.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    assert study_imports(tmp_path, ("pkg",)) == [
+    assert lab_imports(tmp_path, ("pkg",)) == [
         "pkg.a -> studies.x.run",
         "pkg.b -> studies.x",
         "pkg.b -> studies.x.run",
         "pkg.c -> studies.y",
         "pkg.d -> studies",
         "pkg.d -> studies.x",
+        "pkg.e -> perf.suite",
+        "pkg.e -> perf.suite.main",
     ]
 
 

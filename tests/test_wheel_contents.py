@@ -1,5 +1,6 @@
 """The wheel holds the product and nothing else: the four packages (with the pages' templates), no ``studies/``, no
-``tests/``, and none of the modules that left ``benchmarks`` (the study pipelines, the shims, the dead legacy page).
+``perf/`` (the perf suite), no ``tests/``, and none of the modules that left ``benchmarks`` (the study pipelines,
+the shims, the dead legacy page, the perf suite).
 
 The wheel is built from a copy of the checkout in a tmp folder (``python -m build --wheel --no-isolation``; setuptools
 writes its ``build/`` and ``*.egg-info`` beside the sources, so the checkout itself is left alone)."""
@@ -32,6 +33,8 @@ REMOVED = (
     "benchmarks/headroom.py",
     "benchmarks/reader_auc.py",
     "benchmarks/handoff_credit.py",
+    "benchmarks/perf/__init__.py",
+    "benchmarks/perf/suite.py",
 )
 
 
@@ -39,7 +42,7 @@ def build_wheel(tmp_path: Path) -> list[str]:
     """Build the wheel of a copy of the checkout's sources; the names of the files inside it."""
     src = tmp_path / "src"
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", ".mypy_cache", ".pytest_cache")
-    for folder in (*PACKAGES, "studies", "tests"):
+    for folder in (*PACKAGES, "studies", "perf", "tests"):
         shutil.copytree(ROOT / folder, src / folder, ignore=skip)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
@@ -70,12 +73,11 @@ def test_the_wheel_holds_the_product_and_no_study(tmp_path):
     names = build_wheel(tmp_path)
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert tops == set(PACKAGES)
-    assert not [n for n in names if n.startswith(("studies/", "tests/"))]
+    assert not [n for n in names if n.startswith(("studies/", "perf/", "tests/"))]
     assert not sorted(set(REMOVED) & set(names))
     assert {
         "benchmarks/cli.py",
         "benchmarks/harness/runner.py",
         "benchmarks/pages/builder.py",
-        "benchmarks/perf/suite.py",
         "benchmarks/pages/templates/results_links.md",
     } <= set(names)

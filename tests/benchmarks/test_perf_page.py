@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.perf import suite
-from benchmarks.perf.gpu_section import read_gpu_record
-from benchmarks.perf.page import SuiteRun, render_page
-from benchmarks.perf.sections import SECTIONS, suite_files
+from perf import suite
+from perf.gpu_section import read_gpu_record
+from perf.page import SuiteRun, render_page
+from perf.sections import SECTIONS, suite_files
 from tests.benchmarks import perf_run
 from tests.test_docs_vocabulary import HISTORY_DOCS, ISSUE_REFERENCE, OUTSIDE_DOCUMENTS
 
@@ -90,7 +90,7 @@ def test_a_skipped_benchmark_says_why_and_the_command_that_measures_it():
     assert "| " not in text
     assert (
         f"*Not measured in this run: skipped: {skip} "
-        "(`python -m pytest benchmarks/perf/test_perf_engine.py --benchmark-enable -q`).*"
+        "(`python -m pytest perf/test_perf_engine.py --benchmark-enable -q`).*"
     ) in text
 
 
@@ -98,7 +98,7 @@ def test_a_file_skipped_at_import_and_a_file_left_out_say_so():
     outcomes = {perf_run.HOSTILE: {"outcome": "skipped", "reason": "could not import 'openenv'"}}
     page = render(without(perf_run.record(outcomes), perf_run.HOSTILE, perf_run.CLI))
     assert "*Not measured in this run: skipped: could not import 'openenv' (`python -m pytest" in page
-    assert "*Not measured in this run: benchmarks/perf/test_perf_cli.py was not part of this run (`" in page
+    assert "*Not measured in this run: perf/test_perf_cli.py was not part of this run (`" in page
 
 
 def test_deselected_tests_and_failed_checks_are_named():
@@ -198,7 +198,7 @@ def _test_functions(path: Path) -> set[str]:
 
 
 def test_every_perf_benchmark_file_and_test_feeds_a_section():
-    files = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "benchmarks" / "perf").glob("test_perf_*.py"))
+    files = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "perf").glob("test_perf_*.py"))
     assert sorted(suite_files()) == files
     for file in files:
         reported = {test for section in SECTIONS if section.file == file for test in section.tests}
@@ -206,7 +206,7 @@ def test_every_perf_benchmark_file_and_test_feeds_a_section():
 
 
 def test_the_committed_page_is_the_render_of_its_committed_records():
-    # the page rebuilds from the repository alone (`python -m benchmarks.perf.suite --from-json SUITE_RECORD`)
+    # the page rebuilds from the repository alone (`python -m perf.suite --from-json SUITE_RECORD`)
     record = json.loads(suite.SUITE_RECORD.read_text(encoding="utf-8"))
     page = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
     assert page == render_page(SuiteRun.from_json(record), SECTIONS, read_gpu_record())

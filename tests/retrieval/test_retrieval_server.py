@@ -7,7 +7,7 @@ import json
 import pytest
 import requests
 
-from benchmarks.perf.retrieval_load import run_load
+from perf.retrieval_load import run_load
 from steer_envs.data import load_corpus, load_tasks
 from steer_envs.retrieval.base import Hit
 from steer_envs.retrieval.server import ServerConfig, start_server

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.perf.retrieval_load import run_load
+from perf.retrieval_load import run_load
 from steer_envs.data import load_tasks
 
 SOAK_SECONDS = 20.0

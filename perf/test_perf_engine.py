@@ -19,7 +19,7 @@ the replay, which comes second, reuses nothing the eval computed. The token sums
 Run (a few minutes with the CPU build installed under ``$STEER_ENVS_CACHE``, which a first run installs; the suite
 skips it instead unless run with ``--install``)::
 
-    python -m pytest benchmarks/perf/test_perf_engine.py --benchmark-enable -q
+    python -m pytest perf/test_perf_engine.py --benchmark-enable -q
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass
 
 import pytest
 
-from benchmarks.perf.optional import require
-from benchmarks.perf.perf_scale import current
+from perf.optional import require
+from perf.perf_scale import current
 from steer_envs.llm.openai_client import RecordedRequest
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]

@@ -1,6 +1,6 @@
 """``BENCHMARKS.md`` from one perf-suite run: the run's record (:class:`SuiteRun`, what ``python -m
-benchmarks.perf.suite --json FILE`` keeps), the page's header, and one section per entry of
-:data:`benchmarks.perf.sections.SECTIONS`.
+perf.suite --json FILE`` keeps), the page's header, and one section per entry of
+:data:`perf.sections.SECTIONS`.
 
 Why a record apart from the run: the page is a function of it alone (no figure typed by hand, none kept from an
 earlier page), so the renderer is tested on a small synthetic record, and a saved run renders again without
@@ -282,8 +282,8 @@ def section_lines(run: SuiteRun, section: Section) -> list[str]:
 
 
 def render_page(run: SuiteRun, sections: Iterable[Section], gpu: Mapping[str, Any] | None = None) -> str:
-    """The whole page: the header, then ``sections`` (:data:`benchmarks.perf.sections.SECTIONS`) in order, then the
-    kept GPU check's record (:mod:`benchmarks.perf.gpu_section`) when there is one."""
+    """The whole page: the header, then ``sections`` (:data:`perf.sections.SECTIONS`) in order, then the
+    kept GPU check's record (:mod:`perf.gpu_section`) when there is one."""
     lines = header_lines(run, gpu_section=gpu is not None)
     for section in sections:
         lines += section_lines(run, section)

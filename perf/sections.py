@@ -13,15 +13,15 @@ from __future__ import annotations
 from .page import Body, Figures, RunContext, Section, met, num, pct, times
 from .sections_serving import SERVING_SECTIONS
 
-ENV = "benchmarks/perf/test_perf_env.py"
-RETRIEVAL = "benchmarks/perf/test_perf_retrieval.py"
-SERVER = "benchmarks/perf/test_perf_server.py"
-POOL = "benchmarks/perf/test_perf_pool.py"
-VECTOR = "benchmarks/perf/test_perf_vector.py"
-NOTES = "benchmarks/perf/test_perf_notes.py"
-STEERER = "benchmarks/perf/test_perf_steerer.py"
-CLI = "benchmarks/perf/test_perf_cli.py"
-COLD_START = "benchmarks/perf/test_perf_cold_start.py"
+ENV = "perf/test_perf_env.py"
+RETRIEVAL = "perf/test_perf_retrieval.py"
+SERVER = "perf/test_perf_server.py"
+POOL = "perf/test_perf_pool.py"
+VECTOR = "perf/test_perf_vector.py"
+NOTES = "perf/test_perf_notes.py"
+STEERER = "perf/test_perf_steerer.py"
+CLI = "perf/test_perf_cli.py"
+COLD_START = "perf/test_perf_cold_start.py"
 
 
 # -- the env and retrieval -----------------------------------------------------------------------------------------
@@ -406,7 +406,7 @@ SECTIONS: tuple[Section, ...] = (
         "Search-R1 requests (one query each, with scores) over keep-alive connections; every server in its own "
         "process over the same bm25s index; rounds alternate between servers, medians over rounds. \"Today's "
         'server" is the http.server implementation checked out from git at the baseline commit '
-        "(`python -m benchmarks.perf.retrieval_servers` runs the same comparison outside pytest).",
+        "(`python -m perf.retrieval_servers` runs the same comparison outside pytest).",
         ("server", "requests/s", "× today", "p50 ms", "p99 ms", "errors"),
         retrieval_server,
     ),

@@ -1,4 +1,4 @@
-"""Rollout pool throughput (pytest-benchmark; run through ``python -m benchmarks.perf.suite``).
+"""Rollout pool throughput (pytest-benchmark; run through ``python -m perf.suite``).
 
 * q(s) labelling: bank states per minute at G=4, N=16 (the trainer's round-0 slow samples, then the
   continuations) on the local pool and on the processes and Ray pools with 1 and 2 workers; pool start-up and the
@@ -20,7 +20,7 @@ from agents.steering.encoder import EncoderSteerer
 from agents.steering.interventions import options_from_catalogue
 from agents.steering.rollouts import collect_state_bank, continuation_seeds, make_steering_env, measure_states
 from agents.steering.trainer import SteeringTrainer
-from benchmarks.perf.perf_scale import current
+from perf.perf_scale import current
 from steer_envs.rollouts import PoolConfig, make_pool
 
 G, N = 4, 16

@@ -1,6 +1,6 @@
 """Load test of the retrieval server: N concurrent clients, each sending M Search-R1 requests over keep-alive.
 
-Run: ``python -m benchmarks.perf.retrieval_load [--clients 8] [--requests 200] [--topk 3] [--url URL]``. Without
+Run: ``python -m perf.retrieval_load [--clients 8] [--requests 200] [--topk 3] [--url URL]``. Without
 ``--url`` it starts ``steer-envs``' server (bm25s over the shared corpus) on a free loopback port in-process,
 loads it, and prints a markdown table with error count, p50/p99 latency and throughput. The run is bounded: a
 fixed number of requests per client and a wall-clock deadline, so it always stops by itself.

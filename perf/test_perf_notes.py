@@ -1,7 +1,7 @@
 """What reading a note costs (pytest-benchmark): the simulated executor reads every note it gets by meaning, with
 the MiniLM sentence encoder and a logistic-regression probe over intent prototypes (``steer_envs.notes``).
 
-Run: ``pytest benchmarks/perf/test_perf_notes.py --benchmark-enable -q``.
+Run: ``pytest perf/test_perf_notes.py --benchmark-enable -q``.
 
 * warm reader, notes it has never seen (one MiniLM forward each, plus a second for a note with a payload): the
   cost of a new note once the model is loaded; the testbed's target is < 5 ms;

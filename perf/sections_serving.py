@@ -12,10 +12,10 @@ from typing import Any
 
 from .page import Body, Figures, RunContext, Section, met, num, pct, times
 
-IN_FLIGHT = "benchmarks/perf/test_perf_inflight.py"
-ENGINE = "benchmarks/perf/test_perf_engine.py"
-SERVED_ADAPTER = "benchmarks/perf/test_perf_served_adapter.py"
-HOSTILE = "benchmarks/perf/test_perf_hostile_load.py"
+IN_FLIGHT = "perf/test_perf_inflight.py"
+ENGINE = "perf/test_perf_engine.py"
+SERVED_ADAPTER = "perf/test_perf_served_adapter.py"
+HOSTILE = "perf/test_perf_hostile_load.py"
 
 MIB = 1 << 20
 
@@ -382,7 +382,7 @@ SERVING_SECTIONS: dict[str, Section] = {
         ("test_good_clients_hold_under_hostile_load",),
         "`serve-env` (`GuidedSearch-v0`, text actions) and `serve-retriever` (bm25s over the corpus), each in its "
         "own process with its command line's default limits; good clients measured unloaded and under attack, side "
-        "by side (`python -m benchmarks.perf.hostile_load --json FILE` runs the same outside pytest). On "
+        "by side (`python -m perf.hostile_load --json FILE` runs the same outside pytest). On "
         "`serve-env` the good clients run HTTP sessions (reset, two searches, an answer, repeat); on "
         "`serve-retriever` they send `/retrieve` with one query.",
         (

@@ -2,7 +2,7 @@
 importing any command's module (:mod:`steer_envs.cli.commands`), so it answers in well under the testbed's target of
 2 s; ``eval --help`` imports the evaluation harness and every method's options, for scale.
 
-Run: ``pytest benchmarks/perf/test_perf_cli.py --benchmark-enable -q``. Each round is a fresh interpreter, as a
+Run: ``pytest perf/test_perf_cli.py --benchmark-enable -q``. Each round is a fresh interpreter, as a
 user's shell starts one (the console script's own start-up included).
 """
 

@@ -2,7 +2,7 @@
 pass policy; and ``openai:`` executor envs against a loopback server that answers every request after 100 ms:
 requests per second of the concurrent vector env (``steer_envs.vector``) at N = 64 beside gymnasium's
 SyncVectorEnv at N = 32, as a share of the ceiling N / latency (pytest-benchmark; run through
-``python -m benchmarks.perf.suite``)."""
+``python -m perf.suite``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import steer_envs  # noqa: F401
-from benchmarks.perf.perf_scale import current
+from perf.perf_scale import current
 from steer_envs.ids import STEERING_ENV
 
 SETTINGS = [(1, "sync"), (2, "sync"), (1, "async"), (2, "async")]

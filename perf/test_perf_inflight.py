@@ -6,7 +6,7 @@ SyncVectorEnv, against a loopback OpenAI-compatible server in its own process wh
 coefficient of variation 1) or fixed (100 ms); and, at the fixed latency, the ``processes`` pool. Figures: requests
 per second at the server over the steady state (every slot busy: after the first N episodes' requests, before the
 last N's), as a share of N / mean latency, and the client's CPU per request (pytest-benchmark; run through
-``python -m benchmarks.perf.suite``)."""
+``python -m perf.suite``)."""
 
 from __future__ import annotations
 

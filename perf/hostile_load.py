@@ -18,7 +18,7 @@ attacker process runs at the lowest CPU priority (``nice 19``): on a machine thi
 be charged to the servers. Each process's CPU use per condition is reported beside the latencies.
 
 Acceptance: no good request refused (every one answered 2xx) and, per server, the good requests' p99 under
-attack within 3x its unloaded p99. Run: ``python -m benchmarks.perf.hostile_load [--json FILE]`` (about 75 s).
+attack within 3x its unloaded p99. Run: ``python -m perf.hostile_load [--json FILE]`` (about 75 s).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 
 from steer_envs.ids import GUIDED_SEARCH_ENV
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 ENV_ID = GUIDED_SEARCH_ENV
 QUERIES = (
     "who wrote hamlet",
@@ -473,7 +473,7 @@ def _measure(urls: dict[str, str], config: LoadConfig, pids: dict[str, int]) -> 
         [
             sys.executable,
             "-m",
-            "benchmarks.perf.hostile_load",
+            "perf.hostile_load",
             "attack",
             json.dumps(urls),
             json.dumps(asdict(config)),
@@ -549,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         config = LoadConfig(**json.loads(args[2]))
         print(json.dumps(asyncio.run(_attack_all(json.loads(args[1]), config, windows))), flush=True)
         return 0
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.perf.hostile_load", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m perf.hostile_load", description=__doc__.split("\n")[0])
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     parser.add_argument("--rounds", type=int, default=LoadConfig.rounds)
     parser.add_argument("--window", type=float, default=LoadConfig.window_s)

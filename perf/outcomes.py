@@ -1,4 +1,4 @@
-"""A pytest plugin the perf suite loads (``-p benchmarks.perf.outcomes``): every test's outcome, with the reason of a
+"""A pytest plugin the perf suite loads (``-p perf.outcomes``): every test's outcome, with the reason of a
 skip and the message of a failure, written as JSON to ``$STEER_ENVS_BENCH_OUTCOMES`` when the session ends.
 
 Why: pytest-benchmark's JSON holds the benchmarks that ran and nothing about the ones that did not. A section of

@@ -1,5 +1,5 @@
 """The served LoRA adapter against the local peft model (pytest-benchmark; run through
-``python -m benchmarks.perf.suite``): a ``CausalLMSteerer`` with a LoRA over a tiny random model, its adapter weights
+``python -m perf.suite``): a ``CausalLMSteerer`` with a LoRA over a tiny random model, its adapter weights
 moved off zero and saved by ``save_adapter``, served by vLLM (``--enable-lora --lora-modules``) while the local
 side loads the same folder through peft. :func:`agents.steering.served_check.check_served_adapter` scores the token
 ids the local steerer scores on decision states of the state bank; the figures are the largest differences.
@@ -8,7 +8,7 @@ Why a benchmark as well as a test (``tests/engine/test_vllm_steerer.py``): the d
 ``BENCHMARKS.md`` prints them from the same run as every other figure. The base model served without the adapter
 is scored too: it must miss by far more than the tolerance, or the check could not fail.
 
-Run: ``python -m pytest benchmarks/perf/test_perf_served_adapter.py --benchmark-enable -q`` (vLLM's CPU build is
+Run: ``python -m pytest perf/test_perf_served_adapter.py --benchmark-enable -q`` (vLLM's CPU build is
 installed under ``$STEER_ENVS_CACHE`` on first use; the suite skips it instead unless run with ``--install``).
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.perf.optional import require
+from perf.optional import require
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
 

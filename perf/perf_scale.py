@@ -1,6 +1,6 @@
 """How big the performance suite's workloads are: ``quick`` (minutes, the default) or ``full`` (the figures of
 BENCHMARKS.md's acceptance rows: the steering trainer at its acceptance config takes ~20 minutes alone).
-Set by ``python -m benchmarks.perf.suite --full`` through :data:`SCALE_ENV`."""
+Set by ``python -m perf.suite --full`` through :data:`SCALE_ENV`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """BM25 engines side by side on the shared corpus: bm25s (default), pyserini / Lucene, and rank_bm25.
 
-Run: ``python -m benchmarks.perf.retrieval_compare [--k 5] [--subset 100] [--split test]``. Prints one markdown
+Run: ``python -m perf.retrieval_compare [--k 5] [--subset 100] [--split test]``. Prints one markdown
 table: supporting-passage recall@k (question as the query; test-split tasks that define ``supporting_ids``),
 queries per second through ``batch_search``, and index readiness time (``cached`` when the on-disk index was
 reused). rank_bm25 scores every document in Python (~0.4 s a query here), so it runs on an evenly spaced subset of

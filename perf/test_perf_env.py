@@ -1,6 +1,6 @@
 """Performance of SearchSteering-v0 on sim:default (pytest-benchmark).
 
-Run: ``pytest benchmarks/perf/test_perf_env.py --benchmark-enable -q`` (``--benchmark-disable``, the default in
+Run: ``pytest perf/test_perf_env.py --benchmark-enable -q`` (``--benchmark-disable``, the default in
 pyproject, runs each once as a smoke test).
 
 * steps/s with a pass policy, with the simulator's retrieval cache off (every search hits BM25) and on;

@@ -1,7 +1,7 @@
 """Speed of the retrieval backends (pytest-benchmark). Run:
-``pytest benchmarks/perf/test_perf_retrieval.py --benchmark-enable`` (timings are disabled by default in pyproject,
+``pytest perf/test_perf_retrieval.py --benchmark-enable`` (timings are disabled by default in pyproject,
 so a plain run only checks that each benchmark works). The recall/q/s table is
-``python -m benchmarks.perf.retrieval_compare``.
+``python -m perf.retrieval_compare``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_lucene_batch_of_50(benchmark, queries):
 
 
 def test_rank_bm25_batch_of_5(benchmark, bm25s, queries):
-    from benchmarks.perf.retrieval_compare import RankBM25Retriever
+    from perf.retrieval_compare import RankBM25Retriever
 
     rank = RankBM25Retriever(bm25s.corpus, bm25s)
     results = benchmark.pedantic(rank.batch_search, args=(queries[:5], K), rounds=3, iterations=1)

@@ -1,5 +1,5 @@
 """The LLM steerer's two paths, batched vs one at a time (pytest-benchmark; run through
-``python -m benchmarks.perf.suite``).
+``python -m perf.suite``).
 
 Models: random-initialised Qwen2-architecture causal LMs built from a config, with the tiny BPE tokenizer's
 vocabulary, on CPU: ``tiny`` (hidden 64, 2 layers: the acceptance model, whose forward pass costs what a

@@ -1,13 +1,13 @@
 """Regenerate ``BENCHMARKS.md``: one command runs every perf benchmark the page reports in one pytest run and renders
 every section from that run's figures, with the machine, the commit, the load before and after and the wall time.
 
-Run: ``python -m benchmarks.perf.suite`` (quick workloads) or ``python -m benchmarks.perf.suite --full`` (the
+Run: ``python -m perf.suite`` (quick workloads) or ``python -m perf.suite --full`` (the
 acceptance rows: q(s) labelling on more states, the steering trainer at its acceptance config, longer vector and
 engine runs). Ratios are measured side by side in the same run. Speed-ups need idle cores: the page records the
 load average before and after, so a figure taken on a busy machine says so.
 
-* The files run are the ones the page's sections name (:func:`benchmarks.perf.sections.suite_files`).
-* Some sections need an optional piece (:data:`benchmarks.perf.optional.PIECES`: vLLM's CPU build, about 3.5 GB).
+* The files run are the ones the page's sections name (:func:`perf.sections.suite_files`).
+* Some sections need an optional piece (:data:`perf.optional.PIECES`: vLLM's CPU build, about 3.5 GB).
   ``--install`` installs what is missing before the run; without it, those benchmarks skip and their sections say
   "not measured in this run" with the reason and the command that measures them.
 * The page names the commit its figures come from, so the tree must be clean (``--allow-dirty`` renders anyway and
@@ -16,7 +16,7 @@ load average before and after, so a figure taken on a busy machine says so.
   ``docs/results/perf/suite.json``, committed with the page so it rebuilds from the repository alone), and
   ``--from-json FILE`` renders a kept record again without running anything.
 * The page's last section is the kept GPU check (``docs/results/perf/gpu_check.json``, written by
-  ``python -m benchmarks.gpu_check`` on a GPU machine; :mod:`benchmarks.perf.gpu_section`), dated on its own.
+  ``python -m benchmarks.gpu_check`` on a GPU machine; :mod:`perf.gpu_section`), dated on its own.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .page import Machine, RunContext, SuiteRun, render_page
 from .perf_scale import SCALE_ENV
 from .sections import SECTIONS, suite_files
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 #: where the run's record is kept: beside the GPU record, committed with the page it renders
 SUITE_RECORD = REPO / "docs" / "results" / "perf" / "suite.json"
 #: the libraries whose speed the figures depend on, listed with their versions in the page's header
@@ -101,7 +101,7 @@ def run_pytest(scale: str, select: str | None, install: bool, folder: Path) -> t
     """One pytest run over every suite file; its exit code, pytest-benchmark's JSON and the tests' outcomes."""
     benchmark_json, outcomes_json = folder / "benchmarks.json", folder / "outcomes.json"
     cmd = [
-        *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "benchmarks.perf.outcomes"),
+        *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "perf.outcomes"),
         *("--benchmark-enable", f"--benchmark-json={benchmark_json}", "-o", "addopts="),
         *suite_files(),
         *(("-k", select) if select else ()),
@@ -145,11 +145,11 @@ def run_suite(args: argparse.Namespace, command: str) -> SuiteRun:
 def _command(args: argparse.Namespace) -> str:
     flags = [" --full" if args.full else "", " --install" if args.install else ""]
     select = f" -k '{args.select}'" if args.select else ""
-    return "python -m benchmarks.perf.suite" + "".join(flags) + select
+    return "python -m perf.suite" + "".join(flags) + select
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.perf.suite", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m perf.suite", description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the acceptance workloads (the longer run)")
     parser.add_argument("--install", action="store_true", help="install missing optional pieces (vLLM) first")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS.md")

@@ -12,7 +12,7 @@ machine do not inflate as they inflate the wall time):
 * ``steer-envs build-tiny-model``: into an empty cache (which it fills with the BM25 index and the simulator's
   thought bank as well), into the suite's cache without the model, and copied from a cache that holds it.
 
-Run: ``pytest benchmarks/perf/test_perf_cold_start.py --benchmark-enable -q``.
+Run: ``pytest perf/test_perf_cold_start.py --benchmark-enable -q``.
 """
 
 from __future__ import annotations

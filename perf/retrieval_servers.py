@@ -6,7 +6,7 @@ kept in the package. Each server runs in its own process (bm25s over the shared 
 the clients run here; rounds alternate between the servers so that load from elsewhere on the machine hits both
 alike, and each figure is the median over rounds.
 
-Run: ``python -m benchmarks.perf.retrieval_servers [--clients 8] [--requests 150] [--rounds 3]``.
+Run: ``python -m perf.retrieval_servers [--clients 8] [--requests 150] [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .retrieval_load import LoadReport, run_load
 
 #: the last commit whose retrieval server was the hand-rolled http.server handler
 BASELINE_COMMIT = "33d4f7814a16a1d603b687148b4c4a8e65778071"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 _SERVE = """
 import sys
 from steer_envs.retrieval import make_retriever

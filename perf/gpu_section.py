@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-GPU_RECORD = Path(__file__).resolve().parents[2] / "docs" / "results" / "perf" / "gpu_check.json"
+GPU_RECORD = Path(__file__).resolve().parents[1] / "docs" / "results" / "perf" / "gpu_check.json"
 #: the record's keys that describe the run rather than a section of it
 RUN_KEYS = ("plan", "torch", "device_name", "command", "commit", "date", "machine", "notes")
 

@@ -1,11 +1,11 @@
 """The retrieval server under 8 concurrent clients: today's http.server implementation (checked out from git) and
 the FastAPI + uvicorn server with and without dynamic batching, side by side in one run (pytest-benchmark; run
-through ``python -m benchmarks.perf.suite``)."""
+through ``python -m perf.suite``)."""
 
 from __future__ import annotations
 
-from benchmarks.perf.perf_scale import current
-from benchmarks.perf.retrieval_servers import BASELINE_COMMIT, run_comparison
+from perf.perf_scale import current
+from perf.retrieval_servers import BASELINE_COMMIT, run_comparison
 
 CLIENTS = 8
 
