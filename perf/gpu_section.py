@@ -1,4 +1,4 @@
-"""The GPU section of ``BENCHMARKS.md``: the figures of one ``python -m benchmarks.gpu_check`` run on a GPU machine.
+"""The GPU section of ``BENCHMARKS.md``: the figures of one ``python -m perf.gpu_check`` run on a GPU machine.
 
 Why apart from the suite's run: the page is regenerated on a CPU machine, and a GPU is lent rarely and briefly, so
 the GPU run is kept as a record (:data:`GPU_RECORD`: the check's JSON with its command, commit, date and machine)

@@ -297,7 +297,7 @@ def steerer(f: Figures, c: RunContext) -> Body:
         "core, so a padded batch saves only the per-call overhead; decoding one token per forward pass is "
         "overhead-bound, and one `generate` call computes the prompt's KV cache once instead of once per sample. "
         "With two threads on a loaded machine, contention penalises the old paths' many small calls. On a GPU a "
-        "batch costs about one forward pass: `python -m benchmarks.gpu_check` measures that ratio "
+        "batch costs about one forward pass: `python -m perf.gpu_check` measures that ratio "
         "(`fast_path_batching_speedup`) there; it needs a GPU and is not part of this page."
     )
     return Body(rows, notes)

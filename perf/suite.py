@@ -16,7 +16,7 @@ load average before and after, so a figure taken on a busy machine says so.
   ``docs/results/perf/suite.json``, committed with the page so it rebuilds from the repository alone), and
   ``--from-json FILE`` renders a kept record again without running anything.
 * The page's last section is the kept GPU check (``docs/results/perf/gpu_check.json``, written by
-  ``python -m benchmarks.gpu_check`` on a GPU machine; :mod:`perf.gpu_section`), dated on its own.
+  ``python -m perf.gpu_check`` on a GPU machine; :mod:`perf.gpu_section`), dated on its own.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import steer_envs  # noqa: F401
-from benchmarks.gpu_check import drive_async_pool
+from perf.gpu_check import drive_async_pool
 from steer_envs.ids import STEERING_ENV
 
 #: episodes in flight
@@ -43,7 +43,7 @@ EVAL_TARGET_SHARE = {"lognormal-1s": 0.9, "fixed-100ms": 0.8}
 @pytest.fixture(scope="module")
 def servers():
     """One server per latency, each in its own process (as a model server is): the benchmark measures the client."""
-    from steer_envs.llm.latency_server import LatencyServerProcess
+    from tests.servers.latency_server import LatencyServerProcess
 
     started = {
         name: LatencyServerProcess(mean, reply="search", cv=cv, seed=0).start()

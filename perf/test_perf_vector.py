@@ -58,7 +58,7 @@ OPENAI_TARGET_SHARE = 0.8
 @pytest.fixture(scope="module")
 def latency_servers():
     """The servers in their own processes, as model servers are: the benchmark measures the client alone."""
-    from steer_envs.llm.latency_server import LatencyServerProcess
+    from tests.servers.latency_server import LatencyServerProcess
 
     with (
         LatencyServerProcess(LATENCY, reply="search") as search,

@@ -274,7 +274,7 @@ def test_an_llm_backed_executor_makes_the_env_nondeterministic(env_id):
 def test_close_releases_an_llm_executors_connections():
     """A real loopback OpenAI-compatible server: after an episode the client holds a kept-alive connection;
     ``env.close()`` closes it (the backend stays usable: the next request opens a new one)."""
-    from steer_envs.llm.latency_server import LatencyServer
+    from tests.servers.latency_server import LatencyServer
 
     with LatencyServer(0.0) as server:
         env = make("steer_envs/SearchSteering-v0", executor=server.spec)

@@ -1,6 +1,6 @@
 """The wheel holds the product and nothing else: the four packages (with the pages' templates), no ``studies/``, no
-``perf/`` (the perf suite), no ``tests/``, and none of the modules that left ``benchmarks`` (the study pipelines,
-the shims, the dead legacy page, the perf suite).
+``perf/`` (the perf suite, the GPU check), no ``tests/`` (nor its test servers), and none of the modules that left
+the packages (the study pipelines, the shims, the dead legacy page, the perf suite, the test servers).
 
 The wheel is built from a copy of the checkout in a tmp folder (``python -m build --wheel --no-isolation``; setuptools
 writes its ``build/`` and ``*.egg-info`` beside the sources, so the checkout itself is left alone)."""
@@ -35,6 +35,10 @@ REMOVED = (
     "benchmarks/handoff_credit.py",
     "benchmarks/perf/__init__.py",
     "benchmarks/perf/suite.py",
+    "benchmarks/gpu_check.py",
+    # the test servers (tests/servers/)
+    "steer_envs/llm/openai_server.py",
+    "steer_envs/llm/latency_server.py",
 )
 
 

@@ -27,7 +27,7 @@ interventions) is the assistant's unfinished message. A :class:`ChatFormat` says
   ``tokenizer=`` (the completions API then carries the rendered text, which every server accepts).
 * :class:`ServerChatFormat`: the chat completions API with the transcript as a partial assistant message and the
   extra body fields ``continue_final_message: true, add_generation_prompt: false``, which vLLM and SGLang honour
-  (as does this project's :mod:`~steer_envs.llm.openai_server`); the server renders with the served model's
+  (as does the test server, ``tests/servers/openai_server.py``); the server renders with the served model's
   template. Servers that ignore the two fields close the assistant turn and start a new one: give ``tokenizer=``
   for those.
 * :class:`CompletionFormat`: completions mode, ``prompt + transcript``.

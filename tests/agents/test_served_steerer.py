@@ -18,9 +18,9 @@ from agents.steering.served import EvaluationOnlyError, ServedSteerer, parse_int
 from baselines.registry import MethodContext, build_policy
 from steer_envs.errors import SteerEnvsError
 from steer_envs.llm.base import logsumexp
-from steer_envs.llm.openai_server import OpenAICompatibleServer
 from tests.agents.support import eval_in_subprocess
 from tests.llm.support import FaultServer
+from tests.servers.openai_server import OpenAICompatibleServer
 
 NAMES = ["refocus", "stop_repeating", "answer_now", "search_for"]
 

@@ -14,8 +14,8 @@ from agents.steering.interventions import options_from_catalogue
 from agents.steering.served import ServedSteerer
 from steer_envs.envs.catalogue import STEERING
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY, render_guidance, render_information, render_search
-from steer_envs.llm.openai_server import OpenAICompatibleServer
 from steer_envs.retrieval.base import Hit
+from tests.servers.openai_server import OpenAICompatibleServer
 
 MARKER = "earlier turns elided to fit the model's context"
 

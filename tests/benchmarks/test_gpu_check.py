@@ -1,4 +1,4 @@
-"""``python -m benchmarks.gpu_check`` cannot rot on machines without a GPU: its ``--smoke`` plan runs every section
+"""``python -m perf.gpu_check`` cannot rot on machines without a GPU: its ``--smoke`` plan runs every section
 (LLM steerer + its trainer, ACTGUIDE-RL with the causal-LM learner, the concurrent vector env) on CPU at toy sizes
 through the same code the GPU plan runs. The ``vllm`` section needs vLLM's CPU build: its smoke run is
 tests/engine/test_gpu_check_vllm.py (marked ``engine``), so this one leaves it out."""
@@ -12,18 +12,18 @@ import sys
 
 import pytest
 
-from benchmarks.gpu_check import CheckPlan, main, markdown
+from perf.gpu_check import CheckPlan, main, markdown
 
 
 @pytest.mark.slow
 def test_smoke_plan_runs_every_section_and_writes_its_figures(tmp_path):
-    command = [sys.executable, "-m", "benchmarks.gpu_check", "--smoke", "--out", str(tmp_path), "--skip", "vllm"]
+    command = [sys.executable, "-m", "perf.gpu_check", "--smoke", "--out", str(tmp_path), "--skip", "vllm"]
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"}
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert results["command"].startswith("python -m benchmarks.gpu_check --smoke") and results["commit"]
+    assert results["command"].startswith("python -m perf.gpu_check --smoke") and results["commit"]
     plan = CheckPlan.smoke()
     for name in (*(f"steerer_{s}" for s in plan.steerer_shapes), "actguide", "vector"):
         assert "error" not in results[name], results[name]

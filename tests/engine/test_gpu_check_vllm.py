@@ -11,14 +11,14 @@ import sys
 
 import pytest
 
-from benchmarks.gpu_check import VLLM_MAX_TURNS, CheckPlan, markdown
+from perf.gpu_check import VLLM_MAX_TURNS, CheckPlan, markdown
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 
 def test_smoke_vllm_section_serves_the_eval_path_and_the_adapter(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.gpu_check", "--smoke", "--out", str(tmp_path), "--only", "vllm"],
+        [sys.executable, "-m", "perf.gpu_check", "--smoke", "--out", str(tmp_path), "--only", "vllm"],
         capture_output=True,
         text=True,
         timeout=1500,

@@ -17,8 +17,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from steer_envs.async_vector import ENGINES, AsyncPoolEnv, SubEnvFailed, make_async_pool
 from steer_envs.envs.registration import env_ids
 from steer_envs.errors import SteerEnvsError
-from steer_envs.llm.latency_server import LatencyServer, answer_at_once
 from tests.envs.test_concurrent_vector import _same
+from tests.servers.latency_server import LatencyServer, answer_at_once
 
 ENV_ID = "steer_envs/SearchSteering-v0"
 KW = {"split": "test", "max_turns": 3, "executor": "sim:default"}

@@ -16,8 +16,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 import steer_envs
 from steer_envs.envs.registration import env_ids
 from steer_envs.errors import SteerEnvsError
-from steer_envs.llm.latency_server import LatencyServer
 from steer_envs.vector import ConcurrentVectorEnv, VectorEntryPoint, make_concurrent_vec
+from tests.servers.latency_server import LatencyServer
 
 ENV_ID = "steer_envs/SearchSteering-v0"
 KW = {"split": "test", "max_turns": 3, "executor": "sim:default"}

@@ -16,7 +16,7 @@ from steer_envs.episodes import play_episode
 from steer_envs.executors.prompts import get_prompt_template
 from steer_envs.failures import CONTEXT_TRUNCATION, episode_failed, truncated_by_context
 from steer_envs.llm.base import ContextOverflowError, Generation, GenerationConfig, truncate_at_stop
-from steer_envs.llm.openai_server import OpenAICompatibleServer
+from tests.servers.openai_server import OpenAICompatibleServer
 
 
 def _run_passes(env, seed: int = 0, task_id: str | None = None):

@@ -21,8 +21,8 @@ from steer_envs.executors.llm_search import PACKAGED_DEFAULTS, LLMSearchSettings
 from steer_envs.executors.registry import make_executor
 from steer_envs.llm.base import GenerationConfig
 from steer_envs.llm.openai_client import chat_request_fields
-from steer_envs.llm.openai_server import OpenAICompatibleServer
 from tests.llm.support import ScriptedBackend
+from tests.servers.openai_server import OpenAICompatibleServer
 
 #: Qwen2.5-Instruct's template without the tool branches: a default system message, ChatML turns
 QWEN_CHATML = (

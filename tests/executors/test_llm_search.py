@@ -12,9 +12,9 @@ from steer_envs.executors.prompts import get_prompt_template
 from steer_envs.executors.protocol import INVALID_ACTION_REPLY
 from steer_envs.executors.registry import is_deterministic, make_executor
 from steer_envs.llm.base import Generation
-from steer_envs.llm.openai_server import OpenAICompatibleServer
 from steer_envs.llm.registry import split_spec_options
 from tests.llm.support import FaultServer, ScriptedBackend
+from tests.servers.openai_server import OpenAICompatibleServer
 
 SEARCH = "<think> I should look this up. </think>\n<search> capital of france </search> trailing text never seen"
 ANSWER = "<think> The results say Paris. </think>\n<answer> Paris </answer>"

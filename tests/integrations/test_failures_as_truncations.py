@@ -28,8 +28,8 @@ from benchmarks.harness.runner import evaluate, run_episode, write_summary
 from steer_envs.episodes import EpisodeLog
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
-from steer_envs.llm.openai_server import OpenAICompatibleServer
 from tests.llm.support import FaultServer
+from tests.servers.openai_server import OpenAICompatibleServer
 
 FAIL_FAST = "timeout=2&max_retries=1&backoff=0.01&max_backoff=0.02"
 

@@ -19,8 +19,8 @@ from steer_envs.llm.base import (
 )
 from steer_envs.llm.hf import HFBackend, model_context_length
 from steer_envs.llm.openai_client import OpenAIOptions, load_openai_backend
-from steer_envs.llm.openai_server import OpenAICompatibleServer, context_overflow_message
 from tests.llm.support import FaultServer
+from tests.servers.openai_server import OpenAICompatibleServer, context_overflow_message
 
 #: the wordings servers use for an over-long prompt (vLLM's three, SGLang's, OpenAI's code, llama.cpp's two)
 OVERFLOWS = [

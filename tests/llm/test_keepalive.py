@@ -9,7 +9,7 @@ import pytest
 
 from steer_envs.errors import SteerEnvsError
 from steer_envs.llm import GenerationConfig, make_backend
-from steer_envs.llm.latency_server import LatencyServer
+from tests.servers.latency_server import LatencyServer
 
 CONFIG = GenerationConfig(max_new_tokens=8, stop=("</search>",))
 

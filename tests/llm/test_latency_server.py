@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from steer_envs.llm import GenerationConfig, make_backend
-from steer_envs.llm.latency_server import Latency, LatencyServer, LatencyServerProcess
+from tests.servers.latency_server import Latency, LatencyServer, LatencyServerProcess
 from tests.timing import wall_seconds_under
 
 

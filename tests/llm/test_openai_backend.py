@@ -11,8 +11,8 @@ import pytest
 from steer_envs.errors import SteerEnvsError
 from steer_envs.llm import GenerationConfig, LLMBackendError, make_backend
 from steer_envs.llm.openai_client import OpenAIBackend, OpenAIBackendError, OpenAIOptions, parse_openai_arg
-from steer_envs.llm.openai_server import OpenAICompatibleServer
 from tests.llm.support import FaultServer
+from tests.servers.openai_server import OpenAICompatibleServer
 from tests.timing import wall_seconds_under
 
 PROMPTS = ["Question: who wrote the novel?\n", "<think> I need to search. </think> <search>", "The river"]
@@ -164,7 +164,7 @@ def test_server_module_runs_as_a_command(tiny_model_dir):
         [
             sys.executable,
             "-m",
-            "steer_envs.llm.openai_server",
+            "tests.servers.openai_server",
             "--backend",
             f"hf:{tiny_model_dir}",
             "--model-name",
@@ -184,7 +184,7 @@ def test_server_module_runs_as_a_command(tiny_model_dir):
         proc.terminate()
         proc.wait(timeout=10)
     bad = subprocess.run(
-        [sys.executable, "-m", "steer_envs.llm.openai_server", "--backend", "hf:/no/such/dir"],
+        [sys.executable, "-m", "tests.servers.openai_server", "--backend", "hf:/no/such/dir"],
         capture_output=True,
         text=True,
     )

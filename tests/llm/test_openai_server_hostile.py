@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from steer_envs.llm.base import Generation
-from steer_envs.llm.openai_server import OpenAICompatibleServer
+from tests.servers.openai_server import OpenAICompatibleServer
 
 
 class EchoBackend:

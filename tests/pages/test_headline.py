@@ -232,6 +232,54 @@ def test_changes_since_each_commit_on_a_history_made_here(tmp_path, monkeypatch)
     assert "0000000 is not in this history" in verdict_of([second, "0000000"]).why
 
 
+def test_a_move_is_no_change_of_code_and_a_move_with_an_edit_is(tmp_path, monkeypatch):
+    """On a repository made here: a package moved with ``git mv`` (its relative imports now absolute, a lazy
+    ``"module:function"`` string and a path renamed in its importer) changes nothing; a moved file whose code
+    changed, and a deleted one, do."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True, check=True).stdout
+
+    def write(name: str, text: str) -> None:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    write("old/pages/__init__.py", '"""Pages."""\n')
+    write("old/pages/util.py", "def f(x):\n    return x + 1\n\n\nSCALE = 3\n")
+    write("old/pages/mod.py", "from .util import SCALE, f\n\n\ndef g(x):\n    return f(x) * SCALE\n")
+    write("old/pages/gone.py", "Z = 1\n")
+    write(
+        "user.py",
+        "import old.pages.util\nfrom old.pages.mod import g\n\n"
+        'LAZY = "old.pages.util:f"\nTEMPLATES = "old/pages/templates"\n\n\n'
+        "def h():\n    return g(1), old.pages.util.f\n",
+    )
+    git("add", ".")
+    git("commit", "-qm", "one")
+    first = git("rev-parse", "--short", "HEAD").strip()
+    git("mv", "old/pages", "lab")
+    (tmp_path / "lab" / "gone.py").unlink()
+    write("lab/mod.py", "from lab.util import SCALE, f\n\n\ndef g(x):\n    return f(x) * SCALE\n")
+    write(
+        "user.py",
+        "import lab.util\nfrom lab.mod import g\n\n"
+        'LAZY = "lab.util:f"\nTEMPLATES = "lab/templates"\n\n\ndef h():\n    return g(1), lab.util.f\n',
+    )
+    git("add", "-A")
+    monkeypatch.setattr(summary_freshness, "REPO_ROOT", tmp_path)
+    files = ["old/pages/__init__.py", "old/pages/util.py", "old/pages/mod.py", "old/pages/gone.py", "user.py"]
+    assert summary_freshness.Moves.since(first).files["old/pages/mod.py"] == "lab/mod.py"
+    assert summary_freshness.changed_since(first, files) == ["old/pages/gone.py"]  # a staged move is read too
+    git("commit", "-qm", "two: the move")
+    assert summary_freshness.changed_since(first, files) == ["old/pages/gone.py"]
+    write("lab/util.py", "def f(x):\n    return x + 2\n\n\nSCALE = 3\n")  # moved, then its code edited
+    write("user.py", (tmp_path / "user.py").read_text().replace('"lab/templates"', '"lab/other"'))
+    assert summary_freshness.changed_since(first, files) == ["old/pages/gone.py", "old/pages/util.py", "user.py"]
+
+
 def test_the_files_a_run_loaded_are_files_of_this_repository():
     import torch  # noqa: F401 - its modules name files relative to nothing (``_classes.py``): never counted
 

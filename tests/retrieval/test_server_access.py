@@ -13,10 +13,10 @@ import requests
 
 from steer_envs.llm import GenerationConfig
 from steer_envs.llm.openai_client import OpenAIBackend, OpenAIBackendError, OpenAIOptions
-from steer_envs.llm.openai_server import OpenAICompatibleServer
 from steer_envs.retrieval import make_retriever
 from steer_envs.retrieval.server import ServerConfig, start_server
 from steer_envs.serving import API_KEY_ENV, exposure_warning
+from tests.servers.openai_server import OpenAICompatibleServer
 
 KEY = "s3cret-key"
 

@@ -70,8 +70,8 @@ def evaluate_against_a_latency_server(folder, latency: float, episodes: int):
     from benchmarks.harness.config import EvalConfig
     from benchmarks.harness.runfolder import RunFolder
     from benchmarks.harness.runner import evaluate
-    from steer_envs.llm.latency_server import LatencyServer
     from steer_envs.rollouts import PoolConfig
+    from tests.servers.latency_server import LatencyServer
 
     with LatencyServer(latency) as server:
         config = EvalConfig(executor=server.spec, benchmarks=("nq",), split="dev", seeds=1, limit=episodes, max_turns=3)

@@ -14,9 +14,9 @@ from benchmarks.harness.config import EvalConfig
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate
 from steer_envs import cooperative
-from steer_envs.llm.latency_server import LatencyServer
 from steer_envs.meter import env_steps
 from steer_envs.rollouts import Job, LocalPool, PoolConfig, PoolError, concurrent_pool, make_pool
+from tests.servers.latency_server import LatencyServer
 
 from .support import (
     Offset,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from agents.steering.rollouts import collect_state_bank, make_steering_env, measure_states
-from steer_envs.llm.latency_server import LatencyServer
 from steer_envs.rollouts import PoolConfig, in_flight_of, make_pool
 from steer_envs.rollouts.threads import FALLBACK_THREADS
+from tests.servers.latency_server import LatencyServer
 
 from .support import evaluate_against_a_latency_server
 

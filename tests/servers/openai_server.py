@@ -33,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from ..errors import SteerEnvsError
-from ..serving import (
+from steer_envs.errors import SteerEnvsError
+from steer_envs.llm.base import ContextOverflowError, GenerationConfig, LLMBackend, context_length_of
+from steer_envs.serving import (
     UvicornServer,
     authorized,
     origin_allowed,
@@ -43,8 +44,7 @@ from ..serving import (
     resolve_api_key,
     warn_if_exposed,
 )
-from ..validation import RequestError, parse_json_async, read_body
-from .base import ContextOverflowError, GenerationConfig, LLMBackend, context_length_of
+from steer_envs.validation import RequestError, parse_json_async, read_body
 
 #: most choices one request may ask for (``n``), and the largest request body (bytes)
 MAX_N = 64
@@ -422,10 +422,10 @@ def serve_backend(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m steer_envs.llm.openai_server --backend hf:gemma-3-270m --port 8000``: serve until Ctrl-C."""
+    """``python -m tests.servers.openai_server --backend hf:gemma-3-270m --port 8000``: serve until Ctrl-C."""
     import argparse
 
-    from .registry import make_backend
+    from steer_envs.llm.registry import make_backend
 
     parser = argparse.ArgumentParser(description="Serve a steer-envs model backend as an OpenAI-compatible API.")
     parser.add_argument("--backend", default="hf:gemma-3-270m", help="backend spec, e.g. hf:gemma-3-270m or hf:DIR")

@@ -17,7 +17,7 @@ turn, then an answer (the executor closes the tags from the reported stop string
 In a thread of the caller (:class:`LatencyServer`, on ``ThreadingHTTPServer``: a thread per connection) the
 server shares the caller's interpreter lock, which is what a test wants (counters read directly);
 :class:`LatencyServerProcess` runs it as its own process, as a real model server is (``python -m
-steer_envs.llm.latency_server --latency 0.1 [--cv 1 --seed 0]``; counters at ``GET /stats``), so a benchmark
+tests.servers.latency_server --latency 0.1 [--cv 1 --seed 0]``; counters at ``GET /stats``), so a benchmark
 measures the client alone. The process serves on one asyncio event loop (:class:`AsyncLatencyServer`): a fraction
 of ``http.server``'s CPU a request, which on a small machine would otherwise be taken from the measured client.
 """
@@ -33,7 +33,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+#: the repository root: ``python -m tests.servers.latency_server`` runs from there
+REPO = Path(__file__).resolve().parents[2]
 
 
 def search_then_answer(prompt: str) -> tuple[str, str]:
@@ -308,7 +312,7 @@ class AsyncLatencyServer:
 
 
 class LatencyServerProcess:
-    """:class:`LatencyServer` in a child process (``python -m steer_envs.llm.latency_server``); same
+    """:class:`LatencyServer` in a child process (``python -m tests.servers.latency_server``); same
     :attr:`base_url` / :attr:`spec`, counters through :meth:`counters` (``GET /stats``)."""
 
     def __init__(
@@ -337,7 +341,7 @@ class LatencyServerProcess:
             [
                 sys.executable,
                 "-m",
-                "steer_envs.llm.latency_server",
+                "tests.servers.latency_server",
                 "--latency",
                 str(self.latency),
                 "--cv",
@@ -351,6 +355,7 @@ class LatencyServerProcess:
             ],
             stdout=subprocess.PIPE,
             text=True,
+            cwd=REPO,  # the module runs from a checkout's root, whatever the caller's folder
         )
         line = self._proc.stdout.readline().strip()
         if not line.startswith("serving "):

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.gpu_check``: the paper-scale check that fits a short GPU slot.
+"""``python -m perf.gpu_check``: the paper-scale check that fits a short GPU slot.
 
 Why it exists: the suite's CI machine has no GPU, so the LLM steerer, the ACTGUIDE-RL LLM learner and the
 concurrent vector env are tested there on tiny models; this script runs the same code at the papers' shapes on
@@ -331,8 +331,8 @@ def check_vector(plan: CheckPlan) -> dict[str, Any]:
 
     from steer_envs.async_vector import make_async_pool
     from steer_envs.ids import STEERING_ENV
-    from steer_envs.llm.latency_server import LatencyServerProcess
     from steer_envs.vector import make_concurrent_vec
+    from tests.servers.latency_server import LatencyServerProcess
 
     section = Section()
     n = plan.vector_envs
@@ -564,7 +564,7 @@ def run_check(
     out: Path,
     only: tuple[str, ...] = (),
     skip: tuple[str, ...] = (),
-    command: str = "python -m benchmarks.gpu_check",
+    command: str = "python -m perf.gpu_check",
 ) -> dict[str, Any]:
     """Every section in turn; the JSON is written after each, with what the page's GPU section names (the command,
     the commit, the date, the machine), so a kept ``gpu_check.json`` is the record it renders."""
@@ -575,9 +575,8 @@ def run_check(
     import torch
     import transformers
 
+    from benchmarks.harness.provenance import code_version
     from steer_envs.atomic import atomic_write_text
-
-    from .harness.provenance import code_version
 
     out.mkdir(parents=True, exist_ok=True)
     device_name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
@@ -617,7 +616,7 @@ def run_check(
 
 def markdown(results: dict[str, Any]) -> str:
     """The run's rows, as BENCHMARKS.md's GPU section shows them once the JSON is kept as its record."""
-    from .perf.gpu_section import failed_sections, figure_rows
+    from .gpu_section import failed_sections, figure_rows
 
     rows = [
         f"GPU check on {results['device_name']} (torch {results['torch']})",
@@ -631,7 +630,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m perf.gpu_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("runs/gpu_check"), help="folder for gpu_check.json/.md")
     parser.add_argument("--smoke", action="store_true", help="toy sizes on CPU (no GPU figures): checks the code runs")
     parser.add_argument(
@@ -655,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    command = " ".join(["python -m benchmarks.gpu_check", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["python -m perf.gpu_check", *(argv if argv is not None else sys.argv[1:])])
     results = run_check(
         CheckPlan.smoke() if args.smoke else CheckPlan.gpu(), args.out, tuple(args.only), tuple(args.skip), command
     )
