@@ -1,0 +1,193 @@
+"""The hand-written rung on each level of the drift family: how far does a rule written from the card get?
+
+On each of ``sim:drift1..3`` the study evaluates, on the test split with the ladders' tasks and evaluation seeds
+(``--limit 150 --seeds 3``), three rows through the harness: no supervision, the best fixed rule (one option at one
+decision, chosen on dev by the harness's ``best_fixed_rule`` from 15 dev tasks per benchmark, as the ladders choose
+it) and the card's rule (:mod:`.rule`, ``drift_tells``). Every interval is the harness's paired bootstrap over the
+same (task, seed) pairs; every verdict is :func:`benchmarks.harness.verdicts.verdict` of its interval.
+
+Where the rule stands on the ladder: the committed ladder of each level (``docs/results/drift/<level>/ladder.json``)
+gives the learnable ceiling's gain over the best fixed rule; the rule's gain over its own run's best fixed rule,
+divided by it, is the rule's place between the rule (0) and the ceiling (1). The two gains come from different runs
+(the ladders' episodes are not committed), so the place is a point estimate; the rows this study runs are paired.
+
+Usage (from the repository root)::
+
+    python -m studies.drift_tells.run --out runs/drift_tells
+
+It resumes (each level's run folder), writes ``studies/drift_tells/results/summary.json`` (rows, intervals, the
+ladders' figures, the code record) and ``episodes.jsonl.gz`` (every test episode), and prints the table.
+``--quick`` runs a tiny version (a few tasks, one seed) for the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.config import EvalConfig
+from benchmarks.harness.provenance import code_record, portable_command
+from benchmarks.harness.results_summary import EPISODE_FIELDS, EPISODES_FILE, gzip_lines, machine, now
+from benchmarks.harness.runfolder import RunFolder
+from benchmarks.harness.runner import evaluate
+from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns
+from benchmarks.harness.verdicts import verdict
+from steer_envs.atomic import atomic_write_bytes, atomic_write_text
+from steer_envs.episodes import EpisodeLog, EpisodeRecord
+from steer_envs.paths import REPO_ROOT
+
+from .rule import NAME, register
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+SUMMARY = "summary.json"
+LEVELS = ("sim:drift1", "sim:drift2", "sim:drift3")
+#: row -> the method spec the harness evaluates (the best fixed rule chosen on dev as the ladders choose it)
+ROWS = {"none": "no_supervision", "best_fixed_rule": "best_fixed_rule:dev_tasks=15", "hand_written": NAME}
+#: the paired differences each level reports: (row, reference)
+GAINS = (("best_fixed_rule", "none"), ("hand_written", "none"), ("hand_written", "best_fixed_rule"))
+
+
+def ladder_of(level: str) -> dict[str, Any] | None:
+    """The committed ladder of a level (None when there is none)."""
+    path = REPO_ROOT / "docs" / "results" / "drift" / level.split(":", 1)[1] / "ladder.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def ceiling_over_rule(ladder: dict[str, Any] | None) -> float | None:
+    """The ladder's learnable ceiling minus its best fixed rule (F1 points), from its rows' means."""
+    if ladder is None:
+        return None
+    f1 = {row["rung"]: row["f1"] for row in ladder["rows"]}
+    if "learnable_ceiling" not in f1 or "best_fixed_rule" not in f1:
+        return None
+    return round(f1["learnable_ceiling"] - f1["best_fixed_rule"], 3)
+
+
+def records_of(folder: RunFolder) -> dict[str, list[EpisodeRecord]]:
+    return {row: list(EpisodeLog(folder.episodes_path(spec_label(spec))).records) for row, spec in ROWS.items()}
+
+
+def spec_label(spec: str) -> str:
+    from baselines.registry import parse_method
+
+    return parse_method(spec).label
+
+
+def measure(records: dict[str, list[EpisodeRecord]], benchmarks: Sequence[str]) -> dict[str, Any]:
+    """Each row's F1, rate and turns, and the :data:`GAINS` with their intervals and verdicts."""
+    boot = HierarchicalBootstrap([RowRuns(row, {row: recs}) for row, recs in records.items()], benchmarks)
+    rows = {}
+    for row, recs in records.items():
+        scored = [r for r in recs if not r.failed]
+        rows[row] = {
+            "f1": round(boot.point(row)[1], 3),
+            "interventions_per_task": round(sum(r.interventions for r in scored) / max(len(scored), 1), 4),
+            "turns_per_task": round(sum(r.executor_turns for r in scored) / max(len(scored), 1), 4),
+            "episodes": len(recs),
+            "failed": len(recs) - len(scored),
+        }
+    gains = {}
+    for row, reference in GAINS:
+        interval: Interval = boot.gain(row, reference)[1]
+        gains[f"{row} - {reference}"] = {**asdict(interval), "verdict": verdict(interval)}
+    return {"rows": rows, "gains": gains}
+
+
+def run_level(level: str, out: Path, limit: int, seeds: int, progress: bool) -> dict[str, Any]:
+    register()
+    folder = RunFolder(out / level.split(":", 1)[1], EvalConfig(executor=level, split="test", seeds=seeds, limit=limit))
+    for spec in ROWS.values():
+        evaluate(folder, spec, progress=progress, log=lambda line: print(line, file=sys.stderr))
+    records = records_of(folder)
+    result = measure(records, folder.config.benchmarks)
+    ladder = ladder_of(level)
+    ceiling = ceiling_over_rule(ladder)
+    over_rule = result["gains"]["hand_written - best_fixed_rule"]["mean"]
+    result["ladder"] = {
+        "source": f"docs/results/drift/{level.split(':', 1)[1]}/ladder.json" if ladder else None,
+        "ceiling_over_rule": ceiling,
+        "best_fixed_rule_f1": next((r["f1"] for r in ladder["rows"] if r["rung"] == "best_fixed_rule"), None)
+        if ladder
+        else None,
+    }
+    result["place"] = round(over_rule / ceiling, 3) if ceiling else None
+    result["config"] = folder.config.to_json()
+    result["episodes"] = [
+        {"level": level, "row": row, **{k: getattr(r, k) for k in EPISODE_FIELDS}}
+        for row, recs in records.items()
+        for r in recs
+    ]
+    return result
+
+
+def table(levels: dict[str, dict[str, Any]]) -> str:
+    """The summary as markdown: one line per level."""
+    lines = [
+        "| level | none F1 | best fixed rule − none | hand-written − none | hand-written − best fixed rule | "
+        "notes / task (rule, hand-written) | ceiling − rule (ladder) | place |",
+        "| --- | ---: | --- | --- | --- | --- | ---: | ---: |",
+    ]
+
+    def cell(g: dict[str, Any]) -> str:
+        return f"{g['mean']:+.2f} [{g['low']:+.2f}, {g['high']:+.2f}] {g['verdict']}"
+
+    for level, result in levels.items():
+        rows, gains = result["rows"], result["gains"]
+        ceiling, place = result["ladder"]["ceiling_over_rule"], result["place"]
+        lines.append(
+            f"| `{level}` | {rows['none']['f1']:.2f} | {cell(gains['best_fixed_rule - none'])} | "
+            f"{cell(gains['hand_written - none'])} | {cell(gains['hand_written - best_fixed_rule'])} | "
+            f"{rows['best_fixed_rule']['interventions_per_task']:.2f}, "
+            f"{rows['hand_written']['interventions_per_task']:.2f} | "
+            f"{'—' if ceiling is None else f'{ceiling:+.2f}'} | "
+            f"{'—' if place is None else f'{place:.2f}'} |"
+        )
+    return "\n".join(lines)
+
+
+def write_summary(levels: dict[str, dict[str, Any]], dest: Path, out: Path, command: str, seconds: float) -> Path:
+    """``summary.json`` (without the episodes) and ``episodes.jsonl.gz`` in ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    episodes = [line for result in levels.values() for line in result["episodes"]]
+    atomic_write_bytes(dest / EPISODES_FILE, gzip_lines(episodes))
+    summary = {
+        "command": command,
+        "written": now(),
+        "machine": machine(),
+        "seconds": round(seconds, 1),
+        "levels": {level: {k: v for k, v in result.items() if k != "episodes"} for level, result in levels.items()},
+        "code": code_record([out / level.split(":", 1)[1] for level in levels]),
+    }
+    atomic_write_text(dest / SUMMARY, json.dumps(summary, indent=1) + "\n")
+    return dest / SUMMARY
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m studies.drift_tells.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="the run folders (one per level), resumable")
+    parser.add_argument("--levels", nargs="+", default=list(LEVELS))
+    parser.add_argument("--limit", type=int, default=150, help="test tasks per benchmark (the ladders': 150)")
+    parser.add_argument("--seeds", type=int, default=3, help="evaluation seeds (the ladders': 3)")
+    parser.add_argument("--summary", type=Path, default=RESULTS, help="where summary.json and the episodes go")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (2 tasks per benchmark, 1 seed): tests")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    limit, seeds = (2, 1) if args.quick else (args.limit, args.seeds)
+    start = time.time()
+    levels = {level: run_level(level, args.out, limit, seeds, not args.no_progress) for level in args.levels}
+    command = portable_command("python -m studies.drift_tells.run", list(argv if argv is not None else sys.argv[1:]))
+    path = write_summary(levels, args.summary, args.out, command, time.time() - start)
+    print(table(levels))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
