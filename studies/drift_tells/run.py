@@ -1,15 +1,17 @@
 """The hand-written rung on each level of the drift family: how far does a rule written from the card get?
 
 On each of ``sim:drift1..3`` the study evaluates, on the test split with the ladders' tasks and evaluation seeds
-(``--limit 150 --seeds 3``), three rows through the harness: no supervision, the best fixed rule (one option at one
-decision, chosen on dev by the harness's ``best_fixed_rule`` from 15 dev tasks per benchmark, as the ladders choose
-it) and the card's rule (:mod:`.rule`, ``drift_tells``). Every interval is the harness's paired bootstrap over the
-same (task, seed) pairs; every verdict is :func:`benchmarks.harness.verdicts.verdict` of its interval.
+(``--limit 150 --seeds 3``), three rows through the harness: no supervision, the ladder's best fixed rule (the
+option and decision its ladder chose on dev, ``choices.json``; where a level has no committed ladder, the harness's
+``best_fixed_rule`` chooses on 15 dev tasks per benchmark) and the card's rule (:mod:`.rule`, ``drift_tells``).
+Every interval is the harness's paired bootstrap over the same (task, seed) pairs; every verdict is
+:func:`benchmarks.harness.verdicts.verdict` of its interval.
 
 Where the rule stands on the ladder: the committed ladder of each level (``docs/results/drift/<level>/ladder.json``)
-gives the learnable ceiling's gain over the best fixed rule; the rule's gain over its own run's best fixed rule,
-divided by it, is the rule's place between the rule (0) and the ceiling (1). The two gains come from different runs
-(the ladders' episodes are not committed), so the place is a point estimate; the rows this study runs are paired.
+gives the learnable ceiling's gain over the best fixed rule; the card's rule's gain over the same fixed rule, divided
+by it, is the card's rule's place between the fixed rule (0) and the ceiling (1). The study's no-supervision and
+fixed-rule rows replay the ladder's (same tasks, seeds and choice: their F1 are recorded beside the ladder's), but the
+ceiling's episodes are not committed, so the place is a point estimate; the rows this study runs are paired.
 
 Usage (from the repository root)::
 
@@ -48,8 +50,10 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 SUMMARY = "summary.json"
 LEVELS = ("sim:drift1", "sim:drift2", "sim:drift3")
-#: row -> the method spec the harness evaluates (the best fixed rule chosen on dev as the ladders choose it)
-ROWS = {"none": "no_supervision", "best_fixed_rule": "best_fixed_rule:dev_tasks=15", "hand_written": NAME}
+#: the rows every level reports
+ROWS = ("none", "best_fixed_rule", "hand_written")
+#: the best fixed rule of a level without a committed ladder: chosen on dev as the ladders choose it
+CHOOSE_RULE = "best_fixed_rule:dev_tasks=15"
 #: the paired differences each level reports: (row, reference)
 GAINS = (("best_fixed_rule", "none"), ("hand_written", "none"), ("hand_written", "best_fixed_rule"))
 
@@ -70,8 +74,15 @@ def ceiling_over_rule(ladder: dict[str, Any] | None) -> float | None:
     return round(f1["learnable_ceiling"] - f1["best_fixed_rule"], 3)
 
 
-def records_of(folder: RunFolder) -> dict[str, list[EpisodeRecord]]:
-    return {row: list(EpisodeLog(folder.episodes_path(spec_label(spec))).records) for row, spec in ROWS.items()}
+def specs_for(ladder: dict[str, Any] | None) -> dict[str, str]:
+    """Row -> the method spec the harness evaluates: the ladder's dev-chosen fixed rule where there is a ladder."""
+    chosen = (ladder or {}).get("choices", {}).get("best_fixed_rule")
+    rule = f"fixed_rule:option={chosen['option']},at={chosen['at']}" if chosen else CHOOSE_RULE
+    return {"none": "no_supervision", "best_fixed_rule": rule, "hand_written": NAME}
+
+
+def records_of(folder: RunFolder, specs: dict[str, str]) -> dict[str, list[EpisodeRecord]]:
+    return {row: list(EpisodeLog(folder.episodes_path(spec_label(spec))).records) for row, spec in specs.items()}
 
 
 def spec_label(spec: str) -> str:
@@ -103,19 +114,21 @@ def measure(records: dict[str, list[EpisodeRecord]], benchmarks: Sequence[str]) 
 def run_level(level: str, out: Path, limit: int, seeds: int, progress: bool) -> dict[str, Any]:
     register()
     folder = RunFolder(out / level.split(":", 1)[1], EvalConfig(executor=level, split="test", seeds=seeds, limit=limit))
-    for spec in ROWS.values():
-        evaluate(folder, spec, progress=progress, log=lambda line: print(line, file=sys.stderr))
-    records = records_of(folder)
-    result = measure(records, folder.config.benchmarks)
     ladder = ladder_of(level)
+    specs = specs_for(ladder)
+    for spec in specs.values():
+        evaluate(folder, spec, progress=progress, log=lambda line: print(line, file=sys.stderr))
+    records = records_of(folder, specs)
+    result = measure(records, folder.config.benchmarks)
+    result["specs"] = specs
     ceiling = ceiling_over_rule(ladder)
+    f1 = {row["rung"]: row["f1"] for row in ladder["rows"]} if ladder else {}
     over_rule = result["gains"]["hand_written - best_fixed_rule"]["mean"]
     result["ladder"] = {
         "source": f"docs/results/drift/{level.split(':', 1)[1]}/ladder.json" if ladder else None,
         "ceiling_over_rule": ceiling,
-        "best_fixed_rule_f1": next((r["f1"] for r in ladder["rows"] if r["rung"] == "best_fixed_rule"), None)
-        if ladder
-        else None,
+        "none_f1": f1.get("none"),
+        "best_fixed_rule_f1": f1.get("best_fixed_rule"),
     }
     result["place"] = round(over_rule / ceiling, 3) if ceiling else None
     result["config"] = folder.config.to_json()
