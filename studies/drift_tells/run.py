@@ -17,8 +17,8 @@ Usage (from the repository root)::
 
     python -m studies.drift_tells.run --out runs/drift_tells
 
-It resumes (each level's run folder), writes ``studies/drift_tells/results/summary.json`` (rows, intervals, the
-ladders' figures, the code record) and ``episodes.jsonl.gz`` (every test episode), and prints the table.
+It resumes (each level's run folder), writes ``docs/results/drift/hand_written/summary.json`` (rows, intervals,
+the ladders' figures, the code record) and ``episodes.jsonl.gz`` (every test episode), and prints the table.
 ``--quick`` runs a tiny version (a few tasks, one seed) for the tests.
 """
 
@@ -46,8 +46,8 @@ from steer_envs.paths import REPO_ROOT
 
 from .rule import NAME, register
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+#: the drift page's data folder (``steer-envs report results_drift`` reads it)
+RESULTS = REPO_ROOT / "docs" / "results" / "drift" / "hand_written"
 SUMMARY = "summary.json"
 LEVELS = ("sim:drift1", "sim:drift2", "sim:drift3")
 #: the rows every level reports
