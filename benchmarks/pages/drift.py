@@ -45,8 +45,13 @@ def load(out: Path) -> dict[str, Any]:
         "comparisons": {e.removeprefix("sim:"): s for e, s in comparisons.items()},
         "transfer": read_transfer(out),
         "diagnosis": _optional_json(out / "diagnosis" / "diagnosis.json"),
+        "hand_written": _optional_json(out / HAND_WRITTEN / "summary.json"),
         "out": out,
     }
+
+
+#: the folder of ``out`` that holds the hand-written rung's summary (``python -m studies.drift_tells.run``)
+HAND_WRITTEN = "hand_written"
 
 
 def _optional_json(path: Path) -> Any:
@@ -92,9 +97,12 @@ ALGORITHMS_COMMAND = (
 )
 
 
-def placement_markdown(ladder: dict[str, Any], summary: dict[str, Any]) -> str:
+def placement_markdown(
+    ladder: dict[str, Any], summary: dict[str, Any], hand_written: dict[str, Any] | None = None
+) -> str:
     """Each compared row's gain over none placed on the ladder's scale from its best fixed rule (0) to its learnable
-    ceiling (1): where a learner lies between what a rule gets and what an observer could get."""
+    ceiling (1): where a learner lies between what a rule gets and what an observer could get; with the level's
+    hand-written rung (``hand_written``: its study record), the rule a person writes from the card, as a row."""
     from benchmarks.harness.tables import display_name
 
     rows = {r["rung"]: r for r in ladder["rows"]}
@@ -108,6 +116,12 @@ def placement_markdown(ladder: dict[str, Any], summary: dict[str, Any]) -> str:
         f"| ladder: best fixed rule | {interval(rule['gain'])} | 0 |",
         f"| ladder: learnable ceiling | {interval(ceiling['gain'])} | 1 |",
     ]
+    if hand_written is not None:
+        gain = hand_written["gains"]["hand_written - none"]
+        place = (gain["mean"] - g_rule) / (g_ceiling - g_rule) if g_ceiling != g_rule else float("nan")
+        lines.append(
+            f"| hand-written rule (the card's tells, on the ladder's tasks) | {interval(gain)} | {place:+.2f} |"
+        )
     for pair in summary["vs_none"]:
         if pair["a"] in ("oracle", "random"):
             continue
@@ -141,7 +155,8 @@ def _algorithms(level: str, ctx: PageContext) -> str:
     text = text.replace("\n### ", "\n#### ")
     body = text.partition("\n\n")[2]  # the comparison's own heading gives way to this section's
     ladder = ctx.data["levels"].get(level, {}).get("ladder")
-    return heading + body + "\n" + (placement_markdown(ladder, summary) if ladder else "")
+    hand_written = ((ctx.data["hand_written"] or {}).get("levels") or {}).get(f"sim:{level}")
+    return heading + body + "\n" + (placement_markdown(ladder, summary, hand_written) if ladder else "")
 
 
 #: what each diagnosis variant changes (studies/drift_diagnosis/run.py's VARIANTS)
@@ -213,9 +228,68 @@ def _transfer(ctx: PageContext) -> str:
     return transfer_markdown(data).replace("## Transfer across profiles", "## Transfer across levels and profiles", 1)
 
 
+def hand_written_markdown(level: str, data: dict[str, Any], first: bool = True) -> str:
+    """The hand-written rung of one level, from the study's summary: its rows, paired gains and place (``first``:
+    with the rule's description, which later levels refer to)."""
+    from .results import interval_text
+
+    rows, gains, ladder = data["rows"], data["gains"], data["ladder"]
+    spec, over_rule = data["specs"]["best_fixed_rule"], gains["hand_written - best_fixed_rule"]
+
+    def f1(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    lines = [
+        "| Row | F1 (this run) | F1 (the ladder) | Notes / task | Gain vs none [95% CI] "
+        "| Gain vs the fixed rule [95% CI] |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| none | {rows['none']['f1']:.2f} | {f1(ladder['none_f1'])} | 0.00 | | |",
+        f"| best fixed rule (`{spec}`) | {rows['best_fixed_rule']['f1']:.2f} | {f1(ladder['best_fixed_rule_f1'])} | "
+        f"{rows['best_fixed_rule']['interventions_per_task']:.2f} | {interval_text(gains['best_fixed_rule - none'])} "
+        "| |",
+        f"| **hand-written rule** | {rows['hand_written']['f1']:.2f} | | "
+        f"{rows['hand_written']['interventions_per_task']:.2f} | {interval_text(gains['hand_written - none'])} | "
+        f"{interval_text(over_rule)} ({over_rule['verdict']}) |",
+    ]
+    ceiling, place = ladder["ceiling_over_rule"], data["place"]
+    closing = (
+        f"The ladder's learnable ceiling is {ceiling:+.2f} F1 over the fixed rule; the hand-written rule's place on "
+        f"that scale is **{place:.2f}**.\n\n"
+        if ceiling is not None and place is not None
+        else ""
+    )
+    episodes = rows["none"]["episodes"]
+    return (
+        f"### The hand-written rung on `sim:{level}`\n\n"
+        + (
+            template("drift_hand_written") + "\n"
+            if first
+            else "The same rule as on the first level, read the same way. "
+        )
+        + f"{episodes:,} paired test episodes a row:\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + closing
+    )
+
+
+def _hand_written(level: str, ctx: PageContext) -> str:
+    data = ctx.data["hand_written"]
+    level_data = (data or {}).get("levels", {}).get(f"sim:{level}")
+    if not level_data:
+        return ""
+    from .results import shown_command
+
+    first = next(iter(data["levels"])) == f"sim:{level}"
+    return hand_written_markdown(level, level_data, first) + f"```bash\n{shown_command(data['command'])}\n```\n\n"
+
+
 def _levels(ctx: PageContext) -> str:
     levels = ctx.data["levels"].items()
-    return "".join(_level(level, data) + _algorithms(level, ctx) + _diagnosis(level, ctx) for level, data in levels)
+    return "".join(
+        _level(level, data) + _hand_written(level, ctx) + _algorithms(level, ctx) + _diagnosis(level, ctx)
+        for level, data in levels
+    )
 
 
 PAGE = Page(

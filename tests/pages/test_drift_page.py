@@ -150,3 +150,31 @@ def test_each_compared_row_is_placed_between_the_ladders_rule_and_its_ceiling():
     text = placement_markdown(ladder, summary)
     assert "| +7.0 [+5.0, +9.0] | +0.50 |" in text and "+20.0" not in text
     assert placement_markdown({"rows": [{"rung": "none"}]}, summary) == ""
+
+
+def test_the_committed_page_is_its_render_and_shows_the_hand_written_rung(tmp_path):
+    """``docs/results_drift.md`` is what ``steer-envs report results_drift`` makes of the committed summaries, and
+    every level shows the hand-written rung with its place on the ladder's scale."""
+    from steer_envs.paths import REPO_ROOT
+
+    rebuilt = get_page("results_drift").build(REPO_ROOT / "docs" / "results" / "drift", tmp_path / "page.md")
+    text = rebuilt.read_text(encoding="utf-8")
+    assert text == (REPO_ROOT / "docs" / "results_drift.md").read_text(encoding="utf-8")
+    summary = json.loads((REPO_ROOT / "docs" / "results" / "drift" / "hand_written" / "summary.json").read_text())
+    for level, data in summary["levels"].items():
+        assert f"### The hand-written rung on `{level}`" in text
+        assert f"place on that scale is **{data['place']:.2f}**" in text
+        assert data["rows"]["none"]["f1"] == pytest.approx(data["ladder"]["none_f1"], abs=0.01)  # replays the ladder
+
+
+def test_the_hand_written_rung_is_placed_with_the_compared_rows():
+    from benchmarks.pages.drift import placement_markdown
+
+    ladder = {
+        "rows": [{"rung": "best_fixed_rule", "gain": _iv(2, 1, 3)}, {"rung": "learnable_ceiling", "gain": _iv(6, 5, 7)}]
+    }
+    summary = {"vs_none": []}
+    hand = {"gains": {"hand_written - none": _iv(8, 7, 9)}}
+    text = placement_markdown(ladder, summary, hand)
+    assert "| hand-written rule (the card's tells, on the ladder's tasks) | +8.0 [+7.0, +9.0] | +1.50 |" in text
+    assert "hand-written" not in placement_markdown(ladder, summary)

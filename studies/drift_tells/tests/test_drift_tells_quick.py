@@ -74,3 +74,24 @@ def test_the_study_runs_end_to_end(tmp_path, capsys):
         episodes = [json.loads(line) for line in fh]
     assert len(episodes) == 3 * 7 * 2  # three rows, two tasks of each of seven benchmarks, one seed
     assert "| `sim:drift1` |" in capsys.readouterr().out
+
+
+def test_the_committed_summary_recomputes_from_its_committed_episodes():
+    """Every row and paired interval of ``docs/results/drift/hand_written`` from its episodes alone, by the study's
+    own measurement (the harness's paired bootstrap)."""
+    from benchmarks.harness.summary_rows import stored_record
+    from steer_envs.paths import REPO_ROOT
+    from studies.drift_tells.run import RESULTS, SUMMARY, measure
+
+    summary = json.loads((RESULTS / SUMMARY).read_text())
+    with gzip.open(RESULTS / "episodes.jsonl.gz", "rt") as fh:
+        lines = [json.loads(line) for line in fh]
+    assert RESULTS.is_relative_to(REPO_ROOT)
+    for level, data in summary["levels"].items():
+        records = {
+            row: [stored_record(x, method=row) for x in lines if x["level"] == level and x["row"] == row]
+            for row in ROWS
+        }
+        again = measure(records, data["config"]["benchmarks"])
+        assert again["rows"] == data["rows"] and again["gains"] == data["gains"], level
+        assert data["rows"]["none"]["episodes"] == 2616
