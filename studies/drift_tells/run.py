@@ -182,7 +182,8 @@ def write_summary(levels: dict[str, dict[str, Any]], dest: Path, out: Path, comm
     return dest / SUMMARY
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The study's command line (a committed summary's recorded command must still parse with it)."""
     parser = argparse.ArgumentParser(prog="python -m studies.drift_tells.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="the run folders (one per level), resumable")
     parser.add_argument("--levels", nargs="+", default=list(LEVELS))
@@ -191,7 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--summary", type=Path, default=RESULTS, help="where summary.json and the episodes go")
     parser.add_argument("--quick", action="store_true", help="a tiny run (2 tasks per benchmark, 1 seed): tests")
     parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     limit, seeds = (2, 1) if args.quick else (args.limit, args.seeds)
     start = time.time()
     levels = {level: run_level(level, args.out, limit, seeds, not args.no_progress) for level in args.levels}

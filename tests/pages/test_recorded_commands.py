@@ -33,6 +33,10 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
         parser = argparse.ArgumentParser()
         _configure_compare(parser)
         return parser, argv[2:]
+    if argv[:3] == ["python", "-m", "studies.drift_tells.run"]:
+        from studies.drift_tells.run import build_parser as study_parser
+
+        return study_parser(), argv[3:]
     raise AssertionError(f"a recorded command this test does not know: {argv[:3]}")
 
 
