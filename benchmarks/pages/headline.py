@@ -212,6 +212,7 @@ BARRIER = "studies/actguide_barrier/results/summary.json"
 HANDOFF = "docs/results/handoff/results_handoff.json"
 HEADROOM = "docs/results/testbed/default/ladder.json"
 CONFIRMATION = "studies/actguide_barrier/results/confirmation.json"
+HAND_WRITTEN = "docs/results/drift/hand_written/summary.json"
 #: the barrier study's arms as a row names them
 ARM_NAMES = {"actguide": "ACTGUIDE-RL as stated", "unguided_baseline": "guided groups baselined by the unguided group"}
 
@@ -638,6 +639,27 @@ def headroom_measure() -> Measure:
     )
 
 
+def hand_written_measure() -> Measure:
+    """The drift family's bar: the rule a person writes from the card, against the ladders' fixed rule, with the
+    ladders' learnable-ceiling estimate over the same rule beside it."""
+    values: dict[str, Value] = {}
+    for n in (1, 2, 3):
+        level = ("levels", f"sim:drift{n}")
+        values[f"hand{n}"] = Value(HAND_WRITTEN, (*level, "gains", "hand_written - best_fixed_rule"))
+        values[f"ceiling{n}"] = Value(HAND_WRITTEN, (*level, "ladder", "ceiling_over_rule"))
+        values[f"rate{n}"] = Value(HAND_WRITTEN, (*level, "rows", "hand_written", "interventions_per_task"), "{:.2f}")
+    values["episodes"] = Value(HAND_WRITTEN, ("levels", "sim:drift1", "rows", "none", "episodes"), "{:,}")
+    return Measure(
+        "the drift family's hand-written rung (the card's four tells, no learning) on `sim:drift1` / `sim:drift2` / "
+        "`sim:drift3` ({episodes} paired test episodes a row)",
+        "hand-written rule − the ladder's best fixed rule {hand1} / {hand2} / {hand3}; the ladders' learnable "
+        "ceiling − the same rule {ceiling1} / {ceiling2} / {ceiling3} (point estimates)",
+        values,
+        "{rate1}, {rate2} and {rate3}/task",
+        tuple((f"drift{n}", f"docs/results_drift.md#the-hand-written-rung-on-simdrift{n}") for n in (1, 2, 3)),
+    )
+
+
 def drift_measure() -> Measure:
     values: dict[str, Value] = {}
     for n in (1, 2, 3):
@@ -667,7 +689,7 @@ class Headline:
 
 def headline() -> Headline:
     claims = [*steering_claims(), *handoff_claims(), transfer_claim(), *actguide_claims()]
-    return Headline(claims, [headroom_measure(), drift_measure()])
+    return Headline(claims, [headroom_measure(), hand_written_measure(), drift_measure()])
 
 
 INTRO = """F1 (steering) or exact-match success (ACTGUIDE-RL) in points, paired 95% intervals; *rate*: interventions per
