@@ -46,12 +46,15 @@ def load(out: Path) -> dict[str, Any]:
         "transfer": read_transfer(out),
         "diagnosis": _optional_json(out / "diagnosis" / "diagnosis.json"),
         "hand_written": _optional_json(out / HAND_WRITTEN / "summary.json"),
+        "components": _optional_json(out / COMPONENTS / "summary.json"),
         "out": out,
     }
 
 
 #: the folder of ``out`` that holds the hand-written rung's summary (``python -m studies.drift_tells.run``)
 HAND_WRITTEN = "hand_written"
+#: the folder of ``out`` that holds the steering trainer's component measurements (``studies.drift_components``)
+COMPONENTS = "components"
 
 
 def _optional_json(path: Path) -> Any:
@@ -284,10 +287,66 @@ def _hand_written(level: str, ctx: PageContext) -> str:
     return hand_written_markdown(level, level_data, first) + f"```bash\n{shown_command(data['command'])}\n```\n\n"
 
 
+#: how the component tables name a probe's input
+PROBE_INPUTS = {
+    "statistics": "the steerer's statistics (its input)",
+    "untrained_state": "the encoder state, untrained",
+    "trained_state": "the encoder state, trained",
+}
+
+
+def components_markdown(data: dict[str, Any]) -> str:
+    """The steering trainer's parts on a level's dev states: what a linear probe reads of the hidden kind from each
+    representation, the fast path's AUC for a drift under way, and the slow path's choice of note per kind."""
+    from .results import shown_command
+
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    targets = [*data["kinds"], "any_drift"]
+    counts = {**data["kinds"], "any_drift": sum(data["kinds"].values())}
+    probe = [
+        "| Probe input | " + " | ".join(f"{t} ({counts[t]:,})" for t in targets) + " |",
+        "|---|" + "---:|" * len(targets),
+    ]
+    for name, aucs in data["probe_auc"].items():
+        probe.append(f"| {PROBE_INPUTS.get(name, name)} | " + " | ".join(cell(aucs[t]) for t in targets) + " |")
+    slow = ["| Kind under way | States | The slow path's most probable note fits | Its most chosen note |"]
+    slow.append("|---|---:|---:|---|")
+    for kind, rec in data["slow_path"].items():
+        slow.append(f"| {kind} | {rec['states']:,} | {cell(rec['fits'])} | {rec['most_chosen'] or '—'} |")
+    fast, z = data["fast_path_auc"], data["fast_path_mean_z"]
+    return (
+        f"### Where the paper's trainer loses the margin on `{data['executor']}` (its parts, on dev)\n\n"
+        + template(
+            "drift_components", states=f"{data['states']:,}", episodes=f"{data['episodes']:,}", spec=data["rl_spec"]
+        )
+        + "\nROC AUC of a linear probe (logistic regression, 5 folds by episode), per kind against the rest and for "
+        "any drift (states of each in brackets):\n\n"
+        + "\n".join(probe)
+        + "\n\nThe fast path's `z` tells states with a drift under way from the others with ROC AUC "
+        f"{cell(fast['trained'])} trained ({cell(fast['untrained'])} untrained; 0.5 is chance, below it the drifting "
+        f"states rank lower); its mean `z` there is {cell(z['trained_drifting'])}, elsewhere "
+        f"{cell(z['trained_not'])}.\n\n"
+        + "\n".join(slow)
+        + f"\n\n(A choice at random among the {data['notes_in_catalogue']} notes fits 1 time in "
+        f"{data['notes_in_catalogue']}.)\n\n```bash\n{shown_command(data['command'])}\n```\n\n"
+    )
+
+
+def _components(level: str, ctx: PageContext) -> str:
+    data = ctx.data["components"]
+    return components_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
+
+
 def _levels(ctx: PageContext) -> str:
     levels = ctx.data["levels"].items()
     return "".join(
-        _level(level, data) + _hand_written(level, ctx) + _algorithms(level, ctx) + _diagnosis(level, ctx)
+        _level(level, data)
+        + _hand_written(level, ctx)
+        + _algorithms(level, ctx)
+        + _components(level, ctx)
+        + _diagnosis(level, ctx)
         for level, data in levels
     )
 

@@ -165,6 +165,10 @@ def test_the_committed_page_is_its_render_and_shows_the_hand_written_rung(tmp_pa
         assert f"### The hand-written rung on `{level}`" in text
         assert f"place on that scale is **{data['place']:.2f}**" in text
         assert data["rows"]["none"]["f1"] == pytest.approx(data["ladder"]["none_f1"], abs=0.01)  # replays the ladder
+    components = json.loads((REPO_ROOT / "docs" / "results" / "drift" / "components" / "summary.json").read_text())
+    assert f"### Where the paper's trainer loses the margin on `{components['executor']}` (its parts, on dev)" in text
+    fast = components["fast_path_auc"]["trained"]
+    assert f"with a drift under way from the others with ROC AUC {fast:.3f} trained" in text
 
 
 def test_the_hand_written_rung_is_placed_with_the_compared_rows():

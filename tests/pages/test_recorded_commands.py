@@ -22,6 +22,10 @@ SUMMARIES = sorted(
 )
 
 
+#: the studies whose recorded commands a committed summary holds (each module has ``build_parser``)
+STUDY_COMMANDS = ("studies.drift_tells.run", "studies.drift_components.run")
+
+
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
     if argv[:3] == ["python", "-m", "benchmarks.harness.results_doc"]:
         from benchmarks.harness.results_doc import build_parser
@@ -33,10 +37,10 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
         parser = argparse.ArgumentParser()
         _configure_compare(parser)
         return parser, argv[2:]
-    if argv[:3] == ["python", "-m", "studies.drift_tells.run"]:
-        from studies.drift_tells.run import build_parser as study_parser
+    if argv[:2] == ["python", "-m"] and argv[2] in STUDY_COMMANDS:
+        import importlib
 
-        return study_parser(), argv[3:]
+        return importlib.import_module(argv[2]).build_parser(), argv[3:]
     raise AssertionError(f"a recorded command this test does not know: {argv[:3]}")
 
 
