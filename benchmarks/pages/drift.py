@@ -330,7 +330,24 @@ def components_markdown(data: dict[str, Any]) -> str:
         f"{cell(z['trained_not'])}.\n\n"
         + "\n".join(slow)
         + f"\n\n(A choice at random among the {data['notes_in_catalogue']} notes fits 1 time in "
-        f"{data['notes_in_catalogue']}.)\n\n```bash\n{shown_command(data['command'])}\n```\n\n"
+        f"{data['notes_in_catalogue']}.)\n\n"
+        + _training_signal(data.get("training"))
+        + f"```bash\n{shown_command(data['command'])}\n```\n\n"
+    )
+
+
+def _training_signal(signal: dict[str, Any] | None) -> str:
+    """What the trainer's budget bought, from its log (a sentence; nothing for a summary without it)."""
+    if not signal:
+        return ""
+    return (
+        f"**The training signal** (the trainer's log): {signal['rounds']} rounds labelled "
+        f"{signal['states_labelled']:,} states with q(s) in {signal['rollouts']:,} rollouts; {signal['grpo_states']:,} "
+        "of them "
+        f"({signal['grpo_share']:.0%}) gave GRPO a learning signal (their slow-path samples did not all score "
+        f"alike), and {signal['zero_advantage_share']:.0%} of the samples' advantages were zero; the fast path's "
+        f"ranking loss saw {signal['rank_pairs']:,} pairs. Mean q(s) of the labelled states: "
+        f"{signal['mean_q']:+.3f} ({signal['mean_q_last_5']:+.3f} in the last 5 rounds).\n\n"
     )
 
 

@@ -11,7 +11,9 @@ part of the steerer fails, on states of ``sim:drift1``'s dev split, each labelle
 * **fast path**: the AUC of the trained steerer's ``z`` (its score for "intervene now") for "a drift is under way"
   (the states where the fitting note helps), and of the untrained one's;
 * **slow path**: on the states where a drift is under way, how often the trained slow path's most probable note is
-  the one that fits the kind (a uniform choice among the catalogue's notes: 1/8), per kind.
+  the one that fits the kind (a uniform choice among the catalogue's notes: 1/8), per kind;
+* **the training signal**: what the budget bought, from the trainer's log (states labelled with q(s), rollouts, the
+  states that gave GRPO a learning signal, the share of zero advantages, the ranking pairs).
 
 The trained steerer is the comparison's RL row on ``sim:drift1`` (``steering_rl:m=30,k=96,G=4,N=8,bank_tasks=800``,
 training seed 0), trained through the harness as the comparison trains it. Everything is on dev; nothing here reads
@@ -129,9 +131,30 @@ def dense_stats(observations: Sequence[dict[str, Any]]) -> np.ndarray:
     return np.stack(rows)
 
 
-def trained_steerer(out: Path, spec: str, progress: bool) -> tuple[Any, Any, Path]:
-    """The RL row's steerer trained through the harness (resumed when ``out`` holds it), and the same architecture
-    at its initial weights (the spec's seed)."""
+def training_signal(run_dir: Path) -> dict[str, Any]:
+    """What the training budget bought, from the trainer's per-round log: the states it labelled with q(s) (each by
+    N continuations per branch), the rollouts that took, the states whose G slow-path samples did not all score
+    alike (GRPO's learning signal), the share of zero advantages and the ranking pairs the fast path trained on."""
+    from agents.steering.trainer import LOG_FILE
+
+    rounds = [r for r in map(json.loads, (run_dir / LOG_FILE).read_text(encoding="utf-8").splitlines()) if "round" in r]
+    states = sum(r["states"] for r in rounds)
+    return {
+        "rounds": len(rounds),
+        "states_labelled": states,
+        "rollouts": sum(r["rollouts"] for r in rounds),
+        "grpo_states": sum(r["grpo_groups"] for r in rounds),
+        "grpo_share": round(sum(r["grpo_groups"] for r in rounds) / max(states, 1), 4),
+        "zero_advantage_share": round(float(np.mean([r["adv_zero_frac"] for r in rounds])), 4),
+        "rank_pairs": sum(r["rank_pairs"] for r in rounds),
+        "mean_q": round(float(np.mean([r["mean_q"] for r in rounds])), 4),
+        "mean_q_last_5": round(float(np.mean([r["mean_q"] for r in rounds[-5:]])), 4),
+    }
+
+
+def trained_steerer(out: Path, spec: str, progress: bool) -> tuple[Any, Any, Path, dict[str, Any]]:
+    """The RL row's steerer trained through the harness (resumed when ``out`` holds it), the same architecture at
+    its initial weights (the spec's seed), the run folder, and what its training budget bought."""
     from agents.steering.backbones import build_steerer
     from agents.steering.interventions import InterventionOption
     from agents.steering.trainer import load_model
@@ -143,7 +166,7 @@ def trained_steerer(out: Path, spec: str, progress: bool) -> tuple[Any, Any, Pat
     trained, payload = load_model(run_dir)
     untrained = build_steerer(payload["kind"], [InterventionOption(*o) for o in payload["options"]], payload["spec"])
     untrained.eval()
-    return trained, untrained, out / "train"
+    return trained, untrained, out / "train", training_signal(run_dir)
 
 
 def states(steerer: Any, observations: Sequence[dict[str, Any]], batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -181,7 +204,7 @@ def slow_fit(steerer: Any, observations: Sequence[dict[str, Any]], kinds: Sequen
 
 def measure(out: Path, episodes: int, spec: str, progress: bool) -> dict[str, Any]:
     observations, kinds, groups = collect(episodes)
-    trained, untrained, train_dir = trained_steerer(out, spec, progress)
+    trained, untrained, train_dir, signal = trained_steerer(out, spec, progress)
     h_trained, z_trained = states(trained, observations)
     h_untrained, z_untrained = states(untrained, observations)
     inputs = {"statistics": dense_stats(observations), "untrained_state": h_untrained, "trained_state": h_trained}
@@ -201,6 +224,7 @@ def measure(out: Path, episodes: int, spec: str, progress: bool) -> dict[str, An
             "trained_not": round(float(z_trained[drifting == 0].mean()), 4) if (drifting == 0).any() else None,
         },
         "slow_path": slow_fit(trained, observations, kinds),
+        "training": signal,
         "notes_in_catalogue": len(trained.options),
         "train_dir": train_dir,
     }

@@ -36,4 +36,7 @@ def test_the_study_runs_end_to_end(tmp_path):
     assert all(set(aucs) == set(TARGETS) for aucs in summary["probe_auc"].values())
     assert set(summary["slow_path"]) == set(KINDS)
     assert summary["states"] == sum(summary["kinds"].values()) + summary["no_drift"]
+    signal = summary["training"]
+    assert signal["rounds"] == 1 and signal["states_labelled"] == 4  # the quick trainer: m=1 round of k=4 states
+    assert 0 <= signal["grpo_states"] <= signal["states_labelled"] and 0 <= signal["zero_advantage_share"] <= 1
     assert summary["code"]["commits"] and "studies/drift_components/run.py" in summary["code"]["files"]
