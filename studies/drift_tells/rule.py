@@ -4,14 +4,14 @@ The card (``docs/results_drift.md``) says how each drift kind shows in the execu
 ends it. The rule reads the latest turn for exactly those four tells and sends the note the card pairs with each;
 otherwise it passes. Nothing in it is fitted or tuned:
 
-====================================================================  ==================  =================
-the latest executor turn                                              the card's kind     the note it sends
-====================================================================  ==================  =================
-a search of a title from earlier results plus words the question lacks ``side_goal``       ``refocus``
-a search that repeats an earlier query word for word                  ``redundant``       ``stop_repeating``
-a search of the whole question, word for word, after a first search   ``premature``       ``keep_searching``
-a turn with no valid action (the invalid-action reply follows it)     ``never_answer``    ``answer_now``
-====================================================================  ==================  =================
+========================================================================  ==================  =================
+the latest executor turn                                                  the card's kind     the note it sends
+========================================================================  ==================  =================
+a search of a title from earlier results plus words the question lacks    ``side_goal``       ``refocus``
+a search that repeats an earlier query word for word                      ``redundant``       ``stop_repeating``
+a search of the whole question, word for word, after a first search       ``premature``       ``keep_searching``
+a turn with no valid action (the invalid-action reply follows it)         ``never_answer``    ``answer_now``
+========================================================================  ==================  =================
 
 The checks run in the table's order. Two details follow the card's wording and were checked once on dev (40
 ``sim:drift1`` dev episodes, the rule's reading against the simulator's hidden kind) before any test run: a side
