@@ -158,7 +158,7 @@ def _algorithms(level: str, ctx: PageContext) -> str:
     text = text.replace("\n### ", "\n#### ")
     body = text.partition("\n\n")[2]  # the comparison's own heading gives way to this section's
     ladder = ctx.data["levels"].get(level, {}).get("ladder")
-    hand_written = ((ctx.data["hand_written"] or {}).get("levels") or {}).get(f"sim:{level}")
+    hand_written = _hand_written_level(level, ctx)
     return heading + body + "\n" + (placement_markdown(ladder, summary, hand_written) if ladder else "")
 
 
@@ -276,9 +276,13 @@ def hand_written_markdown(level: str, data: dict[str, Any], first: bool = True) 
     )
 
 
+def _hand_written_level(level: str, ctx: PageContext) -> dict[str, Any] | None:
+    """The hand-written rung's record of one level (None when the study has not measured it)."""
+    return ((ctx.data["hand_written"] or {}).get("levels") or {}).get(f"sim:{level}")
+
+
 def _hand_written(level: str, ctx: PageContext) -> str:
-    data = ctx.data["hand_written"]
-    level_data = (data or {}).get("levels", {}).get(f"sim:{level}")
+    data, level_data = ctx.data["hand_written"], _hand_written_level(level, ctx)
     if not level_data:
         return ""
     from .results import shown_command

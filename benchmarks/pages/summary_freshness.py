@@ -94,12 +94,8 @@ class Moves:
         for old, new in self.files.items():
             if old.endswith(".py") and new.endswith(".py"):
                 found[module_name(old)] = module_name(new)
-                old_dir, new_dir = (
-                    old.rsplit("/", 1)[0] if "/" in old else "",
-                    new.rsplit("/", 1)[0] if "/" in new else "",
-                )
-                if old_dir and new_dir and old.endswith("/__init__.py") and new.endswith("/__init__.py"):
-                    found[old_dir] = new_dir
+                if old.endswith("/__init__.py") and new.endswith("/__init__.py"):  # the package's folder moved
+                    found[old.removesuffix("/__init__.py")] = new.removesuffix("/__init__.py")
         return dict(sorted(found.items(), key=lambda item: -len(item[0])))
 
 
