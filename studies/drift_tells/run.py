@@ -38,7 +38,7 @@ from benchmarks.harness.provenance import code_record, portable_command
 from benchmarks.harness.results_summary import EPISODE_FIELDS, EPISODES_FILE, gzip_lines, machine, now
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate
-from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns
+from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns, summarize_rows
 from benchmarks.harness.verdicts import verdict
 from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
@@ -93,17 +93,18 @@ def spec_label(spec: str) -> str:
 
 def measure(records: dict[str, list[EpisodeRecord]], benchmarks: Sequence[str]) -> dict[str, Any]:
     """Each row's F1, rate and turns, and the :data:`GAINS` with their intervals and verdicts."""
-    boot = HierarchicalBootstrap([RowRuns(row, {row: recs}) for row, recs in records.items()], benchmarks)
-    rows = {}
-    for row, recs in records.items():
-        scored = [r for r in recs if not r.failed]
-        rows[row] = {
-            "f1": round(boot.point(row)[1], 3),
-            "interventions_per_task": round(sum(r.interventions for r in scored) / max(len(scored), 1), 4),
-            "turns_per_task": round(sum(r.executor_turns for r in scored) / max(len(scored), 1), 4),
-            "episodes": len(recs),
-            "failed": len(recs) - len(scored),
+    runs = [RowRuns(row, {row: recs}) for row, recs in records.items()]
+    boot = HierarchicalBootstrap(runs, benchmarks)
+    rows = {
+        s.method: {
+            "f1": round(s.avg_f1, 3),
+            "interventions_per_task": round(s.interventions_per_task, 4),
+            "turns_per_task": round(s.turns_per_task, 4),
+            "episodes": len(records[s.method]),
+            "failed": s.failed,
         }
+        for s in summarize_rows(runs, benchmarks, reference=None, boot=boot)
+    }
     gains = {}
     for row, reference in GAINS:
         interval: Interval = boot.gain(row, reference)[1]
