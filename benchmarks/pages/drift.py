@@ -231,7 +231,7 @@ def _transfer(ctx: PageContext) -> str:
     return transfer_markdown(data).replace("## Transfer across profiles", "## Transfer across levels and profiles", 1)
 
 
-def hand_written_markdown(level: str, data: dict[str, Any], first: bool = True) -> str:
+def hand_written_markdown(level: str, data: dict[str, Any], first: bool = True, commits: tuple[str, ...] = ()) -> str:
     """The hand-written rung of one level, from the study's summary: its rows, paired gains and place (``first``:
     with the rule's description, which later levels refer to)."""
     from .results import interval_text
@@ -262,6 +262,14 @@ def hand_written_markdown(level: str, data: dict[str, Any], first: bool = True) 
         else ""
     )
     episodes = rows["none"]["episodes"]
+    cfg = data["config"]
+    setting = (
+        f"*Setting:* `{cfg['executor']}`, split **{cfg['split']}**, the first {cfg['limit']} tasks per benchmark "
+        f"({len(cfg['benchmarks'])} benchmarks; task list `{cfg['task_ids_sha']}`) x {cfg['seeds']} seeds, "
+        f"{cfg['max_turns']} turns, metric {cfg['metric']}; protocol hash `{cfg['hash']}`"
+        + "".join(f"; commit `{c}`" for c in commits)
+        + ".\n\n"
+    )
     return (
         f"### The hand-written rung on `sim:{level}`\n\n"
         + (
@@ -269,7 +277,8 @@ def hand_written_markdown(level: str, data: dict[str, Any], first: bool = True) 
             if first
             else "The same rule as on the first level, read the same way. "
         )
-        + f"{episodes:,} paired test episodes a row:\n\n"
+        + f"{episodes:,} paired test episodes a row.\n\n"
+        + setting
         + "\n".join(lines)
         + "\n\n"
         + closing
@@ -288,7 +297,10 @@ def _hand_written(level: str, ctx: PageContext) -> str:
     from .results import shown_command
 
     first = next(iter(data["levels"])) == f"sim:{level}"
-    return hand_written_markdown(level, level_data, first) + f"```bash\n{shown_command(data['command'])}\n```\n\n"
+    commits = tuple(data.get("code", {}).get("commits", ()))
+    return (
+        hand_written_markdown(level, level_data, first, commits) + f"```bash\n{shown_command(data['command'])}\n```\n\n"
+    )
 
 
 #: how the component tables name a probe's input
@@ -325,6 +337,9 @@ def components_markdown(data: dict[str, Any]) -> str:
         + template(
             "drift_components", states=f"{data['states']:,}", episodes=f"{data['episodes']:,}", spec=data["rl_spec"]
         )
+        + f"\n*Setting:* `{data['executor']}`, split **dev**, {data['episodes']:,} episodes without supervision"
+        + "".join(f"; commit `{c}`" for c in data.get("code", {}).get("commits", ()))
+        + ".\n"
         + "\nROC AUC of a linear probe (logistic regression, 5 folds by episode), per kind against the rest and for "
         "any drift (states of each in brackets):\n\n"
         + "\n".join(probe)
