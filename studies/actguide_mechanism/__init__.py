@@ -1,0 +1,1 @@
+"""What does ACTGUIDE-RL's update do with the guided groups on the skill barrier, iteration by iteration?"""
