@@ -16,8 +16,11 @@ steerer reads, its gate, its slow path's note choice, the deployment) can; if it
   (:func:`baselines.ladder.option_values`). The number of decisions matches the ladder's ``train_decisions``
   when the data are the ladder's.
 * **Fit** (per training seed, which also seeds the initial weights): the slow head's output for each note regresses
-  that note's gain; the fast head's ``z`` regresses the best note's gain (F1 points / 10). Adam; the epoch kept is
-  the one with the lowest loss on a fifth of the train episodes held out.
+  that note's gain; the fast head's ``z`` regresses the best note's gain (F1 points / 10). Adam at each learning rate
+  of :data:`LEARNING_RATES`; the (learning rate, epoch) kept is the one with the lowest loss on a fifth of the train
+  episodes held out. Two fits (:data:`FITS`): every weight trained, as the paper trains θ; and the n-gram table kept
+  at its random initialisation (a fixed projection of the words), everything else trained: the table holds most of
+  the weights, and with it a fit can memorise the train episodes' words instead of what generalises.
 * **Deployment**, as the learnable ceiling is deployed (:class:`baselines.ladder.GainPolicy`): the gate opens when
   ``z`` exceeds a threshold, the slow path sends its most probable note, at most three notes an episode. The
   threshold is chosen on the ladder's dev tasks by the ladder's rule: from ``z``'s quantiles on the train states,
@@ -26,7 +29,7 @@ steerer reads, its gate, its slow path's note choice, the deployment) can; if it
   dev-chosen fixed rule and the hand-written rung (``studies/drift_tells``), with the harness's paired bootstrap
   over tasks and the training seeds. Its place on the ladder's scale is its gain over the fixed rule divided by the
   ceiling's (a point estimate: the ceiling's episodes are not committed).
-* **Components**: on the dev states of the component study, the supervised steerer's ``z`` AUC for "a drift is under
+* **Components**: on the dev states of the component study, each fit's ``z`` AUC for "a drift is under
   way" and how often its slow path picks the note that fits the kind, beside the RL steerer's.
 
 Usage (from the repository root)::
@@ -85,16 +88,20 @@ EXECUTOR = "sim:drift1"
 NAME = "drift_supervised"
 RESULTS = REPO_ROOT / "docs" / "results" / "drift" / "supervised"
 SUMMARY = "summary.json"
+#: the fit's learning rates (Adam); the held-out train loss chooses among them
+LEARNING_RATES = (3e-3, 1e-3, 3e-4)
 #: the gains are regressed in F1 points / 10 (gains are measured on F1's 0..1 scale)
 TARGET_SCALE = 10.0
 #: the component study's RL steerer, for the side-by-side figures
 COMPONENTS = REPO_ROOT / "docs" / "results" / "drift" / "components" / "summary.json"
+#: the fits: every weight trained (the paper's θ), or the n-gram table kept at its initialisation (a fixed random
+#: projection of the words; everything else trained). Fit name -> whether the n-gram table is trained
+FITS = {"supervised": True, "supervised_frozen_ngrams": False}
 #: the rows of the test table and the paired differences reported: (row, reference)
-ROWS = ("none", "best_fixed_rule", "hand_written", "supervised")
+ROWS = ("none", "best_fixed_rule", "hand_written", *FITS)
 GAINS = (
-    ("supervised", "none"),
-    ("supervised", "best_fixed_rule"),
-    ("supervised", "hand_written"),
+    *((fit, reference) for fit in FITS for reference in ("none", "best_fixed_rule", "hand_written")),
+    ("supervised_frozen_ngrams", "supervised"),
     ("hand_written", "best_fixed_rule"),
 )
 
@@ -113,9 +120,8 @@ class StudySetting:
     max_turns: int
     target: float
     train_seeds: int = 3
-    epochs: int = 30
+    epochs: int = 20
     batch: int = 64
-    lr: float = 3e-3
     held_out: float = 0.2
     component_episodes: int = 300
     workers: int = 2
@@ -235,58 +241,69 @@ class _CachedFeatures:
 
 
 def fit(
-    data: GainData, options: Sequence[InterventionOption], seed: int, setting: StudySetting
+    data: GainData, options: Sequence[InterventionOption], seed: int, setting: StudySetting, fit_name: str
 ) -> tuple[Steerer, dict[str, Any]]:
     """The RL row's architecture (its initial weights seeded by ``seed``) with the slow head regressing each note's
-    gain and ``z`` the best note's; the epoch with the lowest held-out loss is kept."""
-    torch.manual_seed(seed)
-    steerer = build_steerer("encoder", options, {"seed": seed})
-    steerer.set_action_mode("discrete")
-    featurizer = steerer.featurizer
-    steerer.featurizer = _CachedFeatures(featurizer)
-    targets = torch.from_numpy(TARGET_SCALE * data.gains(options)).float()
+    gain and ``z`` the best note's. One fit per learning rate of :data:`LEARNING_RATES`; the (learning rate, epoch)
+    with the lowest loss on the held-out train episodes is kept (fork-measured gains are noisy: the fit overfits
+    them within a few epochs, and which learning rate gets furthest before it does is read from held-out data)."""
     rng = np.random.default_rng(seed)
     episodes = np.unique(data.episodes)
     held_episodes = set(rng.choice(episodes, max(1, round(setting.held_out * len(episodes))), replace=False).tolist())
     held = np.array([i for i, e in enumerate(data.episodes) if e in held_episodes])
     train = np.array([i for i, e in enumerate(data.episodes) if e not in held_episodes])
-    optimiser = torch.optim.Adam(steerer.parameters(), lr=setting.lr)
+    targets = torch.from_numpy(TARGET_SCALE * data.gains(options)).float()
+    featurizer = None
+    best: tuple[float, float, int, dict[str, torch.Tensor]] | None = None
+    curves = {}
+    for lr in LEARNING_RATES:
+        torch.manual_seed(seed)
+        steerer = build_steerer("encoder", options, {"seed": seed})
+        steerer.set_action_mode("discrete")
+        featurizer = featurizer or _CachedFeatures(steerer.featurizer)
+        steerer.featurizer = featurizer
+        steerer.bag.weight.requires_grad_(FITS[fit_name])
+        optimiser = torch.optim.Adam([p for p in steerer.parameters() if p.requires_grad], lr=lr)
+        order_rng = np.random.default_rng([seed, 1])
 
-    def loss_of(index: np.ndarray) -> torch.Tensor:
-        observations = [data.observations[i] for i in index]
-        h = steerer.hidden_states(observations)
-        y = targets[index]
-        return torch.mean((steerer.option_head(h) - y) ** 2) + torch.mean(
-            (steerer.fast_scores(observations) - y.max(dim=1).values) ** 2
-        )
+        def loss_of(index: np.ndarray, steerer: Steerer = steerer) -> torch.Tensor:
+            observations = [data.observations[i] for i in index]
+            h = steerer.hidden_states(observations)
+            y = targets[index]
+            return torch.mean((steerer.option_head(h) - y) ** 2) + torch.mean(
+                (steerer.fast_scores(observations) - y.max(dim=1).values) ** 2
+            )
 
-    best: tuple[float, int, dict[str, torch.Tensor]] | None = None
-    curve = []
-    for epoch in range(1, setting.epochs + 1):
-        steerer.train()
-        order = train[rng.permutation(len(train))]
-        for start in range(0, len(order), setting.batch):
-            optimiser.zero_grad()
-            loss_of(order[start : start + setting.batch]).backward()
-            optimiser.step()
-        steerer.eval()
-        with torch.no_grad():
-            held_loss = float(loss_of(held)) if len(held) else 0.0
-        curve.append(round(held_loss, 5))
-        if best is None or held_loss < best[0]:
-            best = (held_loss, epoch, copy.deepcopy(steerer.state_dict()))
-    assert best is not None
-    steerer.load_state_dict(best[2])
+        curve = []
+        for epoch in range(1, setting.epochs + 1):
+            steerer.train()
+            order = train[order_rng.permutation(len(train))]
+            for start in range(0, len(order), setting.batch):
+                optimiser.zero_grad()
+                loss_of(order[start : start + setting.batch]).backward()
+                optimiser.step()
+            steerer.eval()
+            with torch.no_grad():
+                held_loss = float(loss_of(held))
+            curve.append(round(held_loss, 4))
+            if best is None or held_loss < best[0]:
+                best = (held_loss, lr, epoch, copy.deepcopy(steerer.state_dict()))
+        curves[str(lr)] = curve
+    assert best is not None and featurizer is not None
+    steerer = build_steerer("encoder", options, {"seed": seed})
+    steerer.set_action_mode("discrete")
+    steerer.load_state_dict(best[3])
     steerer.eval()
     with torch.no_grad():
-        z = steerer.fast_scores([data.observations[i] for i in held]).numpy() if len(held) else np.zeros(0)
-    best_gain = data.gains(options)[held].max(axis=1) if len(held) else np.zeros(0)
-    steerer.featurizer = featurizer
+        z = steerer.fast_scores([data.observations[i] for i in held]).numpy()
+    best_gain = data.gains(options)[held].max(axis=1)
     return steerer, {
+        "fit": fit_name,
         "seed": seed,
-        "epoch": best[1],
-        "held_out_loss": round(best[0], 5),
-        "held_out_curve": curve,
+        "lr": best[1],
+        "epoch": best[2],
+        "held_out_loss": round(best[0], 4),
+        "held_out_curves": curves,
         "held_out_states": int(len(held)),
         "held_out_z_best_gain_corr": round(float(np.corrcoef(z, best_gain)[0, 1]), 4) if len(held) > 2 else None,
     }
@@ -351,22 +368,25 @@ def choose_threshold(steerer: Steerer, data: GainData, setting: StudySetting) ->
 
 @dataclass(frozen=True)
 class SupervisedOptions(MethodOptions):
-    """The fitted steerer of one training seed (fitted and deployed by ``studies.drift_supervised.run``)."""
+    """One fitted steerer (fitted and deployed by ``studies.drift_supervised.run``)."""
 
     seed: int = method_option(0, "training seed of the fit", ge=0)
+    fit: str = method_option("supervised", "which fit: supervised (every weight) or supervised_frozen_ngrams")
 
 
-#: training seed -> the deployed steerer of this process (filled by :func:`main` before the harness builds it)
-DEPLOYED: dict[int, SupervisedSteerer] = {}
+#: (fit, training seed) -> the deployed steerer of this process (filled by :func:`main` before the harness builds it)
+DEPLOYED: dict[tuple[str, int], SupervisedSteerer] = {}
 
 
 def build(context: MethodContext) -> SupervisedSteerer:
-    seed = context.options_of(SupervisedOptions).seed
-    if seed not in DEPLOYED:
+    chosen = context.options_of(SupervisedOptions)
+    key = (chosen.fit, chosen.seed)
+    if key not in DEPLOYED:
         raise SteerEnvsError(
-            f"{NAME}: no steerer fitted for seed {seed} in this process; run `python -m studies.drift_supervised.run`"
+            f"{NAME}: no {chosen.fit} steerer fitted for seed {chosen.seed} in this process; run "
+            "`python -m studies.drift_supervised.run`"
         )
-    return DEPLOYED[seed]
+    return DEPLOYED[key]
 
 
 def register() -> None:
@@ -387,19 +407,22 @@ def register() -> None:
 
 # -- the test rows and the summary -----------------------------------------------------------------------------------
 def test_rows(folder: RunFolder, ladder: dict[str, Any], seeds: Sequence[int], progress: bool) -> dict[str, RowRuns]:
-    """Each row's episodes on the ladder's test tasks (the supervised row: one run per training seed)."""
+    """Each row's episodes on the ladder's test tasks (each fit's row: one run per training seed)."""
     specs = specs_for(ladder)
     rows = {}
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr)
+
     for row in ("none", "best_fixed_rule", "hand_written"):
-        outcome = evaluate(folder, specs[row], progress=progress, log=lambda line: print(line, file=sys.stderr))
+        outcome = evaluate(folder, specs[row], progress=progress, log=log)
         rows[row] = RowRuns(row, {outcome.label: outcome.records})
-    runs = {}
-    for seed in seeds:
-        outcome = evaluate(
-            folder, f"{NAME}:seed={seed}", progress=progress, log=lambda line: print(line, file=sys.stderr)
-        )
-        runs[outcome.label] = outcome.records
-    rows["supervised"] = RowRuns("supervised", runs)
+    for fit_name in FITS:
+        runs = {}
+        for seed in seeds:
+            outcome = evaluate(folder, f"{NAME}:seed={seed},fit={fit_name}", progress=progress, log=log)
+            runs[outcome.label] = outcome.records
+        rows[fit_name] = RowRuns(fit_name, runs)
     return rows
 
 
@@ -423,34 +446,33 @@ def measure(rows: dict[str, RowRuns], benchmarks: Sequence[str]) -> dict[str, An
     return {"rows": summary, "gains": gains}
 
 
-def components(steerers: Sequence[Steerer], episodes: int) -> dict[str, Any]:
-    """The supervised steerers' fast and slow paths on the component study's dev states (mean over seeds), beside
-    the RL steerer's figures from that study's committed summary."""
+def components(steerers: dict[str, Sequence[Steerer]], episodes: int) -> dict[str, Any]:
+    """Each fit's fast and slow paths on the component study's dev states (per seed, and the mean over seeds),
+    beside the RL steerer's figures from that study's committed summary."""
     observations, kinds, _ = collect(episodes)
     drifting = labels(kinds, "any_drift")
-    aucs, fits = [], []
-    for steerer in steerers:
-        _, z = states(steerer, observations)
-        aucs.append(score_auc(z, drifting))
-        fits.append(slow_fit(steerer, observations, kinds))
-    kinds_seen = fits[0].keys()
-    mean_fit = {
-        kind: (None if fits[0][kind]["fits"] is None else round(float(np.mean([f[kind]["fits"] for f in fits])), 4))
-        for kind in kinds_seen
-    }
     rl = json.loads(COMPONENTS.read_text(encoding="utf-8")) if COMPONENTS.is_file() else {}
-    return {
+    out: dict[str, Any] = {
         "states": len(observations),
-        "fast_path_auc": {
-            "supervised": list(aucs),
-            "supervised_mean": None if None in aucs else round(float(np.mean(aucs)), 4),
-            "rl": rl.get("fast_path_auc", {}).get("trained"),
-        },
-        "slow_path_fits": {
-            "supervised": mean_fit,
-            "rl": {kind: rec["fits"] for kind, rec in rl.get("slow_path", {}).items()},
+        "rl": {
+            "fast_path_auc": rl.get("fast_path_auc", {}).get("trained"),
+            "slow_path_fits": {kind: rec["fits"] for kind, rec in rl.get("slow_path", {}).items()},
         },
     }
+    for fit_name, fitted in steerers.items():
+        aucs = [score_auc(states(steerer, observations)[1], drifting) for steerer in fitted]
+        fits = [slow_fit(steerer, observations, kinds) for steerer in fitted]
+        out[fit_name] = {
+            "fast_path_auc": aucs,
+            "fast_path_auc_mean": None if None in aucs else round(float(np.mean(aucs)), 4),
+            "slow_path_fits": {
+                kind: None
+                if fits[0][kind]["fits"] is None
+                else round(float(np.mean([f[kind]["fits"] for f in fits])), 4)
+                for kind in fits[0]
+            },
+        }
+    return out
 
 
 def table(result: dict[str, Any]) -> str:
@@ -462,8 +484,11 @@ def table(result: dict[str, Any]) -> str:
         f"| {k} | {g['mean']:+.2f} [{g['low']:+.2f}, {g['high']:+.2f}] | {g['verdict']} |" for k, g in gains.items()
     ]
     lines.append("")
-    place = result["place"]
-    lines.append(f"place between the fixed rule (0) and the ceiling (1): {'—' if place is None else f'{place:.2f}'}")
+    for fit_name, place in result["place"].items():
+        lines.append(
+            f"{fit_name}: place between the fixed rule (0) and the ceiling (1): "
+            f"{'—' if place is None else f'{place:.2f}'}"
+        )
     return "\n".join(lines)
 
 
@@ -502,30 +527,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = make_env("train", setting.max_turns)
     options = options_from_catalogue(env.unwrapped.catalogue)
     env.close()
-    fits, steerers = [], []
-    for seed in range(setting.train_seeds):
-        path = args.out / f"fit-{seed}.pkl"
-        if not path.is_file():
-            steerer, info = fit(data, options, seed, setting)
-            info["threshold"] = choose_threshold(steerer, data, setting)
-            path.write_bytes(pickle.dumps((steerer.state_dict(), info)))
-        state, info = pickle.loads(path.read_bytes())
-        steerer = build_steerer("encoder", options, {"seed": seed})
-        steerer.load_state_dict(state)
-        steerer.set_action_mode("discrete")
-        steerer.eval()
-        DEPLOYED[seed] = SupervisedSteerer(steerer, info["threshold"]["chosen"]["threshold"])
-        fits.append(info)
-        steerers.append(steerer)
-        log(f"  seed {seed}: epoch {info['epoch']}, dev {info['threshold']['chosen']}")
+    fits: list[dict[str, Any]] = []
+    steerers: dict[str, list[Steerer]] = {fit_name: [] for fit_name in FITS}
+    for fit_name in FITS:
+        for seed in range(setting.train_seeds):
+            path = args.out / f"{fit_name}-{seed}.pkl"
+            if not path.is_file():
+                steerer, info = fit(data, options, seed, setting, fit_name)
+                info["threshold"] = choose_threshold(steerer, data, setting)
+                path.write_bytes(pickle.dumps((steerer.state_dict(), info)))
+            state, info = pickle.loads(path.read_bytes())
+            steerer = build_steerer("encoder", options, {"seed": seed})
+            steerer.load_state_dict(state)
+            steerer.set_action_mode("discrete")
+            steerer.eval()
+            DEPLOYED[(fit_name, seed)] = SupervisedSteerer(steerer, info["threshold"]["chosen"]["threshold"], fit_name)
+            fits.append(info)
+            steerers[fit_name].append(steerer)
+            log(f"  {fit_name} seed {seed}: lr {info['lr']}, epoch {info['epoch']}, dev {info['threshold']['chosen']}")
     folder = RunFolder(
         args.out / "test", EvalConfig(executor=EXECUTOR, split="test", seeds=setting.seeds, limit=setting.limit)
     )
     rows = test_rows(folder, ladder, range(setting.train_seeds), not args.no_progress)
     result = measure(rows, folder.config.benchmarks)
     ceiling = ceiling_over_rule(ladder)
-    over_rule = result["gains"]["supervised - best_fixed_rule"]["mean"]
-    result["place"] = round(over_rule / ceiling, 3) if ceiling else None
+    result["place"] = {
+        fit_name: round(result["gains"][f"{fit_name} - best_fixed_rule"]["mean"] / ceiling, 3) if ceiling else None
+        for fit_name in FITS
+    }
     result["ceiling_over_rule"] = ceiling
     summary = {
         "command": portable_command(
