@@ -77,6 +77,10 @@ class Value:
     keys: tuple[str, ...]
     fmt: str = "{:+.2f}"
 
+    def sources(self) -> tuple[str, ...]:
+        """The summaries this value reads (a row is quoted only when each is current)."""
+        return (self.source,)
+
     def get(self) -> Any:
         return lookup(load(self.source), self.keys, f"{self.source}")
 
@@ -99,6 +103,26 @@ def pair(source: str, a: str, b: str) -> Value:
             if item.get("a") == a and item.get("b") == b:
                 return Value(source, (key, str(i)))
     raise SteerEnvsError(f"{source} has no paired interval of {a} − {b}")
+
+
+@dataclass(frozen=True)
+class Place(Value):
+    """A compared row's place on a drift level's ladder scale, from the ladder's best fixed rule (0) to its learnable
+    ceiling (1): the row's gain over no supervision in the comparison summary ``source`` (``keys``: its paired
+    interval), less the ladder's rule's gain, over the ceiling's gain over that rule, both as the hand-written rung's
+    summary ``ladder`` records them for ``level`` (the drift page's placement tables compute the same)."""
+
+    ladder: str = ""
+    level: str = ""
+
+    def sources(self) -> tuple[str, ...]:
+        return (self.source, self.ladder)
+
+    def get(self) -> float:
+        gain = as_interval(super().get(), f"{self.source}:{'/'.join(self.keys)}").mean
+        scale = lookup(load(self.ladder), ("levels", self.level, "ladder"), self.ladder)
+        rule = scale["best_fixed_rule_f1"] - scale["none_f1"]
+        return (gain - rule) / scale["ceiling_over_rule"]
 
 
 def method(source: str, name: str, key: str, fmt: str = "{:.2f}") -> Value:
@@ -177,7 +201,7 @@ def measured_at(values: dict[str, Value], quoted: bool = True) -> str:
     """The commits that measured ``values``; a quoted figure must name them (a row only listed as waiting may
     read a summary that names none)."""
     commits: list[str] = []
-    sources = list(dict.fromkeys(v.source for v in values.values()))
+    sources = list(dict.fromkeys(s for v in values.values() for s in v.sources()))
     for source in sources:
         found = code_of(load(source)).commits
         if not found and quoted:
@@ -660,17 +684,30 @@ def hand_written_measure() -> Measure:
     )
 
 
+#: the drift comparisons' learners as the README names them (every row that learns on the train split)
+DRIFT_LEARNERS = {"steering_rl": "RL steering", "sb3_ppo": "SB3 PPO", "filtered_bc": "filtered BC"}
+
+
 def drift_measure() -> Measure:
+    """Every learner of the drift comparisons placed on its level's ladder scale, beside the hand-written rung's
+    place, with RL steering's paired gain over the comparison's own (rate-matched) best fixed rule."""
     values: dict[str, Value] = {}
     for n in (1, 2, 3):
+        level = f"sim:drift{n}"
+        for name in DRIFT_LEARNERS:
+            gain = pair(drift(n), name, "no_supervision")
+            values[f"{name}{n}"] = Place(gain.source, gain.keys, "{:+.2f}", HAND_WRITTEN, level)
+        values[f"hand{n}"] = Value(HAND_WRITTEN, ("levels", level, "place"))
         values[f"rl{n}"] = pair(drift(n), "steering_rl", "best_fixed_rule")
-        values[f"ppo{n}"] = pair(drift(n), "sb3_ppo", "best_fixed_rule")
         values[f"rate{n}"] = method(drift(n), "steering_rl", "interventions_per_task")
+    places = "; ".join(f"{text} {{{name}1}} / {{{name}2}} / {{{name}3}}" for name, text in DRIFT_LEARNERS.items())
     return Measure(
-        "the algorithms on `sim:drift1` / `sim:drift2` / `sim:drift3`, rate-matched on dev (3 training seeds)",
-        "RL steering − best fixed rule {rl1} / {rl2} / {rl3}; SB3 PPO − best fixed rule {ppo1} / {ppo2} / {ppo3}",
+        "the algorithms on `sim:drift1` / `sim:drift2` / `sim:drift3`, rate-matched on dev (3 training seeds), placed "
+        "between the ladder's best fixed rule (0) and its learnable ceiling (1)",
+        f"place: {places}; the hand-written rung {{hand1}} / {{hand2}} / {{hand3}}. RL steering − the comparison's "
+        "best fixed rule {rl1} / {rl2} / {rl3}",
         values,
-        "{rate1}, {rate2} and {rate3}/task",
+        "RL steering {rate1}, {rate2} and {rate3}/task",
         tuple((f"drift{n}", f"docs/results_drift.md#the-algorithms-on-simdrift{n}") for n in (1, 2, 3)),
     )
 
@@ -705,12 +742,13 @@ FreshnessCheck = Callable[[str], Freshness]
 
 def current_rows(rows: Sequence[Row], check: FreshnessCheck) -> list[Row]:
     """The rows every summary of which is current by ``check``."""
-    return [row for row in rows if all(check(v.source).current for v in row.values.values())]
+    return [row for row in rows if all(check(s).current for v in row.values.values() for s in v.sources())]
 
 
 def waiting_line(title: str, row: Row, check: FreshnessCheck) -> str:
     """A row whose figures are not quoted: what it claims, where its page is, and why its numbers wait."""
-    stale = [check(s) for s in dict.fromkeys(v.source for v in row.values.values()) if not check(s).current]
+    sources = dict.fromkeys(s for v in row.values.values() for s in v.sources())
+    stale = [check(s) for s in sources if not check(s).current]
     why = "; ".join(f"{f.source}: {f.reason}" for f in stale)
     return f"- {title}: {where_text(row.where, row.values, quoted=False)}. {why}."
 
@@ -757,7 +795,7 @@ def render(check: FreshnessCheck = freshness) -> str:
 def sources() -> list[str]:
     """Every committed summary the headline quotes."""
     h = headline()
-    found = [v.source for row in [*h.claims, *h.measures] for v in row.values.values()]
+    found = [s for row in [*h.claims, *h.measures] for v in row.values.values() for s in v.sources()]
     return list(dict.fromkeys(found))
 
 
