@@ -43,7 +43,7 @@ from agents.actguide.config import ActGuideConfig
 from agents.actguide.rollout import Trajectory
 from agents.actguide.trainer import ActGuideTrainer, UpdateBatch
 from agents.grpo import shaped_weight
-from benchmarks.harness.provenance import code_record, portable_command
+from benchmarks.harness.provenance import code_record, code_version, portable_command
 from benchmarks.harness.results_summary import machine, now
 from steer_envs.atomic import atomic_write_text
 from studies.actguide_barrier.run import FAMILY, Plan
@@ -55,6 +55,8 @@ ARMS = ("actguide", "unguided_baseline")
 LINK_STEPS = (1, 2)
 SUCCESS_STEPS = 4
 RECORDS = "mechanism.jsonl"
+#: written into a run folder when its training ended, holding the commit that trained it
+FINISHED = "finished"
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 BARRIER_SUMMARY = HERE.parent / "actguide_barrier" / "results" / "summary.json"
@@ -123,7 +125,7 @@ def train(plan: Plan, out: Path, variant: str, seed: int, base: Path | None) -> 
     """One run (resumed when its folder holds a checkpoint), as ``steer-envs train actguide`` runs it for the
     barrier study; the base (``base is None``) is trained with the plain trainer."""
     run_dir = out / "runs" / ("base" if base is None else f"{variant}/seed{seed}")
-    if (run_dir / "finished").is_file():
+    if (run_dir / FINISHED).is_file():
         return run_dir
     config = ActGuideConfig.from_dict(plan.base if base is None else plan.setting).variant(variant)
     config.seed = seed
@@ -133,7 +135,7 @@ def train(plan: Plan, out: Path, variant: str, seed: int, base: Path | None) -> 
         ActGuideTrainer(config, run_dir, resume=(run_dir / "checkpoint.json").is_file()).run()
     else:
         MechanismTrainer(config, run_dir).run()
-    (run_dir / "finished").write_text("")
+    (run_dir / FINISHED).write_text(code_version())  # the commit that trained it (the summary's code record)
     return run_dir
 
 
@@ -265,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seeds": seeds,
         "arms": arms,
         "checked": {} if args.quick else checked_against_barrier(arms),
-        "code": code_record([args.out / "runs"]),
+        "code": code_record(extra_commits=[p.read_text() for p in sorted((args.out / "runs").rglob(FINISHED))]),
     }
     args.summary.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.summary / "summary.json", json.dumps(summary, indent=1) + "\n")

@@ -55,5 +55,5 @@ def test_the_study_runs_end_to_end(tmp_path, capsys):
         assert run["iterations"] == run["iterations_logged"] > 0
         shares = [v for v in run["share"].values() if v is not None]
         assert not shares or abs(sum(shares) - 1) < 1e-3
-    assert "studies/actguide_mechanism/run.py" in summary["code"]["files"]
+    assert "studies/actguide_mechanism/run.py" in summary["code"]["files"] and summary["code"]["commits"]
     assert "| actguide | seed0 |" in capsys.readouterr().out
