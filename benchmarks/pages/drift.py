@@ -47,6 +47,7 @@ def load(out: Path) -> dict[str, Any]:
         "diagnosis": _optional_json(out / "diagnosis" / "diagnosis.json"),
         "hand_written": _optional_json(out / HAND_WRITTEN / "summary.json"),
         "components": _optional_json(out / COMPONENTS / "summary.json"),
+        "supervised": _optional_json(out / SUPERVISED / "summary.json"),
         "out": out,
     }
 
@@ -55,6 +56,8 @@ def load(out: Path) -> dict[str, Any]:
 HAND_WRITTEN = "hand_written"
 #: the folder of ``out`` that holds the steering trainer's component measurements (``studies.drift_components``)
 COMPONENTS = "components"
+#: the folder of ``out`` that holds the supervised bound of the steerer's architecture (``studies.drift_supervised``)
+SUPERVISED = "supervised"
 
 
 def _optional_json(path: Path) -> Any:
@@ -209,9 +212,7 @@ def diagnosis_markdown(data: dict[str, Any]) -> str:
         )
     else:
         parts.append("No variant beat the paper's trainer on dev, so none was run on test.\n\n")
-    from .results import shown_command
-
-    parts.append(f"```bash\n{shown_command(data['command'])}\n```\n\n")
+    parts.append(f"```bash\n{study_command(data['command'])}\n```\n\n")
     return "".join(parts)
 
 
@@ -294,13 +295,27 @@ def _hand_written(level: str, ctx: PageContext) -> str:
     data, level_data = ctx.data["hand_written"], _hand_written_level(level, ctx)
     if not level_data:
         return ""
-    from .results import shown_command
 
     first = next(iter(data["levels"])) == f"sim:{level}"
     commits = tuple(data.get("code", {}).get("commits", ()))
     return (
-        hand_written_markdown(level, level_data, first, commits) + f"```bash\n{shown_command(data['command'])}\n```\n\n"
+        hand_written_markdown(level, level_data, first, commits) + f"```bash\n{study_command(data['command'])}\n```\n\n"
     )
+
+
+def study_command(command: str) -> str:
+    """A study's recorded command as a reader reruns it: its run folder kept (a study needs one), the summary's
+    folder dropped (the study's default is where the committed summary lives)."""
+    import shlex
+
+    words, kept = shlex.split(command), []
+    it = iter(words)
+    for word in it:
+        if word == "--summary":
+            next(it, None)
+            continue
+        kept.append(word)
+    return shlex.join(kept)
 
 
 #: how the component tables name a probe's input
@@ -314,7 +329,6 @@ PROBE_INPUTS = {
 def components_markdown(data: dict[str, Any]) -> str:
     """The steering trainer's parts on a level's dev states: what a linear probe reads of the hidden kind from each
     representation, the fast path's AUC for a drift under way, and the slow path's choice of note per kind."""
-    from .results import shown_command
 
     def cell(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}"
@@ -351,7 +365,7 @@ def components_markdown(data: dict[str, Any]) -> str:
         + f"\n\n(A choice at random among the {data['notes_in_catalogue']} notes fits 1 time in "
         f"{data['notes_in_catalogue']}.)\n\n"
         + _training_signal(data.get("training"))
-        + f"```bash\n{shown_command(data['command'])}\n```\n\n"
+        + f"```bash\n{study_command(data['command'])}\n```\n\n"
     )
 
 
@@ -375,6 +389,105 @@ def _components(level: str, ctx: PageContext) -> str:
     return components_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
 
 
+#: how the supervised bound's tables name its rows and fits
+SUPERVISED_ROWS = {
+    "none": "no supervision",
+    "best_fixed_rule": "the ladder's best fixed rule",
+    "hand_written": "hand-written rule (the card's tells)",
+    "supervised": "the steerer's architecture, every weight fitted",
+    "supervised_frozen_ngrams": "the same, n-gram table at its initialisation",
+}
+
+
+def ngram_table() -> str:
+    """The encoder steerer's n-gram table as its defaults size it (the supervised fits differ in whether it trains)."""
+    import inspect
+
+    from agents.steering.encoder import EncoderSteerer
+
+    defaults = inspect.signature(EncoderSteerer.__init__).parameters
+    return f"{defaults['hash_dim'].default:,} × {defaults['embed_dim'].default} weights, the largest block"
+
+
+def supervised_markdown(data: dict[str, Any]) -> str:
+    """The supervised bound: each fit's test row beside the ladder's rule and the hand-written rung, its place on the
+    ladder's scale, and its fast and slow paths on the component study's dev states beside the RL steerer's."""
+    from .results import interval_text
+
+    rows, gains, fits, comp = data["rows"], data["gains"], data["fits"], data["components"]
+    names = [n for n in SUPERVISED_ROWS if n in rows and n.startswith("supervised")]
+    table = ["| Row | F1 | Notes / task | Gain vs the ladder's rule [95% CI] | Place (rule 0, ceiling 1) |"]
+    table.append("|---|---:|---:|---:|---:|")
+    ceiling = data["ceiling_over_rule"]
+    for name in (n for n in SUPERVISED_ROWS if n in rows):
+        over = gains.get(f"{name} - best_fixed_rule")
+        place = 0.0 if name == "best_fixed_rule" else over["mean"] / ceiling if over and ceiling else None
+        table.append(
+            f"| {SUPERVISED_ROWS[name]} | {rows[name]['f1']:.2f} | {rows[name]['interventions_per_task']:.2f} | "
+            f"{interval_text(over) if over else '—'} | {'—' if place is None else f'{place:+.2f}'} |"
+        )
+    pairs = (("supervised_frozen_ngrams", "supervised"), *((n, "hand_written") for n in names))
+    paired = [
+        f"* {SUPERVISED_ROWS[a]} − {SUPERVISED_ROWS[b]}: {interval_text(gains[f'{a} - {b}'])}"
+        for a, b in pairs
+        if f"{a} - {b}" in gains
+    ]
+
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    kinds = list(comp["rl"]["slow_path_fits"])
+    parts = ["| Steerer | `z` AUC, drift under way | " + " | ".join(f"slow path fits `{k}`" for k in kinds) + " |"]
+    parts.append("|---|---:|" + "---:|" * len(kinds))
+    rl = comp["rl"]
+    parts.append(
+        f"| RL (the paper's trainer) | {cell(rl['fast_path_auc'])} | "
+        + " | ".join(cell(rl["slow_path_fits"][k]) for k in kinds)
+        + " |"
+    )
+    for name in names:
+        parts.append(
+            f"| {SUPERVISED_ROWS[name]} | {cell(comp[name]['fast_path_auc_mean'])} | "
+            + " | ".join(cell(comp[name]["slow_path_fits"][k]) for k in kinds)
+            + " |"
+        )
+    chosen = "; ".join(
+        f"{SUPERVISED_ROWS[f['fit']]}, seed {f['seed']}: learning rate {f['lr']:g}, epoch {f['epoch']}, threshold "
+        f"{f['threshold']['chosen']['threshold']:.3f} (dev {f['threshold']['chosen']['interventions']:.2f} notes/task)"
+        for f in fits
+    )
+    setting, config = data["setting"], data["config"]
+    return (
+        f"### The supervised bound on `{data['executor']}`\n\n"
+        + template(
+            "drift_supervised",
+            decisions=f"{data['train_decisions']:,}",
+            ladder_decisions=f"{data['ladder_train_decisions']:,}",
+            forks=str(setting["train_forks"]),
+            table_share=ngram_table(),
+            seeds=str(setting["train_seeds"]),
+        )
+        + f"\n*Setting:* `{data['executor']}`, split **test**, {config['limit']} tasks per benchmark × "
+        f"{config['seeds']} seeds (the ladder's; {rows['none']['episodes']:,} paired episodes a run); the ladder's "
+        f"ceiling − its rule {data['ceiling_over_rule']:+.2f} (a point estimate)"
+        + "".join(f"; commit `{c}`" for c in data.get("code", {}).get("commits", ()))
+        + ".\n\n"
+        + "\n".join(table)
+        + "\n\n"
+        + "\n".join(paired)
+        + "\n\nThe fits' parts on the component study's dev states (mean over the training seeds), beside the RL "
+        f"steerer's ({comp['states']:,} states):\n\n"
+        + "\n".join(parts)
+        + f"\n\nChosen on held-out train episodes (learning rate, epoch) and on dev (threshold): {chosen}.\n\n"
+        + f"```bash\n{study_command(data['command'])}\n```\n\n"
+    )
+
+
+def _supervised(level: str, ctx: PageContext) -> str:
+    data = ctx.data["supervised"]
+    return supervised_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
+
+
 def _levels(ctx: PageContext) -> str:
     levels = ctx.data["levels"].items()
     return "".join(
@@ -382,6 +495,7 @@ def _levels(ctx: PageContext) -> str:
         + _hand_written(level, ctx)
         + _algorithms(level, ctx)
         + _components(level, ctx)
+        + _supervised(level, ctx)
         + _diagnosis(level, ctx)
         for level, data in levels
     )

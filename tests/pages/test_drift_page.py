@@ -182,3 +182,36 @@ def test_the_hand_written_rung_is_placed_with_the_compared_rows():
     text = placement_markdown(ladder, summary, hand)
     assert "| hand-written rule (the card's tells, on the ladder's tasks) | +8.0 [+7.0, +9.0] | +1.50 |" in text
     assert "hand-written" not in placement_markdown(ladder, summary)
+
+
+def test_the_supervised_bound_recomputes_from_its_committed_episodes_and_is_on_the_page():
+    """Every row and paired interval of ``docs/results/drift/supervised`` from its episodes alone, by the study's own
+    measurement; its no-supervision and fixed-rule rows replay the ladder's; the page shows each fit's place."""
+    import gzip
+
+    from benchmarks.harness.stats import RowRuns
+    from benchmarks.harness.summary_rows import stored_record
+    from studies.drift_supervised.run import RESULTS, ROWS, measure
+
+    summary = json.loads((RESULTS / "summary.json").read_text())
+    with gzip.open(RESULTS / "episodes.jsonl.gz", "rt") as fh:
+        lines = [json.loads(line) for line in fh]
+    rows = {}
+    for row in ROWS:
+        runs: dict[str, list] = {}
+        for x in (x for x in lines if x["row"] == row):
+            runs.setdefault(x["run"], []).append(stored_record(x, method=x["run"]))
+        rows[row] = RowRuns(row, runs)
+    again = measure(rows, summary["config"]["benchmarks"])
+    assert again["rows"] == summary["rows"] and again["gains"] == summary["gains"]
+    hand = json.loads((RESULTS.parent / "hand_written" / "summary.json").read_text())["levels"]["sim:drift1"]["rows"]
+    for row in ("none", "best_fixed_rule", "hand_written"):
+        assert summary["rows"][row]["f1"] == hand[row]["f1"]  # the same tasks, seeds and rules as the rung's study
+    assert summary["train_decisions"] == summary["ladder_train_decisions"]  # the ladder's protocol, the ladder's data
+    text = (RESULTS.parents[2] / "results_drift.md").read_text(encoding="utf-8")
+    assert "### The supervised bound on `sim:drift1`" in text
+    for fit, place in summary["place"].items():
+        assert place == pytest.approx(
+            summary["gains"][f"{fit} - best_fixed_rule"]["mean"] / summary["ceiling_over_rule"], abs=1e-3
+        )
+        assert f"| {place:+.2f} |" in text

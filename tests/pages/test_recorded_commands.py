@@ -23,7 +23,12 @@ SUMMARIES = sorted(
 
 
 #: the studies whose recorded commands a committed summary holds (each module has ``build_parser``)
-STUDY_COMMANDS = ("studies.drift_tells.run", "studies.drift_components.run")
+STUDY_COMMANDS = (
+    "studies.drift_tells.run",
+    "studies.drift_components.run",
+    "studies.drift_supervised.run",
+    "studies.drift_rl_ngrams.run",
+)
 
 
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
