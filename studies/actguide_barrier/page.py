@@ -535,7 +535,89 @@ def section_confirmation(s: dict, confirmation: dict | None) -> list[str]:
     ]
 
 
-def render(s: dict, intro: str, confirmation: dict | None = None) -> str:
+#: the mechanism study's summary (``python -m studies.actguide_mechanism.run``), shown in section 6 when committed
+MECHANISM = REPO_ROOT / "studies" / "actguide_mechanism" / "results" / "summary.json"
+
+
+def section_mechanism(m: dict | None) -> list[str]:
+    """Inside the update: what each arm's guided groups teach, per run, from the mechanism study's records."""
+    if not m:
+        return []
+    lines = [
+        "## 6. Inside the update: what the guided groups teach",
+        "",
+        "The arms of section 2 trained again with a trainer that records, before every update, each guided group on "
+        "the family's tasks ([studies/actguide_mechanism](../studies/actguide_mechanism/README.md); the same settings, "
+        "base and seeds: the trainer logs' guided groups, rescued groups and rollouts equal section 2's runs"
+        + (" for every arm" if m.get("checked") and all(c["same"] for c in m["checked"].values()) else "")
+        + "). *All 0 / all 1 / mixed*: the share of guided groups whose rewards are all 0, all 1, or both (under "
+        "group normalisation the first two have advantage 0 on every rollout). *Link steps*: the two steps that "
+        "carry the skill (the first and the second link), on guided rollouts that succeeded in four steps. On them: "
+        "the advantage; `r` = π_θ(a | unguided prompt) / π_old(a | guided prompt), the mixed-policy ratio; the "
+        "weight `r/(r+γ)` the update puts on the advantage; their product, the push toward the link; and π_u(link), "
+        "the unguided policy's probability of the link action, over the first and the second half of training.",
+        "",
+        "| Arm | seed | guided family groups | all 0 | all 1 | mixed | link steps | advantage | r | weight | push | "
+        "π_u(link), first → second half |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for arm, data in m["arms"].items():
+        for run, r in data["runs"].items():
+            share = r["share"]
+            lines.append(
+                f"| {NAMES.get(arm, arm)} | {run.removeprefix('seed')} | {r['guided_family_groups']} | "
+                f"{num(share['all_fail'])} | {num(share['all_success'])} | {num(share['mixed'])} | {r['link_steps']} | "
+                f"{num(r['link_adv'])} | {num(r['link_r'], 3)} | {num(r['link_weight'])} | {num(r['link_push'])} | "
+                f"{num(r['link_p_unguided_first_half'], 3)} → {num(r['link_p_unguided_second_half'], 3)} |"
+            )
+    means = {arm: data["mean_over_seeds"] for arm, data in m["arms"].items()}
+    lines += [
+        "",
+        "Means over seeds: "
+        + "; ".join(
+            f"{NAMES.get(arm, arm)}: zero-advantage groups {num(x['zero_advantage_share'])}, advantage on the links "
+            f"{num(x['link_adv'])}, weight {num(x['link_weight'])}, push {num(x['link_push'])}"
+            for arm, x in means.items()
+        )
+        + ".",
+        "",
+        f"*Setting card: the family's train tasks during training, {m['seeds']} training seeds per arm, code "
+        + ", ".join(f"`{c}`" for c in m["code"]["commits"])
+        + f" ({'clean' if m['code']['clean'] else 'not clean'}), {m['seconds'] / 60:.1f} min.*",
+        "",
+        "```",
+        m["command"],
+        "```",
+        "",
+    ]
+    return lines
+
+
+def mechanism_answer(m: dict | None) -> list[str]:
+    """The answer's reading of section 6: whether zero-advantage groups or the size of the push on the skill's
+    actions separates the arms (each figure a mean over seeds)."""
+    if not m or not {"actguide", "unguided_baseline"} <= set(m["arms"]):
+        return []
+    a, u = (m["arms"][arm]["mean_over_seeds"] for arm in ("actguide", "unguided_baseline"))
+    zero = a["zero_advantage_share"]
+    reading = (
+        "most are mixed, so a zero advantage is not what holds the method back"
+        if zero < 0.5
+        else "most teach nothing under group normalisation"
+    )
+    ratio = u["link_push"] / a["link_push"] if a["link_push"] else float("nan")
+    return [
+        f"*Inside the update* (section 6, means over seeds): {zero:.0%} of ACTGUIDE-RL's guided groups on the family "
+        f"have every reward equal; {reading}. On the link steps of its successful guided rollouts the advantage is "
+        f"{a['link_adv']:.2f} and the mixed-policy weight {a['link_weight']:.2f} (`r` = {a['link_r']:.2f}: the "
+        f"unguided policy finds the link far less likely than the guided one), a push of {a['link_push']:.2f}; "
+        f"baselined by the unguided group, the advantage is {u['link_adv']:.2f}, the weight {u['link_weight']:.2f} "
+        f"and the push {u['link_push']:.2f}, {ratio:.1f} times as hard.",
+        "",
+    ]
+
+
+def render(s: dict, intro: str, confirmation: dict | None = None, mechanism: dict | None = None) -> str:
     times = s.get("times_s", {})
     lines = [
         "# ACTGUIDE-RL against a skill barrier (the `skill_chain` family)",
@@ -546,12 +628,14 @@ def render(s: dict, intro: str, confirmation: dict | None = None) -> str:
         "each, on a 2-core machine): " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in sorted(times.items())) + ".",
         "",
         *section_answer(s, confirmation),
+        *mechanism_answer(mechanism),
         *section_barrier(s),
         *section_compare(s),
         *section_selection(s),
         *section_longer(s),
         *section_ablations(s),
         *section_confirmation(s, confirmation),
+        *section_mechanism(mechanism),
         "## Commands",
         "",
         "Each resumable; `RUNS` is the pipeline's `--out` folder. The first command runs the `steer-envs` commands "
@@ -581,7 +665,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = json.loads(Path(args.summary).read_text())
     found = Path(args.summary).parent / RESULT_FILE
     confirmation = json.loads(found.read_text()) if found.is_file() else None
-    Path(args.page).write_text(render(summary, INTRO.read_text(), confirmation), encoding="utf-8")
+    mechanism = json.loads(MECHANISM.read_text()) if MECHANISM.is_file() else None
+    Path(args.page).write_text(render(summary, INTRO.read_text(), confirmation, mechanism), encoding="utf-8")
     print(f"written: {args.page}")
     return 0
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -63,8 +64,8 @@ EXECUTOR = "sim:drift1"
 #: the method this study registers: the paper's trainer with the n-gram table frozen
 FROZEN = "steering_rl_frozen_ngrams"
 PAPER = "steering_rl"
-#: the trainers compared, by row name
-TRAINERS = {"rl_paper": PAPER, "rl_frozen_ngrams": FROZEN}
+#: the trainers compared, by row name (the frozen one first: the paper's may reuse the comparison's checkpoints)
+TRAINERS = {"rl_frozen_ngrams": FROZEN, "rl_paper": PAPER}
 #: the comparison's RL budget on the drift family
 BUDGET = "m=30,k=96,G=4,N=8,bank_tasks=800"
 QUICK_BUDGET = "m=1,k=4,G=2,N=1,bank_tasks=8"
@@ -134,16 +135,39 @@ def log(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def dev_choices(dev: RunFolder, budget: str, seeds: int, progress: bool) -> dict[str, list[dict[str, Any]]]:
-    """Each trainer's runs (training seed -> the dev-chosen label and rate), trained on first use."""
+def reuse(dev: RunFolder, spec: str, source: Path | None) -> bool:
+    """Copy the trained steerer of ``spec`` from another run's checkpoints folder ``source`` (the drift comparison's:
+    the folder is named by the method's training label and its config's fingerprint, so a folder of that name holds
+    the same training) when this study has none yet; whether one was copied."""
+    from agents.steering.trainer import LOG_FILE, MODEL_FILE
+    from baselines.registry import parse_method
+    from benchmarks.harness.runner import method_context
+
+    parsed = parse_method(spec)
+    mine = method_context(dev, parsed.label, False, parsed.training_label).checkpoint_dir()
+    theirs = None if source is None else source / mine.name
+    if (mine / MODEL_FILE).is_file() or theirs is None or not (theirs / MODEL_FILE).is_file():
+        return False
+    if len((theirs / LOG_FILE).read_text().splitlines()) < parsed.options.as_dict().get("m", 1):
+        return False  # still training there
+    shutil.copytree(theirs, mine, dirs_exist_ok=True)
+    return True
+
+
+def dev_choices(
+    dev: RunFolder, budget: str, seeds: int, progress: bool, paper_checkpoints: Path | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Each trainer's runs (training seed -> the dev-chosen label and rate), trained on first use (the paper's
+    setting's steerers copied from ``paper_checkpoints`` where it holds them)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for row, method in TRAINERS.items():
         out[row] = []
         for seed in range(seeds):
-            choice = choose_rate(dev, f"{method}:{budget},seed={seed}", TARGET, TOLERANCE, MAX_PROBES, progress, log)
-            out[row].append(
-                {"seed": seed, "label": choice.label, "rate": round(choice.dev_rate, 4), "value": choice.value}
-            )
+            spec = f"{method}:{budget},seed={seed}"
+            reused = method == PAPER and reuse(dev, spec, paper_checkpoints)
+            choice = choose_rate(dev, spec, TARGET, TOLERANCE, MAX_PROBES, progress, log)
+            run = {"seed": seed, "label": choice.label, "rate": round(choice.dev_rate, 4), "value": choice.value}
+            out[row].append({**run, **({"checkpoint": "copied from --paper-checkpoints"} if reused else {})})
     return out
 
 
@@ -217,6 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m studies.drift_rl_ngrams.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="checkpoints, dev searches, test episodes (resumable)")
     parser.add_argument("--train-seeds", type=int, default=3, help="training seeds per trainer")
+    parser.add_argument(
+        "--paper-checkpoints",
+        type=Path,
+        default=None,
+        help="the drift comparison's checkpoints folder: the paper's setting's trained steerers are copied from it "
+        "(the same training: a folder is named by the training label and the config's fingerprint)",
+    )
     parser.add_argument("--summary", type=Path, default=RESULTS, help="where summary.json and the episodes go")
     parser.add_argument("--quick", action="store_true", help="a tiny run (a tiny budget, a few tasks): tests")
     parser.add_argument("--no-progress", action="store_true")
@@ -249,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         checkpoints,
     )
-    choices = dev_choices(dev, budget, seeds, not args.no_progress)
+    choices = dev_choices(dev, budget, seeds, not args.no_progress, args.paper_checkpoints)
     choice_path = args.out / CHOICE
     if not choice_path.is_file():  # written once, before any test episode
         atomic_write_json(choice_path, choose(dev, choices, dev.config.benchmarks))

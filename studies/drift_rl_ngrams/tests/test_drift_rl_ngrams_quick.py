@@ -42,3 +42,12 @@ def test_the_study_runs_end_to_end_and_freezes_only_the_n_gram_table(tmp_path, c
     with gzip.open(tmp_path / "episodes.jsonl.gz", "rt") as fh:
         assert len([json.loads(line) for line in fh]) == (3 + 2 * len(TRAINERS)) * 7
     assert "dev choice:" in capsys.readouterr().out
+
+    # the paper's setting's steerers copied from another run's checkpoints: the same training, the same rows
+    again = tmp_path / "again"
+    argv = ["--quick", "--out", str(again / "runs"), "--summary", str(again), "--no-progress"]
+    assert main([*argv, "--paper-checkpoints", str(out / "checkpoints")]) == 0
+    copied = json.loads((again / "summary.json").read_text())
+    assert all(run.get("checkpoint") for run in copied["dev"]["runs"]["rl_paper"])
+    assert not any(run.get("checkpoint") for run in copied["dev"]["runs"]["rl_frozen_ngrams"])
+    assert copied["rows"] == summary["rows"] and copied["gains"] == summary["gains"]
