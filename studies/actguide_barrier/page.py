@@ -583,7 +583,8 @@ def section_mechanism(m: dict | None) -> list[str]:
         "",
         f"*Setting card: the family's train tasks during training, {m['seeds']} training seeds per arm, code "
         + ", ".join(f"`{c}`" for c in m["code"]["commits"])
-        + f" ({'clean' if m['code']['clean'] else 'not clean'}), {m['seconds'] / 60:.1f} min.*",
+        + f" ({'clean' if m['code']['clean'] else 'not clean'}), {m['training_seconds'] / 60:.1f} min of training "
+        "(base and arms, one core each).*",
         "",
         "```",
         m["command"],

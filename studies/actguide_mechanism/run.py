@@ -174,6 +174,7 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
         "link_p_unguided_first_half": mean([x for i in halves[0] for x in rows[i]["link_p_unguided"]]),
         "link_p_unguided_second_half": mean([x for i in halves[1] for x in rows[i]["link_p_unguided"]]),
         "iterations_logged": len(log),
+        "training_seconds": log[-1]["wall_s"] if log else 0.0,
         "trainer_log": {key: sum(r[key] for r in log) for key in CHECKED},
     }
 
@@ -263,6 +264,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "written": now(),
         "machine": machine(),
         "seconds": round(time.time() - start, 1),
+        "training_seconds": round(
+            sum(r["training_seconds"] for arm in arms.values() for r in arm["runs"].values())
+            + (read_jsonl(base / "log.jsonl")[-1]["wall_s"] if (base / "log.jsonl").is_file() else 0.0),
+            1,
+        ),
         "setting": plan.setting,
         "seeds": seeds,
         "arms": arms,
