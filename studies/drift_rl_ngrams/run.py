@@ -136,19 +136,24 @@ def log(line: str) -> None:
 
 
 def reuse(dev: RunFolder, spec: str, source: Path | None) -> bool:
-    """Copy the trained steerer of ``spec`` from another run's checkpoints folder ``source`` (the drift comparison's:
-    the folder is named by the method's training label and its config's fingerprint, so a folder of that name holds
-    the same training) when this study has none yet; whether one was copied."""
+    """Copy the trained steerer of ``spec`` from another run's checkpoints folder ``source`` (the drift comparison's)
+    when this study has none yet and the folder of the same name there finished a training whose config has the
+    fingerprint this study's would (the same executor, split, budget and seed); whether one was copied."""
     from agents.steering.trainer import LOG_FILE, MODEL_FILE
+    from agents.trainer_base import CONFIG_FILE
     from baselines.registry import parse_method
     from benchmarks.harness.runner import method_context
 
     parsed = parse_method(spec)
-    mine = method_context(dev, parsed.label, False, parsed.training_label).checkpoint_dir()
+    context = method_context(dev, parsed.label, False, parsed.training_label)
+    mine = context.checkpoint_dir()
     theirs = None if source is None else source / mine.name
     if (mine / MODEL_FILE).is_file() or theirs is None or not (theirs / MODEL_FILE).is_file():
         return False
-    if len((theirs / LOG_FILE).read_text().splitlines()) < parsed.options.as_dict().get("m", 1):
+    config = steering_config(context, parsed.options)
+    if json.loads((theirs / CONFIG_FILE).read_text())["fingerprint"] != config.fingerprint():
+        return False  # another training (another executor, budget or seed)
+    if len((theirs / LOG_FILE).read_text().splitlines()) < config.m:
         return False  # still training there
     shutil.copytree(theirs, mine, dirs_exist_ok=True)
     return True
