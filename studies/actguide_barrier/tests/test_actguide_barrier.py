@@ -173,3 +173,21 @@ def test_the_confirmation_verdict_reads_the_fresh_seeds_alone():
     late = confirm.result(groups, "actguide", [0, 1, 2])
     assert late["verdict"] == NOT_SHOWN
     assert late["all_seeds"]["family"]["gains"]["actguide - zero_rl"]["success"][0] == 50.0  # the earlier seeds' win
+
+
+def test_the_committed_page_is_its_render_with_the_mechanism_section():
+    """``docs/results_actguide_barrier.md`` is what ``python -m studies.actguide_barrier.page`` makes of the committed
+    summaries, and section 6 shows every mechanism run the mechanism study committed."""
+    from studies.actguide_barrier.page import INTRO, MECHANISM, PAGE, render
+    from studies.actguide_barrier.summarize import RESULTS
+
+    summary = json.loads((RESULTS / "summary.json").read_text(encoding="utf-8"))
+    confirmation = json.loads((RESULTS / confirm.RESULT_FILE).read_text(encoding="utf-8"))
+    mechanism = json.loads(MECHANISM.read_text(encoding="utf-8"))
+    text = render(summary, INTRO.read_text(), confirmation, mechanism)
+    assert text == PAGE.read_text(encoding="utf-8")
+    assert "## 6. Inside the update: what the guided groups teach" in text and "*Inside the update*" in text
+    for arm in mechanism["arms"].values():
+        for run in arm["runs"].values():
+            assert f"| {run['guided_family_groups']} | " in text
+    assert all(check["same"] for check in mechanism["checked"].values())  # the barrier study's runs, retrained
