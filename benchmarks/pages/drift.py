@@ -48,6 +48,7 @@ def load(out: Path) -> dict[str, Any]:
         "hand_written": _optional_json(out / HAND_WRITTEN / "summary.json"),
         "components": _optional_json(out / COMPONENTS / "summary.json"),
         "supervised": _optional_json(out / SUPERVISED / "summary.json"),
+        "rl_ngrams": _optional_json(out / RL_NGRAMS / "summary.json"),
         "out": out,
     }
 
@@ -58,6 +59,8 @@ HAND_WRITTEN = "hand_written"
 COMPONENTS = "components"
 #: the folder of ``out`` that holds the supervised bound of the steerer's architecture (``studies.drift_supervised``)
 SUPERVISED = "supervised"
+#: the folder of ``out`` that holds the paper's trainer with the n-gram table frozen (``studies.drift_rl_ngrams``)
+RL_NGRAMS = "rl_ngrams"
 
 
 def _optional_json(path: Path) -> Any:
@@ -511,6 +514,82 @@ def _supervised(level: str, ctx: PageContext) -> str:
     return supervised_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
 
 
+#: how the RL n-gram study's tables name its rows
+RL_NGRAM_ROWS = {
+    "none": "no supervision",
+    "best_fixed_rule": "the ladder's best fixed rule",
+    "hand_written": "hand-written rule (the card's tells)",
+    "rl_paper": "RL steering, the paper's setting",
+    "rl_frozen_ngrams": "RL steering, n-gram table frozen",
+}
+
+
+def rl_ngrams_markdown(data: dict[str, Any]) -> str:
+    """The paper's trainer with and without the n-gram table trained: the dev choice, each row's test F1, gain over
+    the ladder's rule and place on the ladder's scale, and the paired difference of the two trainers."""
+    from .results import interval_text
+
+    rows, gains, choice = data["rows"], data["gains"], data["choice"]
+    ceiling = data["ceiling_over_rule"]
+    table = ["| Row | F1 | Notes / task | Gain vs the ladder's rule [95% CI] | Place (rule 0, ceiling 1) |"]
+    table.append("|---|---:|---:|---:|---:|")
+    for name in (n for n in RL_NGRAM_ROWS if n in rows):
+        over = gains.get(f"{name} - best_fixed_rule")
+        place = 0.0 if name == "best_fixed_rule" else over["mean"] / ceiling if over and ceiling else None
+        table.append(
+            f"| {RL_NGRAM_ROWS[name]} | {rows[name]['f1']:.2f} | {rows[name]['interventions_per_task']:.2f} | "
+            f"{interval_text(over) if over else '—'} | {'—' if place is None else f'{place:+.2f}'} |"
+        )
+    dev = data["dev"]
+    taus = "; ".join(
+        f"{RL_NGRAM_ROWS[row]}: " + ", ".join(f"tau={run['value']} (dev rate {run['rate']:.2f})" for run in runs)
+        for row, runs in dev["runs"].items()
+    )
+    reused = any(run.get("checkpoint") for runs in dev["runs"].values() for run in runs)
+    return (
+        f"### The paper's trainer with the n-gram table frozen, on `{data['executor']}`\n\n"
+        + template(
+            "drift_rl_ngrams",
+            budget=data["budget"],
+            seeds=str(len(next(iter(dev["runs"].values())))),
+            dev_limit=str(dev["config"]["limit"]),
+            rule=choice["rule"],
+        )
+        + f"\n*Setting:* `{data['executor']}`, split **test**, {data['config']['limit']} tasks per benchmark × "
+        f"{data['config']['seeds']} seeds (the ladder's; {rows['none']['episodes']:,} paired episodes a run); the "
+        f"ladder's ceiling − its rule {ceiling:+.2f} (a point estimate)"
+        + "".join(f"; commit `{c}`" for c in data.get("code", {}).get("commits", ()))
+        + ".\n\n"
+        + f"**Dev choice:** {RL_NGRAM_ROWS[choice['chosen']]} (frozen − the paper's setting on dev "
+        f"{interval_text(choice['dev_gain'])}, {choice['dev_gain']['verdict']}). Operating points: {taus}.\n\n"
+        + "\n".join(table)
+        + "\n\n"
+        + "On test: "
+        + "; ".join(
+            f"{RL_NGRAM_ROWS[a]} − {RL_NGRAM_ROWS[b]} {interval_text(gains[f'{a} - {b}'])} "
+            f"({gains[f'{a} - {b}']['verdict']})"
+            for a, b in (
+                ("rl_frozen_ngrams", "rl_paper"),
+                ("rl_frozen_ngrams", "hand_written"),
+                ("rl_paper", "hand_written"),
+            )
+        )
+        + "."
+        + (
+            " The paper's setting's steerers are the `sim:drift1` comparison's (the same training: the same label "
+            "and config fingerprint, copied by `--paper-checkpoints`)."
+            if reused
+            else ""
+        )
+        + f"\n\n```bash\n{study_command(data['command'])}\n```\n\n"
+    )
+
+
+def _rl_ngrams(level: str, ctx: PageContext) -> str:
+    data = ctx.data["rl_ngrams"]
+    return rl_ngrams_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
+
+
 def _levels(ctx: PageContext) -> str:
     levels = ctx.data["levels"].items()
     return "".join(
@@ -519,6 +598,7 @@ def _levels(ctx: PageContext) -> str:
         + _algorithms(level, ctx)
         + _components(level, ctx)
         + _supervised(level, ctx)
+        + _rl_ngrams(level, ctx)
         + _diagnosis(level, ctx)
         for level, data in levels
     )
