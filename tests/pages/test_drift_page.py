@@ -215,3 +215,32 @@ def test_the_supervised_bound_recomputes_from_its_committed_episodes_and_is_on_t
             summary["gains"][f"{fit} - best_fixed_rule"]["mean"] / summary["ceiling_over_rule"], abs=1e-3
         )
         assert f"| {place:+.2f} |" in text
+
+
+def test_the_frozen_ngram_trainer_recomputes_from_its_committed_episodes_and_follows_its_dev_rule():
+    """Every row and paired interval of ``docs/results/drift/rl_ngrams`` from its episodes alone, the dev choice by the
+    rule it states, and the page's places."""
+    import gzip
+
+    from benchmarks.harness.stats import RowRuns
+    from benchmarks.harness.summary_rows import stored_record
+    from studies.drift_rl_ngrams.run import RESULTS, TRAINERS, measure
+
+    summary = json.loads((RESULTS / "summary.json").read_text())
+    with gzip.open(RESULTS / "episodes.jsonl.gz", "rt") as fh:
+        lines = [json.loads(line) for line in fh]
+    rows = {}
+    for row in ("none", "best_fixed_rule", "hand_written", *TRAINERS):
+        runs: dict[str, list] = {}
+        for x in (x for x in lines if x["row"] == row):
+            runs.setdefault(x["run"], []).append(stored_record(x, method=x["run"]))
+        rows[row] = RowRuns(row, runs)
+    again = measure(rows, summary["config"]["benchmarks"])
+    assert again["rows"] == summary["rows"] and again["gains"] == summary["gains"]
+    assert all(summary["rows"][row]["runs"] == 3 for row in TRAINERS)
+    choice = summary["choice"]
+    assert choice["chosen"] == ("rl_frozen_ngrams" if choice["dev_gain"]["low"] > 0 else "rl_paper")
+    text = (RESULTS.parents[2] / "results_drift.md").read_text(encoding="utf-8")
+    assert "### The paper's trainer with the n-gram table frozen, on `sim:drift1`" in text
+    for row, place in summary["place"].items():
+        assert f"| {place:+.2f} |" in text, row
