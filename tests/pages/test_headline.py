@@ -89,26 +89,27 @@ def test_a_row_whose_summary_is_stale_is_listed_without_figures_or_verdicts():
 
 def test_a_drift_learner_is_placed_as_the_drift_page_places_it_and_waits_on_both_its_summaries():
     """The README's place of a drift learner equals the drift page's (the comparison's gain over none on the ladder's
-    scale, from the ladder's own rows), and the row is quoted only when the comparison and the hand-written rung's
-    summary (which records the scale) are both current."""
+    scale, from the ladder's own rows), and a level's row is quoted only when its comparison and the hand-written
+    rung's summary (which records the scale) are both current; each level waits on its own comparison alone."""
     import json
 
     from steer_envs.paths import REPO_ROOT
 
-    row = headline.drift_measure()
     for n in (1, 2, 3):
-        rows = {
-            r["rung"]: r
-            for r in json.loads((REPO_ROOT / f"docs/results/drift/drift{n}/ladder.json").read_text())["rows"]
-        }
+        row = headline.drift_measure(n)
+        ladder = json.loads((REPO_ROOT / f"docs/results/drift/drift{n}/ladder.json").read_text())
+        rows = {r["rung"]: r for r in ladder["rows"]}
         rule, ceiling = rows["best_fixed_rule"]["gain"]["mean"], rows["learnable_ceiling"]["gain"]["mean"]
         for name in headline.DRIFT_LEARNERS:
-            value = row.values[f"{name}{n}"]
+            value = row.values[name]
             gain = headline.pair(headline.drift(n), name, "no_supervision").interval().mean
             assert value.get() == pytest.approx((gain - rule) / (ceiling - rule), abs=2e-3)
             assert value.sources() == (headline.drift(n), headline.HAND_WRITTEN)
+    first, second = headline.drift_measure(1), headline.drift_measure(2)
     text = headline.render(check=lambda source: stale(source) if source == headline.HAND_WRITTEN else current(source))
-    assert row.check not in text.split(headline.WAITING)[0] and f"- {row.check}:" in text
+    assert first.check not in text.split(headline.WAITING)[0] and f"- {first.check}:" in text
+    text = headline.render(check=lambda source: stale(source) if source == headline.drift(2) else current(source))
+    assert f"| {first.check} |" in text and f"- {second.check}:" in text
 
 
 def test_a_quoted_summary_must_name_its_commit(monkeypatch):
