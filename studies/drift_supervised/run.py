@@ -72,8 +72,7 @@ from benchmarks.harness.provenance import code_record, portable_command
 from benchmarks.harness.results_summary import EPISODE_FIELDS, EPISODES_FILE, gzip_lines, machine, now
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate
-from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns, summarize_rows
-from benchmarks.harness.verdicts import verdict
+from benchmarks.harness.stats import RowRuns
 from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.episodes import episode_seed, play_episode
 from steer_envs.errors import SteerEnvsError
@@ -82,6 +81,7 @@ from steer_envs.paths import REPO_ROOT
 from studies.drift_components.run import collect, labels, score_auc, slow_fit, states
 from studies.drift_tells.rule import register as register_hand_written
 from studies.drift_tells.run import ceiling_over_rule, ladder_of, specs_for
+from studies.rows import paired_rows
 
 EXECUTOR = "sim:drift1"
 #: the method name the study registers (the fitted steerer of one training seed, built by this study only)
@@ -427,23 +427,8 @@ def test_rows(folder: RunFolder, ladder: dict[str, Any], seeds: Sequence[int], p
 
 
 def measure(rows: dict[str, RowRuns], benchmarks: Sequence[str]) -> dict[str, Any]:
-    boot = HierarchicalBootstrap(list(rows.values()), benchmarks)
-    summary = {
-        s.method: {
-            "f1": round(s.avg_f1, 3),
-            "interventions_per_task": round(s.interventions_per_task, 4),
-            "turns_per_task": round(s.turns_per_task, 4),
-            "runs": len(rows[s.method].runs),
-            "episodes": len(rows[s.method].records()),
-            "failed": s.failed,
-        }
-        for s in summarize_rows(list(rows.values()), benchmarks, reference=None, boot=boot)
-    }
-    gains = {}
-    for row, reference in GAINS:
-        interval: Interval = boot.gain(row, reference)[1]
-        gains[f"{row} - {reference}"] = {**asdict(interval), "verdict": verdict(interval)}
-    return {"rows": summary, "gains": gains}
+    """Each row's figures and the :data:`GAINS` with their intervals and verdicts."""
+    return paired_rows(rows, benchmarks, GAINS)
 
 
 def components(steerers: dict[str, Sequence[Steerer]], episodes: int) -> dict[str, Any]:

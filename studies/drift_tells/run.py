@@ -29,7 +29,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +37,11 @@ from benchmarks.harness.provenance import code_record, portable_command
 from benchmarks.harness.results_summary import EPISODE_FIELDS, EPISODES_FILE, gzip_lines, machine, now
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate
-from benchmarks.harness.stats import HierarchicalBootstrap, Interval, RowRuns, summarize_rows
-from benchmarks.harness.verdicts import verdict
+from benchmarks.harness.stats import RowRuns
 from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.episodes import EpisodeLog, EpisodeRecord
 from steer_envs.paths import REPO_ROOT
+from studies.rows import paired_rows
 
 from .rule import NAME, register
 
@@ -93,23 +92,7 @@ def spec_label(spec: str) -> str:
 
 def measure(records: dict[str, list[EpisodeRecord]], benchmarks: Sequence[str]) -> dict[str, Any]:
     """Each row's F1, rate and turns, and the :data:`GAINS` with their intervals and verdicts."""
-    runs = [RowRuns(row, {row: recs}) for row, recs in records.items()]
-    boot = HierarchicalBootstrap(runs, benchmarks)
-    rows = {
-        s.method: {
-            "f1": round(s.avg_f1, 3),
-            "interventions_per_task": round(s.interventions_per_task, 4),
-            "turns_per_task": round(s.turns_per_task, 4),
-            "episodes": len(records[s.method]),
-            "failed": s.failed,
-        }
-        for s in summarize_rows(runs, benchmarks, reference=None, boot=boot)
-    }
-    gains = {}
-    for row, reference in GAINS:
-        interval: Interval = boot.gain(row, reference)[1]
-        gains[f"{row} - {reference}"] = {**asdict(interval), "verdict": verdict(interval)}
-    return {"rows": rows, "gains": gains}
+    return paired_rows({row: RowRuns(row, {row: recs}) for row, recs in records.items()}, benchmarks, GAINS)
 
 
 def run_level(level: str, out: Path, limit: int, seeds: int, progress: bool) -> dict[str, Any]:
