@@ -435,6 +435,24 @@ def ngram_table() -> str:
     return f"{defaults['hash_dim'].default:,} × {defaults['embed_dim'].default} weights, the largest block"
 
 
+def ladder_rows_table(data: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """A study's test rows (``names``: row -> how the table names it) with each one's gain over the ladder's best
+    fixed rule and its place on the ladder's scale (that gain over the ceiling's, ``data["ceiling_over_rule"]``)."""
+    from .results import interval_text
+
+    rows, gains, ceiling = data["rows"], data["gains"], data["ceiling_over_rule"]
+    table = ["| Row | F1 | Notes / task | Gain vs the ladder's rule [95% CI] | Place (rule 0, ceiling 1) |"]
+    table.append("|---|---:|---:|---:|---:|")
+    for name in (n for n in names if n in rows):
+        over = gains.get(f"{name} - best_fixed_rule")
+        place = 0.0 if name == "best_fixed_rule" else over["mean"] / ceiling if over and ceiling else None
+        table.append(
+            f"| {names[name]} | {rows[name]['f1']:.2f} | {rows[name]['interventions_per_task']:.2f} | "
+            f"{interval_text(over) if over else '—'} | {'—' if place is None else f'{place:+.2f}'} |"
+        )
+    return table
+
+
 def supervised_markdown(data: dict[str, Any]) -> str:
     """The supervised bound: each fit's test row beside the ladder's rule and the hand-written rung, its place on the
     ladder's scale, and its fast and slow paths on the component study's dev states beside the RL steerer's."""
@@ -442,16 +460,7 @@ def supervised_markdown(data: dict[str, Any]) -> str:
 
     rows, gains, fits, comp = data["rows"], data["gains"], data["fits"], data["components"]
     names = [n for n in SUPERVISED_ROWS if n in rows and n.startswith("supervised")]
-    table = ["| Row | F1 | Notes / task | Gain vs the ladder's rule [95% CI] | Place (rule 0, ceiling 1) |"]
-    table.append("|---|---:|---:|---:|---:|")
-    ceiling = data["ceiling_over_rule"]
-    for name in (n for n in SUPERVISED_ROWS if n in rows):
-        over = gains.get(f"{name} - best_fixed_rule")
-        place = 0.0 if name == "best_fixed_rule" else over["mean"] / ceiling if over and ceiling else None
-        table.append(
-            f"| {SUPERVISED_ROWS[name]} | {rows[name]['f1']:.2f} | {rows[name]['interventions_per_task']:.2f} | "
-            f"{interval_text(over) if over else '—'} | {'—' if place is None else f'{place:+.2f}'} |"
-        )
+    table = ladder_rows_table(data, SUPERVISED_ROWS)
     pairs = (("supervised_frozen_ngrams", "supervised"), *((n, "hand_written") for n in names))
     paired = [
         f"* {SUPERVISED_ROWS[a]} − {SUPERVISED_ROWS[b]}: {interval_text(gains[f'{a} - {b}'])}"
@@ -531,15 +540,7 @@ def rl_ngrams_markdown(data: dict[str, Any]) -> str:
 
     rows, gains, choice = data["rows"], data["gains"], data["choice"]
     ceiling = data["ceiling_over_rule"]
-    table = ["| Row | F1 | Notes / task | Gain vs the ladder's rule [95% CI] | Place (rule 0, ceiling 1) |"]
-    table.append("|---|---:|---:|---:|---:|")
-    for name in (n for n in RL_NGRAM_ROWS if n in rows):
-        over = gains.get(f"{name} - best_fixed_rule")
-        place = 0.0 if name == "best_fixed_rule" else over["mean"] / ceiling if over and ceiling else None
-        table.append(
-            f"| {RL_NGRAM_ROWS[name]} | {rows[name]['f1']:.2f} | {rows[name]['interventions_per_task']:.2f} | "
-            f"{interval_text(over) if over else '—'} | {'—' if place is None else f'{place:+.2f}'} |"
-        )
+    table = ladder_rows_table(data, RL_NGRAM_ROWS)
     dev = data["dev"]
     taus = "; ".join(
         f"{RL_NGRAM_ROWS[row]}: " + ", ".join(f"tau={run['value']} (dev rate {run['rate']:.2f})" for run in runs)
