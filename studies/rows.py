@@ -37,3 +37,9 @@ def paired_rows(
         interval: Interval = boot.gain(row, reference)[1]
         gains[f"{row} - {reference}"] = {**asdict(interval), "verdict": verdict(interval)}
     return {"rows": summary, "gains": gains}
+
+
+def ladder_places(gains: dict[str, Any], names: Sequence[str], ceiling: float | None) -> dict[str, float | None]:
+    """Each row's place on a ladder's scale: its gain over the ladder's best fixed rule (``"<row> - best_fixed_rule"``
+    in ``gains``) over the ceiling's (``ceiling``; None where the ladder has none)."""
+    return {name: round(gains[f"{name} - best_fixed_rule"]["mean"] / ceiling, 3) if ceiling else None for name in names}

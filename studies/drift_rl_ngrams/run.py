@@ -59,7 +59,7 @@ from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
 from studies.drift_tells.rule import register as register_hand_written
 from studies.drift_tells.run import ceiling_over_rule, ladder_of, specs_for
-from studies.rows import paired_rows
+from studies.rows import ladder_places, paired_rows
 
 EXECUTOR = "sim:drift1"
 #: the method this study registers: the paper's trainer with the n-gram table frozen
@@ -279,10 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = test_rows(test, ladder, choices, not args.no_progress)
     result = measure(rows, test.config.benchmarks)
     ceiling = ceiling_over_rule(ladder)
-    result["place"] = {
-        row: round(result["gains"][f"{row} - best_fixed_rule"]["mean"] / ceiling, 3) if ceiling else None
-        for row in TRAINERS
-    }
+    result["place"] = ladder_places(result["gains"], list(TRAINERS), ceiling)
     result["ceiling_over_rule"] = ceiling
     result["choice"] = choice
     summary = {

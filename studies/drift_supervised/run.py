@@ -81,7 +81,7 @@ from steer_envs.paths import REPO_ROOT
 from studies.drift_components.run import collect, labels, score_auc, slow_fit, states
 from studies.drift_tells.rule import register as register_hand_written
 from studies.drift_tells.run import ceiling_over_rule, ladder_of, specs_for
-from studies.rows import paired_rows
+from studies.rows import ladder_places, paired_rows
 
 EXECUTOR = "sim:drift1"
 #: the method name the study registers (the fitted steerer of one training seed, built by this study only)
@@ -536,10 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = test_rows(folder, ladder, range(setting.train_seeds), not args.no_progress)
     result = measure(rows, folder.config.benchmarks)
     ceiling = ceiling_over_rule(ladder)
-    result["place"] = {
-        fit_name: round(result["gains"][f"{fit_name} - best_fixed_rule"]["mean"] / ceiling, 3) if ceiling else None
-        for fit_name in FITS
-    }
+    result["place"] = ladder_places(result["gains"], list(FITS), ceiling)
     result["ceiling_over_rule"] = ceiling
     summary = {
         "command": portable_command(
