@@ -11,6 +11,7 @@ results_drift`` rebuilds the page.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -410,16 +411,26 @@ def _training_signal(signal: dict[str, Any] | None) -> str:
     )
 
 
-def _components(level: str, ctx: PageContext) -> str:
-    data = ctx.data["components"]
-    return components_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
+def study_section(key: str, render: Callable[[dict[str, Any]], str]) -> Callable[[str, PageContext], str]:
+    """A level's section from one study's summary (``ctx.data[key]``): ``render`` of it on the level it measured,
+    nothing on the others or when it is not committed."""
+
+    def section(level: str, ctx: PageContext) -> str:
+        data = ctx.data[key]
+        return render(data) if data and data["executor"] == f"sim:{level}" else ""
+
+    return section
 
 
-#: how the supervised bound's tables name its rows and fits
-SUPERVISED_ROWS = {
+#: the rows every study on a ladder's test tasks evaluates beside its own, as its tables name them
+LADDER_ROWS = {
     "none": "no supervision",
     "best_fixed_rule": "the ladder's best fixed rule",
     "hand_written": "hand-written rule (the card's tells)",
+}
+#: how the supervised bound's tables name its rows and fits
+SUPERVISED_ROWS = {
+    **LADDER_ROWS,
     "supervised": "the steerer's architecture, every weight fitted",
     "supervised_frozen_ngrams": "the same, n-gram table at its initialisation",
 }
@@ -518,16 +529,9 @@ def supervised_markdown(data: dict[str, Any]) -> str:
     )
 
 
-def _supervised(level: str, ctx: PageContext) -> str:
-    data = ctx.data["supervised"]
-    return supervised_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
-
-
 #: how the RL n-gram study's tables name its rows
 RL_NGRAM_ROWS = {
-    "none": "no supervision",
-    "best_fixed_rule": "the ladder's best fixed rule",
-    "hand_written": "hand-written rule (the card's tells)",
+    **LADDER_ROWS,
     "rl_paper": "RL steering, the paper's setting",
     "rl_frozen_ngrams": "RL steering, n-gram table frozen",
 }
@@ -586,9 +590,12 @@ def rl_ngrams_markdown(data: dict[str, Any]) -> str:
     )
 
 
-def _rl_ngrams(level: str, ctx: PageContext) -> str:
-    data = ctx.data["rl_ngrams"]
-    return rl_ngrams_markdown(data) if data and data["executor"] == f"sim:{level}" else ""
+#: the studies' sections of a level, in page order (the trainer's parts, the supervised bound, the frozen-table RL)
+STUDY_SECTIONS = (
+    study_section("components", components_markdown),
+    study_section("supervised", supervised_markdown),
+    study_section("rl_ngrams", rl_ngrams_markdown),
+)
 
 
 def _levels(ctx: PageContext) -> str:
@@ -597,9 +604,7 @@ def _levels(ctx: PageContext) -> str:
         _level(level, data)
         + _hand_written(level, ctx)
         + _algorithms(level, ctx)
-        + _components(level, ctx)
-        + _supervised(level, ctx)
-        + _rl_ngrams(level, ctx)
+        + "".join(section(level, ctx) for section in STUDY_SECTIONS)
         + _diagnosis(level, ctx)
         for level, data in levels
     )

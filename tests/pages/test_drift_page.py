@@ -187,21 +187,10 @@ def test_the_hand_written_rung_is_placed_with_the_compared_rows():
 def test_the_supervised_bound_recomputes_from_its_committed_episodes_and_is_on_the_page():
     """Every row and paired interval of ``docs/results/drift/supervised`` from its episodes alone, by the study's own
     measurement; its no-supervision and fixed-rule rows replay the ladder's; the page shows each fit's place."""
-    import gzip
-
-    from benchmarks.harness.stats import RowRuns
-    from benchmarks.harness.summary_rows import stored_record
     from studies.drift_supervised.run import RESULTS, ROWS, measure
 
     summary = json.loads((RESULTS / "summary.json").read_text())
-    with gzip.open(RESULTS / "episodes.jsonl.gz", "rt") as fh:
-        lines = [json.loads(line) for line in fh]
-    rows = {}
-    for row in ROWS:
-        runs: dict[str, list] = {}
-        for x in (x for x in lines if x["row"] == row):
-            runs.setdefault(x["run"], []).append(stored_record(x, method=x["run"]))
-        rows[row] = RowRuns(row, runs)
+    rows = _stored_rows(RESULTS, ROWS)
     again = measure(rows, summary["config"]["benchmarks"])
     assert again["rows"] == summary["rows"] and again["gains"] == summary["gains"]
     hand = json.loads((RESULTS.parent / "hand_written" / "summary.json").read_text())["levels"]["sim:drift1"]["rows"]
@@ -220,21 +209,10 @@ def test_the_supervised_bound_recomputes_from_its_committed_episodes_and_is_on_t
 def test_the_frozen_ngram_trainer_recomputes_from_its_committed_episodes_and_follows_its_dev_rule():
     """Every row and paired interval of ``docs/results/drift/rl_ngrams`` from its episodes alone, the dev choice by the
     rule it states, and the page's places."""
-    import gzip
-
-    from benchmarks.harness.stats import RowRuns
-    from benchmarks.harness.summary_rows import stored_record
     from studies.drift_rl_ngrams.run import RESULTS, TRAINERS, measure
 
     summary = json.loads((RESULTS / "summary.json").read_text())
-    with gzip.open(RESULTS / "episodes.jsonl.gz", "rt") as fh:
-        lines = [json.loads(line) for line in fh]
-    rows = {}
-    for row in ("none", "best_fixed_rule", "hand_written", *TRAINERS):
-        runs: dict[str, list] = {}
-        for x in (x for x in lines if x["row"] == row):
-            runs.setdefault(x["run"], []).append(stored_record(x, method=x["run"]))
-        rows[row] = RowRuns(row, runs)
+    rows = _stored_rows(RESULTS, ("none", "best_fixed_rule", "hand_written", *TRAINERS))
     again = measure(rows, summary["config"]["benchmarks"])
     assert again["rows"] == summary["rows"] and again["gains"] == summary["gains"]
     assert all(summary["rows"][row]["runs"] == 3 for row in TRAINERS)
@@ -244,3 +222,22 @@ def test_the_frozen_ngram_trainer_recomputes_from_its_committed_episodes_and_fol
     assert "### The paper's trainer with the n-gram table frozen, on `sim:drift1`" in text
     for row, place in summary["place"].items():
         assert f"| {place:+.2f} |" in text, row
+
+
+def _stored_rows(results, names):
+    """A study's committed test episodes (``results/episodes.jsonl.gz``: a ``row`` and a ``run`` per line) as the
+    harness's rows, one run per training seed."""
+    import gzip
+
+    from benchmarks.harness.stats import RowRuns
+    from benchmarks.harness.summary_rows import stored_record
+
+    with gzip.open(results / "episodes.jsonl.gz", "rt") as fh:
+        lines = [json.loads(line) for line in fh]
+    rows = {}
+    for row in names:
+        runs: dict[str, list] = {}
+        for x in (x for x in lines if x["row"] == row):
+            runs.setdefault(x["run"], []).append(stored_record(x, method=x["run"]))
+        rows[row] = RowRuns(row, runs)
+    return rows
