@@ -49,16 +49,17 @@ from benchmarks.harness.comparison import ComparisonPlan
 from benchmarks.harness.config import EvalConfig
 from benchmarks.harness.operating import choose_rate
 from benchmarks.harness.provenance import code_record, portable_command
-from benchmarks.harness.results_summary import EPISODE_FIELDS, EPISODES_FILE, gzip_lines, machine, now
+from benchmarks.harness.results_summary import machine, now
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate
 from benchmarks.harness.stats import HierarchicalBootstrap, RowRuns
 from benchmarks.harness.verdicts import verdict
-from steer_envs.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from steer_envs.atomic import atomic_write_json
 from steer_envs.errors import SteerEnvsError
 from steer_envs.paths import REPO_ROOT
 from studies.drift_tells.rule import register as register_hand_written
 from studies.drift_tells.run import ceiling_over_rule, ladder_of, specs_for
+from studies.row_summaries import write_row_summary
 from studies.rows import ladder_places, paired_rows
 
 EXECUTOR = "sim:drift1"
@@ -76,7 +77,6 @@ _PLAN = {f.name: f.default for f in fields(ComparisonPlan)}
 DEV_LIMIT = 20
 DEV_SEEDS, TARGET, TOLERANCE, MAX_PROBES = (_PLAN[k] for k in ("dev_seeds", "target", "tolerance", "max_probes"))
 RESULTS = REPO_ROOT / "docs" / "results" / "drift" / "rl_ngrams"
-SUMMARY = "summary.json"
 CHOICE = "choice.json"
 #: the rule of :func:`choose`, as the summary states it
 RULE = (
@@ -296,17 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": test.config.to_json(),
         "code": code_record([dev.root, test.root]),
     }
-    args.summary.mkdir(parents=True, exist_ok=True)
-    episodes = [
-        {"row": row, "run": label, **{k: getattr(r, k) for k in EPISODE_FIELDS}}
-        for row, runs in rows.items()
-        for label, records in runs.runs.items()
-        for r in records
-    ]
-    atomic_write_bytes(args.summary / EPISODES_FILE, gzip_lines(episodes))
-    atomic_write_text(args.summary / SUMMARY, json.dumps(summary, indent=1) + "\n")
+    written = write_row_summary(args.summary, summary, rows)
     print(table(result))
-    print(f"wrote {args.summary / SUMMARY}")
+    print(f"wrote {written}")
     return 0
 
 

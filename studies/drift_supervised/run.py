@@ -69,11 +69,10 @@ from baselines.simple import PASS, NoSupervision, RandomIntervention
 from benchmarks.harness.config import EvalConfig
 from benchmarks.harness.ladder import BEHAVIOUR_P, MAX_INTERVENTIONS, THRESHOLD_QUANTILES
 from benchmarks.harness.provenance import code_record, portable_command
-from benchmarks.harness.results_summary import EPISODE_FIELDS, EPISODES_FILE, gzip_lines, machine, now
+from benchmarks.harness.results_summary import machine, now
 from benchmarks.harness.runfolder import RunFolder
 from benchmarks.harness.runner import evaluate
 from benchmarks.harness.stats import RowRuns
-from steer_envs.atomic import atomic_write_bytes, atomic_write_text
 from steer_envs.episodes import episode_seed, play_episode
 from steer_envs.errors import SteerEnvsError
 from steer_envs.failures import episode_failed
@@ -81,13 +80,13 @@ from steer_envs.paths import REPO_ROOT
 from studies.drift_components.run import collect, labels, score_auc, slow_fit, states
 from studies.drift_tells.rule import register as register_hand_written
 from studies.drift_tells.run import ceiling_over_rule, ladder_of, specs_for
+from studies.row_summaries import write_row_summary
 from studies.rows import ladder_places, paired_rows
 
 EXECUTOR = "sim:drift1"
 #: the method name the study registers (the fitted steerer of one training seed, built by this study only)
 NAME = "drift_supervised"
 RESULTS = REPO_ROOT / "docs" / "results" / "drift" / "supervised"
-SUMMARY = "summary.json"
 #: the fit's learning rates (Adam); the held-out train loss chooses among them
 LEARNING_RATES = (3e-3, 1e-3, 3e-4)
 #: the gains are regressed in F1 points / 10 (gains are measured on F1's 0..1 scale)
@@ -555,17 +554,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": folder.config.to_json(),
         "code": code_record([args.out / "test"]),
     }
-    args.summary.mkdir(parents=True, exist_ok=True)
-    episodes = [
-        {"row": row, "run": label, **{k: getattr(r, k) for k in EPISODE_FIELDS}}
-        for row, runs in rows.items()
-        for label, records in runs.runs.items()
-        for r in records
-    ]
-    atomic_write_bytes(args.summary / EPISODES_FILE, gzip_lines(episodes))
-    atomic_write_text(args.summary / SUMMARY, json.dumps(summary, indent=1) + "\n")
+    written = write_row_summary(args.summary, summary, rows)
     print(table(result))
-    print(f"wrote {args.summary / SUMMARY}")
+    print(f"wrote {written}")
     return 0
 
 
