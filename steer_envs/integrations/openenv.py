@@ -56,7 +56,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ..errors import SteerEnvsError
-from ..retrieval.server import _error
+from ..retrieval.server import error_response
 from ..serving import (
     BODY_TIMEOUT_S,
     HEADER_TIMEOUT_S,
@@ -416,7 +416,7 @@ class _Guard:
         if refusal is not None:
             if scope["type"] == "websocket":
                 return await send({"type": "websocket.close", "code": 1008})  # before accept: HTTP 403
-            return await _error(*refusal)(scope, receive, send)
+            return await error_response(*refusal)(scope, receive, send)
         if scope["type"] == "http":
             return await self._http(scope, receive, send)
         if scope.get("path") in _ENV_SOCKETS and self.slots.full:
@@ -463,7 +463,7 @@ class _Guard:
             if self.slots.full and _builds_env(scope.get("path", ""), payload):
                 raise RequestError(429, self.slots.refusal())
         except RequestError as exc:
-            return await _error(exc.status, str(exc), exc.close)(scope, receive, send)
+            return await error_response(exc.status, str(exc), exc.close)(scope, receive, send)
         return await self.app(scope, _replay(body, receive), send)
 
     async def _websocket(self, scope, receive, send):
@@ -634,27 +634,27 @@ def build_app(config: EnvServerConfig) -> tuple[FastAPI, HTTPEnvServer]:
 
     @app.exception_handler(RequestError)
     async def request_error(request: Request, exc: RequestError):
-        return _error(exc.status, str(exc), exc.close)
+        return error_response(exc.status, str(exc), exc.close)
 
     @app.exception_handler(SteerEnvsError)
     async def env_error(request: Request, exc: SteerEnvsError):
-        return _error(400, str(exc))
+        return error_response(400, str(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
         if exc.status_code in (404, 405):
-            return _error(
+            return error_response(
                 exc.status_code,
                 f"no {request.method} endpoint {request.url.path}; see GET /docs (OpenEnv routes and /sessions)",
             )
-        return _error(exc.status_code, str(exc.detail))
+        return error_response(exc.status_code, str(exc.detail))
 
     from fastapi.exceptions import RequestValidationError
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):
         parts = [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        return _error(422, "malformed body: " + "; ".join(parts))
+        return error_response(422, "malformed body: " + "; ".join(parts))
 
     app.add_middleware(_Guard, config=config, slots=slots)
     return app, server

@@ -39,13 +39,11 @@ from starlette.responses import Response
 
 from ..data.corpus import Corpus
 from ..errors import SteerEnvsError
-from ..serving import (  # noqa: F401 - re-exported
+from ..serving import (
     BODY_TIMEOUT_S,
     HEADER_TIMEOUT_S,
-    LOOPBACK_HOSTS,
     UvicornServer,
     authorized,
-    is_loopback,
     origin_allowed,
     origin_refusal,
 )
@@ -275,7 +273,7 @@ def _json_response(status: int, body: dict[str, Any], close: bool = False) -> Re
     )
 
 
-def _error(status: int, message: str, close: bool | None = None):
+def error_response(status: int, message: str, close: bool | None = None):
     """A ``{"detail": message}`` answer; ``close`` (default: 400, 411, 413) ends the connection after it."""
     return _json_response(status, {"detail": message}, close=status in (400, 411, 413) if close is None else close)
 
@@ -357,11 +355,11 @@ def create_app(service: RetrievalService):
             found = await search(request, [parsed.queries[i] for i in live], served.topk(parsed)) if live else []
             return await answered(request, served.answer(parsed, live, found))
         except RequestError as exc:
-            return _error(exc.status, str(exc), exc.close)
+            return error_response(exc.status, str(exc), exc.close)
         except SteerEnvsError as exc:
-            return _error(422, str(exc))
+            return error_response(422, str(exc))
         except Exception as exc:  # noqa: BLE001 - a backend failure must not kill the server; clients retry 5xx
-            return _error(500, f"retrieval failed: {type(exc).__name__}: {exc}")
+            return error_response(500, f"retrieval failed: {type(exc).__name__}: {exc}")
 
     @app.post("/access", openapi_extra=schema_of(AccessRequest), summary="ASearcher page access")
     async def access(request: Request):
@@ -370,9 +368,9 @@ def create_app(service: RetrievalService):
             payload = await payload_of(request)
             return await answered(request, await asyncio.to_thread(served.access, payload))
         except RequestError as exc:
-            return _error(exc.status, str(exc), exc.close)
+            return error_response(exc.status, str(exc), exc.close)
         except Exception as exc:  # noqa: BLE001
-            return _error(500, f"page access failed: {type(exc).__name__}: {exc}")
+            return error_response(500, f"page access failed: {type(exc).__name__}: {exc}")
 
     @app.get("/health")
     async def health(request: Request):
@@ -388,10 +386,10 @@ def create_app(service: RetrievalService):
     @app.exception_handler(StarletteHTTPException)
     async def not_found(request: Request, exc: StarletteHTTPException):
         if exc.status_code in (404, 405):
-            return _error(
+            return error_response(
                 404, f"no {request.method} endpoint {request.url.path}; use POST /retrieve, POST /access or GET /health"
             )
-        return _error(exc.status_code, str(exc.detail))
+        return error_response(exc.status_code, str(exc.detail))
 
     return app
 
