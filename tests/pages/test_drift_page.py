@@ -227,13 +227,11 @@ def test_the_frozen_ngram_trainer_recomputes_from_its_committed_episodes_and_fol
 def _stored_rows(results, names):
     """A study's committed test episodes (``results/episodes.jsonl.gz``: a ``row`` and a ``run`` per line) as the
     harness's rows, one run per training seed."""
-    import gzip
-
+    from benchmarks.harness.results_summary import EPISODES_FILE, read_episodes
     from benchmarks.harness.stats import RowRuns
     from benchmarks.harness.summary_rows import stored_record
 
-    with gzip.open(results / "episodes.jsonl.gz", "rt") as fh:
-        lines = [json.loads(line) for line in fh]
+    lines = read_episodes(results / EPISODES_FILE)
     rows = {}
     for row in names:
         runs: dict[str, list] = {}
